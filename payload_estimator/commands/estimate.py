@@ -1,0 +1,127 @@
+"""``payload-estimator estimate SAMPLES``: estimate a payload from a sensor-frame sample table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import numpy as np
+
+from payload_estimator.commands import CommandError
+from payload_estimator.core.estimators import METHODS, make_estimator
+from payload_estimator.core.shapes import (
+    DEFAULT_DENSITY,
+    DEFAULT_MAX_POINTS,
+    ShapeError,
+    load_points,
+    parse_shape_spec,
+    sample_points,
+)
+from payload_estimator.io.samples_file import COLUMNS, SamplesFileError, read_samples
+
+__all__ = ["add_parser", "run", "points_from_args"]
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "estimate",
+        help="estimate mass, COM and inertia from a sensor-frame sample table (CSV or NPZ)",
+        description=(
+            "Estimate the payload from SAMPLES, a CSV with a header row or an NPZ with the "
+            f"columns {' '.join(COLUMNS)} (sensor frame, SI units; f, t: the wrench the payload "
+            "exerts on the sensor, torque about the sensor origin; a: gravity excluded; g: the "
+            "gravity vector in the sensor frame). Rows with NaN/inf are skipped and counted."
+        ),
+    )
+    p.add_argument("samples", help="CSV or NPZ sample table")
+    p.add_argument("--method", choices=METHODS, default="pmd", help="estimator (default: pmd)")
+    add_shape_arguments(p)
+    p.add_argument("--bias", action="store_true", help="also estimate the six F/T offsets")
+    p.add_argument("--c1", type=float, default=300.0, help="PMD dynamism scale c1 of eq. (9) (default 300)")
+    p.add_argument("--lambda", dest="regularization", type=float, default=1.0,
+                   help="PMD regularisation lambda (default 1.0)")
+    p.add_argument("--forgetting", type=float, default=None,
+                   help="per-sample forgetting factor for rls/rtls (default: rls 0.999, rtls 1)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    return p
+
+
+def add_shape_arguments(p: argparse.ArgumentParser) -> None:
+    """``--shape`` / ``--points`` / ``--density`` / ``--max-points`` (shared with other commands)."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument(
+        "--shape",
+        help=(
+            "payload shape for pmd, sensor frame, m and rad: box:SX,SY,SZ[@X,Y,Z[,R,P,Y]], "
+            "cylinder:R,H[@...], sphere:R[@X,Y,Z], mesh:FILE[*SCALE][@...]; join parts with +"
+        ),
+    )
+    g.add_argument("--points", help="candidate point-mass positions for pmd: x y z per row (CSV or .npy)")
+    p.add_argument("--density", type=float, default=DEFAULT_DENSITY / 1e6,
+                   help="points per cm³ when sampling --shape (default 0.04, paper 004)")
+    p.add_argument("--max-points", type=int, default=DEFAULT_MAX_POINTS,
+                   help=f"cap on the number of point masses (default {DEFAULT_MAX_POINTS})")
+
+
+def points_from_args(args: argparse.Namespace) -> np.ndarray | None:
+    """Point-mass positions from ``--shape`` or ``--points`` (None when neither is given)."""
+    try:
+        if args.points:
+            pts = load_points(args.points)
+            if len(pts) > args.max_points:
+                from payload_estimator.core.shapes import downsample_evenly
+
+                pts = downsample_evenly(pts, args.max_points)
+            return pts
+        if args.shape:
+            if args.density <= 0:
+                raise CommandError("--density must be positive")
+            return sample_points(
+                parse_shape_spec(args.shape), density=args.density * 1e6, max_points=args.max_points
+            )
+    except ShapeError as exc:
+        raise CommandError(str(exc)) from None
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        loaded = read_samples(args.samples)
+    except SamplesFileError as exc:
+        raise CommandError(str(exc)) from None
+    points = points_from_args(args)
+    if args.method == "pmd" and points is None:
+        raise CommandError("--method pmd needs the payload's shape: give --shape or --points")
+    options: dict = {}
+    if args.method == "pmd":
+        options = {"c1": args.c1, "regularization": args.regularization}
+    elif args.method in ("rls", "rtls") and args.forgetting is not None:
+        if not 0 < args.forgetting <= 1:
+            raise CommandError("--forgetting must be in (0, 1]")
+        options = {"forgetting": args.forgetting}
+    estimator = make_estimator(args.method, points, bias=args.bias, **options)
+    estimator.update(loaded.samples)
+    est = estimator.estimate()
+
+    if args.json:
+        out = est.to_dict()
+        out["skipped_rows"] = loaded.skipped_rows
+        out["n_points"] = None if points is None else int(len(points))
+        json.dump(out, sys.stdout)
+        sys.stdout.write("\n")
+        return 0
+
+    from rich.console import Console
+
+    from payload_estimator.outputs.report import estimate_table, quality_table
+    from payload_estimator.outputs.urdf import urdf_inertial
+
+    console = Console()
+    if loaded.skipped_rows:
+        console.print(f"[yellow]skipped {loaded.skipped_rows} row(s) with NaN/inf values[/]")
+    console.print(estimate_table(est))
+    console.print(quality_table(est))
+    console.print("URDF fragment (sensor frame):")
+    console.print(urdf_inertial(est.params, frame="sensor"), markup=False, highlight=False)
+    return 0

@@ -1,0 +1,185 @@
+"""What all estimators share: sample intake, and linear algebra on the statistics."""
+
+from __future__ import annotations
+
+import abc
+
+import numpy as np
+
+from payload_estimator.core.estimate import Estimate
+from payload_estimator.core.inertia import InertialParameters
+from payload_estimator.core.regressor import N_PARAMS
+from payload_estimator.core.samples import SensorSamples
+from payload_estimator.core.statistics import RegressorStatistics
+
+__all__ = [
+    "Estimator",
+    "InsufficientData",
+    "solve_psd",
+    "pinv_psd",
+    "scaled_condition_number",
+    "channel_variances",
+    "inertia_identifiable",
+    "IDENTIFIABLE_REL_STD",
+]
+
+IDENTIFIABLE_REL_STD = 0.25
+"""Inertia counts as identified when each principal-moment std is below this fraction."""
+_INERTIA_SCALE_FLOOR_M = 0.02
+"""Radius (m) of gyration below which inertia uncertainty is judged against ``m r²``."""
+_VARIANCE_FLOOR = 1e-12
+_CHUNK = 256
+
+
+class InsufficientData(ValueError):
+    """Raised by ``estimate()`` before any usable sample has arrived."""
+
+
+def solve_psd(A: np.ndarray, c: np.ndarray, rcond: float = 1e-10) -> tuple[np.ndarray, int]:
+    """Minimum-norm solution of ``A x = c`` for a symmetric PSD ``A``, with its rank.
+
+    Columns are equilibrated first (Jacobi scaling) so that ``rcond`` is relative
+    to a well-scaled matrix.
+    """
+    d = np.sqrt(np.clip(np.diag(A), 0.0, None))
+    d[d == 0.0] = 1.0
+    As = A / np.outer(d, d)
+    lam, V = np.linalg.eigh(0.5 * (As + As.T))
+    keep = lam > rcond * max(lam[-1], 0.0) if lam[-1] > 0 else np.zeros_like(lam, bool)
+    xs = V[:, keep] @ ((V[:, keep].T @ (c / d)) / lam[keep])
+    return xs / d, int(keep.sum())
+
+
+def pinv_psd(A: np.ndarray, rcond: float = 1e-10) -> np.ndarray:
+    """Pseudo-inverse of a symmetric PSD matrix (Jacobi-scaled, eigenvalue cutoff ``rcond``)."""
+    d = np.sqrt(np.clip(np.diag(A), 0.0, None))
+    d[d == 0.0] = 1.0
+    As = A / np.outer(d, d)
+    lam, V = np.linalg.eigh(0.5 * (As + As.T))
+    keep = lam > rcond * max(lam[-1], 0.0) if lam[-1] > 0 else np.zeros_like(lam, bool)
+    inv = (V[:, keep] / lam[keep]) @ V[:, keep].T
+    return inv / np.outer(d, d)
+
+
+def scaled_condition_number(A: np.ndarray) -> float:
+    """Condition number of the column-scaled regressor, from its Gram ``A = Y^T Y``.
+
+    Columns scaled to unit norm (Gautier & Khalil 1992); ``cond(Y D) = sqrt(cond(D A D))``.
+    Returns ``inf`` when a column is empty or the matrix is singular.
+    """
+    d = np.sqrt(np.clip(np.diag(A), 0.0, None))
+    if np.any(d == 0.0):
+        return float("inf")
+    lam = np.linalg.eigvalsh(A / np.outer(d, d))
+    if lam[0] <= lam[-1] * 1e-15:
+        return float("inf")
+    return float(np.sqrt(lam[-1] / lam[0]))
+
+
+def channel_variances(
+    stats: RegressorStatistics, x: np.ndarray, with_bias: bool
+) -> np.ndarray:
+    """(6,) residual variance of each wrench channel at the unknowns ``x``.
+
+    Degrees of freedom: the (weighted) number of samples minus the unknowns
+    shared out over the six channels.
+    """
+    rss = np.clip(stats.channel_residuals(x, with_bias), 0.0, None)
+    dof = max(stats.weight_sum - x.shape[0] / 6.0, 1.0)
+    return np.maximum(rss / dof, _VARIANCE_FLOOR)
+
+
+def inertia_identifiable(
+    information: np.ndarray, params: InertialParameters, rel_std: float = IDENTIFIABLE_REL_STD
+) -> bool:
+    """Whether the data determine the inertia tensor.
+
+    ``information`` is the (whitened) Fisher information of the unknowns
+    (phi first). The marginal covariance of the six inertia entries is the
+    inverse of the Schur complement of the other unknowns; the inertia counts
+    as identified when the standard deviation of each diagonal entry is below
+    ``rel_std`` times the mean principal moment about the COM (floored at
+    ``m (2 cm)²`` so that point-like payloads, and estimates whose inertia is
+    not positive definite, are not judged against their own scale).
+    """
+    if not np.all(np.isfinite(information)) or params.mass <= 0.0:
+        return False
+    J = np.arange(4, N_PARAMS)
+    R = np.setdiff1d(np.arange(information.shape[0]), J)
+    S = information[np.ix_(J, J)] - information[np.ix_(J, R)] @ pinv_psd(
+        information[np.ix_(R, R)]
+    ) @ information[np.ix_(R, J)]
+    lam = np.linalg.eigvalsh(0.5 * (S + S.T))
+    if lam[0] <= max(lam[-1], 0.0) * 1e-12:
+        return False
+    cov = np.linalg.inv(S)
+    std_diag = np.sqrt(np.clip(np.diag(cov)[[0, 3, 5]], 0.0, None))
+    moments = params.principal_moments()
+    own = float(np.mean(moments)) if moments[0] > 0.0 else 0.0  # a non-physical tensor sets no scale
+    scale = max(own, params.mass * _INERTIA_SCALE_FLOOR_M**2)
+    return bool(np.all(std_diag < rel_std * scale))
+
+
+class Estimator(abc.ABC):
+    """An online estimator of the ten inertial parameters.
+
+    Feed it batches of :class:`SensorSamples` with :meth:`update`; ask for an
+    :class:`Estimate` whenever you like with :meth:`estimate`. Samples with a
+    non-finite value are dropped and counted in :attr:`rejected_samples`.
+    """
+
+    name: str = "estimator"
+
+    def __init__(self, bias: bool = False) -> None:
+        self.with_bias = bool(bias)
+        self.rejected_samples = 0
+        self._dynamism_sum = 0.0
+        self._n_seen = 0
+
+    @property
+    def samples_used(self) -> int:
+        return self._n_seen
+
+    @property
+    def mean_dynamism(self) -> float:
+        return self._dynamism_sum / self._n_seen if self._n_seen else 0.0
+
+    def update(self, samples: SensorSamples) -> None:
+        """Take in a batch of samples (vectorised; any size, including one)."""
+        ok = samples.finite_mask()
+        if not ok.all():
+            self.rejected_samples += int((~ok).sum())
+            samples = samples.select(ok)
+        if len(samples) == 0:
+            return
+        self._dynamism_sum += float(samples.dynamism().sum())
+        self._n_seen += len(samples)
+        if len(samples) <= _CHUNK:
+            self._accumulate(samples)
+            return
+        # Chunks small enough to stay in cache are several times faster than one big product.
+        for start in range(0, len(samples), _CHUNK):
+            self._accumulate(samples.select(slice(start, start + _CHUNK)))
+
+    def reset(self) -> None:
+        """Forget all data."""
+        self.rejected_samples = 0
+        self._dynamism_sum = 0.0
+        self._n_seen = 0
+        self._reset()
+
+    def estimate(self) -> Estimate:
+        """The current estimate; raises :class:`InsufficientData` before any sample."""
+        if self._n_seen == 0:
+            raise InsufficientData(f"{self.name}: no samples yet")
+        return self._estimate()
+
+    @abc.abstractmethod
+    def _accumulate(self, samples: SensorSamples) -> None: ...
+
+    @abc.abstractmethod
+    def _reset(self) -> None: ...
+
+    @abc.abstractmethod
+    def _estimate(self) -> Estimate: ...
+

@@ -1,0 +1,148 @@
+"""Sensor-frame samples: the only input the estimation core consumes.
+
+A batch of ``N`` synchronised observations of the payload's motion and of the
+wrench it exerts on the force/torque sensor, all expressed in the sensor frame
+``S`` (origin at the sensor's measurement point), SI units.
+
+Conventions
+-----------
+* ``lin_acc_in_sensor``: acceleration of the origin of ``S`` relative to the
+  world, expressed in ``S``, **gravity not included** (zero for a sensor at
+  rest).
+* ``gravity_in_sensor``: the gravity acceleration vector expressed in ``S``
+  (``R_world_sensor.T @ [0, 0, -9.81]`` for an upright base).
+* ``wrench_in_sensor``: ``[fx, fy, fz, tx, ty, tz]``, the force and the torque
+  about the origin of ``S`` that the payload exerts **on the sensor**. For a
+  payload at rest this is ``f = m g`` and ``tau = m c x g``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["SensorSamples", "STANDARD_GRAVITY"]
+
+STANDARD_GRAVITY = 9.80665
+"""Standard acceleration of gravity, m/s²."""
+
+
+def _as_rows(x: np.ndarray, width: int, name: str) -> np.ndarray:
+    x = np.asarray(x, dtype=float)
+    if x.ndim == 1 and x.shape[0] == width:
+        x = x[None, :]
+    if x.ndim != 2 or x.shape[1] != width:
+        raise ValueError(f"{name} must have shape (N, {width}), got {x.shape}")
+    return x
+
+
+@dataclass(frozen=True)
+class SensorSamples:
+    """``N`` samples in the sensor frame ``S`` (see the module docstring).
+
+    Attributes:
+        t: (N,) sample times, s.
+        lin_acc_in_sensor: (N, 3) linear acceleration of the origin of S, gravity excluded, m/s².
+        ang_vel_in_sensor: (N, 3) angular velocity of S, rad/s.
+        ang_acc_in_sensor: (N, 3) angular acceleration of S, rad/s².
+        gravity_in_sensor: (N, 3) gravity acceleration vector in S, m/s².
+        wrench_in_sensor: (N, 6) force (N) and torque about the origin of S (N·m)
+            exerted by the payload on the sensor.
+    """
+
+    t: np.ndarray
+    lin_acc_in_sensor: np.ndarray
+    ang_vel_in_sensor: np.ndarray
+    ang_acc_in_sensor: np.ndarray
+    gravity_in_sensor: np.ndarray
+    wrench_in_sensor: np.ndarray
+
+    def __post_init__(self) -> None:
+        t = np.atleast_1d(np.asarray(self.t, dtype=float))
+        object.__setattr__(self, "t", t)
+        for name, width in (
+            ("lin_acc_in_sensor", 3),
+            ("ang_vel_in_sensor", 3),
+            ("ang_acc_in_sensor", 3),
+            ("gravity_in_sensor", 3),
+            ("wrench_in_sensor", 6),
+        ):
+            arr = _as_rows(getattr(self, name), width, name)
+            if arr.shape[0] != t.shape[0]:
+                raise ValueError(
+                    f"{name} has {arr.shape[0]} rows but t has {t.shape[0]} samples"
+                )
+            object.__setattr__(self, name, arr)
+
+    def __len__(self) -> int:
+        return int(self.t.shape[0])
+
+    @classmethod
+    def empty(cls) -> "SensorSamples":
+        """A batch with no samples."""
+        z3 = np.zeros((0, 3))
+        return cls(np.zeros(0), z3, z3, z3, z3, np.zeros((0, 6)))
+
+    @classmethod
+    def at_rest(
+        cls, t: np.ndarray, gravity_in_sensor: np.ndarray, wrench_in_sensor: np.ndarray
+    ) -> "SensorSamples":
+        """Samples of a sensor held still: zero velocity and acceleration."""
+        g = _as_rows(gravity_in_sensor, 3, "gravity_in_sensor")
+        z = np.zeros_like(g)
+        return cls(t, z, z, z, g, wrench_in_sensor)
+
+    def finite_mask(self) -> np.ndarray:
+        """(N,) True where every value of the sample is finite."""
+        rows = np.hstack(
+            (
+                self.t[:, None],
+                self.lin_acc_in_sensor,
+                self.ang_vel_in_sensor,
+                self.ang_acc_in_sensor,
+                self.gravity_in_sensor,
+                self.wrench_in_sensor,
+            )
+        )
+        return np.isfinite(rows).all(axis=1)
+
+    def select(self, index: np.ndarray | slice) -> "SensorSamples":
+        """A new batch holding the samples picked by a boolean mask, indices or a slice."""
+        return SensorSamples(
+            self.t[index],
+            self.lin_acc_in_sensor[index],
+            self.ang_vel_in_sensor[index],
+            self.ang_acc_in_sensor[index],
+            self.gravity_in_sensor[index],
+            self.wrench_in_sensor[index],
+        )
+
+    @staticmethod
+    def concatenate(batches: "list[SensorSamples]") -> "SensorSamples":
+        """Join batches in the order given."""
+        if not batches:
+            return SensorSamples.empty()
+        return SensorSamples(
+            np.concatenate([b.t for b in batches]),
+            np.concatenate([b.lin_acc_in_sensor for b in batches]),
+            np.concatenate([b.ang_vel_in_sensor for b in batches]),
+            np.concatenate([b.ang_acc_in_sensor for b in batches]),
+            np.concatenate([b.gravity_in_sensor for b in batches]),
+            np.concatenate([b.wrench_in_sensor for b in batches]),
+        )
+
+    def dynamism(self, n1: float = 1.0, n2: float = 1.0, n3: float = 0.5) -> np.ndarray:
+        """Dynamism ``nu`` of each sample, paper 004 eq. (4).
+
+        ``nu = || [|a|/n1, |alpha|/n2, |omega|/n3] ||²`` with the defaults of the
+        paper (n1 = n2 = 1, n3 = 0.5). Returns an (N,) array.
+        """
+        def sq(v: np.ndarray) -> np.ndarray:
+            return np.einsum("ij,ij->i", v, v)
+
+        return (
+            sq(self.lin_acc_in_sensor) / n1**2
+            + sq(self.ang_acc_in_sensor) / n2**2
+            + sq(self.ang_vel_in_sensor) / n3**2
+        )

@@ -1,0 +1,1 @@
+"""Estimates turned into things people use: URDF fragments, tables, plots, rviz markers."""

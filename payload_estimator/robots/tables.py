@@ -1,0 +1,113 @@
+"""Value types for the per-robot parameter tables the URDF writer reads.
+
+Kinematics are given as Craig's *modified* Denavit–Hartenberg rows, the
+convention of Franka's FCI documentation and of UFACTORY's "Modified D-H
+Parameters" tables. Row ``i`` describes the transform from the frame of link
+``i-1`` to the frame of link ``i``::
+
+    T_{i-1,i} = Rot_x(alpha_{i-1}) Trans_x(a_{i-1}) Rot_z(q_i + theta_offset_i) Trans_z(d_i)
+
+(J. J. Craig, *Introduction to Robotics*, 3rd ed., eq. 3.6). Lengths in metres,
+angles in radians. Inertials are in the vendor's URDF link frames: centre of
+mass in the link frame, inertia tensor about the centre of mass with the axes of
+the link frame, kg and kg·m².
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["ModifiedDH", "JointLimit", "LinkInertial", "ArmTable"]
+
+
+@dataclass(frozen=True)
+class ModifiedDH:
+    """One modified (Craig) DH row; see the module docstring.
+
+    Attributes:
+        alpha_prev: twist ``alpha_{i-1}`` about ``x_{i-1}``, rad.
+        a_prev: length ``a_{i-1}`` along ``x_{i-1}``, m.
+        d: offset ``d_i`` along ``z_i``, m.
+        theta_offset: constant added to the joint angle, rad (mechanical zero
+            minus DH zero).
+    """
+
+    alpha_prev: float
+    a_prev: float
+    d: float
+    theta_offset: float = 0.0
+
+
+@dataclass(frozen=True)
+class JointLimit:
+    """Vendor joint limits: position (rad), speed (rad/s), torque (N·m)."""
+
+    lower: float
+    upper: float
+    velocity: float
+    effort: float
+
+
+@dataclass(frozen=True)
+class LinkInertial:
+    """Rigid-body inertial of one link, in that link's frame.
+
+    Attributes:
+        mass: kg.
+        com_in_link: (3,) centre of mass in the link frame, m.
+        inertia_at_com: ``(ixx, ixy, ixz, iyy, iyz, izz)`` about the centre of
+            mass, axes of the link frame, kg·m².
+    """
+
+    mass: float
+    com_in_link: tuple[float, float, float]
+    inertia_at_com: tuple[float, float, float, float, float, float]
+
+
+@dataclass(frozen=True)
+class ArmTable:
+    """Everything the URDF writer and :class:`~payload_estimator.robots.spec.RobotSpec` need.
+
+    Attributes:
+        name: short robot name (``"panda"``, ...).
+        base_link: URDF root link (vendor name).
+        link_names: the ``n`` moving links, in chain order (vendor names).
+        joint_names: the ``n`` revolute joints, in chain order (vendor names).
+        dh: ``n`` modified DH rows, one per joint.
+        flange_link: flange link name (vendor name).
+        flange_joint: name of the fixed joint from the last link to the flange.
+        flange_dh: DH row from the last link to the flange (its ``theta_offset`` is 0).
+        limits: ``n`` joint limits.
+        base_inertial: inertial of the base link, or ``None`` (a fixed base's
+            inertial does not matter for kinematics).
+        link_inertials: ``n`` inertials of the moving links.
+        q_home: ``n`` home joint angles, rad.
+        wrist_joints: indices of the three joints nearest the flange.
+        source: where the numbers come from (written into the URDF as a comment).
+    """
+
+    name: str
+    base_link: str
+    link_names: tuple[str, ...]
+    joint_names: tuple[str, ...]
+    dh: tuple[ModifiedDH, ...]
+    flange_link: str
+    flange_joint: str
+    flange_dh: ModifiedDH
+    limits: tuple[JointLimit, ...]
+    base_inertial: LinkInertial | None
+    link_inertials: tuple[LinkInertial, ...]
+    q_home: tuple[float, ...]
+    wrist_joints: tuple[int, int, int]
+    source: str
+
+    def __post_init__(self) -> None:
+        n = len(self.joint_names)
+        for field_name in ("link_names", "dh", "limits", "link_inertials", "q_home"):
+            if len(getattr(self, field_name)) != n:
+                raise ValueError(f"{self.name}: {field_name} must have {n} entries")
+        for q, lim, joint in zip(self.q_home, self.limits, self.joint_names):
+            if not lim.lower <= q <= lim.upper:
+                raise ValueError(f"{self.name}: q_home of {joint} is outside its limits")
+        if self.flange_dh.theta_offset != 0.0:
+            raise ValueError(f"{self.name}: the flange row cannot have a theta offset")

@@ -1,0 +1,5 @@
+"""Simulation: payload catalogue, sensor-level ground truth and the MuJoCo robot simulator.
+
+Submodules import their heavy dependencies (pinocchio, MuJoCo) themselves, so
+importing this package costs nothing.
+"""

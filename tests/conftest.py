@@ -1,0 +1,28 @@
+"""Shared fixtures: seeded random generators and sensor-level ground truth."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(12345)
+
+
+def random_body(rng: np.random.Generator):
+    """A random physically consistent body: mass 0.1-2 kg, COM within 15 cm, PD inertia."""
+    from payload_estimator.core.inertia import InertialParameters
+
+    m = rng.uniform(0.1, 2.0)
+    c = rng.uniform(-0.15, 0.15, 3)
+    # principal moments of a random box, rotated
+    sides = rng.uniform(0.02, 0.25, 3)
+    I_p = m / 12.0 * np.array(
+        [sides[1] ** 2 + sides[2] ** 2, sides[0] ** 2 + sides[2] ** 2, sides[0] ** 2 + sides[1] ** 2]
+    )
+    from scipy.spatial.transform import Rotation
+
+    R = Rotation.random(random_state=rng.integers(1 << 31)).as_matrix()
+    return InertialParameters.from_mass_com_inertia(m, c, R @ np.diag(I_p) @ R.T)

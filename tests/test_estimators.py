@@ -1,0 +1,254 @@
+"""Estimators: exact recovery, equivalence with textbook algorithms, uncertainty, robustness."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from payload_estimator.core.estimators import (
+    InsufficientData,
+    OrdinaryLeastSquares,
+    PointMassDiscretization,
+    RecursiveLeastSquares,
+    RecursiveTotalLeastSquares,
+    WeightedLeastSquares,
+    make_estimator,
+)
+from payload_estimator.core.estimators.pmd import point_mass_matrix
+from payload_estimator.core.inertia import InertialParameters
+from payload_estimator.core.regressor import samples_regressor
+from payload_estimator.core.samples import SensorSamples
+from payload_estimator.core.shapes import sample_points
+from payload_estimator.sim.noise import TABLE_II
+from payload_estimator.sim.payloads import PAYLOADS
+from payload_estimator.sim.wrist import WristTrajectory, simulate_wrist
+
+HAMMER = PAYLOADS["hammer"]
+BIAS = np.array([0.4, -0.3, 0.2, 0.01, -0.02, 0.015])
+
+
+@pytest.fixture(scope="module")
+def exact_motion():
+    """Noise-free samples of the hammer on the wrist at 2 rad/s, 3 s at 100 Hz."""
+    _, exact = simulate_wrist(HAMMER.params, WristTrajectory(mean_ang_vel=2.0), duration=3.0)
+    return exact
+
+
+def _with_wrench(s: SensorSamples, wrench: np.ndarray) -> SensorSamples:
+    return SensorSamples(s.t, s.lin_acc_in_sensor, s.ang_vel_in_sensor, s.ang_acc_in_sensor,
+                         s.gravity_in_sensor, wrench)
+
+
+@pytest.mark.parametrize("method", ["ols", "wls", "rls", "rtls"])
+@pytest.mark.parametrize("bias", [False, True])
+def test_linear_estimators_recover_exact_parameters(exact_motion, method, bias):
+    data = exact_motion if not bias else _with_wrench(exact_motion, exact_motion.wrench_in_sensor + BIAS)
+    options = {"forgetting": 1.0} if method == "rls" else {}
+    est = make_estimator(method, bias=bias, **options)
+    est.update(data)
+    e = est.estimate()
+    np.testing.assert_allclose(e.phi, HAMMER.params.phi, rtol=1e-5, atol=1e-8)
+    if bias:
+        np.testing.assert_allclose(e.bias, BIAS, atol=1e-6)
+    assert e.physically_consistent
+    assert e.samples_used == len(data)
+
+
+def test_rls_equals_textbook_sequential_recursion(exact_motion, rng):
+    """Sherman-Morrison RLS with forgetting, one wrench channel at a time, from P0 = delta I."""
+    lam, delta = 0.995, 1e3
+    noisy = _with_wrench(exact_motion, exact_motion.wrench_in_sensor + rng.normal(0, 0.05, (len(exact_motion), 6)))
+    Y = samples_regressor(noisy)
+    theta, P = np.zeros(10), np.eye(10) * delta
+    for j in range(len(noisy)):
+        # one sample = 6 scalar rows; forgetting applies once per sample
+        P = P / lam
+        for k in range(6):
+            y = Y[j, k]
+            gain = P @ y / (1.0 + y @ P @ y)
+            theta = theta + gain * (noisy.wrench_in_sensor[j, k] - y @ theta)
+            P = P - np.outer(gain, y @ P)
+    est = RecursiveLeastSquares(forgetting=lam, initial_covariance=delta, min_information=0.0)
+    for chunk in np.array_split(np.arange(len(noisy)), 7):  # arbitrary batches
+        est.update(noisy.select(chunk))
+    np.testing.assert_allclose(est.estimate().phi, theta, rtol=1e-6, atol=1e-9)
+
+
+def test_rls_forgetting_follows_a_payload_change(exact_motion):
+    light = InertialParameters.from_mass_com_inertia(0.2, [0.0, 0.0, 0.05], np.eye(3) * 1e-4)
+    est = RecursiveLeastSquares(forgetting=0.98)
+    est.update(exact_motion)
+    assert est.estimate().mass == pytest.approx(HAMMER.params.mass, rel=1e-4)
+    est.update(_with_wrench(exact_motion, samples_regressor(exact_motion) @ light.phi))
+    assert est.estimate().mass == pytest.approx(0.2, rel=5e-3)  # 0.98^300 of the old data remains
+    no_forgetting = RecursiveLeastSquares(forgetting=1.0)
+    no_forgetting.update(exact_motion)
+    no_forgetting.update(_with_wrench(exact_motion, samples_regressor(exact_motion) @ light.phi))
+    assert abs(no_forgetting.estimate().mass - 0.2) > 0.05
+
+
+def test_rtls_equals_svd_of_scaled_data_matrix(exact_motion, rng):
+    """Batch TLS by SVD of the explicitly stacked, column-scaled [A b] (survey 001)."""
+    n = len(exact_motion)
+    s = SensorSamples(
+        exact_motion.t,
+        exact_motion.lin_acc_in_sensor + rng.normal(0, 0.05, (n, 3)),
+        exact_motion.ang_vel_in_sensor,
+        exact_motion.ang_acc_in_sensor + rng.normal(0, 0.5, (n, 3)),
+        exact_motion.gravity_in_sensor,
+        exact_motion.wrench_in_sensor + rng.normal(0, 0.05, (n, 6)),
+    )
+    A = samples_regressor(s).reshape(-1, 10)
+    b = s.wrench_in_sensor.reshape(-1)
+    C = np.column_stack([A, b])
+    d = 1.0 / np.sqrt((C**2).sum(axis=0))
+    _, _, Vt = np.linalg.svd(C * d, full_matrices=False)
+    v = Vt[-1]
+    x_ref = -(v[:-1] * d[:-1]) / (v[-1] * d[-1])
+    est = RecursiveTotalLeastSquares()
+    est.update(s)
+    np.testing.assert_allclose(est.estimate().phi, x_ref, rtol=1e-6, atol=1e-9)
+
+
+def test_wls_with_known_noise_equals_weighted_lstsq(exact_motion, rng):
+    std = np.array([0.1, 0.1, 0.1, 0.005, 0.005, 0.005])
+    n = len(exact_motion)
+    s = _with_wrench(exact_motion, exact_motion.wrench_in_sensor + rng.normal(0, 1, (n, 6)) * std)
+    A = samples_regressor(s) / std[None, :, None]
+    b = s.wrench_in_sensor / std
+    x_ref = np.linalg.lstsq(A.reshape(-1, 10), b.reshape(-1), rcond=None)[0]
+    est = WeightedLeastSquares(channel_std=std)
+    est.update(s)
+    e = est.estimate()
+    np.testing.assert_allclose(e.phi, x_ref, rtol=1e-8, atol=1e-10)
+    # and the reported covariance is (A^T S^-1 A)^-1
+    cov_ref = np.linalg.inv(A.reshape(-1, 10).T @ A.reshape(-1, 10))
+    np.testing.assert_allclose(e.covariance, cov_ref, rtol=1e-6)
+
+
+def test_reported_uncertainty_matches_monte_carlo(exact_motion):
+    """The OLS mass and COM std predicted from one data set match the spread over 200 data sets."""
+    rng = np.random.default_rng(7)
+    n = len(exact_motion)
+    std = np.array([0.1, 0.1, 0.1, 0.005, 0.005, 0.005])
+    masses, coms, predicted = [], [], []
+    for _ in range(200):
+        s = _with_wrench(exact_motion, exact_motion.wrench_in_sensor + rng.normal(0, 1, (n, 6)) * std)
+        est = OrdinaryLeastSquares()
+        est.update(s)
+        e = est.estimate()
+        masses.append(e.mass)
+        coms.append(e.com)
+        predicted.append([e.mass_std, *e.com_std])
+    predicted = np.mean(predicted, axis=0)
+    empirical = np.r_[np.std(masses), np.std(coms, axis=0)]
+    np.testing.assert_allclose(predicted, empirical, rtol=0.25)
+
+
+def test_pmd_recovers_a_body_made_of_its_own_points(exact_motion, rng):
+    points = sample_points(HAMMER.envelope)
+    masses = rng.uniform(0.0, 0.02, len(points))
+    truth = InertialParameters(point_mass_matrix(points) @ masses)
+    data = _with_wrench(exact_motion, samples_regressor(exact_motion) @ truth.phi)
+    # c1 -> 0 gives w = 1: the full model only, which these exact data satisfy exactly
+    est = PointMassDiscretization(points, regularization=1e-9, c1=1e-9)
+    est.update(data)
+    e = est.estimate()
+    assert e.mass == pytest.approx(truth.mass, rel=1e-5)
+    np.testing.assert_allclose(e.com, truth.com, atol=1e-5)
+    assert e.physically_consistent
+    assert np.all(est.masses >= 0)
+
+
+def test_pmd_osqp_workspace_agrees_with_an_independent_solver(exact_motion, rng):
+    """The persistent OSQP path and Clarabel (interior point, through qpsolvers) solve the same QP."""
+    pytest.importorskip("clarabel")
+    noisy, _ = simulate_wrist(HAMMER.params, WristTrajectory(1.0), duration=1.5,
+                              noise=TABLE_II["moderate"], rng=np.random.default_rng(3))
+    points = sample_points(HAMMER.envelope)
+    results = []
+    for solver in ("osqp", "clarabel", "osqp-qpsolvers"):
+        est = PointMassDiscretization(points, solver=solver, bias=True)
+        est.update(noisy)
+        results.append(est.estimate())
+    for other in results[1:]:
+        np.testing.assert_allclose(other.phi, results[0].phi, rtol=2e-4, atol=1e-6)
+        np.testing.assert_allclose(other.bias, results[0].bias, atol=1e-4)
+
+
+def test_pmd_is_consistent_and_accurate_on_paper_objects():
+    for name in ("hammer", "corner", "tower"):
+        payload = PAYLOADS[name]
+        noisy, _ = simulate_wrist(payload.params, WristTrajectory(1.0), duration=1.5,
+                                  noise=TABLE_II["moderate"], rng=np.random.default_rng(11))
+        est = PointMassDiscretization(sample_points(payload.envelope))
+        est.update(noisy)
+        e = est.estimate()
+        assert e.physically_consistent
+        assert e.mass == pytest.approx(payload.mass, rel=0.01)
+        assert np.all(np.abs(e.com - payload.params.com) < 0.08 * payload.bbox_lengths)
+        assert e.covariance is not None and np.all(np.isfinite(e.phi_std))
+
+
+def test_pmd_estimates_the_ft_bias(exact_motion):
+    data = _with_wrench(exact_motion, exact_motion.wrench_in_sensor + BIAS)
+    # full model only (c1 -> 0): the reduced model's approximation error would leak into the offsets
+    est = PointMassDiscretization(sample_points(HAMMER.envelope), bias=True, regularization=1e-6, c1=1e-9)
+    est.update(data)
+    e = est.estimate()
+    np.testing.assert_allclose(e.bias, BIAS, atol=2e-3)
+    assert e.mass == pytest.approx(HAMMER.mass, rel=2e-3)
+
+
+def test_pmd_warm_start_reuses_the_workspace(exact_motion):
+    est = PointMassDiscretization(sample_points(HAMMER.envelope))
+    est.update(exact_motion.select(slice(0, 100)))
+    est.estimate()
+    first = est.last_solve_iterations
+    est.update(exact_motion.select(slice(100, 105)))
+    est.estimate()
+    assert est._qp._workspace is not None
+    assert est.last_solve_iterations <= max(first, 50)
+
+
+def test_non_finite_samples_are_dropped_and_counted(exact_motion):
+    bad_wrench = exact_motion.wrench_in_sensor.copy()
+    bad_wrench[5, 2] = np.nan
+    bad_wrench[9, 0] = np.inf
+    bad = _with_wrench(exact_motion, bad_wrench)
+    for method in ("ols", "rtls", "pmd"):
+        est = make_estimator(method, sample_points(HAMMER.envelope))
+        est.update(bad)
+        assert est.rejected_samples == 2
+        assert est.samples_used == len(bad) - 2
+        assert est.estimate().mass == pytest.approx(HAMMER.mass, rel=1e-3)
+
+
+def test_no_data_raises_insufficient_data():
+    with pytest.raises(InsufficientData):
+        OrdinaryLeastSquares().estimate()
+    with pytest.raises(ValueError):
+        make_estimator("pmd")
+    with pytest.raises(ValueError):
+        make_estimator("nope")
+
+
+def test_inertia_identifiability_flag(exact_motion):
+    # static poses: gravity only, the inertia cannot be identified
+    static = SensorSamples.at_rest(exact_motion.t, exact_motion.gravity_in_sensor,
+                                   samples_regressor(SensorSamples.at_rest(
+                                       exact_motion.t, exact_motion.gravity_in_sensor,
+                                       np.zeros((len(exact_motion), 6)))) @ HAMMER.params.phi)
+    est = OrdinaryLeastSquares()
+    est.update(static)
+    e = est.estimate()
+    assert not e.inertia_identifiable
+    assert e.mass == pytest.approx(HAMMER.mass, rel=1e-6)  # mass and COM still are
+    np.testing.assert_allclose(e.com, HAMMER.params.com, atol=1e-6)
+    # rich motion with small noise: identified
+    rng = np.random.default_rng(0)
+    n = len(exact_motion)
+    s = _with_wrench(exact_motion, exact_motion.wrench_in_sensor + rng.normal(0, 1e-4, (n, 6)))
+    est = OrdinaryLeastSquares()
+    est.update(s)
+    assert est.estimate().inertia_identifiable
