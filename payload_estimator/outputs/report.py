@@ -15,42 +15,31 @@ def _vec(v: np.ndarray, scale: float = 1.0, digits: int = 4) -> str:
     return "[" + ", ".join(f"{x * scale:+.{digits}f}" for x in v) + "]"
 
 
-def _diag_offdiag(I: np.ndarray) -> tuple[str, str]:
-    d = f"{I[0, 0]:.3e}, {I[1, 1]:.3e}, {I[2, 2]:.3e}"
-    o = f"{I[0, 1]:+.2e}, {I[0, 2]:+.2e}, {I[1, 2]:+.2e}"
-    return d, o
-
-
 def estimate_table(estimate: Estimate, truth: InertialParameters | None = None, frame: str = "sensor") -> Table:
-    """Mass, COM and inertia of an estimate (± one standard deviation), beside the truth if known."""
-    table = Table(title=f"Payload estimate ({estimate.method}, frame '{frame}')", show_lines=False)
-    table.add_column("quantity")
+    """Mass, COM and inertia about the COM of an estimate (± one standard deviation), beside the truth if known."""
+    table = Table(title=f"Payload estimate ({estimate.method}, frame '{frame}')")
+    table.add_column("quantity", no_wrap=True)
     if truth is not None:
-        table.add_column("truth", justify="right")
-    table.add_column("estimate", justify="right")
-    table.add_column("± 1 std", justify="right")
+        table.add_column("truth", justify="right", no_wrap=True)
+    table.add_column("estimate", justify="right", no_wrap=True)
+    table.add_column("± 1 std", justify="right", no_wrap=True)
+    std_known = estimate.covariance is not None
 
-    def row(name: str, true: str | None, est: str, std: str) -> None:
-        cells = [name] + ([true or ""] if truth is not None else []) + [est, std]
+    def row(name: str, true: float | None, est: float, std: float | None, fmt: str) -> None:
+        cells = [name]
+        if truth is not None:
+            cells.append(format(true, fmt) if true is not None else "")
+        cells += [format(est, fmt), format(std, fmt) if std is not None and std_known else ""]
         table.add_row(*cells)
 
-    std_known = estimate.covariance is not None
-    row(
-        "mass [kg]",
-        f"{truth.mass:.4f}" if truth is not None else None,
-        f"{estimate.mass:.4f}",
-        f"{estimate.mass_std:.4f}" if std_known else "n/a",
-    )
-    row(
-        "COM [mm]",
-        _vec(truth.com, 1e3, 1) if truth is not None else None,
-        _vec(estimate.com, 1e3, 1),
-        _vec(estimate.com_std, 1e3, 1) if std_known else "n/a",
-    )
-    d_est, o_est = _diag_offdiag(estimate.inertia_com)
-    d_true, o_true = _diag_offdiag(truth.inertia_com) if truth is not None else (None, None)
-    row("Ixx, Iyy, Izz about COM [kg m²]", d_true, d_est, "")
-    row("Ixy, Ixz, Iyz about COM [kg m²]", o_true, o_est, "")
+    row("mass (kg)", truth.mass if truth else None, estimate.mass, estimate.mass_std, ".4f")
+    for i, axis in enumerate("xyz"):
+        row(f"COM {axis} (mm)", 1e3 * truth.com[i] if truth else None, 1e3 * estimate.com[i],
+            1e3 * estimate.com_std[i], "+.1f")
+    I_est = estimate.inertia_com
+    I_true = truth.inertia_com if truth else None
+    for (i, j), name in zip(((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)), ("xx", "yy", "zz", "xy", "xz", "yz")):
+        row(f"I{name} about COM (kg m²)", I_true[i, j] if truth else None, I_est[i, j], None, "+.3e")
     return table
 
 
@@ -63,11 +52,11 @@ def quality_table(estimate: Estimate) -> Table:
     table.add_row("mean dynamism (eq. 4)", f"{estimate.dynamism:.3g}")
     table.add_row("condition number (scaled)", f"{estimate.condition_number:.3g}")
     r = estimate.residual_rms
-    table.add_row("residual RMS force [N]", _vec(r[:3], 1.0, 3))
-    table.add_row("residual RMS torque [N m]", _vec(r[3:], 1.0, 4))
+    table.add_row("residual RMS force (N)", _vec(r[:3], 1.0, 3))
+    table.add_row("residual RMS torque (N m)", _vec(r[3:], 1.0, 4))
     if estimate.bias is not None:
-        table.add_row("F/T offset force [N]", _vec(estimate.bias[:3], 1.0, 3))
-        table.add_row("F/T offset torque [N m]", _vec(estimate.bias[3:], 1.0, 4))
+        table.add_row("F/T offset force (N)", _vec(estimate.bias[:3], 1.0, 3))
+        table.add_row("F/T offset torque (N m)", _vec(estimate.bias[3:], 1.0, 4))
     table.add_row("inertia identifiable", "yes" if estimate.inertia_identifiable else "no (prior-driven)")
     table.add_row("physically consistent", "yes" if estimate.physically_consistent else "NO")
     return table

@@ -215,6 +215,10 @@ class SensorKinematics:
         return self._model
 
     # ------------------------------------------------------------------- helpers
+    def has_frame(self, name: str) -> bool:
+        """Whether the model (URDF or :meth:`add_frame`) has a frame called ``name``."""
+        return bool(self._model.existFrame(name))
+
     def _frame_id(self, name: str) -> int:
         """Id of frame ``name``, preferring the link (BODY) frame over a joint of that name."""
         if self._model.existFrame(name, pin.FrameType.BODY):

@@ -8,7 +8,6 @@ import pytest
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.metrics import geodesic_distance, paper_errors
 from payload_estimator.core.shapes import Box
-from tests.conftest import random_body
 
 
 def test_paper_errors_by_hand():
@@ -34,8 +33,8 @@ def test_off_diagonal_normalisation():
     assert e.inertia_entries[1] == pytest.approx(30.0)
 
 
-def test_geodesic_distance_properties(rng):
-    a, b = random_body(rng), random_body(rng)
+def test_geodesic_distance_properties(make_body, rng):
+    a, b = make_body(), make_body()
     assert geodesic_distance(a, a) == pytest.approx(0.0, abs=1e-6)
     assert geodesic_distance(a, b) == pytest.approx(geodesic_distance(b, a), rel=1e-9)
     # invariant to a change of frame applied to both

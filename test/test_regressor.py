@@ -15,7 +15,6 @@ from payload_estimator.core.regressor import (
 from payload_estimator.core.samples import SensorSamples
 from payload_estimator.sim.payloads import PAYLOADS
 from payload_estimator.sim.wrist import WristTrajectory, simulate_wrist
-from tests.conftest import random_body
 
 
 def _pinocchio_wrench_on_sensor(p, a, w, al, g, v_origin):
@@ -28,9 +27,9 @@ def _pinocchio_wrench_on_sensor(p, a, w, al, g, v_origin):
     return -f_on_body.vector
 
 
-def test_regressor_matches_pinocchio_newton_euler(rng):
+def test_regressor_matches_pinocchio_newton_euler(make_body, rng):
     for _ in range(50):
-        p = random_body(rng)
+        p = make_body()
         a, w, al, g, vo = (rng.normal(size=3) * s for s in (2.0, 2.0, 10.0, 9.81, 0.5))
         Y = regressor(a[None], w[None], al[None], g[None])[0]
         np.testing.assert_allclose(Y @ p.phi, _pinocchio_wrench_on_sensor(p, a, w, al, g, vo), atol=1e-12)
@@ -51,8 +50,8 @@ def test_regressor_matches_pinocchio_rnea_along_a_trajectory():
     assert np.linalg.norm(exact.ang_acc_in_sensor, axis=1).max() > 0.5
 
 
-def test_static_payload_and_reduced_model(rng):
-    p = random_body(rng)
+def test_static_payload_and_reduced_model(make_body, rng):
+    p = make_body()
     g = rng.normal(size=(10, 3))
     g *= 9.81 / np.linalg.norm(g, axis=1, keepdims=True)
     z = np.zeros_like(g)
@@ -65,8 +64,8 @@ def test_static_payload_and_reduced_model(rng):
     assert np.all(reduced_regressor(g)[:, :, 4:] == 0)
 
 
-def test_bias_columns_and_prediction(rng):
-    p = random_body(rng)
+def test_bias_columns_and_prediction(make_body, rng):
+    p = make_body()
     n = 5
     s = SensorSamples(np.arange(n), *(rng.normal(size=(n, 3)) for _ in range(4)), np.zeros((n, 6)))
     beta = rng.normal(size=6)

@@ -19,21 +19,20 @@ from payload_estimator.core.inertia import (
     unvech,
     vech,
 )
-from tests.conftest import random_body
 
 
-def test_mass_com_inertia_round_trip(rng):
+def test_mass_com_inertia_round_trip(make_body):
     for _ in range(20):
-        p = random_body(rng)
+        p = make_body()
         q = InertialParameters.from_mass_com_inertia(p.mass, p.com, p.inertia_com)
         np.testing.assert_allclose(q.phi, p.phi, atol=1e-14)
         np.testing.assert_allclose(q.inertia_com, p.inertia_com, atol=1e-14)
 
 
-def test_parallel_axis_matches_pinocchio(rng):
+def test_parallel_axis_matches_pinocchio(make_body):
     """Paper order and pinocchio order, both about the origin, from pinocchio's own Inertia."""
     for _ in range(20):
-        p = random_body(rng)
+        p = make_body()
         pin_params = pin.Inertia(p.mass, p.com, p.inertia_com).toDynamicParameters()
         np.testing.assert_allclose(phi_to_pinocchio(p.phi), pin_params, atol=1e-13)
         np.testing.assert_allclose(phi_from_pinocchio(pin_params), p.phi, atol=1e-13)
@@ -42,9 +41,9 @@ def test_parallel_axis_matches_pinocchio(rng):
         np.testing.assert_allclose(p.inertia_origin, I_o, atol=1e-13)
 
 
-def test_transform_matches_pinocchio_se3_action(rng):
+def test_transform_matches_pinocchio_se3_action(make_body):
     for _ in range(20):
-        p = random_body(rng)
+        p = make_body()
         M = pin.SE3.Random()
         moved = p.transformed(M.rotation, M.translation)
         ref = M.act(pin.Inertia(p.mass, p.com, p.inertia_com))
@@ -54,8 +53,8 @@ def test_transform_matches_pinocchio_se3_action(rng):
         np.testing.assert_allclose(back.phi, p.phi, atol=1e-12)
 
 
-def test_ros_inertia_fields_round_trip(rng):
-    p = random_body(rng)
+def test_ros_inertia_fields_round_trip(make_body):
+    p = make_body()
     f = to_ros_inertia_fields(p)
     assert f["m"] == pytest.approx(p.mass)
     assert f["ixy"] == pytest.approx(p.inertia_com[0, 1])
@@ -81,9 +80,9 @@ def test_additivity_of_point_masses():
     np.testing.assert_allclose(np.diag(both.inertia_com), [0.0, 0.02, 0.02], atol=1e-15)
 
 
-def test_physical_consistency_accepts_real_bodies(rng):
+def test_physical_consistency_accepts_real_bodies(make_body):
     for _ in range(20):
-        p = random_body(rng)
+        p = make_body()
         c = check_physical_consistency(p)
         assert c.consistent and c.mass_positive and c.triangle_inequality
         assert np.linalg.eigvalsh(pseudo_inertia(p))[0] > 0
@@ -102,8 +101,8 @@ def test_physical_consistency_rejects_impossible_bodies():
     assert not InertialParameters(np.full(10, np.nan)).is_physically_consistent()
 
 
-def test_pseudo_inertia_round_trip_and_rod_limit(rng):
-    p = random_body(rng)
+def test_pseudo_inertia_round_trip_and_rod_limit(make_body):
+    p = make_body()
     np.testing.assert_allclose(from_pseudo_inertia(pseudo_inertia(p)).phi, p.phi, atol=1e-14)
     # A thin rod (two point masses) is realisable but degenerate: PSD, consistent.
     rod = InertialParameters.point_mass(0.5, [0, 0, 0.1]) + InertialParameters.point_mass(0.5, [0, 0, -0.1])

@@ -11,6 +11,12 @@ def rng() -> np.random.Generator:
     return np.random.default_rng(12345)
 
 
+@pytest.fixture
+def make_body(rng: np.random.Generator):
+    """A factory of random physically consistent bodies (see :func:`random_body`)."""
+    return lambda: random_body(rng)
+
+
 def random_body(rng: np.random.Generator):
     """A random physically consistent body: mass 0.1-2 kg, COM within 15 cm, PD inertia."""
     from payload_estimator.core.inertia import InertialParameters

@@ -1,0 +1,100 @@
+"""What each robot's "set load" interface wants, built from an estimate (ROS-free).
+
+* Franka ``franka_msgs/srv/SetLoad``: ``mass`` (kg), ``center_of_mass``
+  (flange to load COM, m, flange frame), ``load_inertia`` (3x3 about the COM,
+  flange axes, column-major, kg·m²).
+* uFactory ``xarm_msgs/srv/SetTcpLoad``: ``weight`` (kg), ``center_of_gravity``
+  ([x, y, z] in mm, flange frame).
+* ros2_control ``control_toolbox`` GravityCompensation filter parameters:
+  ``tool.mass`` (kg) and ``tool.CoG`` ([x, y, z] in m, in the filter's
+  ``sensor_frame``).
+
+The functions take the parameters already expressed in the frame the robot
+expects; :func:`to_frame` moves them there from the estimate's frame.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from payload_estimator.core.inertia import InertialParameters
+
+__all__ = [
+    "to_frame",
+    "franka_set_load_fields",
+    "xarm_set_tcp_load_fields",
+    "gravity_compensation_parameters",
+    "LoadCheck",
+    "check_load",
+]
+
+
+def to_frame(params: InertialParameters, R_target_source: np.ndarray, p_target_source: np.ndarray) -> InertialParameters:
+    """Parameters expressed in the source frame -> in the target frame, given the source's pose in the target."""
+    return params.transformed(R_target_source, p_target_source)
+
+
+def franka_set_load_fields(params_in_flange: InertialParameters) -> dict[str, object]:
+    """Fields of a ``franka_msgs/srv/SetLoad`` request (parameters in the flange frame)."""
+    I = params_in_flange.inertia_com
+    return {
+        "mass": float(params_in_flange.mass),
+        "center_of_mass": [float(x) for x in params_in_flange.com],
+        "load_inertia": [float(x) for x in I.reshape(-1, order="F")],  # column-major
+    }
+
+
+def xarm_set_tcp_load_fields(params_in_flange: InertialParameters) -> dict[str, object]:
+    """Fields of an ``xarm_msgs/srv/SetTcpLoad`` request: kg and mm (flange frame)."""
+    return {
+        "weight": float(params_in_flange.mass),
+        "center_of_gravity": [float(x) * 1000.0 for x in params_in_flange.com],
+    }
+
+
+def gravity_compensation_parameters(params_in_sensor: InertialParameters) -> dict[str, object]:
+    """``control_toolbox`` GravityCompensation parameters (COM in the filter's sensor frame)."""
+    return {
+        "tool.mass": float(params_in_sensor.mass),
+        "tool.CoG": [float(x) for x in params_in_sensor.com],
+    }
+
+
+class LoadCheck:
+    """Whether a load may be handed to a robot, with the reason when it may not."""
+
+    def __init__(self, ok: bool, reason: str) -> None:
+        self.ok = ok
+        self.reason = reason
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __repr__(self) -> str:  # pragma: no cover
+        return f"LoadCheck({self.ok}, {self.reason!r})"
+
+
+def check_load(
+    params: InertialParameters,
+    converged: bool,
+    max_mass: float,
+    force: bool = False,
+) -> LoadCheck:
+    """Refuse to hand over an estimate that is not converged and physically consistent.
+
+    ``force`` overrides convergence and consistency, never finiteness or the
+    robot's mass limit ``max_mass`` (kg).
+    """
+    if not np.all(np.isfinite(params.phi)):
+        return LoadCheck(False, "the estimate has non-finite values")
+    if params.mass <= 0.0:
+        return LoadCheck(False, f"the estimated mass {params.mass:.3f} kg is not positive")
+    if params.mass > max_mass:
+        return LoadCheck(False, f"the estimated mass {params.mass:.3f} kg exceeds the robot's {max_mass:.1f} kg")
+    if force:
+        return LoadCheck(True, "forced")
+    if not params.is_physically_consistent():
+        return LoadCheck(False, "the estimate is not physically consistent (use force to override)")
+    if not converged:
+        return LoadCheck(False, "the estimate has not converged yet (use force to override)")
+    return LoadCheck(True, "converged and physically consistent")

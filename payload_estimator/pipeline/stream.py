@@ -1,0 +1,458 @@
+"""The estimation stream: raw robot signals in, estimates out.
+
+This is the one object that the ROS node, ``replay``, ``demo`` and the
+benchmarks all drive. Messages (joint states, wrenches, IMU samples) go in
+with their own stamps, at their own rates; :meth:`EstimationStream.process`
+turns whatever can be decided into sensor-frame samples and feeds the
+estimator; :meth:`EstimationStream.estimate` returns the current estimate.
+
+The chain, for every batch the aligner releases::
+
+    aligner (uniform grid, no extrapolation, gaps split segments)
+      -> wrench into the sensor frame, with the raw joint positions
+      -> the same causal low-pass G on every signal; joint accelerations and
+         the IMU's angular acceleration by central differences (one-sample
+         delay everywhere, so the phase lags match)
+      -> sensor-frame kinematics from the filtered joint states (pinocchio),
+         or from the IMU
+      -> SensorSamples, decimated to the estimator rate -> estimator.update
+
+Bad input never raises: it is dropped, counted in :attr:`health` with a clear
+log line, and the estimate stays what it was.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Sequence
+
+import numpy as np
+
+from payload_estimator.core.convergence import ConvergenceCriteria, ConvergenceMonitor
+from payload_estimator.core.estimate import Estimate
+from payload_estimator.core.estimators import Estimator, InsufficientData
+from payload_estimator.core.inertia import InertialParameters
+from payload_estimator.core.samples import STANDARD_GRAVITY, SensorSamples
+from payload_estimator.pipeline.align import StreamAligner
+from payload_estimator.pipeline.filters import (
+    MatchedDelay,
+    MatchedDifferentiator,
+    PositionVelocityDifferentiator,
+)
+from payload_estimator.pipeline.health import (
+    LENGTH_MISMATCH,
+    MISSING_JOINT,
+    NON_FINITE,
+    SOLVER_FAILURE,
+    WRONG_FRAME,
+    InputHealth,
+)
+from payload_estimator.pipeline.imu import ImuMount, ImuProcessor
+from payload_estimator.pipeline.kinematics import SensorKinematics
+from payload_estimator.pipeline.wrench import SaturationCheck, WrenchConvention, wrench_to_sensor
+
+__all__ = ["StreamConfig", "EstimationStream", "StreamEstimate", "JOINTS", "WRENCH", "IMU"]
+
+JOINTS, WRENCH, IMU = "joint_states", "wrench", "imu"
+"""Stream names, as they appear in diagnostics."""
+
+
+@dataclass(frozen=True)
+class StreamConfig:
+    """Everything the stream needs to know about the robot and its signals.
+
+    Attributes:
+        urdf: the robot description (URDF XML).
+        sensor_frame: frame the estimate is expressed in (the F/T sensor's
+            measurement frame, or the flange when the wrench is the robot's estimate).
+        joint_names: the arm joints to use; None: every 1-DoF joint of the URDF.
+        flange_frame: frame of the robot's load interface (Franka ``SetLoad``,
+            xArm ``set_tcp_load``); None: the sensor frame.
+        wrench: how the wrench source reports (frame, torque reference, sign).
+        saturation: the sensor's range check, or None.
+        imu_frame: frame of the IMU in the URDF, or None; ``imu_mount`` overrides it.
+        imu_mount: pose of the IMU in the sensor frame, or None.
+        motion_source: ``"joints"`` (omega, alpha, a and g from joint kinematics; any
+            IMU is ignored) or ``"imu"`` (omega, alpha and a from the IMU, g from the
+            joints; the IMU is then a required input like the others).
+        use_joint_velocities: filter the driver's joint velocities instead of
+            differentiating positions (when they are usable).
+        R_world_base: orientation of the robot base in the world (tilted or wall mounts).
+        gravity: magnitude of gravity, m/s².
+        rate_hz: rate of the common time grid the streams are aligned to, Hz.
+        cutoff_hz: cutoff of the low-pass applied to every signal, Hz.
+        filter_order: Butterworth order of that low-pass.
+        estimator_rate_hz: rate at which filtered samples enter the estimator, Hz.
+        max_gap_s, reorder_window_s, clock_jump_s: alignment rules (see :class:`StreamAligner`).
+        stale_after_s: a stream silent this long is reported stale.
+    """
+
+    urdf: str
+    sensor_frame: str
+    joint_names: tuple[str, ...] | None = None
+    flange_frame: str | None = None
+    wrench: WrenchConvention | None = None
+    saturation: SaturationCheck | None = None
+    imu_frame: str | None = None
+    imu_mount: ImuMount | None = None
+    motion_source: str = "joints"
+    use_joint_velocities: bool = False
+    R_world_base: np.ndarray = field(default_factory=lambda: np.eye(3))
+    gravity: float = STANDARD_GRAVITY
+    rate_hz: float = 1000.0
+    cutoff_hz: float = 10.0
+    filter_order: int = 4
+    estimator_rate_hz: float = 100.0
+    max_gap_s: float = 0.05
+    reorder_window_s: float = 0.02
+    clock_jump_s: float = 1.0
+    stale_after_s: float = 0.5
+    convergence: ConvergenceCriteria = field(default_factory=ConvergenceCriteria)
+
+    def __post_init__(self) -> None:
+        if self.motion_source not in ("joints", "imu"):
+            raise ValueError("motion_source must be 'joints' or 'imu'")
+        if self.motion_source == "imu" and self.imu_frame is None and self.imu_mount is None:
+            raise ValueError("motion_source 'imu' needs imu_frame or imu_mount")
+        if not 0 < self.cutoff_hz < self.rate_hz / 2:
+            raise ValueError("cutoff_hz must be between 0 and half of rate_hz")
+        if not 0 < self.estimator_rate_hz <= self.rate_hz:
+            raise ValueError("estimator_rate_hz must be in (0, rate_hz]")
+
+
+@dataclass(frozen=True)
+class StreamEstimate:
+    """An estimate with what the stream knows about it.
+
+    Attributes:
+        estimate: the estimator's result, in the sensor frame.
+        t: time of the newest sample in it, s (on the input stamps' clock).
+        converged: whether the convergence monitor accepts it; ``reason`` says why not.
+        params_in_flange: the parameters in the flange frame.
+    """
+
+    estimate: Estimate
+    t: float
+    converged: bool
+    reason: str
+    params_in_flange: InertialParameters
+
+
+class EstimationStream:
+    """Raw robot signals -> filtered sensor-frame samples -> estimator (module docstring).
+
+    Args:
+        config: the robot and signal configuration.
+        estimator: any estimator of :mod:`payload_estimator.core.estimators`.
+        health: where to count bad input; a new one if None.
+    """
+
+    def __init__(
+        self, config: StreamConfig, estimator: Estimator, health: InputHealth | None = None
+    ) -> None:
+        self.config = config
+        self.estimator = estimator
+        self.kinematics = SensorKinematics(
+            config.urdf,
+            config.sensor_frame,
+            config.joint_names,
+            R_world_base=config.R_world_base,
+            gravity_in_world=(0.0, 0.0, -config.gravity),
+        )
+        self.joint_names = self.kinematics.joint_names
+        n = len(self.joint_names)
+        self.wrench_convention = config.wrench or WrenchConvention(config.sensor_frame, None, 1.0)
+        for frame in {self.wrench_convention.expressed_in, self.wrench_convention.reference_frame}:
+            if not self.kinematics.has_frame(frame):
+                raise ValueError(f"wrench frame {frame!r} is not in the robot description")
+        self.imu_mount = self._imu_mount()
+        streams = {JOINTS: 2 * n if config.use_joint_velocities else n, WRENCH: 6}
+        if self.imu_mount is not None:
+            streams[IMU] = 6
+        self.health = health if health is not None else InputHealth(expected_streams=list(streams))
+        self.aligner = StreamAligner(
+            streams,
+            config.rate_hz,
+            max_gap_s=config.max_gap_s,
+            reorder_window_s=config.reorder_window_s,
+            clock_jump_s=config.clock_jump_s,
+            health=self.health,
+        )
+        args = (config.cutoff_hz, config.rate_hz)
+        if config.use_joint_velocities:
+            self._joint_filter = PositionVelocityDifferentiator(*args, n, config.filter_order)
+        else:
+            self._joint_filter = MatchedDifferentiator(*args, n, config.filter_order)
+        self._wrench_filter = MatchedDelay(*args, 6, config.filter_order)
+        self._imu = (
+            ImuProcessor(self.imu_mount, config.rate_hz, config.cutoff_hz, config.filter_order,
+                         gravity_magnitude=config.gravity)
+            if self.imu_mount is not None
+            else None
+        )
+        self._decimation = max(1, int(round(config.rate_hz / config.estimator_rate_hz)))
+        # Low-passed samples are correlated: about 2 * cutoff of them per second are
+        # independent, so a covariance computed as if all were is inflated by the excess.
+        self._covariance_inflation = max(1.0, (config.rate_hz / self._decimation) / (2.0 * config.cutoff_hz))
+        self.convergence = ConvergenceMonitor(config.convergence)
+        self.paused = False
+        self.last_sample_time: float | None = None
+        self.samples_processed = 0
+        self._name_cache: tuple[tuple[str, ...], np.ndarray] | None = None
+        self._last: StreamEstimate | None = None
+        flange = config.flange_frame or config.sensor_frame
+        R, p = self.kinematics.frame_pose(np.zeros((1, n)), config.sensor_frame, flange)
+        self.R_flange_sensor, self.p_flange_sensor = R[0], p[0]
+
+    # ------------------------------------------------------------------ set-up
+    def _imu_mount(self) -> ImuMount | None:
+        if self.config.motion_source != "imu":
+            return None  # the IMU is a required stream only when it drives the motion
+        if self.config.imu_mount is not None:
+            return self.config.imu_mount
+        if self.config.imu_frame is None:
+            return None
+        if not self.kinematics.has_frame(self.config.imu_frame):
+            raise ValueError(f"IMU frame {self.config.imu_frame!r} is not in the robot description")
+        q0 = np.zeros((1, len(self.joint_names)))
+        R, p = self.kinematics.frame_pose(q0, self.config.imu_frame, self.config.sensor_frame)
+        if not np.allclose(
+            self.kinematics.frame_pose(q0 + 0.3, self.config.imu_frame, self.config.sensor_frame)[1], p
+        ):
+            raise ValueError("the IMU must be rigidly attached to the sensor frame")
+        return ImuMount(R[0], p[0])
+
+    # ------------------------------------------------------------------- input
+    def push_joint_state(
+        self,
+        stamp: float,
+        names: Sequence[str],
+        positions: Sequence[float],
+        velocities: Sequence[float] = (),
+        wall_time: float | None = None,
+    ) -> bool:
+        """One ``sensor_msgs/JointState``-like sample. Returns False when it was dropped."""
+        names = tuple(names)
+        q = np.asarray(positions, dtype=float).reshape(-1)
+        if len(q) != len(names):
+            self.health.report(LENGTH_MISMATCH, f"{len(names)} names but {len(q)} positions; message dropped", JOINTS)
+            return False
+        dq = np.asarray(velocities, dtype=float).reshape(-1)
+        if self.config.use_joint_velocities and len(dq) != len(names):
+            self.health.report(
+                LENGTH_MISMATCH, f"{len(names)} names but {len(dq)} velocities; message dropped", JOINTS
+            )
+            return False
+        index = self._joint_index(names)
+        if index is None:
+            return False
+        row = q[index] if not self.config.use_joint_velocities else np.r_[q[index], dq[index]]
+        self.health.note_sample(JOINTS, stamp, self._wall(wall_time))
+        self.aligner.push(JOINTS, stamp, row[None, :])
+        return True
+
+    def push_joint_states(
+        self, t: np.ndarray, q: np.ndarray, dq: np.ndarray | None = None, wall_time: float | None = None
+    ) -> None:
+        """A batch of joint states already in :attr:`joint_names` order: ``t`` (N,), ``q`` (N, n).
+
+        ``wall_time`` is the receive time for rate and staleness bookkeeping
+        (default: now); playback passes the recorded time.
+        """
+        t = np.asarray(t, dtype=float).reshape(-1)
+        rows = np.asarray(q, dtype=float).reshape(len(t), -1)
+        if self.config.use_joint_velocities:
+            if dq is None:
+                raise ValueError("use_joint_velocities needs dq")
+            rows = np.hstack([rows, np.asarray(dq, dtype=float).reshape(len(t), -1)])
+        if len(t):
+            self.health.note_sample(JOINTS, float(t[-1]), self._wall(wall_time), count=len(t))
+        self.aligner.push(JOINTS, t, rows)
+
+    def push_wrench(
+        self,
+        stamp: float | np.ndarray,
+        force: np.ndarray,
+        torque: np.ndarray,
+        frame_id: str = "",
+        wall_time: float | None = None,
+    ) -> bool:
+        """One wrench sample (or a batch: ``stamp`` (N,), ``force``/``torque`` (N, 3)) as the source reports it.
+
+        ``frame_id`` (the message header's) must be the configured wrench frame,
+        or empty. Returns False when the samples were dropped.
+        """
+        if frame_id and frame_id != self.wrench_convention.expressed_in:
+            self.health.report(
+                WRONG_FRAME,
+                f"wrench in frame {frame_id!r}, expected {self.wrench_convention.expressed_in!r}; dropped "
+                "(set the wrench frame parameter to the sensor's frame)",
+                WRENCH,
+            )
+            return False
+        t = np.atleast_1d(np.asarray(stamp, dtype=float))
+        w = np.hstack([np.asarray(force, dtype=float).reshape(-1, 3), np.asarray(torque, dtype=float).reshape(-1, 3)])
+        if len(w) != len(t):
+            self.health.report(LENGTH_MISMATCH, "wrench batch with mismatched lengths dropped", WRENCH)
+            return False
+        if self.config.saturation is not None:
+            keep = self.config.saturation.keep(w, self.health, WRENCH)
+            t, w = t[keep], w[keep]
+        if len(t):
+            self.health.note_sample(WRENCH, float(t[-1]), self._wall(wall_time), count=len(t))
+            self.aligner.push(WRENCH, t, w)
+        return bool(len(t))
+
+    def push_imu(
+        self,
+        stamp: float | np.ndarray,
+        angular_velocity: np.ndarray,
+        linear_acceleration: np.ndarray,
+        frame_id: str = "",
+        wall_time: float | None = None,
+    ) -> bool:
+        """IMU sample(s): gyro (rad/s) and accelerometer specific force (m/s², +g up at rest), IMU frame."""
+        if self._imu is None:
+            return False
+        expected = self.config.imu_frame
+        if frame_id and expected and frame_id != expected:
+            self.health.report(WRONG_FRAME, f"IMU in frame {frame_id!r}, expected {expected!r}; dropped", IMU)
+            return False
+        t = np.atleast_1d(np.asarray(stamp, dtype=float))
+        v = np.hstack([np.asarray(angular_velocity, dtype=float).reshape(-1, 3),
+                       np.asarray(linear_acceleration, dtype=float).reshape(-1, 3)])
+        if len(v) != len(t):
+            self.health.report(LENGTH_MISMATCH, "IMU batch with mismatched lengths dropped", IMU)
+            return False
+        self.health.note_sample(IMU, float(t[-1]), self._wall(wall_time), count=len(t))
+        self.aligner.push(IMU, t, v)
+        return True
+
+    def _joint_index(self, names: tuple[str, ...]) -> np.ndarray | None:
+        if self._name_cache is not None and self._name_cache[0] == names:
+            return self._name_cache[1]
+        try:
+            index = self.kinematics.map_joint_names(names)
+        except ValueError as exc:
+            self.health.report(MISSING_JOINT, f"{exc}; message dropped", JOINTS)
+            return None
+        self._name_cache = (names, index)
+        return index
+
+    @staticmethod
+    def _wall(wall_time: float | None) -> float:
+        return time.monotonic() if wall_time is None else wall_time
+
+    # ---------------------------------------------------------------- process
+    def process(self) -> int:
+        """Run everything the aligner can release through the pipeline; returns samples fed to the estimator."""
+        batch = self.aligner.pull()
+        if batch is None or len(batch) == 0:
+            return 0
+        fed = 0
+        for seg in batch.segments():
+            if batch.segment_start[seg.start]:
+                self._reset_filters()
+            t = batch.t[seg]
+            joints = batch.values[JOINTS][seg]
+            n = len(self.joint_names)
+            q_raw = joints[:, :n]
+            wrench_sensor = self._wrench_in_sensor(batch.values[WRENCH][seg], q_raw)
+            if self.config.use_joint_velocities:
+                d = self._joint_filter(t, q_raw, joints[:, n:])
+            else:
+                d = self._joint_filter(t, q_raw)
+            w = self._wrench_filter(t, wrench_sensor)
+            imu_motion = None
+            if self._imu is not None:
+                g_raw = self.kinematics.compute(q_raw, np.zeros_like(q_raw), np.zeros_like(q_raw)).gravity_in_sensor
+                imu = batch.values[IMU][seg]
+                imu_motion = self._imu.process(t, imu[:, :3], imu[:, 3:], g_raw)
+            if len(d.t) == 0:
+                continue
+            keep = np.round(d.t * self.config.rate_hz).astype(np.int64) % self._decimation == 0
+            if not keep.any():
+                continue
+            motion = self.kinematics.compute(d.x[keep], d.dx[keep], d.ddx[keep])
+            if self.config.motion_source == "imu" and imu_motion is not None:
+                ang_vel = imu_motion.ang_vel_in_sensor[keep]
+                ang_acc = imu_motion.ang_acc_in_sensor[keep]
+                lin_acc = imu_motion.lin_acc_in_sensor[keep]
+            else:
+                ang_vel, ang_acc, lin_acc = motion.ang_vel_in_sensor, motion.ang_acc_in_sensor, motion.lin_acc_in_sensor
+            samples = SensorSamples(d.t[keep], lin_acc, ang_vel, ang_acc, motion.gravity_in_sensor, w.x[keep])
+            self.samples_processed += len(samples)
+            self.last_sample_time = float(samples.t[-1])
+            if not self.paused:
+                before = self.estimator.rejected_samples
+                self.estimator.update(samples)
+                rejected = self.estimator.rejected_samples - before
+                if rejected:
+                    self.health.report(NON_FINITE, f"{rejected} samples with non-finite kinematics dropped", None, rejected)
+                fed += len(samples) - rejected
+        return fed
+
+    def _wrench_in_sensor(self, wrench: np.ndarray, q_raw: np.ndarray) -> np.ndarray:
+        conv = self.wrench_convention
+        sensor = self.config.sensor_frame
+        if conv.expressed_in == sensor and conv.reference_frame == sensor:
+            return conv.sign * wrench
+        R, _ = self.kinematics.frame_pose(q_raw, conv.expressed_in, sensor)
+        _, p = self.kinematics.frame_pose(q_raw, conv.reference_frame, sensor)
+        return wrench_to_sensor(wrench[:, :3], wrench[:, 3:], conv, R, p)
+
+    def _reset_filters(self) -> None:
+        self._joint_filter.reset()
+        self._wrench_filter.reset()
+        if self._imu is not None:
+            self._imu.reset()
+
+    # ---------------------------------------------------------------- output
+    def estimate(self) -> StreamEstimate | None:
+        """The current estimate (None before the estimator has any sample)."""
+        try:
+            est = self.estimator.estimate()
+        except InsufficientData:
+            return self._last
+        except (np.linalg.LinAlgError, RuntimeError, ValueError) as exc:
+            self.health.report(SOLVER_FAILURE, f"estimator failed ({exc}); keeping the last estimate", None)
+            return self._last
+        if est.covariance is not None and self._covariance_inflation > 1.0:
+            est = replace(est, covariance=est.covariance * self._covariance_inflation)
+        t = self.last_sample_time if self.last_sample_time is not None else 0.0
+        converged = self.convergence.update(t, est)
+        params_in_flange = est.params.transformed(self.R_flange_sensor, self.p_flange_sensor)
+        self._last = StreamEstimate(est, t, converged, self.convergence.reason, params_in_flange)
+        return self._last
+
+    @property
+    def last(self) -> StreamEstimate | None:
+        """The last estimate :meth:`estimate` returned."""
+        return self._last
+
+    def stale_streams(self, now: float | None = None) -> list[str]:
+        """Input streams silent for longer than ``stale_after_s`` (wall clock)."""
+        return self.health.stale_streams(self._wall(now), self.config.stale_after_s)
+
+    def diagnostics(self, now: float | None = None) -> dict:
+        """A plain dictionary for ``/diagnostics``, logs and tests."""
+        snap = self.health.snapshot()
+        snap["stale_streams"] = self.stale_streams(now)
+        snap["samples_processed"] = self.samples_processed
+        snap["samples_used"] = self.estimator.samples_used
+        snap["buffer_sizes"] = self.aligner.buffer_sizes()
+        snap["paused"] = self.paused
+        last = self._last
+        snap["converged"] = bool(last.converged) if last else False
+        snap["convergence"] = last.reason if last else "no estimate yet"
+        return snap
+
+    def reset(self) -> None:
+        """Forget the estimate and all buffered input (e.g. a new payload was grasped)."""
+        self.estimator.reset()
+        self.aligner.reset()
+        self._reset_filters()
+        self.convergence.reset()
+        self._last = None
+        self.last_sample_time = None
