@@ -115,6 +115,8 @@ class SensorKinematics:
             at its neutral position (zero; identity for multi-DoF joints).
         R_world_base: (3, 3) orientation of the URDF root frame in the world.
         gravity_in_world: (3,) gravity acceleration in the world frame, m/s².
+        extra_frames: frames the URDF lacks, ``(name, parent, xyz, rpy)`` each
+            (m, rad), added before the sensor frame is looked up.
 
     Raises:
         ValueError: unparsable URDF, unknown sensor frame, unknown or repeated
@@ -128,6 +130,7 @@ class SensorKinematics:
         joint_names: Sequence[str] | None = None,
         R_world_base: np.ndarray = np.eye(3),
         gravity_in_world: Sequence[float] = STANDARD_GRAVITY_IN_WORLD,
+        extra_frames: Sequence[tuple[str, str, Sequence[float], Sequence[float]]] = (),
     ) -> None:
         self._base_frame = _urdf_root_link(urdf_xml)
         try:
@@ -179,6 +182,9 @@ class SensorKinematics:
         self._idx_q = np.array(idx_q, dtype=int)
         self._idx_v = np.array(idx_v, dtype=int)
         self._continuous = np.array(continuous, dtype=bool)
+        for name, parent, xyz, rpy in extra_frames:
+            if not self.has_frame(name):
+                self.add_frame(name, parent, xyz, rpy)
         self._sensor_frame = sensor_frame
         self._sensor_fid = self._frame_id(sensor_frame)
 

@@ -67,6 +67,8 @@ class StreamConfig:
         sensor_frame: frame the estimate is expressed in (the F/T sensor's
             measurement frame, or the flange when the wrench is the robot's estimate).
         joint_names: the arm joints to use; None: every 1-DoF joint of the URDF.
+        extra_frames: frames the URDF lacks, each ``(name, parent, xyz, rpy)``
+            (m, rad; e.g. from tf2 or the configuration), added before anything else.
         flange_frame: frame of the robot's load interface (Franka ``SetLoad``,
             xArm ``set_tcp_load``); None: the sensor frame.
         wrench: how the wrench source reports (frame, torque reference, sign).
@@ -91,6 +93,7 @@ class StreamConfig:
     urdf: str
     sensor_frame: str
     joint_names: tuple[str, ...] | None = None
+    extra_frames: tuple[tuple[str, str, tuple[float, float, float], tuple[float, float, float]], ...] = ()
     flange_frame: str | None = None
     wrench: WrenchConvention | None = None
     saturation: SaturationCheck | None = None
@@ -159,6 +162,7 @@ class EstimationStream:
             config.joint_names,
             R_world_base=config.R_world_base,
             gravity_in_world=(0.0, 0.0, -config.gravity),
+            extra_frames=config.extra_frames,
         )
         self.joint_names = self.kinematics.joint_names
         n = len(self.joint_names)
