@@ -123,6 +123,22 @@ class RegressorStatistics:
         self.n_samples += n
         self._gram = None
 
+    def add_with_forgetting(self, Y: np.ndarray, wrench: np.ndarray, forgetting: float) -> float:
+        """Accumulate a batch under exponential forgetting; returns the factor old data were decayed by.
+
+        With forgetting ``lambda`` per sample, a batch of ``N`` decays what was
+        held by ``lambda^N`` and enters with weights ``lambda^(N-1-j)``: the
+        same sums as ``N`` one-sample updates.
+        """
+        n = Y.shape[0]
+        if forgetting >= 1.0 or n == 0:
+            self.add(Y, wrench)
+            return 1.0
+        factor = forgetting**n
+        self.decay(factor)
+        self.add(Y, wrench, forgetting ** np.arange(n - 1, -1, -1, dtype=float))
+        return factor
+
     def decay(self, factor: float) -> None:
         """Multiply every statistic by ``factor`` (exponential forgetting)."""
         self._data_gram *= factor

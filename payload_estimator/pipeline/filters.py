@@ -222,7 +222,31 @@ def _as_times(t: np.ndarray, n: int) -> np.ndarray:
     return t
 
 
-class MatchedDifferentiator:
+class _CentredFilter:
+    """``G`` plus a two-sample memory, so every output row has both neighbours (shared state)."""
+
+    def __init__(self, cutoff_hz: float, rate_hz: float, channels: int, order: int = 4) -> None:
+        self.lowpass = LowPassFilter(cutoff_hz, rate_hz, order, channels)
+        self.period_s = 1.0 / float(rate_hz)
+        self._window = _ThreePointWindow(self.period_s)
+
+    @property
+    def channels(self) -> int:
+        return self.lowpass.channels
+
+    def reset(self) -> None:
+        """Forget all state (call at a discontinuity of the grid)."""
+        self.lowpass.reset()
+        self._window.reset()
+
+    def _filtered(self, t: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Times and ``G``-filtered rows of ``[previous two; this batch]``."""
+        x = _as_rows(x, self.channels, "x")
+        t = _as_times(t, x.shape[0])
+        return self._window.extend(t, self.lowpass(x))
+
+
+class MatchedDifferentiator(_CentredFilter):
     """``G``-filtered signal with its first and second derivatives, phase-matched.
 
     For input samples ``x[n]`` on a uniform grid, with ``y = G x``, the output
@@ -238,25 +262,9 @@ class MatchedDifferentiator:
         order: Butterworth order of ``G``.
     """
 
-    def __init__(self, cutoff_hz: float, rate_hz: float, channels: int, order: int = 4) -> None:
-        self.lowpass = LowPassFilter(cutoff_hz, rate_hz, order, channels)
-        self.period_s = 1.0 / float(rate_hz)
-        self._window = _ThreePointWindow(self.period_s)
-
-    @property
-    def channels(self) -> int:
-        return self.lowpass.channels
-
-    def reset(self) -> None:
-        """Forget all state (call at a discontinuity of the grid)."""
-        self.lowpass.reset()
-        self._window.reset()
-
     def __call__(self, t: np.ndarray, x: np.ndarray) -> FilteredDerivatives:
         """Filter and differentiate a batch: ``t`` (N,) s, ``x`` (N, C)."""
-        x = _as_rows(x, self.channels, "x")
-        t = _as_times(t, x.shape[0])
-        t_all, y = self._window.extend(t, self.lowpass(x))
+        t_all, y = self._filtered(t, x)
         if t_all.shape[0] < 3:
             z = np.zeros((0, self.channels))
             return FilteredDerivatives(np.zeros(0), z, z.copy(), z.copy())
@@ -266,7 +274,7 @@ class MatchedDifferentiator:
         return FilteredDerivatives(t_all[1:-1], y[1:-1], dx, ddx)
 
 
-class MatchedDelay:
+class MatchedDelay(_CentredFilter):
     """``G``-filtered signal delayed by one sample, row for row aligned with
     :class:`MatchedDifferentiator` (fed the same batches, both give rows for
     the same instants).
@@ -278,25 +286,9 @@ class MatchedDelay:
         order: Butterworth order of ``G``.
     """
 
-    def __init__(self, cutoff_hz: float, rate_hz: float, channels: int, order: int = 4) -> None:
-        self.lowpass = LowPassFilter(cutoff_hz, rate_hz, order, channels)
-        self.period_s = 1.0 / float(rate_hz)
-        self._window = _ThreePointWindow(self.period_s)
-
-    @property
-    def channels(self) -> int:
-        return self.lowpass.channels
-
-    def reset(self) -> None:
-        """Forget all state (call at a discontinuity of the grid)."""
-        self.lowpass.reset()
-        self._window.reset()
-
     def __call__(self, t: np.ndarray, x: np.ndarray) -> DelayedSignal:
         """Filter a batch and delay it one sample: ``t`` (N,) s, ``x`` (N, C)."""
-        x = _as_rows(x, self.channels, "x")
-        t = _as_times(t, x.shape[0])
-        t_all, y = self._window.extend(t, self.lowpass(x))
+        t_all, y = self._filtered(t, x)
         if t_all.shape[0] < 3:
             return DelayedSignal(np.zeros(0), np.zeros((0, self.channels)))
         return DelayedSignal(t_all[1:-1], y[1:-1])

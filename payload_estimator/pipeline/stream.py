@@ -88,6 +88,10 @@ class StreamConfig:
         estimator_rate_hz: rate at which filtered samples enter the estimator, Hz.
         max_gap_s, reorder_window_s, clock_jump_s: alignment rules (see :class:`StreamAligner`).
         stale_after_s: a stream silent this long is reported stale.
+        zero_phase: offline mode for recordings (bags): aligned data are kept
+            and, at :meth:`EstimationStream.finish`, filtered forward and backward
+            (no phase lag at all) and differentiated with central differences;
+            the estimator sees nothing before ``finish()``.
     """
 
     urdf: str
@@ -111,11 +115,14 @@ class StreamConfig:
     reorder_window_s: float = 0.02
     clock_jump_s: float = 1.0
     stale_after_s: float = 0.5
+    zero_phase: bool = False
     convergence: ConvergenceCriteria = field(default_factory=ConvergenceCriteria)
 
     def __post_init__(self) -> None:
         if self.motion_source not in ("joints", "imu"):
             raise ValueError("motion_source must be 'joints' or 'imu'")
+        if self.zero_phase and self.motion_source != "joints":
+            raise ValueError("zero_phase supports motion_source 'joints' only")
         if self.motion_source == "imu" and self.imu_frame is None and self.imu_mount is None:
             raise ValueError("motion_source 'imu' needs imu_frame or imu_mount")
         if not 0 < self.cutoff_hz < self.rate_hz / 2:
@@ -204,6 +211,7 @@ class EstimationStream:
         self.last_sample_time: float | None = None
         self.samples_processed = 0
         self._name_cache: tuple[tuple[str, ...], np.ndarray] | None = None
+        self._offline: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = []
         self._last: StreamEstimate | None = None
         flange = config.flange_frame or config.sensor_frame
         R, p = self.kinematics.frame_pose(np.zeros((1, n)), config.sensor_frame, flange)
@@ -354,6 +362,9 @@ class EstimationStream:
         batch = self.aligner.pull()
         if batch is None or len(batch) == 0:
             return 0
+        if self.config.zero_phase:
+            self._keep_for_offline(batch)
+            return 0
         fed = 0
         for seg in batch.segments():
             if batch.segment_start[seg.start]:
@@ -362,7 +373,7 @@ class EstimationStream:
             joints = batch.values[JOINTS][seg]
             n = len(self.joint_names)
             q_raw = joints[:, :n]
-            wrench_sensor = self._wrench_in_sensor(batch.values[WRENCH][seg], q_raw)
+            wrench_sensor = self.wrench_in_sensor(batch.values[WRENCH][seg], q_raw)
             if self.config.use_joint_velocities:
                 d = self._joint_filter(t, q_raw, joints[:, n:])
             else:
@@ -375,7 +386,7 @@ class EstimationStream:
                 imu_motion = self._imu.process(t, imu[:, :3], imu[:, 3:], g_raw)
             if len(d.t) == 0:
                 continue
-            keep = np.round(d.t * self.config.rate_hz).astype(np.int64) % self._decimation == 0
+            keep = self._decimated(d.t)
             if not keep.any():
                 continue
             motion = self.kinematics.compute(d.x[keep], d.dx[keep], d.ddx[keep])
@@ -385,19 +396,73 @@ class EstimationStream:
                 lin_acc = imu_motion.lin_acc_in_sensor[keep]
             else:
                 ang_vel, ang_acc, lin_acc = motion.ang_vel_in_sensor, motion.ang_acc_in_sensor, motion.lin_acc_in_sensor
-            samples = SensorSamples(d.t[keep], lin_acc, ang_vel, ang_acc, motion.gravity_in_sensor, w.x[keep])
-            self.samples_processed += len(samples)
-            self.last_sample_time = float(samples.t[-1])
-            if not self.paused:
-                before = self.estimator.rejected_samples
-                self.estimator.update(samples)
-                rejected = self.estimator.rejected_samples - before
-                if rejected:
-                    self.health.report(NON_FINITE, f"{rejected} samples with non-finite kinematics dropped", None, rejected)
-                fed += len(samples) - rejected
+            fed += self._feed(SensorSamples(d.t[keep], lin_acc, ang_vel, ang_acc, motion.gravity_in_sensor, w.x[keep]))
         return fed
 
-    def _wrench_in_sensor(self, wrench: np.ndarray, q_raw: np.ndarray) -> np.ndarray:
+    def _decimated(self, t: np.ndarray) -> np.ndarray:
+        """Rows on the estimator's sub-grid (deterministic whatever the batching)."""
+        return np.round(t * self.config.rate_hz).astype(np.int64) % self._decimation == 0
+
+    def _feed(self, samples: SensorSamples) -> int:
+        self.samples_processed += len(samples)
+        self.last_sample_time = float(samples.t[-1])
+        if self.paused:
+            return 0
+        before = self.estimator.rejected_samples
+        self.estimator.update(samples)
+        rejected = self.estimator.rejected_samples - before
+        if rejected:
+            self.health.report(NON_FINITE, f"{rejected} samples with non-finite kinematics dropped", None, rejected)
+        return len(samples) - rejected
+
+    # ------------------------------------------------------------- offline
+    def _keep_for_offline(self, batch) -> None:
+        n = len(self.joint_names)
+        for seg in batch.segments():
+            if batch.segment_start[seg.start] or not self._offline:
+                self._offline.append([])
+            joints = batch.values[JOINTS][seg]
+            self._offline[-1].append((batch.t[seg], joints[:, :n], batch.values[WRENCH][seg]))
+
+    def finish(self) -> int:
+        """Zero-phase mode: filter every kept segment forward and backward and feed the estimator.
+
+        Returns the number of samples fed. Does nothing in causal mode.
+        """
+        from payload_estimator.pipeline.filters import zero_phase_lowpass
+
+        if not self.config.zero_phase:
+            return 0
+        self.process()
+        fed = 0
+        c = self.config
+        for pieces in self._offline:
+            t = np.concatenate([p[0] for p in pieces])
+            if len(t) < 5:
+                continue
+            q_raw = np.concatenate([p[1] for p in pieces])
+            wrench = self.wrench_in_sensor(np.concatenate([p[2] for p in pieces]), q_raw)
+            q = zero_phase_lowpass(q_raw, c.rate_hz, c.cutoff_hz, c.filter_order)
+            w = zero_phase_lowpass(wrench, c.rate_hz, c.cutoff_hz, c.filter_order)
+            T = 1.0 / c.rate_hz
+            dq = np.gradient(q, T, axis=0)
+            ddq = np.gradient(dq, T, axis=0)
+            keep = self._decimated(t)
+            keep[:2] = keep[-2:] = False  # one-sided differences at the ends
+            if not keep.any():
+                continue
+            motion = self.kinematics.compute(q[keep], dq[keep], ddq[keep])
+            fed += self._feed(SensorSamples(t[keep], motion.lin_acc_in_sensor, motion.ang_vel_in_sensor,
+                                            motion.ang_acc_in_sensor, motion.gravity_in_sensor, w[keep]))
+        self._offline = []
+        return fed
+
+    def wrench_in_sensor(self, wrench: np.ndarray, q_raw: np.ndarray) -> np.ndarray:
+        """(N, 6) wrenches as the source reports them -> the payload's wrench on the sensor, in S.
+
+        ``q_raw`` (N, n) are the joint positions at the same instants (for sources
+        that report in another frame).
+        """
         conv = self.wrench_convention
         sensor = self.config.sensor_frame
         if conv.expressed_in == sensor and conv.reference_frame == sensor:
@@ -460,3 +525,4 @@ class EstimationStream:
         self.convergence.reset()
         self._last = None
         self.last_sample_time = None
+        self._offline = []

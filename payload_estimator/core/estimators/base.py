@@ -21,6 +21,8 @@ __all__ = [
     "channel_variances",
     "inertia_identifiable",
     "IDENTIFIABLE_REL_STD",
+    "channel_weights_from_std",
+    "check_forgetting",
 ]
 
 IDENTIFIABLE_REL_STD = 0.25
@@ -29,6 +31,23 @@ _INERTIA_SCALE_FLOOR_M = 0.02
 """Radius (m) of gyration below which inertia uncertainty is judged against ``m r²``."""
 _VARIANCE_FLOOR = 1e-12
 _CHUNK = 256
+
+
+def channel_weights_from_std(channel_std: np.ndarray | None) -> np.ndarray | None:
+    """(6,) inverse variances from the noise std of ``[fx, fy, fz, tx, ty, tz]`` (N, N·m), or None."""
+    if channel_std is None:
+        return None
+    std = np.asarray(channel_std, dtype=float)
+    if std.shape != (6,) or np.any(std <= 0) or not np.all(np.isfinite(std)):
+        raise ValueError("channel_std must be 6 positive numbers (N, N, N, N·m, N·m, N·m)")
+    return 1.0 / std**2
+
+
+def check_forgetting(forgetting: float) -> float:
+    """A per-sample forgetting factor, validated to lie in (0, 1]."""
+    if not 0.0 < forgetting <= 1.0:
+        raise ValueError("forgetting must be in (0, 1]")
+    return float(forgetting)
 
 
 class InsufficientData(ValueError):

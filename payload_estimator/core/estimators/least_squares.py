@@ -14,6 +14,7 @@ from payload_estimator.core.estimate import Estimate
 from payload_estimator.core.estimators.base import (
     Estimator,
     channel_variances,
+    channel_weights_from_std,
     inertia_identifiable,
     pinv_psd,
     scaled_condition_number,
@@ -131,18 +132,15 @@ class WeightedLeastSquares(OrdinaryLeastSquares):
 
     def __init__(self, bias: bool = False, channel_std: np.ndarray | None = None) -> None:
         super().__init__(bias)
+        self._known_weights = channel_weights_from_std(channel_std)
         self.channel_std = None if channel_std is None else np.asarray(channel_std, dtype=float)
-        if self.channel_std is not None and (
-            self.channel_std.shape != (6,) or np.any(self.channel_std <= 0)
-        ):
-            raise ValueError("channel_std must be 6 positive numbers (N, N, N, N·m, N·m, N·m)")
 
     def _weights_known(self) -> bool:
         return self.channel_std is not None
 
     def _channel_weights(self) -> np.ndarray:
-        if self.channel_std is not None:
-            return 1.0 / self.channel_std**2
+        if self._known_weights is not None:
+            return self._known_weights
         ne = self.stats.normal_equations(self.with_bias)
         x, _ = solve_psd(ne.A, ne.c)
         return 1.0 / channel_variances(self.stats, x, self.with_bias)

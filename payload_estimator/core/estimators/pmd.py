@@ -44,6 +44,7 @@ from payload_estimator.core.estimate import Estimate
 from payload_estimator.core.estimators.base import (
     Estimator,
     channel_variances,
+    channel_weights_from_std,
     inertia_identifiable,
     pinv_psd,
     scaled_condition_number,
@@ -144,10 +145,7 @@ class PointMassDiscretization(Estimator):
             self._fixed_weights = np.ones(6)
             self.auto_weights = False
         else:
-            std = np.asarray(channel_std, dtype=float)
-            if std.shape != (6,) or np.any(std <= 0):
-                raise ValueError("channel_std must be 6 positive numbers")
-            self._fixed_weights = 1.0 / std**2
+            self._fixed_weights = channel_weights_from_std(channel_std)
             self.auto_weights = False
         self.dynamism_scales = tuple(float(s) for s in dynamism_scales)
         self._qp = LiftedPointMassQP(

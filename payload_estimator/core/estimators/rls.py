@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from payload_estimator.core.estimate import Estimate
-from payload_estimator.core.estimators.base import Estimator
+from payload_estimator.core.estimators.base import Estimator, channel_weights_from_std, check_forgetting
 from payload_estimator.core.estimators.least_squares import linear_estimate
 from payload_estimator.core.regressor import N_BIAS, N_PARAMS, samples_regressor
 from payload_estimator.core.samples import SensorSamples
@@ -57,29 +57,18 @@ class RecursiveLeastSquares(Estimator):
         bias: bool = False,
     ) -> None:
         super().__init__(bias)
-        if not 0.0 < forgetting <= 1.0:
-            raise ValueError("forgetting must be in (0, 1]")
         if initial_covariance <= 0.0:
             raise ValueError("initial_covariance must be positive")
-        self.forgetting = float(forgetting)
+        self.forgetting = check_forgetting(forgetting)
         self.initial_covariance = float(initial_covariance)
         self.min_information = float(min_information)
-        self.channel_weights = (
-            None if channel_std is None else 1.0 / np.asarray(channel_std, dtype=float) ** 2
-        )
+        self.channel_weights = channel_weights_from_std(channel_std)
         self.stats = RegressorStatistics()
         self._prior_scale = 1.0
 
     def _accumulate(self, samples: SensorSamples) -> None:
-        n = len(samples)
-        lam = self.forgetting
-        if lam < 1.0:
-            self.stats.decay(lam**n)
-            self._prior_scale *= lam**n
-            weights = lam ** np.arange(n - 1, -1, -1, dtype=float)
-        else:
-            weights = None
-        self.stats.add(samples_regressor(samples), samples.wrench_in_sensor, weights)
+        Y = samples_regressor(samples)
+        self._prior_scale *= self.stats.add_with_forgetting(Y, samples.wrench_in_sensor, self.forgetting)
 
     def _reset(self) -> None:
         self.stats.reset()

@@ -25,6 +25,8 @@ from payload_estimator.core.estimate import Estimate
 from payload_estimator.core.estimators.base import (
     Estimator,
     channel_variances,
+    channel_weights_from_std,
+    check_forgetting,
     inertia_identifiable,
     pinv_psd,
     scaled_condition_number,
@@ -61,26 +63,17 @@ class RecursiveTotalLeastSquares(Estimator):
         bias: bool = False,
     ) -> None:
         super().__init__(bias)
-        if not 0.0 < forgetting <= 1.0:
-            raise ValueError("forgetting must be in (0, 1]")
-        self.forgetting = float(forgetting)
+        self.forgetting = check_forgetting(forgetting)
         self.column_std = None if column_std is None else np.asarray(column_std, dtype=float)
         if self.column_std is not None and (
             self.column_std.shape != (11,) or np.any(self.column_std <= 0)
         ):
             raise ValueError("column_std must be 11 positive numbers")
-        self.channel_weights = (
-            None if channel_std is None else 1.0 / np.asarray(channel_std, dtype=float) ** 2
-        )
+        self.channel_weights = channel_weights_from_std(channel_std)
         self.stats = RegressorStatistics()
 
     def _accumulate(self, samples: SensorSamples) -> None:
-        n = len(samples)
-        weights = None
-        if self.forgetting < 1.0:
-            self.stats.decay(self.forgetting**n)
-            weights = self.forgetting ** np.arange(n - 1, -1, -1, dtype=float)
-        self.stats.add(samples_regressor(samples), samples.wrench_in_sensor, weights)
+        self.stats.add_with_forgetting(samples_regressor(samples), samples.wrench_in_sensor, self.forgetting)
 
     def _reset(self) -> None:
         self.stats.reset()
