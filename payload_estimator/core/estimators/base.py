@@ -123,16 +123,17 @@ def inertia_identifiable(
     """
     if not np.all(np.isfinite(information)) or params.mass <= 0.0:
         return False
-    J = np.arange(4, N_PARAMS)
-    R = np.setdiff1d(np.arange(information.shape[0]), J)
-    S = information[np.ix_(J, J)] - information[np.ix_(J, R)] @ pinv_psd(
-        information[np.ix_(R, R)]
-    ) @ information[np.ix_(R, J)]
-    lam = np.linalg.eigvalsh(0.5 * (S + S.T))
+    # The marginal covariance of the inertia entries is their block of the inverse
+    # information (= the inverse of the Schur complement of the other unknowns).
+    d = np.sqrt(np.clip(np.diag(information), 0.0, None))
+    if np.any(d[4:N_PARAMS] == 0.0):
+        return False
+    d[d == 0.0] = 1.0
+    lam, V = np.linalg.eigh(information / np.outer(d, d))
     if lam[0] <= max(lam[-1], 0.0) * 1e-12:
         return False
-    cov = np.linalg.inv(S)
-    std_diag = np.sqrt(np.clip(np.diag(cov)[[0, 3, 5]], 0.0, None))
+    cov = (V / lam) @ V.T / np.outer(d, d)
+    std_diag = np.sqrt(np.clip(np.diag(cov)[[4, 7, 9]], 0.0, None))  # Jxx, Jyy, Jzz
     moments = params.principal_moments()
     own = float(np.mean(moments)) if moments[0] > 0.0 else 0.0  # a non-physical tensor sets no scale
     scale = max(own, params.mass * _INERTIA_SCALE_FLOOR_M**2)
