@@ -43,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.duration > 0:
         raise CommandError("--duration must be positive")
+    if args.bag and Path(args.bag).exists():
+        raise CommandError(f"{args.bag} exists; rosbag2 does not overwrite, choose another --bag")
     sim = simulate(robot=args.robot, payload=args.payload, trajectory=args.trajectory,
                    duration=args.duration, noise=args.noise, seed=args.seed,
                    wrench_rate_hz=args.wrench_rate, imu=not args.no_imu)
@@ -58,6 +60,9 @@ def run(args: argparse.Namespace) -> int:
         from payload_estimator.io.bag import write_simulated_bag
     except ModuleNotFoundError as exc:  # pragma: no cover - needs the sim extra
         raise CommandError(f"writing bags needs rosbags ({exc})") from None
-    path = write_simulated_bag(sim, args.bag, storage=args.storage)
+    try:
+        path = write_simulated_bag(sim, args.bag, storage=args.storage)
+    except FileExistsError as exc:
+        raise CommandError(str(exc)) from None
     print(f"wrote rosbag2 {path} ({args.storage})")
     return 0

@@ -92,6 +92,8 @@ class StreamConfig:
             and, at :meth:`EstimationStream.finish`, filtered forward and backward
             (no phase lag at all) and differentiated with central differences;
             the estimator sees nothing before ``finish()``.
+        min_samples: samples the estimator needs before :meth:`EstimationStream.estimate`
+            returns anything (a handful of samples gives meaningless numbers).
     """
 
     urdf: str
@@ -116,6 +118,7 @@ class StreamConfig:
     clock_jump_s: float = 1.0
     stale_after_s: float = 0.5
     zero_phase: bool = False
+    min_samples: int = 20
     convergence: ConvergenceCriteria = field(default_factory=ConvergenceCriteria)
 
     def __post_init__(self) -> None:
@@ -479,7 +482,9 @@ class EstimationStream:
 
     # ---------------------------------------------------------------- output
     def estimate(self) -> StreamEstimate | None:
-        """The current estimate (None before the estimator has any sample)."""
+        """The current estimate (None before the estimator has ``min_samples`` samples)."""
+        if self.estimator.samples_used < self.config.min_samples:
+            return self._last
         try:
             est = self.estimator.estimate()
         except InsufficientData:

@@ -190,17 +190,20 @@ class PointMassDiscretization(Estimator):
 
     # ------------------------------------------------------------------- solve
     def _mass_scale(self, H: np.ndarray, h: np.ndarray) -> float:
-        """Total mass (kg) of the uniform reference body: unconstrained least squares on the data term.
+        """Total mass (kg) of the uniform reference body.
 
-        Falls back to the mean force over the mean gravity when least squares
-        gives no positive mass.
+        Unconstrained least squares on the data term, unless it is far from the
+        mean force over the mean gravity (few samples, poor excitation), in
+        which case that plain ratio is used: the reference only centres the
+        regulariser and sets the QP's units, it must never be absurd.
         """
-        x, _ = solve_psd(H, h)
-        if np.isfinite(x[0]) and x[0] > 1e-6:
-            return float(x[0])
         g = self._gravity_norm_sum if self._gravity_norm_sum > 0 else STANDARD_GRAVITY
-        m = self._force_norm_sum / g
-        return m if m > 1e-6 else 1.0
+        rough = self._force_norm_sum / g
+        rough = rough if rough > 1e-6 else 1.0
+        x, _ = solve_psd(H, h)
+        if np.isfinite(x[0]) and rough / 3.0 < x[0] < 3.0 * rough:
+            return float(x[0])
+        return rough
 
     def _objective(self, channel_weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``H`` (p x p) and ``h`` (p,) of the data term in ``theta = [phi; beta]``."""

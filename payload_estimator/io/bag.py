@@ -1,0 +1,451 @@
+"""rosbag2 recordings without ROS, through ``rosbags``: write simulated runs, read robot inputs.
+
+Written bags are what ROS 2 Jazzy's ``ros2 bag play`` expects: rosbag2
+metadata version 9, CDR messages with their type definitions and hashes,
+record times in ns since the epoch, and per-topic offered QoS profiles
+(``/robot_description`` transient local, so playback republishes it latched).
+
+A simulated bag (:func:`write_simulated_bag`) holds, with the topic names of
+the robot's configuration (:class:`~payload_estimator.settings.Settings`):
+
+* joint states (``sensor_msgs/JointState``: arm joints, position, velocity, effort);
+* the wrench (``geometry_msgs/WrenchStamped``) *as the configured source reports
+  it* (:func:`source_wrench`): a wrist F/T sensor in its frame with its sign,
+  or libfranka's external-wrench estimate (reaction sign) in the stiffness
+  frame or in the base frame;
+* the IMU (``sensor_msgs/Imu``) when the run has one;
+* ``/robot_description`` (``std_msgs/String``, the URDF simulated);
+* ``/payload_estimator/ground_truth`` (``geometry_msgs/InertiaStamped``, in the
+  run's sensor frame, once).
+
+Header stamps are ``epoch + t`` exactly (integer ns); each topic is recorded a
+fixed fraction of a millisecond after its stamp (:data:`RECORD_LATENCY_S`),
+as a live recorder would see it, which also makes the record order of
+messages with equal stamps unambiguous.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+
+from payload_estimator.core.inertia import InertialParameters, from_ros_inertia_fields
+from payload_estimator.io.ros_messages import (
+    imu_msg,
+    inertia_stamped_msg,
+    joint_state_msg,
+    rosbags_factory,
+    string_msg,
+    wrench_stamped_msg,
+)
+from payload_estimator.pipeline.stream import IMU, JOINTS, WRENCH
+
+if TYPE_CHECKING:
+    from payload_estimator.pipeline.wrench import WrenchConvention
+    from payload_estimator.settings import Settings
+    from payload_estimator.sim.run import SimulatedRun
+
+__all__ = [
+    "BagError",
+    "BagMessage",
+    "BagInfo",
+    "GroundTruth",
+    "STORAGES",
+    "BAG_VERSION",
+    "ROBOT_DESCRIPTION_TOPIC",
+    "GROUND_TRUTH_TOPIC",
+    "DEFAULT_IMU_TOPIC",
+    "INPUT_TYPES",
+    "RECORD_LATENCY_S",
+    "CUSTOM_DATA_PREFIX",
+    "write_simulated_bag",
+    "source_wrench",
+    "input_topics",
+    "read_bag",
+    "bag_info",
+    "bag_robot_description",
+    "bag_ground_truth",
+]
+
+log = logging.getLogger("payload_estimator")
+
+STORAGES: tuple[str, ...] = ("mcap", "sqlite3")
+BAG_VERSION = 9
+"""rosbag2 metadata version of ROS 2 Jazzy."""
+ROBOT_DESCRIPTION_TOPIC = "/robot_description"
+GROUND_TRUTH_TOPIC = "/payload_estimator/ground_truth"
+DEFAULT_IMU_TOPIC = "/imu/data"
+"""IMU topic of simulated bags when the settings name none."""
+
+INPUT_TYPES = {
+    JOINTS: "sensor_msgs/msg/JointState",
+    WRENCH: "geometry_msgs/msg/WrenchStamped",
+    IMU: "sensor_msgs/msg/Imu",
+}
+"""Message type of each input kind."""
+STRING_TYPE = "std_msgs/msg/String"
+INERTIA_STAMPED_TYPE = "geometry_msgs/msg/InertiaStamped"
+
+RECORD_LATENCY_S = {JOINTS: 0.0002, WRENCH: 0.0003, IMU: 0.0004}
+"""Record time minus header stamp of each input in simulated bags, s."""
+
+CUSTOM_DATA_PREFIX = "payload_estimator."
+"""Keys of the bag's ``custom_data`` that describe a simulated run (robot, payload, payload_shape ...)."""
+
+
+class BagError(ValueError):
+    """The path is not a readable rosbag2, or lacks what was asked of it; the message says which."""
+
+
+class BagMessage(NamedTuple):
+    """One input message of a bag, in record order.
+
+    Attributes:
+        kind: ``"joint_states"``, ``"wrench"`` or ``"imu"``.
+        msg: the deserialized message (a ``rosbags`` dataclass).
+        record_time: when the recorder received it, s since the epoch.
+    """
+
+    kind: str
+    msg: Any
+    record_time: float
+
+
+@dataclass(frozen=True)
+class GroundTruth:
+    """The payload's true inertial parameters, from a simulated bag.
+
+    Attributes:
+        params: about the origin of ``frame_id``, in its axes.
+        frame_id: the frame they are expressed in (the run's sensor frame).
+    """
+
+    params: InertialParameters
+    frame_id: str
+
+
+@dataclass(frozen=True)
+class BagInfo:
+    """What a bag holds.
+
+    Attributes:
+        start, end: record time of the first and last message, s since the epoch.
+        topics: topic -> (message type, message count).
+        custom_data: the metadata's ``custom_data`` (empty when absent).
+    """
+
+    start: float
+    end: float
+    topics: dict[str, tuple[str, int]]
+    custom_data: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def duration(self) -> float:
+        """s."""
+        return max(0.0, self.end - self.start)
+
+
+# ------------------------------------------------------------------------ QoS
+
+
+def _qos(durability: str, depth: int):
+    """An offered QoS profile as ``ros2 bag record`` stores it (Jazzy: infinite durations as 2^63 - 1 ns)."""
+    from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
+
+    infinite = QosTime(9223372036, 854775807)
+    return Qos(QosHistory.KEEP_LAST, depth, QosReliability.RELIABLE, QosDurability[durability],
+               infinite, infinite, QosLiveliness.AUTOMATIC, infinite, False)
+
+
+# --------------------------------------------------------------------- writing
+
+
+def source_wrench(run: "SimulatedRun", settings: "Settings") -> tuple[np.ndarray, "WrenchConvention"]:
+    """The run's wrench as the configured source reports it: ((M, 6) [f N, tau N·m], its convention).
+
+    The exact inverse of :func:`~payload_estimator.pipeline.wrench.wrench_to_sensor`
+    with the convention the stream uses (:func:`~payload_estimator.settings.stream_config`),
+    at the run's measured joint positions interpolated to the wrench stamps::
+
+        f   = sign * R_sensor_expressed^T f_S
+        tau = sign * R_sensor_expressed^T (tau_S - p_sensor_refpoint x f_S)
+    """
+    from payload_estimator.pipeline.kinematics import SensorKinematics
+    from payload_estimator.settings import stream_config
+
+    config = stream_config(settings, run.urdf)
+    conv = config.wrench
+    assert conv is not None
+    w_S = np.asarray(run.wrench_in_sensor, dtype=float)
+    if conv.expressed_in == run.sensor_frame and conv.reference_frame == run.sensor_frame:
+        return conv.sign * w_S, conv
+    kin = SensorKinematics(run.urdf, run.sensor_frame, run.joint_names, extra_frames=config.extra_frames)
+    q = np.column_stack([np.interp(run.wrench_t, run.joint_t, run.joint_q[:, j]) for j in range(run.n_joints)])
+    R_sensor_expressed, _ = kin.frame_pose(q, conv.expressed_in, run.sensor_frame)
+    _, p_sensor_ref = kin.frame_pose(q, conv.reference_frame, run.sensor_frame)
+    f_S, tau_S = w_S[:, :3], w_S[:, 3:]
+    force = conv.sign * np.einsum("nji,nj->ni", R_sensor_expressed, f_S)
+    torque = conv.sign * np.einsum("nji,nj->ni", R_sensor_expressed, tau_S - np.cross(p_sensor_ref, f_S))
+    return np.hstack([force, torque]), conv
+
+
+def _stamps_ns(t: np.ndarray, epoch_ns: int) -> np.ndarray:
+    return epoch_ns + np.round(np.asarray(t, dtype=float) * 1e9).astype(np.int64)
+
+
+def _fields(ns: int) -> dict[str, int]:
+    sec, nanosec = divmod(int(ns), 1_000_000_000)
+    return {"sec": sec, "nanosec": nanosec}
+
+
+def _shape_spec(shape: Any) -> str | None:
+    """The ``payload_shape`` text of a primitive or a union of primitives (None for meshes)."""
+    from payload_estimator.core.shapes import Box, Cylinder, Sphere, Union
+
+    def pose(s: Any) -> str:
+        vals = [*s.xyz, *s.rpy] if any(s.rpy) else [*s.xyz]
+        return "@" + ",".join(f"{v:.6g}" for v in vals)
+
+    if isinstance(shape, Union):
+        parts = [_shape_spec(p) for p in shape.parts]
+        return None if any(p is None for p in parts) else "+".join(parts)  # type: ignore[arg-type]
+    if isinstance(shape, Box):
+        return "box:" + ",".join(f"{v:.6g}" for v in shape.size) + pose(shape)
+    if isinstance(shape, Cylinder):
+        return f"cylinder:{shape.radius:.6g},{shape.height:.6g}" + pose(shape)
+    if isinstance(shape, Sphere):
+        return f"sphere:{shape.radius:.6g}" + pose(shape)
+    return None
+
+
+def _custom_data(run: "SimulatedRun") -> dict[str, str]:
+    data = {"robot": run.robot, "payload": run.payload_name, "trajectory": run.trajectory, "noise": run.noise,
+            "seed": str(run.seed)}
+    try:
+        from payload_estimator.sim.payloads import get_payload
+
+        spec = _shape_spec(get_payload(run.payload_name).envelope)
+    except ValueError:  # a custom payload: no envelope known
+        spec = None
+    if spec:
+        data["payload_shape"] = spec
+    return {CUSTOM_DATA_PREFIX + k: v for k, v in data.items()}
+
+
+def write_simulated_bag(
+    run: "SimulatedRun",
+    path: str | Path,
+    storage: str = "mcap",
+    settings: "Settings | None" = None,
+    epoch: float = 1.7e9,
+) -> Path:
+    """Write ``run`` as a rosbag2 directory at ``path`` (module docstring); returns ``path``.
+
+    Args:
+        storage: ``"mcap"`` or ``"sqlite3"``.
+        settings: topic names and wrench source; default: the preset of ``run.robot``.
+        epoch: stamp of the run's ``t = 0``, s since the Unix epoch.
+
+    Raises:
+        FileExistsError: ``path`` exists (rosbag2 never overwrites).
+        ValueError: unknown storage.
+    """
+    from rosbags.rosbag2 import StoragePlugin, Writer
+
+    from payload_estimator.io.interfaces import ros_typestore
+    from payload_estimator.settings import settings_for_robot
+
+    if storage not in STORAGES:
+        raise ValueError(f"storage must be one of {', '.join(STORAGES)}, got {storage!r}")
+    path = Path(path)
+    if path.exists():
+        raise FileExistsError(f"{path} exists; rosbag2 does not overwrite")
+    settings = settings if settings is not None else settings_for_robot(run.robot)
+    typestore = ros_typestore(ours=False)
+    make = rosbags_factory(typestore)
+    wrench, conv = source_wrench(run, settings)
+    epoch_ns = int(round(epoch * 1e9))
+    has_imu = len(run.imu_t) > 0 and bool(run.imu_frame)
+
+    # (record time ns, topic, message), merged in record order below
+    records: list[tuple[int, str, Any]] = []
+    t0 = int(_stamps_ns(np.array([min(run.joint_t[0], run.wrench_t[0])]), epoch_ns)[0])
+    records.append((t0, ROBOT_DESCRIPTION_TOPIC, string_msg(make, run.urdf)))
+    records.append((t0, GROUND_TRUTH_TOPIC,
+                    inertia_stamped_msg(make, run.payload_params, run.sensor_frame, _fields(t0))))
+
+    def add(kind: str, topic: str, t: np.ndarray, build) -> None:
+        stamps = _stamps_ns(t, epoch_ns)
+        latency = int(round(RECORD_LATENCY_S[kind] * 1e9))
+        for k, ns in enumerate(stamps):
+            records.append((int(ns) + latency, topic, build(k, _fields(ns))))
+
+    names = list(run.joint_names)
+    add(JOINTS, settings.joint_states_topic, run.joint_t,
+        lambda k, s: joint_state_msg(make, s, names, run.joint_q[k], run.joint_dq[k], run.joint_effort[k]))
+    add(WRENCH, settings.wrench_topic, run.wrench_t,
+        lambda k, s: wrench_stamped_msg(make, s, conv.expressed_in, wrench[k, :3], wrench[k, 3:]))
+    imu_topic = settings.imu_topic or DEFAULT_IMU_TOPIC
+    if has_imu:
+        add(IMU, imu_topic, run.imu_t,
+            lambda k, s: imu_msg(make, s, str(run.imu_frame), run.imu_gyro_in_imu[k],
+                                 run.imu_specific_force_in_imu[k]))
+    records.sort(key=lambda r: r[0])  # stable: equal times keep their topic order
+
+    topics = {ROBOT_DESCRIPTION_TOPIC: (STRING_TYPE, _qos("TRANSIENT_LOCAL", 1)),
+              GROUND_TRUTH_TOPIC: (INERTIA_STAMPED_TYPE, _qos("TRANSIENT_LOCAL", 1)),
+              settings.joint_states_topic: (INPUT_TYPES[JOINTS], _qos("VOLATILE", 10)),
+              settings.wrench_topic: (INPUT_TYPES[WRENCH], _qos("VOLATILE", 10))}
+    if has_imu:
+        topics[imu_topic] = (INPUT_TYPES[IMU], _qos("VOLATILE", 10))
+    plugin = StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3
+    with Writer(path, version=BAG_VERSION, storage_plugin=plugin) as writer:
+        for key, value in _custom_data(run).items():
+            writer.set_custom_data(key, value)
+        connections = {
+            topic: writer.add_connection(topic, msgtype, typestore=typestore, serialization_format="cdr",
+                                         offered_qos_profiles=[qos])
+            for topic, (msgtype, qos) in topics.items()
+        }
+        for ns, topic, msg in records:
+            conn = connections[topic]
+            writer.write(conn, ns, typestore.serialize_cdr(msg, conn.msgtype))
+    return path
+
+
+# --------------------------------------------------------------------- reading
+
+
+def _open(path: str | Path):
+    """An open ``rosbags`` AnyReader (types from the bag's own definitions, else Jazzy + ours)."""
+    from rosbags.highlevel import AnyReader, AnyReaderError
+
+    from payload_estimator.io.interfaces import InterfacesNotFound, ros_typestore
+
+    path = Path(path)
+    if not path.exists():
+        raise BagError(f"{path}: no such file or directory")
+    try:
+        default = ros_typestore()
+    except InterfacesNotFound:
+        default = ros_typestore(ours=False)
+    try:
+        reader = AnyReader([path], default_typestore=default)
+        reader.open()
+    except (AnyReaderError, FileNotFoundError, OSError, ValueError, KeyError) as exc:
+        raise BagError(f"{path}: not a readable rosbag2 ({exc})") from None
+    return reader
+
+
+def _read_custom_data(path: Path) -> dict[str, str]:
+    meta = path / "metadata.yaml"
+    if not meta.is_file():
+        return {}
+    import yaml
+
+    try:
+        info = (yaml.safe_load(meta.read_text()) or {}).get("rosbag2_bagfile_information", {})
+    except yaml.YAMLError:
+        return {}
+    data = info.get("custom_data") or {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def bag_info(path: str | Path) -> BagInfo:
+    """Topics, types, counts, time span and custom data of the bag at ``path``.
+
+    Raises:
+        BagError: missing, or not a rosbag2.
+    """
+    reader = _open(path)
+    try:
+        topics = {name: (info.msgtype or "?", int(info.msgcount)) for name, info in reader.topics.items()}
+        start, end = reader.start_time * 1e-9, reader.end_time * 1e-9
+    finally:
+        reader.close()
+    if not topics:
+        start = end = 0.0
+    return BagInfo(start, max(start, end), topics, _read_custom_data(Path(path)))
+
+
+def input_topics(settings: "Settings") -> dict[str, str]:
+    """Topic -> input kind for ``settings`` (the IMU only when a topic is configured)."""
+    topics = {settings.joint_states_topic: JOINTS, settings.wrench_topic: WRENCH}
+    if settings.imu_topic:
+        topics[settings.imu_topic] = IMU
+    return topics
+
+
+def read_bag(path: str | Path, settings: "Settings") -> Iterator[BagMessage]:
+    """The input messages of the bag at ``path``, in record order, for the topics of ``settings``.
+
+    Checked before the first message: the joint-state and wrench topics (and
+    the IMU topic when the motion comes from the IMU) must be in the bag with
+    the right types. A message that does not deserialize is skipped and logged.
+
+    Raises:
+        BagError: missing, not a rosbag2, or without the required topics.
+    """
+    wanted = input_topics(settings)
+    info = bag_info(path)
+    required = {JOINTS, WRENCH} | ({IMU} if settings.motion_source == "imu" else set())
+    problems = []
+    for topic, kind in wanted.items():
+        if topic not in info.topics:
+            if kind in required:
+                problems.append(f"no {topic} ({INPUT_TYPES[kind]})")
+        elif info.topics[topic][0] != INPUT_TYPES[kind]:
+            problems.append(f"{topic} is {info.topics[topic][0]}, not {INPUT_TYPES[kind]}")
+    if problems:
+        listing = ", ".join(f"{t} ({m})" for t, (m, _) in sorted(info.topics.items())) or "none"
+        raise BagError(f"{path}: {'; '.join(problems)}; its topics: {listing}")
+    return _messages(Path(path), {t: k for t, k in wanted.items() if t in info.topics})
+
+
+def _messages(path: Path, topics: dict[str, str]) -> Iterator[BagMessage]:
+    from rosbags.highlevel import AnyReaderError
+
+    reader = _open(path)
+    try:
+        connections = [c for c in reader.connections if c.topic in topics]
+        for conn, t_ns, raw in reader.messages(connections=connections):
+            try:
+                msg = reader.deserialize(raw, conn.msgtype)
+            except AnyReaderError as exc:
+                log.warning("%s: a %s message at %d ns does not deserialize (%s); skipped", path, conn.topic, t_ns, exc)
+                continue
+            yield BagMessage(topics[conn.topic], msg, t_ns * 1e-9)
+    finally:
+        reader.close()
+
+
+def _first(path: str | Path, topic: str, msgtype: str) -> Any | None:
+    reader = _open(path)
+    try:
+        connections = [c for c in reader.connections if c.topic == topic and c.msgtype == msgtype]
+        for conn, _, raw in reader.messages(connections=connections):
+            return reader.deserialize(raw, conn.msgtype)
+        return None
+    finally:
+        reader.close()
+
+
+def bag_robot_description(path: str | Path) -> str | None:
+    """The first ``/robot_description`` (URDF XML) recorded in the bag, or None."""
+    msg = _first(path, ROBOT_DESCRIPTION_TOPIC, STRING_TYPE)
+    return str(msg.data) if msg is not None and msg.data else None
+
+
+def bag_ground_truth(path: str | Path) -> GroundTruth | None:
+    """The payload's truth from ``/payload_estimator/ground_truth`` (inertia about the COM), or None."""
+    msg = _first(path, GROUND_TRUTH_TOPIC, INERTIA_STAMPED_TYPE)
+    if msg is None:
+        return None
+    i = msg.inertia
+    params = from_ros_inertia_fields(i.m, (i.com.x, i.com.y, i.com.z), i.ixx, i.ixy, i.ixz, i.iyy, i.iyz, i.izz)
+    return GroundTruth(params, str(msg.header.frame_id))

@@ -1,0 +1,125 @@
+"""``payload-estimator replay``: simulated bags through the node's pipeline, end to end, and its errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from payload_estimator.cli import main
+from payload_estimator.commands.replay import detect_robot
+from payload_estimator.io.bag import STORAGES, bag_info, write_simulated_bag
+from payload_estimator.settings import settings_for_robot
+from payload_estimator.sim.mujoco_sim import simulate
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def bags(tmp_path_factory):
+    """4.5 s runs written as mcap and sqlite3: a Panda (franka_stiffness, sign -1, 1 kHz) and an
+    xArm 7 (F/T sensor at 100 Hz)."""
+    root = tmp_path_factory.mktemp("replay")
+    runs = {
+        "panda": simulate(robot="panda", payload="claw_hammer", duration=4.5, seed=7),
+        "xarm7": simulate(robot="xarm7", payload="drill", duration=4.5, seed=7, wrench_rate_hz=100.0),
+    }
+    return {(robot, s): write_simulated_bag(run, root / f"{robot}_{s}", storage=s)
+            for robot, run in runs.items() for s in STORAGES}
+
+
+def replay_json(capsys, *args) -> dict:
+    assert main(["replay", *map(str, args), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("robot, wrench_messages", [("panda", 4500), ("xarm7", 450)])
+def test_replay_recovers_the_payload_from_either_storage(bags, robot, wrench_messages, tmp_path, capsys):
+    mcap = replay_json(capsys, bags[robot, "mcap"], "--out", tmp_path / "a")
+    sqlite = replay_json(capsys, bags[robot, "sqlite3"], "--out", tmp_path / "b", "--no-plot")
+    for s in (mcap, sqlite):
+        assert s["robot"] == robot and "from the bag's robot_description" in s["settings"]
+        assert s["robot_description"] == "bag"
+        assert s["messages"] == {"joint_states": 4500, "wrench": wrench_messages, "imu": 0}
+        assert s["accepted"] == s["messages"]
+        assert s["input_problems"] == {}
+        assert s["errors_percent"]["mass"] < 1.0 and s["errors_percent"]["com"] < 5.0
+        assert s["estimate"]["physically_consistent"] and s["converged"]
+    assert mcap["estimate"] == sqlite["estimate"]  # bit-identical: same messages, same order
+    assert mcap["converged_after_s"] == sqlite["converged_after_s"]
+    png = tmp_path / "a" / "convergence.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and sqlite["plot"] is None
+    flange = "panda_link8" if robot == "panda" else "link_eef"
+    assert f"'{flange}'" in (tmp_path / "b" / "payload_inertial.urdf.xml").read_text()
+
+
+def test_replay_tables_with_overrides(bags, tmp_path, capsys):
+    assert main(["replay", str(bags["panda", "mcap"]), "--estimator", "wls", "--set", "cutoff_hz=8",
+                 "--set", "publish_rate_hz=5", "--out", str(tmp_path), "--no-plot"]) == 0
+    text = capsys.readouterr().out
+    assert "Payload estimate (wls" in text and "truth" in text and "errors (paper 004" in text
+    assert "input problems: none" in text and "URDF <inertial> in 'panda_link8'" in text
+
+
+def test_replay_with_a_parameter_file_and_shape(bags, tmp_path, capsys):
+    config = REPO / "config" / "xarm7.yaml"
+    s = replay_json(capsys, bags["xarm7", "mcap"], "--config", config,
+                    "--shape", "box:0.2,0.08,0.16@0.02,0,0.08", "--out", tmp_path, "--no-plot")
+    assert s["settings"] == f"config {config}" and s["payload_shape"] == "box:0.2,0.08,0.16@0.02,0,0.08"
+    assert s["errors_percent"]["mass"] < 2.0
+
+
+def test_replay_counts_what_it_cannot_use(bags, tmp_path, capsys):
+    # the wrench recorded in ft_sensor, but the configuration expects it in link_eef: all dropped
+    assert main(["replay", str(bags["xarm7", "sqlite3"]), "--set", "wrench_frame=link_eef",
+                 "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "no estimate" in err and "450 wrong_frame" in err
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["{missing}"], "no such bag"),
+        (["{file}"], "not a readable rosbag2"),
+        (["{empty}"], "not a readable rosbag2"),
+        (["{bag}", "--robot", "xarm7"], "no /xarm/joint_states"),
+        (["{bag}", "--set", "cutof_hz=3"], "unknown setting(s): cutof_hz"),
+        (["{bag}", "--set", "cutoff_hz"], "NAME=VALUE"),
+        (["{bag}", "--set", "cutoff_hz=fast"], "cutoff_hz"),
+        (["{bag}", "--shape", "pyramid:1"], "unknown shape kind"),
+        (["{bag}", "--config", "{missing}"], "no such file"),
+    ],
+)
+def test_replay_errors_are_one_line_and_exit_2(bags, tmp_path, capsys, args, message):
+    (tmp_path / "notes.txt").write_text("not a bag")
+    (tmp_path / "empty").mkdir()
+    paths = {"missing": tmp_path / "nope", "file": tmp_path / "notes.txt", "empty": tmp_path / "empty",
+             "bag": bags["panda", "mcap"]}
+    argv = ["replay", *(a.format(**paths) for a in args), "--out", str(tmp_path / "out")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("payload-estimator replay: error:") and "\n" not in err
+    assert message in err
+
+
+def test_detect_robot():
+    assert detect_robot('<robot name="fr3"><link name="base"/></robot>') == "fr3"
+    xarm = '<robot name="UF_ROBOT">' + "".join(f'<joint name="joint{i}" type="revolute"/>' for i in range(1, 8))
+    assert detect_robot(xarm + "</robot>") == "xarm7"
+    assert detect_robot(xarm.replace('<joint name="joint7" type="revolute"/>', "") + "</robot>") == "xarm6"
+    assert detect_robot('<robot name="arm"><joint name="panda_joint1"/></robot>') == "panda"
+    assert detect_robot('<robot name="ur5"/>') is None and detect_robot(None) is None
+
+
+def test_simulate_writes_a_bag(tmp_path, capsys):
+    path = tmp_path / "sim"
+    assert main(["simulate", "--bag", str(path), "--storage", "sqlite3", "--robot", "xarm6", "--duration", "0.5",
+                 "--no-imu"]) == 0
+    info = bag_info(path)
+    settings = settings_for_robot("xarm6")
+    assert info.topics[settings.joint_states_topic] == ("sensor_msgs/msg/JointState", 500)
+    assert (path / "sim.db3").is_file()
+    assert main(["simulate", "--bag", str(path), "--duration", "0.5"]) == 2
+    assert "exists" in capsys.readouterr().err
