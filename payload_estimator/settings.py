@@ -285,6 +285,7 @@ def stream_config(
     urdf: str,
     extra_frames: Sequence[tuple[str, str, Sequence[float], Sequence[float]]] = (),
     imu_frame: str | None = None,
+    zero_phase: bool = False,
 ):
     """The :class:`StreamConfig` for ``settings`` and a robot description.
 
@@ -327,6 +328,7 @@ def stream_config(
         estimator_rate_hz=settings.estimator_rate_hz,
         max_gap_s=settings.max_gap_s,
         stale_after_s=settings.stale_after_s,
+        zero_phase=zero_phase,
     )
 
 
@@ -336,8 +338,13 @@ def build_stream(
     extra_frames: Sequence[tuple[str, str, Sequence[float], Sequence[float]]] = (),
     imu_frame: str | None = None,
     health=None,
+    zero_phase: bool = False,
 ):
-    """The :class:`EstimationStream` for ``settings`` (what the node and ``replay`` both run)."""
+    """The :class:`EstimationStream` for ``settings`` (what the node and ``replay`` both run).
+
+    ``zero_phase`` (recordings only) keeps the aligned data and filters them
+    forward and backward at :meth:`EstimationStream.finish`.
+    """
     from payload_estimator.core.estimators import make_estimator
     from payload_estimator.core.shapes import parse_shape_spec, sample_points
     from payload_estimator.pipeline.stream import EstimationStream
@@ -351,7 +358,7 @@ def build_stream(
     elif settings.estimator in ("rls", "rtls"):
         options = {"forgetting": settings.forgetting}
     estimator = make_estimator(settings.estimator, points, bias=settings.estimate_bias, **options)
-    return EstimationStream(stream_config(settings, urdf, extra_frames, imu_frame), estimator, health)
+    return EstimationStream(stream_config(settings, urdf, extra_frames, imu_frame, zero_phase), estimator, health)
 
 
 if __name__ == "__main__":  # regenerate config/*.yaml

@@ -123,3 +123,13 @@ def test_simulate_writes_a_bag(tmp_path, capsys):
     assert (path / "sim.db3").is_file()
     assert main(["simulate", "--bag", str(path), "--duration", "0.5"]) == 2
     assert "exists" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("robot", ["panda", "xarm7"])
+def test_zero_phase_replay_is_at_least_as_accurate(bags, robot, tmp_path, capsys):
+    causal = replay_json(capsys, bags[robot, "mcap"], "--out", tmp_path / "c", "--no-plot")
+    offline = replay_json(capsys, bags[robot, "mcap"], "--out", tmp_path / "z", "--no-plot", "--zero-phase")
+    assert offline["estimate"]["physically_consistent"]
+    assert offline["errors_percent"]["mass"] < 1.0 and offline["errors_percent"]["com"] < 5.0
+    assert offline["errors_percent"]["com"] <= causal["errors_percent"]["com"] + 0.5
+    assert offline["estimate"]["samples_used"] > 300

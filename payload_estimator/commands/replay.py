@@ -58,6 +58,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--set", metavar="NAME=VALUE", action="append", default=[], dest="overrides",
                    help="override a parameter (repeatable), e.g. --set cutoff_hz=8")
     p.add_argument("--out", default="payload_replay", help="directory for the plot and the URDF fragment")
+    p.add_argument("--zero-phase", action="store_true",
+                   help="offline: filter the whole recording forward and backward (no phase lag) before "
+                        "estimating, instead of the node's causal pipeline; one estimate at the end")
     p.add_argument("--no-plot", action="store_true", help="skip the PNG plot")
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of tables")
     return p
@@ -209,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
     use_recorded = recorded_urdf is not None and not settings.use_builtin_description
     urdf = recorded_urdf if use_recorded else builtin_description(settings)
     try:
-        stream = build_stream(settings, urdf, imu_frame=imu_frame)
+        stream = build_stream(settings, urdf, imu_frame=imu_frame, zero_phase=args.zero_phase)
     except ValueError as exc:
         raise CommandError(f"cannot build the pipeline: {exc}") from None
 
@@ -257,6 +260,11 @@ def run(args: argparse.Namespace) -> int:
         if t0 is None:
             raise CommandError(f"{bag}: no messages on the input topics")
         stream.process()
+        if args.zero_phase:
+            try:
+                stream.finish()
+            except ValueError as exc:
+                raise CommandError(f"zero-phase processing failed: {exc}") from None
         publish(last_t)
     wall = time.perf_counter() - t_start
 
