@@ -32,3 +32,20 @@ def random_body(rng: np.random.Generator):
 
     R = Rotation.random(random_state=rng.integers(1 << 31)).as_matrix()
     return InertialParameters.from_mass_com_inertia(m, c, R @ np.diag(I_p) @ R.T)
+
+
+@pytest.fixture(autouse=True)
+def _payload_estimator_logs_propagate():
+    """Keep the package's log records reaching pytest's caplog.
+
+    With ROS sourced, the launch_testing pytest plugin imports ``launch``, whose
+    logger class makes every logger created afterwards stop propagating; the
+    caplog-based tests would then see nothing.
+    """
+    import logging
+
+    logger = logging.getLogger("payload_estimator")
+    was = logger.propagate
+    logger.propagate = True
+    yield
+    logger.propagate = was

@@ -332,3 +332,48 @@ def test_imu_is_ignored_when_the_stream_does_not_use_one(make, panda_stream):
 def test_feed_rejects_unknown_kinds(make, panda_stream):
     with pytest.raises(ValueError, match="unknown input kind"):
         rm.feed(panda_stream, "odometry", None)
+
+
+def test_feed_many_equals_feeding_one_by_one(tmp_path):
+    """Batching consecutive messages changes nothing but the cost: same samples, same counts, same estimate."""
+    from payload_estimator.io.bag import read_bag, write_simulated_bag
+    from payload_estimator.io.ros_messages import feed, feed_many
+    from payload_estimator.settings import build_stream, builtin_description, settings_for_robot
+    from payload_estimator.sim.mujoco_sim import simulate
+
+    run = simulate(robot="xarm7", payload="drill", duration=2.5, seed=3)
+    settings = settings_for_robot("xarm7", payload_shape="box:0.2,0.08,0.24@0.01,0,0.12")
+    bag = write_simulated_bag(run, tmp_path / "bag", settings=settings)
+    items = [(kind, msg, t) for kind, msg, t in read_bag(bag, settings)]
+    # spoil a few messages: NaN wrench, a wrong frame, a short joint state, an unstamped one
+    import copy
+
+    def spoil(i, fn):
+        kind, msg, t = items[i]
+        msg = copy.deepcopy(msg)
+        fn(msg)
+        items[i] = (kind, msg, t)
+
+    w_idx = [i for i, it in enumerate(items) if it[0] == "wrench"]
+    j_idx = [i for i, it in enumerate(items) if it[0] == "joint_states"]
+    spoil(w_idx[10], lambda m: setattr(m.wrench.force, "x", float("nan")))
+    spoil(w_idx[20], lambda m: setattr(m.header, "frame_id", "elsewhere"))
+    spoil(j_idx[30], lambda m: setattr(m, "position", m.position[:-1]))
+    spoil(j_idx[40], lambda m: (setattr(m.header.stamp, "sec", 0), setattr(m.header.stamp, "nanosec", 0)))
+
+    one, many = (build_stream(settings, builtin_description(settings)) for _ in range(2))
+    accepted_one = 0
+    for k in range(0, len(items), 20):
+        chunk = items[k:k + 20]
+        accepted_one += sum(bool(feed(one, kind, msg, t)) for kind, msg, t in chunk)
+        one.process()
+    accepted_many = 0
+    for k in range(0, len(items), 20):
+        accepted_many += sum(feed_many(many, items[k:k + 20]).values())
+        many.process()
+    assert accepted_one == accepted_many
+    assert one.health.counts == many.health.counts
+    for reason in ("non_finite", "wrong_frame", "length_mismatch", "unstamped"):
+        assert one.health.counts.get(reason, 0) >= 1
+    a, b = one.estimate().estimate, many.estimate().estimate
+    np.testing.assert_array_equal(a.phi, b.phi)

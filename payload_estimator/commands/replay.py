@@ -194,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
     from payload_estimator.core.history import EstimateHistory
     from payload_estimator.core.metrics import paper_errors
     from payload_estimator.io.bag import BagError, bag_ground_truth, bag_info, bag_robot_description, read_bag
-    from payload_estimator.io.ros_messages import feed
+    from payload_estimator.io.ros_messages import feed_many
     from payload_estimator.settings import build_stream, builtin_description
 
     bag = Path(args.bag)
@@ -238,6 +238,14 @@ def run(args: argparse.Namespace) -> int:
                   TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console,
                   disable=quiet) as progress:
         task = progress.add_task(f"replaying {bag.name}", total=max(info.duration, 1e-9), status="")
+        pending: list = []  # messages received since the last processing tick, fed in one go like the node
+
+        def tick_process() -> None:
+            for kind, n in feed_many(stream, pending).items():
+                accepted[kind] += n
+            pending.clear()
+            stream.process()
+
         try:
             for kind, msg, t in messages:
                 if t0 is None:
@@ -249,17 +257,17 @@ def run(args: argparse.Namespace) -> int:
                     tick = due - 1
                 while t >= t0 + (tick + 1) * PROCESS_PERIOD_S:
                     tick += 1
-                    stream.process()
+                    tick_process()
                     if tick % ticks_per_publish == 0:
                         publish(t0 + tick * PROCESS_PERIOD_S)
                 counts[kind] += 1
-                accepted[kind] += bool(feed(stream, kind, msg, wall_time=t))
+                pending.append((kind, msg, t))
                 last_t = t
         except BagError as exc:
             raise CommandError(str(exc)) from None
         if t0 is None:
             raise CommandError(f"{bag}: no messages on the input topics")
-        stream.process()
+        tick_process()
         if args.zero_phase:
             try:
                 stream.finish()

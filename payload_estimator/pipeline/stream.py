@@ -267,6 +267,38 @@ class EstimationStream:
         self.aligner.push(JOINTS, stamp, row[None, :])
         return True
 
+    def push_joint_state_batch(
+        self,
+        stamps: np.ndarray,
+        names: Sequence[str],
+        positions: np.ndarray,
+        velocities: np.ndarray | None = None,
+        wall_time: float | None = None,
+    ) -> bool:
+        """``N`` JointState-like samples sharing one ``names`` list: ``positions`` (N, len(names)).
+
+        The same checks as :meth:`push_joint_state`, once for the whole batch.
+        """
+        names = tuple(names)
+        q = np.asarray(positions, dtype=float)
+        if q.ndim != 2 or q.shape[1] != len(names):
+            self.health.report(LENGTH_MISMATCH, f"{len(names)} names but positions of shape {q.shape}; "
+                               f"{len(stamps)} messages dropped", JOINTS, len(stamps))
+            return False
+        use_dq = self.config.use_joint_velocities
+        if use_dq and (velocities is None or np.shape(velocities) != q.shape):
+            self.health.report(LENGTH_MISMATCH, f"{len(names)} names but velocities of another length; "
+                               f"{len(stamps)} messages dropped", JOINTS, len(stamps))
+            return False
+        index = self._joint_index(names)
+        if index is None:
+            return False
+        rows = q[:, index] if not use_dq else np.hstack([q[:, index], np.asarray(velocities, dtype=float)[:, index]])
+        stamps = np.asarray(stamps, dtype=float).reshape(-1)
+        self.health.note_sample(JOINTS, float(stamps[-1]), self._wall(wall_time), count=len(stamps))
+        self.aligner.push(JOINTS, stamps, rows)
+        return True
+
     def push_joint_states(
         self, t: np.ndarray, q: np.ndarray, dq: np.ndarray | None = None, wall_time: float | None = None
     ) -> None:
@@ -292,32 +324,33 @@ class EstimationStream:
         torque: np.ndarray,
         frame_id: str = "",
         wall_time: float | None = None,
-    ) -> bool:
+    ) -> int:
         """One wrench sample (or a batch: ``stamp`` (N,), ``force``/``torque`` (N, 3)) as the source reports it.
 
         ``frame_id`` (the message header's) must be the configured wrench frame,
-        or empty. Returns False when the samples were dropped.
+        or empty. Returns how many samples were accepted (0: all dropped).
         """
+        t = np.atleast_1d(np.asarray(stamp, dtype=float))
         if frame_id and frame_id != self.wrench_convention.expressed_in:
             self.health.report(
                 WRONG_FRAME,
                 f"wrench in frame {frame_id!r}, expected {self.wrench_convention.expressed_in!r}; dropped "
                 "(set the wrench frame parameter to the sensor's frame)",
                 WRENCH,
+                len(t),
             )
-            return False
-        t = np.atleast_1d(np.asarray(stamp, dtype=float))
+            return 0
         w = np.hstack([np.asarray(force, dtype=float).reshape(-1, 3), np.asarray(torque, dtype=float).reshape(-1, 3)])
         if len(w) != len(t):
             self.health.report(LENGTH_MISMATCH, "wrench batch with mismatched lengths dropped", WRENCH)
-            return False
+            return 0
         if self.config.saturation is not None:
             keep = self.config.saturation.keep(w, self.health, WRENCH)
             t, w = t[keep], w[keep]
         if len(t):
             self.health.note_sample(WRENCH, float(t[-1]), self._wall(wall_time), count=len(t))
             self.aligner.push(WRENCH, t, w)
-        return bool(len(t))
+        return int(len(t))
 
     def push_imu(
         self,

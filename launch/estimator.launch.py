@@ -1,0 +1,68 @@
+"""The payload estimator for a robot: ros2 launch payload_estimator estimator.launch.py robot:=fr3
+
+Parameters come from ``config:=`` (default: the package's ``config/<robot>.yaml``);
+the other arguments override single parameters when given. The robot model
+comes from ``robot_description`` (robot_state_publisher's topic) unless
+``use_builtin_description:=true``.
+"""
+
+import os
+
+from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+ROBOTS = ["panda", "fr3", "xarm7", "xarm6"]
+
+
+def _estimator_node(context):
+    """The node, with the parameter file read here so that it applies in any namespace."""
+    from payload_estimator.settings import Settings, load_parameters_yaml
+
+    robot = LaunchConfiguration("robot").perform(context)
+    config = LaunchConfiguration("config").perform(context) or os.path.join(
+        get_package_share_directory("payload_estimator"), "config", f"{robot}.yaml")
+    params = load_parameters_yaml(config).to_dict()  # a bad file stops here, with the reason
+    for name in ("wrench_source", "estimator", "payload_shape"):
+        value = LaunchConfiguration(name).perform(context)
+        if value:
+            params[name] = value
+    builtin = LaunchConfiguration("use_builtin_description").perform(context)
+    if builtin:
+        params["use_builtin_description"] = builtin.lower() in ("true", "1", "yes")
+    Settings.from_dict(params)  # the overrides are checked before anything starts
+    # launch_ros cannot pass an empty list (the node's default of every list parameter is empty anyway)
+    params = {k: v for k, v in params.items() if v != []}
+    use_sim_time = LaunchConfiguration("use_sim_time").perform(context).lower() in ("true", "1", "yes")
+    return [Node(
+        package="payload_estimator",
+        executable="estimator_node",
+        name="payload_estimator",
+        namespace=LaunchConfiguration("namespace").perform(context),
+        parameters=[params, {"use_sim_time": use_sim_time}],
+        output="screen",
+        emulate_tty=True,
+    )]
+
+
+def generate_launch_description():
+    return LaunchDescription([
+        DeclareLaunchArgument("robot", default_value="panda", choices=ROBOTS,
+                              description="robot model; selects the default parameter file"),
+        DeclareLaunchArgument("config", default_value="",
+                              description="parameter file (default: share/payload_estimator/config/<robot>.yaml)"),
+        DeclareLaunchArgument("wrench_source", default_value="",
+                              description="ft_sensor, franka_base or franka_stiffness (default: the file's)"),
+        DeclareLaunchArgument("estimator", default_value="",
+                              description="ols, wls, rls, rtls or pmd (default: the file's)"),
+        DeclareLaunchArgument("payload_shape", default_value="",
+                              description="payload shape for PMD, sensor frame (default: the file's)"),
+        DeclareLaunchArgument("use_builtin_description", default_value="",
+                              description="true: use the package's URDF of the robot instead of "
+                                          "robot_description (default: the file's)"),
+        DeclareLaunchArgument("namespace", default_value="", description="namespace of the node"),
+        DeclareLaunchArgument("use_sim_time", default_value="false", description="use /clock"),
+        OpaqueFunction(function=_estimator_node),
+    ])

@@ -1,0 +1,91 @@
+"""A simulated arm holding a known payload, the estimator, and rviz2:
+
+    ros2 launch payload_estimator sim_demo.launch.py robot:=panda payload:=claw_hammer
+    ros2 launch payload_estimator sim_demo.launch.py rviz:=false      # headless
+
+The simulator (node ``payload_sim``) publishes joint states, the wrench (in the
+robot's own convention), robot_description and tf; the estimator receives the
+robot model from it (``use_builtin_description:=false``) and is given the
+payload's outer shape for PMD. The truth is on ``/payload_sim/truth``.
+"""
+
+from ament_index_python.packages import PackageNotFoundError, get_package_prefix, get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription, LogInfo, OpaqueFunction
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch_ros.actions import Node, PushRosNamespace
+
+ROBOTS = ["panda", "fr3", "xarm7", "xarm6"]
+
+
+def _nodes(context):
+    from payload_estimator.sim.live import shape_spec
+    from payload_estimator.sim.payloads import get_payload
+
+    share = get_package_share_directory("payload_estimator")
+    robot = LaunchConfiguration("robot").perform(context)
+    payload = LaunchConfiguration("payload").perform(context)
+    use_sim_time = LaunchConfiguration("use_sim_time").perform(context).lower() in ("true", "1", "yes")
+    actions = [
+        Node(
+            package="payload_estimator",
+            executable="sim_node",
+            name="payload_sim",
+            parameters=[{
+                "robot": robot,
+                "payload": payload,
+                "trajectory": LaunchConfiguration("trajectory").perform(context),
+                "duration": float(LaunchConfiguration("duration").perform(context)),
+                "noise": LaunchConfiguration("noise").perform(context),
+                "publish_clock": use_sim_time,
+            }],
+            output="screen",
+            emulate_tty=True,
+        ),
+        IncludeLaunchDescription(
+            PythonLaunchDescriptionSource(PathJoinSubstitution([share, "launch", "estimator.launch.py"])),
+            launch_arguments={
+                "robot": robot,
+                "estimator": LaunchConfiguration("estimator").perform(context),
+                "payload_shape": shape_spec(get_payload(payload).envelope),
+                "use_builtin_description": "false",
+                "use_sim_time": str(use_sim_time).lower(),
+                "namespace": "",  # the group below pushes the namespace
+            }.items(),
+        ),
+    ]
+    if LaunchConfiguration("rviz").perform(context).lower() in ("true", "1", "yes"):
+        try:
+            get_package_prefix("rviz2")
+        except PackageNotFoundError:
+            actions.append(LogInfo(msg="rviz2 is not installed: running without it (rviz:=false to silence this)"))
+        else:
+            actions.append(Node(
+                package="rviz2",
+                executable="rviz2",
+                arguments=["-d", PathJoinSubstitution([share, "rviz", "payload_estimator.rviz"])],
+                parameters=[{"use_sim_time": use_sim_time}],
+                output="screen",
+            ))
+    return [GroupAction([PushRosNamespace(LaunchConfiguration("namespace")), *actions])]
+
+
+def generate_launch_description():
+    return LaunchDescription([
+        DeclareLaunchArgument("robot", default_value="panda", choices=ROBOTS, description="simulated robot"),
+        DeclareLaunchArgument("payload", default_value="claw_hammer",
+                              description="payload of the catalogue (payload_estimator.sim.payloads)"),
+        DeclareLaunchArgument("trajectory", default_value="paper004", choices=["paper004", "thesis", "pickplace"],
+                              description="excitation trajectory"),
+        DeclareLaunchArgument("duration", default_value="20.0", description="simulated seconds before looping"),
+        DeclareLaunchArgument("noise", default_value="moderate", choices=["none", "low", "moderate", "high"],
+                              description="F/T noise level (paper 004 Table II)"),
+        DeclareLaunchArgument("estimator", default_value="", description="ols, wls, rls, rtls or pmd "
+                                                                          "(default: the robot's file)"),
+        DeclareLaunchArgument("rviz", default_value="true", description="start rviz2 (if installed)"),
+        DeclareLaunchArgument("use_sim_time", default_value="false",
+                              description="the simulator publishes /clock and the nodes use it"),
+        DeclareLaunchArgument("namespace", default_value="", description="namespace of all nodes"),
+        OpaqueFunction(function=_nodes),
+    ])

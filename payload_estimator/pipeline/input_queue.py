@@ -1,0 +1,74 @@
+"""The bounded queue between a node's message callbacks and its processing timer (ROS-free).
+
+Subscription callbacks only :meth:`InputQueue.put` what arrives, with its
+receive time; a timer :meth:`InputQueue.drain`\\ s everything in arrival order
+into the :class:`~payload_estimator.pipeline.stream.EstimationStream`. The
+queue is bounded so that a stalled consumer cannot exhaust memory: when full,
+the oldest message is dropped and counted per stream, and the consumer reports
+the count (:meth:`InputQueue.take_overflow`).
+
+``put`` and ``drain`` are each safe against the other running in another
+thread (``collections.deque`` appends and pops are atomic in CPython); the
+overflow counters assume one producer thread at a time, as in a ROS node whose
+callbacks share a mutually exclusive callback group.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+__all__ = ["InputQueue", "DEFAULT_QUEUE_LENGTH"]
+
+DEFAULT_QUEUE_LENGTH = 10_000
+"""About 3 s of 1 kHz joint states, wrench and IMU together."""
+
+
+class InputQueue:
+    """Messages in arrival order, at most ``maxlen`` of them.
+
+    Args:
+        maxlen: capacity; when full, :meth:`put` drops the oldest message.
+    """
+
+    def __init__(self, maxlen: int = DEFAULT_QUEUE_LENGTH) -> None:
+        if maxlen < 1:
+            raise ValueError("maxlen must be at least 1")
+        self._items: deque[tuple[str, Any, float]] = deque(maxlen=int(maxlen))
+        self._overflow: dict[str, int] = {}
+
+    @property
+    def maxlen(self) -> int:
+        return int(self._items.maxlen or 0)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def put(self, kind: str, msg: Any, wall_time: float) -> None:
+        """Append one message of stream ``kind`` received at ``wall_time`` (s, monotonic clock)."""
+        if len(self._items) == self._items.maxlen:
+            try:
+                oldest = self._items[0][0]
+            except IndexError:  # drained meanwhile
+                oldest = kind
+            self._overflow[oldest] = self._overflow.get(oldest, 0) + 1
+        self._items.append((kind, msg, wall_time))
+
+    def drain(self) -> list[tuple[str, Any, float]]:
+        """Remove and return every queued ``(kind, msg, wall_time)``, oldest first."""
+        out = []
+        pop = self._items.popleft
+        for _ in range(len(self._items)):
+            try:
+                out.append(pop())
+            except IndexError:
+                break
+        return out
+
+    def take_overflow(self) -> dict[str, int]:
+        """Messages dropped because the queue was full, per stream, since the last call."""
+        counts, self._overflow = self._overflow, {}
+        return counts
+
+    def clear(self) -> None:
+        self._items.clear()

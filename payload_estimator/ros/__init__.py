@@ -1,0 +1,7 @@
+"""The ROS 2 shell: the estimator node, the robot bridges for ``~/apply`` and the simulator node.
+
+Everything here imports rclpy; nothing outside this package does. The logic
+lives in the ROS-free modules (``settings``, ``pipeline``, ``outputs``,
+``io.ros_messages``, ``sim``); these nodes only declare parameters, queue what
+arrives, drain the queue into the estimation stream on a timer and publish.
+"""

@@ -1,0 +1,116 @@
+"""``~/apply``: hand the estimate to the robot (Franka ``SetLoad``, xArm ``set_tcp_load``) or to a
+gravity-compensation filter (``tool.mass``, ``tool.CoG`` through ``SetParameters``).
+
+What is sent, and whether it may be, is decided ROS-free in
+:mod:`payload_estimator.outputs.apply`; this module only fills the request and
+calls the service. ``franka_msgs`` and ``xarm_msgs`` are optional: they are
+imported when first needed, and without them ``~/apply`` answers with the
+missing package's name (``dry_run`` still returns the request).
+
+The call is made from the ``~/apply`` service callback, so it must not wait on
+the thread that would deliver the answer: the clients live in a callback group
+of their own and the node runs in a :class:`~rclpy.executors.MultiThreadedExecutor`
+(the pattern of the ROS 2 guide "Using callback groups"), and every wait has a
+timeout.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from typing import Any
+
+from rclpy.callback_groups import CallbackGroup
+from rclpy.node import Node
+from rosidl_runtime_py.set_message import set_message_fields
+
+from payload_estimator.outputs.apply import ApplyRequest, build_apply_request
+
+__all__ = ["RobotBridge", "SERVICE_WAIT_S", "CALL_TIMEOUT_S"]
+
+SERVICE_WAIT_S = 2.0
+"""How long to wait for the target service to appear, s."""
+CALL_TIMEOUT_S = 10.0
+"""How long to wait for its answer, s (Franka refuses SetLoad while moving, quickly)."""
+
+
+def service_type(type_name: str) -> Any:
+    """The service class of ``"pkg/srv/Type"`` (``ImportError`` naming the package when it is absent)."""
+    package, _, name = type_name.split("/")
+    try:
+        module = importlib.import_module(f"{package}.srv")
+    except ImportError as exc:
+        raise ImportError(f"{package} is not installed") from exc
+    try:
+        return getattr(module, name)
+    except AttributeError:
+        raise ImportError(f"{package} has no service {name}") from None
+
+
+def _answer(target: str, response: Any) -> tuple[bool, str]:
+    """Whether the robot or filter accepted the request, and what it said."""
+    if target == "franka":  # franka_msgs/srv/SetLoad: bool success, string error
+        return bool(response.success), str(response.error)
+    if target == "xarm":  # xarm_msgs/srv/SetTcpLoad: int32 ret (0: done), string message
+        return int(response.ret) == 0, f"ret {int(response.ret)}: {response.message}"
+    results = list(response.results)  # rcl_interfaces/srv/SetParameters
+    refused = [r.reason for r in results if not r.successful]
+    return (bool(results) and not refused), ("; ".join(refused) if refused else "parameters set")
+
+
+class RobotBridge:
+    """Sends :class:`~payload_estimator.outputs.apply.ApplyRequest`\\ s for a node.
+
+    Args:
+        node: the node that owns the clients.
+        callback_group: the clients' group (not the one of the calling service).
+    """
+
+    def __init__(self, node: Node, callback_group: CallbackGroup) -> None:
+        self._node = node
+        self._group = callback_group
+        self._clients: dict[tuple[str, str], Any] = {}
+
+    def apply(self, settings: Any, out: Any, force: bool = False, dry_run: bool = False) -> tuple[bool, str, str]:
+        """``(success, message, request as YAML)`` for ``~/apply``."""
+        request, reason = build_apply_request(settings, out, force)
+        if request is None:
+            return False, f"refused: {reason}", ""
+        text = request.to_yaml()
+        if dry_run:
+            return True, f"dry run, not sent ({reason})", text
+        try:
+            srv_type = service_type(request.service_type)
+        except ImportError as exc:
+            return False, (f"{exc}: cannot call {request.service_type}; build it in this workspace, or use "
+                           "dry_run to get the request"), text
+        return (*self._call(request, srv_type), text)
+
+    def _call(self, request: ApplyRequest, srv_type: Any) -> tuple[bool, str]:
+        key = (request.service_type, request.service_name)
+        client = self._clients.get(key)
+        if client is None:
+            client = self._node.create_client(srv_type, request.service_name, callback_group=self._group)
+            self._clients[key] = client
+        if not client.wait_for_service(timeout_sec=SERVICE_WAIT_S):
+            return False, f"service {request.service_name} ({request.service_type}) is not available"
+        message = srv_type.Request()
+        try:
+            set_message_fields(message, request.fields)
+        except (AttributeError, TypeError, ValueError) as exc:
+            return False, f"cannot fill {request.service_type}: {exc}"
+        # call_async and a bounded wait (what Jazzy's Client.call(timeout_sec) does; Humble's has no timeout):
+        # the answer is delivered by another executor thread, in the clients' callback group.
+        answered = threading.Event()
+        future = client.call_async(message)
+        future.add_done_callback(lambda _: answered.set())
+        if not future.done() and not answered.wait(CALL_TIMEOUT_S):
+            if hasattr(client, "remove_pending_request"):
+                client.remove_pending_request(future)
+            return False, f"no answer from {request.service_name} within {CALL_TIMEOUT_S:.0f} s"
+        if future.exception() is not None:
+            return False, f"{request.service_name} failed: {future.exception()}"
+        response = future.result()
+        ok, said = _answer(request.target, response)
+        verdict = "applied" if ok else "rejected"
+        return ok, f"{verdict} by {request.service_name}: {said}"

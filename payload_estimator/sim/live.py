@@ -1,0 +1,181 @@
+"""A simulated run replayed in real time, as a robot's drivers would publish it (ROS-free).
+
+The ROS simulator node (``payload_estimator/ros/sim_node.py``) simulates one
+run with :func:`~payload_estimator.sim.mujoco_sim.simulate` and hands it to a
+:class:`LiveRun`, which
+
+* converts the wrench into the convention of the robot's configuration
+  (:func:`payload_estimator.io.bag.source_wrench`, as for simulated bags): the F/T sensor's own
+  frame for the xArm, the Franka's external wrench in the stiffness frame with
+  sign -1 for the Panda and the FR3, ... so that the estimator node, configured
+  with the same ``config/<robot>.yaml``, reads it exactly as it would read the
+  real robot;
+* says which samples of each stream are due at a given time since the start
+  (:meth:`LiveRun.due`), looping over the run (with a short gap in the stamps at
+  each restart, so that the estimator's alignment starts a new segment instead
+  of differentiating across the jump from the last pose to the first) or
+  holding the last sample, repeated at the stream's rate, after the end.
+
+Times are "run time", s, from the first joint sample of the first pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from payload_estimator.core.shapes import Box, Cylinder, Shape, Sphere, Union
+from payload_estimator.settings import Settings
+from payload_estimator.sim.run import SimulatedRun
+
+__all__ = ["LiveRun", "Due", "shape_spec", "LOOP_GAP_S", "JOINTS", "WRENCH", "IMU"]
+
+JOINTS, WRENCH, IMU = "joint_states", "wrench", "imu"
+LOOP_GAP_S = 0.1
+"""Silence between two passes of a looping run, s: longer than the estimator's default
+``max_gap_s`` (0.05 s), so the aligner restarts its filters, and shorter than ``stale_after_s``."""
+
+
+def _num(x: float) -> str:
+    return f"{float(x):.6g}"
+
+
+def _pose(shape: Shape) -> str:
+    xyz = ",".join(_num(v) for v in shape.xyz)
+    if any(abs(v) > 0 for v in shape.rpy):
+        xyz += "," + ",".join(_num(v) for v in shape.rpy)
+    return xyz
+
+
+def shape_spec(shape: Shape) -> str:
+    """The ``payload_shape`` text (see ``parse_shape_spec``) of a box, cylinder, sphere or union of them."""
+    if isinstance(shape, Union):
+        return "+".join(shape_spec(part) for part in shape.parts)
+    if isinstance(shape, Box):
+        return f"box:{','.join(_num(v) for v in shape.size)}@{_pose(shape)}"
+    if isinstance(shape, Cylinder):
+        return f"cylinder:{_num(shape.radius)},{_num(shape.height)}@{_pose(shape)}"
+    if isinstance(shape, Sphere):
+        return f"sphere:{_num(shape.radius)}@{','.join(_num(v) for v in shape.xyz)}"
+    raise ValueError(f"no shape specification for a {type(shape).__name__}")
+
+
+@dataclass(frozen=True)
+class Due:
+    """Samples of one stream due in a time window.
+
+    Attributes:
+        index: (k,) rows of the run's arrays to publish, in order.
+        t: (k,) their run times, s (increasing across passes).
+    """
+
+    index: np.ndarray
+    t: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+
+class _Schedule:
+    """Sample ``n`` of a stream: row ``n % N`` at ``t[n % N] + (n // N) * period`` (loop), or the
+    last row repeated every ``dt`` after the end (hold)."""
+
+    def __init__(self, t: np.ndarray, period: float, loop: bool) -> None:
+        self.t = np.asarray(t, dtype=float)
+        self.N = len(self.t)
+        self.period = float(period)
+        self.loop = loop
+        self.dt = float(np.median(np.diff(self.t))) if self.N > 1 else 1e-3
+        self.next = 0
+
+    def time(self, n: np.ndarray) -> np.ndarray:
+        n = np.asarray(n, dtype=np.int64)
+        if self.loop:
+            return self.t[n % self.N] + (n // self.N) * self.period
+        return np.where(n < self.N, self.t[np.minimum(n, self.N - 1)],
+                        self.t[-1] + (n - self.N + 1) * self.dt)
+
+    def row(self, n: np.ndarray) -> np.ndarray:
+        n = np.asarray(n, dtype=np.int64)
+        return n % self.N if self.loop else np.minimum(n, self.N - 1)
+
+    def count_until(self, t_end: float) -> int:
+        """Number of samples with time <= t_end."""
+        if self.N == 0:
+            return 0
+        if self.loop:
+            passes = int(np.floor(t_end / self.period)) if t_end >= 0 else 0
+            within = int(np.searchsorted(self.t, t_end - passes * self.period, side="right"))
+            return passes * self.N + within
+        if t_end <= self.t[-1]:
+            return int(np.searchsorted(self.t, t_end, side="right"))
+        return self.N + int(np.floor((t_end - self.t[-1]) / self.dt + 1e-9))
+
+    def due(self, t_end: float, max_samples: int) -> Due:
+        stop = self.count_until(t_end)
+        start = max(self.next, stop - max_samples)
+        n = np.arange(start, max(start, stop))
+        self.next = max(self.next, stop)
+        return Due(self.row(n), self.time(n))
+
+
+class LiveRun:
+    """A :class:`SimulatedRun` as the robot described by ``settings`` would publish it.
+
+    Args:
+        run: the simulated run (its sensor frame ``S`` carries the payload).
+        settings: the estimator configuration of the robot (wrench source and
+            frames, sign); ``settings.robot`` must be ``run.robot``.
+        loop: replay the run again and again; else hold the last sample.
+        loop_gap_s: silence between two passes, s.
+
+    Attributes:
+        wrench_frame_id: the frame_id the wrench messages carry.
+        wrench_force, wrench_torque: (M, 3) the wrench as the source reports it, N, N·m.
+    """
+
+    def __init__(self, run: SimulatedRun, settings: Settings, loop: bool = True,
+                 loop_gap_s: float = LOOP_GAP_S) -> None:
+        from payload_estimator.io.bag import source_wrench
+
+        if settings.robot != run.robot:
+            raise ValueError(f"settings are for {settings.robot}, the run is of {run.robot}")
+        self.run = run
+        self.settings = settings
+        self.loop = bool(loop)
+        # the same conversion that writes simulated bags (the exact inverse of the stream's)
+        wrench, conv = source_wrench(run, settings)
+        self.wrench_frame_id = conv.expressed_in
+        self.wrench_force, self.wrench_torque = wrench[:, :3], wrench[:, 3:]
+        t0 = float(run.joint_t[0]) if len(run.joint_t) else 0.0
+        end = max(float(run.joint_t[-1]) if len(run.joint_t) else 0.0,
+                  float(run.wrench_t[-1]) if len(run.wrench_t) else 0.0) - t0
+        self.period = end + 1.0 / max(run.rate_hz, 1e-9) + float(loop_gap_s)
+        self._schedules = {
+            JOINTS: _Schedule(run.joint_t - t0, self.period, self.loop),
+            WRENCH: _Schedule(run.wrench_t - t0, self.period, self.loop),
+        }
+        if len(run.imu_t):
+            self._schedules[IMU] = _Schedule(run.imu_t - t0, self.period, self.loop)
+
+    @property
+    def streams(self) -> tuple[str, ...]:
+        return tuple(self._schedules)
+
+    def due(self, t_now: float, max_backlog_s: float = 1.0) -> dict[str, Due]:
+        """Samples of every stream with run time in (last call, ``t_now``], s.
+
+        A consumer that fell behind by more than ``max_backlog_s`` skips the
+        older samples rather than publishing a burst.
+        """
+        out = {}
+        for name, sched in self._schedules.items():
+            max_samples = max(1, int(np.ceil(max_backlog_s / sched.dt)))
+            out[name] = sched.due(t_now, max_samples)
+        return out
+
+    def rewind(self) -> None:
+        """Start again from the first sample."""
+        for sched in self._schedules.values():
+            sched.next = 0

@@ -1,0 +1,61 @@
+"""~/apply: which request goes where, refused unless the estimate may be handed over."""
+
+from __future__ import annotations
+
+import numpy as np
+import yaml
+
+from payload_estimator.core.estimate import Estimate
+from payload_estimator.core.inertia import InertialParameters
+from payload_estimator.outputs.apply import build_apply_request
+from payload_estimator.pipeline.stream import StreamEstimate
+from payload_estimator.settings import settings_for_robot
+
+
+def _out(mass=0.8, converged=True, com=(0.0, 0.01, 0.06)):
+    params = InertialParameters.from_mass_com_inertia(mass, np.array(com), np.diag([2e-3, 3e-3, 1e-3]))
+    est = Estimate(method="pmd", params=params, covariance=None, bias=None, residual_rms=np.zeros(6),
+                   condition_number=10.0, samples_used=100, inertia_identifiable=True)
+    flange = params.transformed(np.eye(3), np.array([0.0, 0.0, 0.1]))
+    return StreamEstimate(est, 1.0, converged, "converged" if converged else "still moving", flange)
+
+
+def test_franka_request_is_in_the_flange_frame():
+    s = settings_for_robot("panda")
+    req, reason = build_apply_request(s, _out())
+    assert req is not None and reason == "converged and physically consistent"
+    assert req.service_type == "franka_msgs/srv/SetLoad" and req.service_name == "/service_server/set_load"
+    assert np.isclose(req.fields["mass"], 0.8)
+    assert np.allclose(req.fields["center_of_mass"], [0.0, 0.01, 0.16])
+    assert len(req.fields["load_inertia"]) == 9
+    text = req.to_yaml()
+    assert text.startswith("# franka_msgs/srv/SetLoad on /service_server/set_load")
+    assert yaml.safe_load(text) == req.fields
+
+
+def test_xarm_request_in_mm():
+    req, _ = build_apply_request(settings_for_robot("xarm7"), _out())
+    assert req.service_type == "xarm_msgs/srv/SetTcpLoad" and req.package == "xarm_msgs"
+    assert np.allclose(req.fields["center_of_gravity"], [0.0, 10.0, 160.0])
+
+
+def test_gravity_compensation_parameters_in_the_sensor_frame():
+    s = settings_for_robot("xarm7", apply_target="gravity_compensation", gravity_compensation_node="/ft_filter")
+    req, _ = build_apply_request(s, _out())
+    assert req.service_name == "/ft_filter/set_parameters"
+    names = [p["name"] for p in req.fields["parameters"]]
+    assert names == ["tool.mass", "tool.CoG"]
+    assert np.allclose(req.fields["parameters"][1]["value"]["double_array_value"], [0.0, 0.01, 0.06])
+    req, why = build_apply_request(s.with_(gravity_compensation_node=""), _out())
+    assert req is None and "gravity_compensation_node" in why
+
+
+def test_refusals():
+    s = settings_for_robot("panda")
+    assert build_apply_request(s.with_(apply_target="none"), _out())[0] is None
+    assert build_apply_request(s, None) == (None, "no estimate yet")
+    req, why = build_apply_request(s, _out(converged=False))
+    assert req is None and "not converged" in why and "still moving" in why
+    assert build_apply_request(s, _out(converged=False), force=True)[0] is not None
+    req, why = build_apply_request(s, _out(mass=5.0), force=True)
+    assert req is None and "exceeds" in why
