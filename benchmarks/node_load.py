@@ -33,6 +33,7 @@ from payload_estimator.io.ros_messages import (
     payload_estimate_msg,
     rosbags_factory,
 )
+from payload_estimator.core.shapes import format_shape_spec
 from payload_estimator.outputs.markers import estimate_markers
 from payload_estimator.settings import build_stream, builtin_description, settings_for_robot
 from payload_estimator.sim.mujoco_sim import simulate
@@ -48,9 +49,7 @@ def main() -> None:
     args = ap.parse_args()
 
     payload = get_payload(args.payload)
-    lo, hi = payload.envelope.bounds()
-    size, centre = hi - lo, (hi + lo) / 2
-    shape = f"box:{size[0]:.4f},{size[1]:.4f},{size[2]:.4f}@{centre[0]:.4f},{centre[1]:.4f},{centre[2]:.4f}"
+    shape = format_shape_spec(payload.envelope)
     run = simulate(robot=args.robot, payload=args.payload, duration=args.duration, seed=0)
     factory = rosbags_factory(ros_typestore())
     rows = []

@@ -20,7 +20,7 @@ ROBOTS = ["panda", "fr3", "xarm7", "xarm6"]
 
 
 def _nodes(context):
-    from payload_estimator.sim.live import shape_spec
+    from payload_estimator.core.shapes import format_shape_spec
     from payload_estimator.sim.payloads import get_payload
 
     share = get_package_share_directory("payload_estimator")
@@ -48,7 +48,7 @@ def _nodes(context):
             launch_arguments={
                 "robot": robot,
                 "estimator": LaunchConfiguration("estimator").perform(context),
-                "payload_shape": shape_spec(get_payload(payload).envelope),
+                "payload_shape": format_shape_spec(get_payload(payload).envelope),
                 "use_builtin_description": "false",
                 "use_sim_time": str(use_sim_time).lower(),
                 "namespace": "",  # the group below pushes the namespace

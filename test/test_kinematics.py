@@ -18,42 +18,9 @@ from scipy.spatial.transform import Rotation
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.robots import ROBOT_NAMES, default_urdf_path, get_robot, robot_urdf
 from payload_estimator.robots.generate import DEFAULT_IMU_XYZ_IN_SENSOR
+from vendor_dh import HALF_PI, vendor_flange_pose
 
 G = 9.80665
-HALF_PI = math.pi / 2
-
-# Franka FCI docs, modified (Craig) DH rows (a_{i-1}, d_i, alpha_{i-1}); flange d = 0.107.
-FRANKA_MDH = [
-    (0.0, 0.333, 0.0),
-    (0.0, 0.0, -HALF_PI),
-    (0.0, 0.316, HALF_PI),
-    (0.0825, 0.0, HALF_PI),
-    (-0.0825, 0.384, -HALF_PI),
-    (0.0, 0.0, HALF_PI),
-    (0.088, 0.0, HALF_PI),
-    (0.0, 0.107, 0.0),  # flange, theta = 0
-]
-# UFACTORY support articles, standard DH rows (d_i, alpha_i, a_i, theta_offset_i).
-_T2 = -math.atan(284.5 / 53.5)
-XARM_SDH = {
-    "xarm7": [
-        (0.267, -HALF_PI, 0.0, 0.0),
-        (0.0, HALF_PI, 0.0, 0.0),
-        (0.293, HALF_PI, 0.0525, 0.0),
-        (0.0, HALF_PI, 0.0775, 0.0),
-        (0.3425, HALF_PI, 0.0, 0.0),
-        (0.0, -HALF_PI, 0.076, 0.0),
-        (0.097, 0.0, 0.0, 0.0),
-    ],
-    "xarm6": [
-        (0.267, -HALF_PI, 0.0, 0.0),
-        (0.0, 0.0, math.hypot(0.2845, 0.0535), _T2),
-        (0.0, -HALF_PI, 0.0775, -_T2),
-        (0.3425, HALF_PI, 0.0, 0.0),
-        (0.0, -HALF_PI, 0.076, 0.0),
-        (0.097, 0.0, 0.0, 0.0),
-    ],
-}
 
 MOUNT_XYZ = np.array([0.02, -0.01, 0.06])
 MOTION_FIELDS = ("lin_vel_in_sensor", "ang_vel_in_sensor", "ang_acc_in_sensor", "lin_acc_in_sensor")
@@ -82,18 +49,6 @@ def rpy_matrix(rpy) -> np.ndarray:
 def homogeneous(R: np.ndarray, p) -> np.ndarray:
     T = np.eye(4)
     T[:3, :3], T[:3, 3] = R, p
-    return T
-
-
-def dh_flange_pose(name: str, q: np.ndarray) -> np.ndarray:
-    """Base-to-flange transform from the vendor's published DH table."""
-    T = np.eye(4)
-    if name in ("panda", "fr3"):
-        for (a, d, alpha), qi in zip(FRANKA_MDH, [*q, 0.0]):
-            T = T @ homogeneous(rot_x(alpha), (a, 0.0, 0.0)) @ homogeneous(rot_z(qi), (0, 0, d))
-        return T
-    for (d, alpha, a, offset), qi in zip(XARM_SDH[name], q):
-        T = T @ homogeneous(rot_z(qi + offset), (0, 0, d)) @ homogeneous(rot_x(alpha), (a, 0, 0))
     return T
 
 
@@ -131,7 +86,7 @@ def test_motion_matches_finite_differences_of_dh_pose(name: str) -> None:
     T_flange_sensor = homogeneous(rpy_matrix(MOUNT_RPY), MOUNT_XYZ)
 
     def pose(t: float) -> np.ndarray:
-        return dh_flange_pose(name, traj.q(t)) @ T_flange_sensor
+        return vendor_flange_pose(name, traj.q(t)) @ T_flange_sensor
 
     def body_omega(t: float, h: float = 1e-5) -> np.ndarray:
         R = pose(t)[:3, :3]
@@ -199,7 +154,7 @@ def test_gravity_in_sensor(name: str) -> None:
     m = sk.compute(q, np.zeros_like(q), np.zeros_like(q))
     np.testing.assert_allclose(np.linalg.norm(m.gravity_in_sensor, axis=1), G, rtol=1e-12)
     for k in range(len(q)):
-        R = dh_flange_pose(name, q[k])[:3, :3]
+        R = vendor_flange_pose(name, q[k])[:3, :3]
         np.testing.assert_allclose(m.gravity_in_sensor[k], R.T @ [0, 0, -G], atol=1e-9)
     for field in MOTION_FIELDS:
         np.testing.assert_allclose(getattr(m, field), 0.0, atol=1e-15)
@@ -216,7 +171,7 @@ def test_tilted_base() -> None:
     q, dq, ddq = (np.array([f(ti) for ti in t]) for f in (traj.q, traj.dq, traj.ddq))
     a, b = upright.compute(q, dq, ddq), wall.compute(q, dq, ddq)
     for k in range(len(t)):
-        T_base_sensor = dh_flange_pose("fr3", q[k]) @ homogeneous(rpy_matrix(MOUNT_RPY), MOUNT_XYZ)
+        T_base_sensor = vendor_flange_pose("fr3", q[k]) @ homogeneous(rpy_matrix(MOUNT_RPY), MOUNT_XYZ)
         R_world_sensor = R_wall @ T_base_sensor[:3, :3]
         np.testing.assert_allclose(b.R_world_sensor[k], R_world_sensor, atol=1e-9)
         np.testing.assert_allclose(b.p_world_sensor[k], R_wall @ T_base_sensor[:3, 3], atol=1e-9)
@@ -282,7 +237,7 @@ def test_frame_pose_and_add_frame() -> None:
     q = np.random.default_rng(4).uniform(-1.5, 1.5, (4, 6))
     R, p = sk.frame_pose(q, spec.flange_frame, sk.base_frame)
     for k in range(4):
-        T = dh_flange_pose("xarm6", q[k])
+        T = vendor_flange_pose("xarm6", q[k])
         np.testing.assert_allclose(R[k], T[:3, :3], atol=1e-9)
         np.testing.assert_allclose(p[k], T[:3, 3], atol=1e-9)
     # the inverse relation: base seen from the flange
@@ -297,7 +252,7 @@ def test_frame_pose_and_add_frame() -> None:
     np.testing.assert_allclose(p_t, np.broadcast_to(xyz, (4, 3)), atol=1e-12)
     m = sk.compute(q, np.ones_like(q), np.ones_like(q), frame="tcp")
     for k in range(4):
-        T = dh_flange_pose("xarm6", q[k]) @ homogeneous(rpy_matrix(rpy), xyz)
+        T = vendor_flange_pose("xarm6", q[k]) @ homogeneous(rpy_matrix(rpy), xyz)
         np.testing.assert_allclose(m.p_world_sensor[k], T[:3, 3], atol=1e-9)
     sk.add_frame("tcp_child", "tcp", (0.0, 0.0, 0.01), (0.0, 0.0, 0.0))
     _, p_c = sk.frame_pose(q[:1], "tcp_child", "ft_sensor")

@@ -5,20 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from payload_estimator.core.shapes import parse_shape_spec
 from payload_estimator.settings import build_stream, settings_for_robot
-from payload_estimator.sim.live import LiveRun, shape_spec
-from payload_estimator.sim.payloads import PAYLOADS
-
-
-@pytest.mark.parametrize("name", sorted(PAYLOADS))
-def test_shape_spec_round_trip(name):
-    shape = PAYLOADS[name].envelope
-    parsed = parse_shape_spec(shape_spec(shape))
-    assert np.isclose(parsed.volume, shape.volume, rtol=1e-5)
-    lo, hi = shape.bounds()
-    lo2, hi2 = parsed.bounds()
-    assert np.allclose(lo, lo2, atol=1e-6) and np.allclose(hi, hi2, atol=1e-6)
+from payload_estimator.sim.live import LiveRun
 
 
 @pytest.fixture(scope="module")

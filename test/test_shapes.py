@@ -16,10 +16,12 @@ from payload_estimator.core.shapes import (
     Sphere,
     Union,
     downsample_evenly,
+    format_shape_spec,
     load_points,
     parse_shape_spec,
     sample_points,
 )
+from payload_estimator.sim.payloads import PAYLOADS
 
 
 def _trimesh_params(mesh: trimesh.Trimesh, mass: float) -> InertialParameters:
@@ -128,3 +130,15 @@ def test_load_points(tmp_path, rng):
         load_points(tmp_path / "flat.csv")
     with pytest.raises(ShapeError):
         load_points(tmp_path / "missing.csv")
+
+
+@pytest.mark.parametrize("name", sorted(PAYLOADS))
+def test_format_shape_spec_is_the_inverse_of_parse(name):
+    shape = PAYLOADS[name].envelope
+    parsed = parse_shape_spec(format_shape_spec(shape))
+    assert np.isclose(parsed.volume, shape.volume, rtol=1e-5)
+    lo, hi = shape.bounds()
+    lo2, hi2 = parsed.bounds()
+    assert np.allclose(lo, lo2, atol=1e-6) and np.allclose(hi, hi2, atol=1e-6)
+    with pytest.raises(ShapeError):
+        format_shape_spec(Mesh(mesh=trimesh.creation.box(extents=(0.1, 0.1, 0.1))))

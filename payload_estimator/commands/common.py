@@ -80,5 +80,25 @@ def recording_from_run(run: SimulatedRun, imu: bool = False) -> Recording:
     )
 
 
+def console_and_progress(json_output: bool):
+    """The console for tables (stderr when stdout carries JSON) and a live progress display.
+
+    The progress display, with a free ``status`` field per task, is silent
+    under ``--json`` and when neither stream is a terminal (logs, CI).
+    """
+    import sys
+
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=json_output)
+    quiet = json_output or (not sys.stderr.isatty() and not sys.stdout.isatty())
+    progress = Progress(
+        TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+        TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console, disable=quiet,
+    )
+    return console, progress
+
+
 def seconds(x: float) -> str:
     return "never" if x is None or not np.isfinite(x) else f"{x:.1f} s"

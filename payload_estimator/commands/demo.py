@@ -17,7 +17,13 @@ import time
 from pathlib import Path
 
 from payload_estimator.commands import CommandError
-from payload_estimator.commands.common import PIPELINE_C1, build_estimator, recording_from_run, stream_for_run
+from payload_estimator.commands.common import (
+    PIPELINE_C1,
+    build_estimator,
+    console_and_progress,
+    recording_from_run,
+    stream_for_run,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -54,9 +60,6 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
     from payload_estimator.core.metrics import paper_errors
     from payload_estimator.pipeline.playback import play
     from payload_estimator.sim.mujoco_sim import simulate
@@ -65,13 +68,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.duration > 0.5:
         raise CommandError("--duration must be more than 0.5 s")
     payload = get_payload(args.payload)
-    console = Console(stderr=args.json)
-    quiet = args.json or not sys.stderr.isatty() and not sys.stdout.isatty()
+    console, progress_display = console_and_progress(args.json)
     t_start = time.perf_counter()
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-        TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console, disable=quiet,
-    ) as progress:
+    with progress_display as progress:
         sim_task = progress.add_task(f"simulating {args.robot} + {args.payload}", total=1.0, status="")
         run_ = simulate(
             robot=args.robot, payload=payload, trajectory=args.trajectory, duration=args.duration,

@@ -188,8 +188,7 @@ def _bbox_lengths(settings) -> np.ndarray | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from payload_estimator.commands.common import console_and_progress
 
     from payload_estimator.core.history import EstimateHistory
     from payload_estimator.core.metrics import paper_errors
@@ -216,8 +215,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CommandError(f"cannot build the pipeline: {exc}") from None
 
-    console = Console(stderr=args.json)
-    quiet = args.json or not sys.stderr.isatty() and not sys.stdout.isatty()
+    console, progress_display = console_and_progress(args.json)
     history = EstimateHistory()
     counts = {"joint_states": 0, "wrench": 0, "imu": 0}
     accepted = dict(counts)
@@ -234,9 +232,7 @@ def run(args: argparse.Namespace) -> int:
             flag = "converged" if out.converged else out.reason
             progress.update(task, completed=t - t0, status=f"m={out.estimate.mass:.3f} kg  {flag}")
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                  TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console,
-                  disable=quiet) as progress:
+    with progress_display as progress:
         task = progress.add_task(f"replaying {bag.name}", total=max(info.duration, 1e-9), status="")
         pending: list = []  # messages received since the last processing tick, fed in one go like the node
 

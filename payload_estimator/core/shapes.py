@@ -32,6 +32,7 @@ __all__ = [
     "sample_points",
     "downsample_evenly",
     "parse_shape_spec",
+    "format_shape_spec",
     "load_points",
     "ShapeError",
 ]
@@ -491,3 +492,29 @@ def parse_shape_spec(spec: str) -> Shape:
         scale = _floats(scale_text, "mesh scale")[0] if star else 1.0
         return Mesh.from_file(path, xyz=xyz, rpy=rpy, scale=scale)
     raise ShapeError(f"unknown shape kind {kind!r}: use box, cylinder, sphere or mesh")
+
+
+def _num(x: float) -> str:
+    return f"{float(x):.6g}"
+
+
+def _pose_text(shape: Shape, with_rpy: bool = True) -> str:
+    vals = list(shape.xyz)
+    if with_rpy and any(abs(v) > 0 for v in shape.rpy):
+        vals += list(shape.rpy)
+    return ",".join(_num(v) for v in vals)
+
+
+def format_shape_spec(shape: Shape) -> str:
+    """The specification text of ``shape``, the inverse of :func:`parse_shape_spec` (6 significant digits)."""
+    if isinstance(shape, Union):
+        return "+".join(format_shape_spec(part) for part in shape.parts)
+    if isinstance(shape, Box):
+        return f"box:{','.join(_num(v) for v in shape.size)}@{_pose_text(shape)}"
+    if isinstance(shape, Cylinder):
+        return f"cylinder:{_num(shape.radius)},{_num(shape.height)}@{_pose_text(shape)}"
+    if isinstance(shape, Sphere):
+        return f"sphere:{_num(shape.radius)}@{_pose_text(shape, with_rpy=False)}"
+    if isinstance(shape, Mesh) and shape.source:
+        return f"mesh:{shape.source}@{_pose_text(shape)}"
+    raise ShapeError(f"no specification text for a {type(shape).__name__} without a source file")

@@ -203,34 +203,15 @@ def _fields(ns: int) -> dict[str, int]:
     return {"sec": sec, "nanosec": nanosec}
 
 
-def _shape_spec(shape: Any) -> str | None:
-    """The ``payload_shape`` text of a primitive or a union of primitives (None for meshes)."""
-    from payload_estimator.core.shapes import Box, Cylinder, Sphere, Union
-
-    def pose(s: Any) -> str:
-        vals = [*s.xyz, *s.rpy] if any(s.rpy) else [*s.xyz]
-        return "@" + ",".join(f"{v:.6g}" for v in vals)
-
-    if isinstance(shape, Union):
-        parts = [_shape_spec(p) for p in shape.parts]
-        return None if any(p is None for p in parts) else "+".join(parts)  # type: ignore[arg-type]
-    if isinstance(shape, Box):
-        return "box:" + ",".join(f"{v:.6g}" for v in shape.size) + pose(shape)
-    if isinstance(shape, Cylinder):
-        return f"cylinder:{shape.radius:.6g},{shape.height:.6g}" + pose(shape)
-    if isinstance(shape, Sphere):
-        return f"sphere:{shape.radius:.6g}" + pose(shape)
-    return None
-
-
 def _custom_data(run: "SimulatedRun") -> dict[str, str]:
     data = {"robot": run.robot, "payload": run.payload_name, "trajectory": run.trajectory, "noise": run.noise,
             "seed": str(run.seed)}
-    try:
-        from payload_estimator.sim.payloads import get_payload
+    from payload_estimator.core.shapes import format_shape_spec
+    from payload_estimator.sim.payloads import get_payload
 
-        spec = _shape_spec(get_payload(run.payload_name).envelope)
-    except ValueError:  # a custom payload: no envelope known
+    try:
+        spec = format_shape_spec(get_payload(run.payload_name).envelope)
+    except ValueError:  # a custom payload (no envelope known) or a mesh without a file
         spec = None
     if spec:
         data["payload_shape"] = spec

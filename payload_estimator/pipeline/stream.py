@@ -248,24 +248,20 @@ class EstimationStream:
         wall_time: float | None = None,
     ) -> bool:
         """One ``sensor_msgs/JointState``-like sample. Returns False when it was dropped."""
-        names = tuple(names)
         q = np.asarray(positions, dtype=float).reshape(-1)
         if len(q) != len(names):
             self.health.report(LENGTH_MISMATCH, f"{len(names)} names but {len(q)} positions; message dropped", JOINTS)
             return False
-        dq = np.asarray(velocities, dtype=float).reshape(-1)
-        if self.config.use_joint_velocities and len(dq) != len(names):
-            self.health.report(
-                LENGTH_MISMATCH, f"{len(names)} names but {len(dq)} velocities; message dropped", JOINTS
-            )
-            return False
-        index = self._joint_index(names)
-        if index is None:
-            return False
-        row = q[index] if not self.config.use_joint_velocities else np.r_[q[index], dq[index]]
-        self.health.note_sample(JOINTS, stamp, self._wall(wall_time))
-        self.aligner.push(JOINTS, stamp, row[None, :])
-        return True
+        dq = None
+        if self.config.use_joint_velocities:
+            dq = np.asarray(velocities, dtype=float).reshape(-1)
+            if len(dq) != len(names):
+                self.health.report(
+                    LENGTH_MISMATCH, f"{len(names)} names but {len(dq)} velocities; message dropped", JOINTS
+                )
+                return False
+            dq = dq[None, :]
+        return self.push_joint_state_batch(np.array([stamp], dtype=float), names, q[None, :], dq, wall_time)
 
     def push_joint_state_batch(
         self,

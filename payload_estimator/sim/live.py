@@ -25,40 +25,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from payload_estimator.core.shapes import Box, Cylinder, Shape, Sphere, Union
 from payload_estimator.settings import Settings
 from payload_estimator.sim.run import SimulatedRun
 
-__all__ = ["LiveRun", "Due", "shape_spec", "LOOP_GAP_S", "JOINTS", "WRENCH", "IMU"]
+__all__ = ["LiveRun", "Due", "LOOP_GAP_S", "JOINTS", "WRENCH", "IMU"]
 
 JOINTS, WRENCH, IMU = "joint_states", "wrench", "imu"
 LOOP_GAP_S = 0.1
 """Silence between two passes of a looping run, s: longer than the estimator's default
 ``max_gap_s`` (0.05 s), so the aligner restarts its filters, and shorter than ``stale_after_s``."""
-
-
-def _num(x: float) -> str:
-    return f"{float(x):.6g}"
-
-
-def _pose(shape: Shape) -> str:
-    xyz = ",".join(_num(v) for v in shape.xyz)
-    if any(abs(v) > 0 for v in shape.rpy):
-        xyz += "," + ",".join(_num(v) for v in shape.rpy)
-    return xyz
-
-
-def shape_spec(shape: Shape) -> str:
-    """The ``payload_shape`` text (see ``parse_shape_spec``) of a box, cylinder, sphere or union of them."""
-    if isinstance(shape, Union):
-        return "+".join(shape_spec(part) for part in shape.parts)
-    if isinstance(shape, Box):
-        return f"box:{','.join(_num(v) for v in shape.size)}@{_pose(shape)}"
-    if isinstance(shape, Cylinder):
-        return f"cylinder:{_num(shape.radius)},{_num(shape.height)}@{_pose(shape)}"
-    if isinstance(shape, Sphere):
-        return f"sphere:{_num(shape.radius)}@{','.join(_num(v) for v in shape.xyz)}"
-    raise ValueError(f"no shape specification for a {type(shape).__name__}")
 
 
 @dataclass(frozen=True)
