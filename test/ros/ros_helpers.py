@@ -14,10 +14,10 @@ from typing import Any, Callable
 
 def payload_shape(payload: str = "claw_hammer") -> str:
     """The ``payload_shape`` parameter for a catalogue payload (its envelope, as sim_demo.launch.py gives it)."""
-    from payload_estimator.sim.live import shape_spec
+    from payload_estimator.core.shapes import format_shape_spec
     from payload_estimator.sim.payloads import get_payload
 
-    return shape_spec(get_payload(payload).envelope)
+    return format_shape_spec(get_payload(payload).envelope)
 
 
 def wait_for(condition: Callable[[], Any], timeout: float, period: float = 0.05) -> Any:
