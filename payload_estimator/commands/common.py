@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 
 from payload_estimator.core.estimators import Estimator, make_estimator
 from payload_estimator.core.shapes import Shape, sample_points
@@ -98,7 +97,3 @@ def console_and_progress(json_output: bool):
         TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console, disable=quiet,
     )
     return console, progress
-
-
-def seconds(x: float) -> str:
-    return "never" if x is None or not np.isfinite(x) else f"{x:.1f} s"

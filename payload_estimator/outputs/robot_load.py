@@ -10,7 +10,7 @@
   ``sensor_frame``).
 
 The functions take the parameters already expressed in the frame the robot
-expects; :func:`to_frame` moves them there from the estimate's frame.
+expects; :meth:`InertialParameters.transformed` moves them there from the estimate's frame.
 """
 
 from __future__ import annotations
@@ -20,18 +20,12 @@ import numpy as np
 from payload_estimator.core.inertia import InertialParameters
 
 __all__ = [
-    "to_frame",
     "franka_set_load_fields",
     "xarm_set_tcp_load_fields",
     "gravity_compensation_parameters",
     "LoadCheck",
     "check_load",
 ]
-
-
-def to_frame(params: InertialParameters, R_target_source: np.ndarray, p_target_source: np.ndarray) -> InertialParameters:
-    """Parameters expressed in the source frame -> in the target frame, given the source's pose in the target."""
-    return params.transformed(R_target_source, p_target_source)
 
 
 def franka_set_load_fields(params_in_flange: InertialParameters) -> dict[str, object]:

@@ -413,7 +413,7 @@ class EstimationStream:
             w = self._wrench_filter(t, wrench_sensor)
             imu_motion = None
             if self._imu is not None:
-                g_raw = self.kinematics.compute(q_raw, np.zeros_like(q_raw), np.zeros_like(q_raw)).gravity_in_sensor
+                g_raw = self._gravity_in_sensor(q_raw)
                 imu = batch.values[IMU][seg]
                 imu_motion = self._imu.process(t, imu[:, :3], imu[:, 3:], g_raw)
             if len(d.t) == 0:
@@ -430,6 +430,12 @@ class EstimationStream:
                 ang_vel, ang_acc, lin_acc = motion.ang_vel_in_sensor, motion.ang_acc_in_sensor, motion.lin_acc_in_sensor
             fed += self._feed(SensorSamples(d.t[keep], lin_acc, ang_vel, ang_acc, motion.gravity_in_sensor, w.x[keep]))
         return fed
+
+    def _gravity_in_sensor(self, q: np.ndarray) -> np.ndarray:
+        """(N, 3) gravity in the sensor frame at joint positions ``q``: forward kinematics only."""
+        R_base_sensor, _ = self.kinematics.frame_pose(q, self.config.sensor_frame, self.kinematics.base_frame)
+        R_world_sensor = np.einsum("ij,njk->nik", self.kinematics.R_world_base, R_base_sensor)
+        return np.einsum("nji,j->ni", R_world_sensor, self.kinematics.gravity_in_world)
 
     def _decimated(self, t: np.ndarray) -> np.ndarray:
         """Rows on the estimator's sub-grid (deterministic whatever the batching)."""
