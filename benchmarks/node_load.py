@@ -35,7 +35,8 @@ from payload_estimator.io.ros_messages import (
 )
 from payload_estimator.core.shapes import format_shape_spec
 from payload_estimator.outputs.markers import estimate_markers
-from payload_estimator.settings import build_stream, builtin_description, settings_for_robot
+from payload_estimator.pipeline.build import build_stream, builtin_description
+from payload_estimator.settings import settings_for_robot
 from payload_estimator.sim.mujoco_sim import simulate
 from payload_estimator.sim.payloads import get_payload
 

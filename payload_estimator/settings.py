@@ -4,9 +4,12 @@ One dataclass, :class:`Settings`, is the single source of truth: the ROS node
 declares one parameter per field (with the field's description), the
 per-robot YAML files in ``config/`` are rendered from it
 (:func:`render_parameters_yaml`, kept in sync by a test), and ``replay``
-reads those same files. :func:`build_stream` turns settings plus a robot
-description into the :class:`~payload_estimator.pipeline.stream.EstimationStream`
-that the node and ``replay`` both drive.
+reads those same files. This module holds values and their descriptions only;
+:func:`payload_estimator.pipeline.build.build_stream` turns settings plus a
+robot description into the stream that the node and ``replay`` both drive.
+The choices it offers come from the registries: estimators from
+:data:`~payload_estimator.core.estimators.ESTIMATORS`, robots from
+:data:`~payload_estimator.robots.ROBOTS`.
 """
 
 from __future__ import annotations
@@ -15,20 +18,17 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Sequence
 
-import numpy as np
+from payload_estimator.core.estimators import METHODS
+from payload_estimator.core.estimators.pmd import C1_PIPELINE
+from payload_estimator.robots.spec import ROBOT_NAMES, ROBOTS
 
 __all__ = [
     "Settings",
-    "ROBOT_PRESETS",
     "WRENCH_SOURCES",
     "APPLY_TARGETS",
     "settings_for_robot",
     "render_parameters_yaml",
     "load_parameters_yaml",
-    "builtin_description",
-    "wrench_convention",
-    "stream_config",
-    "build_stream",
     "NODE_NAME",
 ]
 
@@ -50,11 +50,14 @@ class Settings:
     """The estimator's configuration (one ROS parameter per field; SI units, frames named)."""
 
     # ---------------------------------------------------------------- robot
-    robot: str = _p("panda", "robot model: panda, fr3, xarm7 or xarm6", ("panda", "fr3", "xarm7", "xarm6"))
+    robot: str = _p("panda", "built-in robot preset; empty: any arm, from robot_description alone (then name "
+                             "flange_frame)", ("",) + ROBOT_NAMES)
     use_builtin_description: bool = _p(
         False, "use the package's own URDF of `robot` instead of waiting for /robot_description")
-    joint_names: list[str] = _p([], "arm joints to use, in any order; empty: the robot's arm joints")
-    flange_frame: str = _p("", "frame of the robot's load interface (SetLoad, set_tcp_load); empty: the robot's flange")
+    joint_names: list[str] = _p([], "arm joints to use, in any order; empty: the preset's arm joints, or the "
+                                    "movable joints from the root link to flange_frame")
+    flange_frame: str = _p("", "frame of the robot's load interface (SetLoad, set_tcp_load); empty: the preset's "
+                               "flange (required when robot is empty)")
     sensor_frame: str = _p("ft_sensor", "frame the estimate is expressed in: the F/T sensor's measurement frame")
     sensor_parent_frame: str = _p(
         "", "if sensor_frame is neither in the URDF nor in tf2, attach it to this frame at sensor_xyz/rpy; "
@@ -84,9 +87,9 @@ class Settings:
     motion_source: str = _p("joints", "joints: motion from joint kinematics; imu: angular rate and acceleration "
                                       "from the IMU, gravity from the joints", MOTION_SOURCES)
     # ------------------------------------------------------------- estimator
-    estimator: str = _p("pmd", "ols, wls, rls, rtls or pmd", ("ols", "wls", "rls", "rtls", "pmd"))
+    estimator: str = _p("pmd", "estimator: " + ", ".join(METHODS), METHODS)
     estimate_bias: bool = _p(True, "also estimate the six F/T offsets")
-    c1: float = _p(3.0, "PMD dynamism scale c1 of paper 004 eq. (9)")
+    c1: float = _p(C1_PIPELINE, "PMD dynamism scale c1 of paper 004 eq. (9) (see pmd.C1_PIPELINE)")
     regularization: float = _p(1.0, "PMD regularisation lambda")
     forgetting: float = _p(0.999, "per-sample forgetting factor of rls/rtls (1: none)")
     payload_shape: str = _p(
@@ -126,6 +129,8 @@ class Settings:
             raise ValueError("rates must be positive")
         if self.max_points < 1 or self.point_density <= 0:
             raise ValueError("max_points and point_density must be positive")
+        if not self.robot and self.use_builtin_description:
+            raise ValueError("use_builtin_description needs a built-in robot preset")
 
     # ----------------------------------------------------------- conversions
     @classmethod
@@ -179,36 +184,14 @@ def _coerce(key: str, value: Any, default: Any) -> Any:
 
 
 # ------------------------------------------------------------------ presets
-_FRANKA = dict(
-    wrench_source="franka_stiffness",
-    estimate_bias=True,
-    max_payload_mass=3.0,
-    apply_target="franka",
-    joint_states_topic="/franka_robot_state_broadcaster/measured_joint_states",
-    wrench_topic="/franka_robot_state_broadcaster/external_wrench_in_stiffness_frame",
-    sensor_force_range=0.0,
-    sensor_torque_range=0.0,
-)
-ROBOT_PRESETS: dict[str, dict[str, Any]] = {
-    # Franka: no F/T sensor; the robot's own external-wrench estimate in the stiffness frame K,
-    # and the estimate expressed at the flange, which is what SetLoad wants.
-    "panda": dict(_FRANKA, robot="panda", sensor_frame="panda_link8"),
-    "fr3": dict(_FRANKA, robot="fr3", sensor_frame="fr3_link8"),
-    # uFactory xArm with its F/T sensor: the raw reading (the "ext" topic has a load model subtracted).
-    "xarm7": dict(robot="xarm7", wrench_source="ft_sensor", sensor_frame="ft_sensor", max_payload_mass=3.5,
-                  apply_target="xarm", joint_states_topic="/xarm/joint_states",
-                  wrench_topic="/xarm/uf_ftsensor_raw_states", sensor_force_range=150.0, sensor_torque_range=4.0),
-    "xarm6": dict(robot="xarm6", wrench_source="ft_sensor", sensor_frame="ft_sensor", max_payload_mass=5.0,
-                  apply_target="xarm", joint_states_topic="/xarm/joint_states",
-                  wrench_topic="/xarm/uf_ftsensor_raw_states", sensor_force_range=150.0, sensor_torque_range=4.0),
-}
-
-
 def settings_for_robot(robot: str, **overrides: Any) -> Settings:
-    """The preset of ``robot`` with ``overrides`` applied."""
-    if robot not in ROBOT_PRESETS:
-        raise ValueError(f"unknown robot {robot!r}; choose one of {', '.join(ROBOT_PRESETS)}")
-    return Settings.from_dict({**ROBOT_PRESETS[robot], **overrides})
+    """The preset of ``robot`` (:data:`~payload_estimator.robots.ROBOTS`) with ``overrides`` applied;
+    ``robot=""`` gives the defaults for an arm known only from its description."""
+    if robot == "":
+        return Settings.from_dict({"robot": "", **overrides})
+    if robot not in ROBOTS:
+        raise ValueError(f"unknown robot {robot!r}; choose one of {', '.join(ROBOT_NAMES)}")
+    return Settings.from_dict({**ROBOTS[robot].parameters, **overrides})
 
 
 def _yaml_value(v: Any) -> str:
@@ -249,121 +232,9 @@ def load_parameters_yaml(path: str | Path, node_name: str = NODE_NAME) -> Settin
     raise ValueError(f"{path}: no '{node_name}: ros__parameters:' section")
 
 
-# ------------------------------------------------------------ stream building
-def _flange(settings: Settings) -> str:
-    from payload_estimator.robots import get_robot
-
-    return settings.flange_frame or get_robot(settings.robot).flange_frame
-
-
-def builtin_description(settings: Settings) -> str:
-    """The package's URDF of the robot, with the sensor frame at ``sensor_xyz``/``sensor_rpy`` on the flange."""
-    from payload_estimator.robots import robot_urdf
-
-    sensor = settings.sensor_frame
-    flange = _flange(settings)
-    if sensor == flange:
-        return robot_urdf(settings.robot)
-    return robot_urdf(settings.robot, sensor_xyz_in_flange=tuple(settings.sensor_xyz),
-                      sensor_rpy_in_flange=tuple(settings.sensor_rpy), sensor_frame=sensor)
-
-
-def wrench_convention(settings: Settings, base_frame: str):
-    """The :class:`WrenchConvention` of the configured wrench source (``base_frame``: the URDF root)."""
-    from payload_estimator.pipeline.wrench import WrenchConvention
-
-    if settings.wrench_source == "ft_sensor":
-        return WrenchConvention(settings.wrench_frame or settings.sensor_frame, None, float(np.sign(settings.wrench_sign) or 1.0))
-    k = settings.stiffness_frame or _flange(settings)
-    if settings.wrench_source == "franka_base":
-        return WrenchConvention(settings.wrench_frame or base_frame, k, -1.0)
-    return WrenchConvention(settings.wrench_frame or k, None, -1.0)
-
-
-def stream_config(
-    settings: Settings,
-    urdf: str,
-    extra_frames: Sequence[tuple[str, str, Sequence[float], Sequence[float]]] = (),
-    imu_frame: str | None = None,
-    zero_phase: bool = False,
-):
-    """The :class:`StreamConfig` for ``settings`` and a robot description.
-
-    ``extra_frames`` are frames the URDF lacks (from tf2); the sensor frame, if
-    still missing, is attached to ``sensor_parent_frame`` (default: the flange)
-    at ``sensor_xyz``/``sensor_rpy``.
-    """
-    from scipy.spatial.transform import Rotation
-
-    from payload_estimator.pipeline.kinematics import _urdf_root_link
-    from payload_estimator.pipeline.stream import StreamConfig
-    from payload_estimator.pipeline.wrench import SaturationCheck
-    from payload_estimator.robots import get_robot
-
-    spec = get_robot(settings.robot)
-    frames = [tuple(f) for f in extra_frames]
-    names = {f[0] for f in frames}
-    if settings.sensor_frame not in names and f'<link name="{settings.sensor_frame}"' not in urdf:
-        parent = settings.sensor_parent_frame or _flange(settings)
-        frames.append((settings.sensor_frame, parent, tuple(settings.sensor_xyz), tuple(settings.sensor_rpy)))
-    saturation = None
-    if settings.wrench_source == "ft_sensor" and settings.sensor_force_range > 0 and settings.sensor_torque_range > 0:
-        saturation = SaturationCheck(settings.sensor_force_range, settings.sensor_torque_range)
-    return StreamConfig(
-        urdf=urdf,
-        sensor_frame=settings.sensor_frame,
-        joint_names=tuple(settings.joint_names) if settings.joint_names else spec.joint_names,
-        extra_frames=tuple(frames),
-        flange_frame=_flange(settings),
-        wrench=wrench_convention(settings, _urdf_root_link(urdf)),
-        saturation=saturation,
-        imu_frame=(settings.imu_frame or imu_frame) if settings.motion_source == "imu" else None,
-        motion_source=settings.motion_source,
-        use_joint_velocities=settings.use_joint_velocities,
-        R_world_base=Rotation.from_euler("xyz", settings.base_rpy).as_matrix(),
-        gravity=settings.gravity,
-        rate_hz=settings.grid_rate_hz,
-        cutoff_hz=settings.cutoff_hz,
-        filter_order=settings.filter_order,
-        estimator_rate_hz=settings.estimator_rate_hz,
-        max_gap_s=settings.max_gap_s,
-        stale_after_s=settings.stale_after_s,
-        zero_phase=zero_phase,
-    )
-
-
-def build_stream(
-    settings: Settings,
-    urdf: str,
-    extra_frames: Sequence[tuple[str, str, Sequence[float], Sequence[float]]] = (),
-    imu_frame: str | None = None,
-    health=None,
-    zero_phase: bool = False,
-):
-    """The :class:`EstimationStream` for ``settings`` (what the node and ``replay`` both run).
-
-    ``zero_phase`` (recordings only) keeps the aligned data and filters them
-    forward and backward at :meth:`EstimationStream.finish`.
-    """
-    from payload_estimator.core.estimators import make_estimator
-    from payload_estimator.core.shapes import parse_shape_spec, sample_points
-    from payload_estimator.pipeline.stream import EstimationStream
-
-    points = None
-    options: dict[str, Any] = {}
-    if settings.estimator == "pmd":
-        points = sample_points(parse_shape_spec(settings.payload_shape),
-                               density=settings.point_density * 1e6, max_points=settings.max_points)
-        options = {"c1": settings.c1, "regularization": settings.regularization}
-    elif settings.estimator in ("rls", "rtls"):
-        options = {"forgetting": settings.forgetting}
-    estimator = make_estimator(settings.estimator, points, bias=settings.estimate_bias, **options)
-    return EstimationStream(stream_config(settings, urdf, extra_frames, imu_frame, zero_phase), estimator, health)
-
-
 if __name__ == "__main__":  # regenerate config/*.yaml
     out = Path(__file__).resolve().parent.parent / "config"
     out.mkdir(exist_ok=True)
-    for robot in ROBOT_PRESETS:
+    for robot in ROBOT_NAMES:
         (out / f"{robot}.yaml").write_text(render_parameters_yaml(robot))
         print(f"wrote {out / f'{robot}.yaml'}")

@@ -16,7 +16,8 @@ from payload_estimator.io import bag as rb
 from payload_estimator.io.interfaces import interface_definitions, interface_root, ros_typestore, split_service
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.wrench import wrench_to_sensor
-from payload_estimator.settings import settings_for_robot, stream_config
+from payload_estimator.pipeline.build import stream_config
+from payload_estimator.settings import settings_for_robot
 from payload_estimator.sim.mujoco_sim import simulate
 
 EPOCH_NS = 1_700_000_000_000_000_000

@@ -6,23 +6,19 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from payload_estimator.pipeline.frames import (
-    extra_frame,
-    frames_to_look_up,
-    required_frames,
-    rigid_pose,
-    urdf_links,
-)
+from payload_estimator.node.frames import extra_frame, frames_to_look_up, required_frames
+from payload_estimator.robots import parse_description
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.robots import get_robot, robot_urdf
-from payload_estimator.settings import build_stream, settings_for_robot
+from payload_estimator.pipeline.build import build_stream
+from payload_estimator.settings import settings_for_robot
 
 
 def test_urdf_links_and_bad_xml():
-    links = urdf_links(robot_urdf("panda"))
+    links = set(parse_description(robot_urdf("panda")).links)
     assert {"panda_link0", "panda_link8", "ft_sensor"} <= links
     with pytest.raises(ValueError, match="not valid XML"):
-        urdf_links("<robot")
+        parse_description("<robot")
 
 
 def test_roles_of_each_wrench_source():
@@ -61,7 +57,7 @@ def test_extra_frame_from_a_tf_pose_reproduces_the_pose():
 def test_rigid_pose():
     kin = SensorKinematics(robot_urdf("panda", sensor_xyz_in_flange=(0, 0, 0.05)), "ft_sensor",
                            get_robot("panda").joint_names)
-    R, p = rigid_pose(kin, "ft_sensor", "panda_link8")
+    R, p = kin.rigid_pose("ft_sensor", "panda_link8")
     assert np.allclose(R, np.eye(3)) and np.allclose(p, [0, 0, 0.05])
     with pytest.raises(ValueError, match="moves relative"):
-        rigid_pose(kin, "ft_sensor", "panda_link0")
+        kin.rigid_pose("ft_sensor", "panda_link0")

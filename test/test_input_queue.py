@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from payload_estimator.pipeline.input_queue import InputQueue
+from payload_estimator.node.input_queue import InputQueue
 
 
 def test_arrival_order_and_drain():

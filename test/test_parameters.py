@@ -6,7 +6,7 @@ import array
 
 import pytest
 
-from payload_estimator.pipeline.parameters import (
+from payload_estimator.node.parameters import (
     LIVE,
     NO_CHANGE,
     PARAMETER_TYPES,

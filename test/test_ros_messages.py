@@ -18,7 +18,8 @@ from payload_estimator.io import ros_messages as rm
 from payload_estimator.io.interfaces import ros_typestore
 from payload_estimator.outputs.markers import estimate_markers
 from payload_estimator.pipeline.playback import play
-from payload_estimator.settings import build_stream, builtin_description, settings_for_robot
+from payload_estimator.pipeline.build import build_stream, builtin_description
+from payload_estimator.settings import settings_for_robot
 from payload_estimator.sim.mujoco_sim import simulate
 from payload_estimator.sim.payloads import get_payload
 
@@ -338,7 +339,8 @@ def test_feed_many_equals_feeding_one_by_one(tmp_path):
     """Batching consecutive messages changes nothing but the cost: same samples, same counts, same estimate."""
     from payload_estimator.io.bag import read_bag, write_simulated_bag
     from payload_estimator.io.ros_messages import feed, feed_many
-    from payload_estimator.settings import build_stream, builtin_description, settings_for_robot
+    from payload_estimator.pipeline.build import build_stream, builtin_description
+    from payload_estimator.settings import settings_for_robot
     from payload_estimator.sim.mujoco_sim import simulate
 
     run = simulate(robot="xarm7", payload="drill", duration=2.5, seed=3)

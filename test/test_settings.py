@@ -10,21 +10,14 @@ import yaml
 
 from payload_estimator.pipeline.wrench import wrench_to_sensor
 from payload_estimator.robots import get_robot
-from payload_estimator.settings import (
-    ROBOT_PRESETS,
-    Settings,
-    builtin_description,
-    build_stream,
-    load_parameters_yaml,
-    render_parameters_yaml,
-    settings_for_robot,
-    stream_config,
-)
+from payload_estimator.pipeline.build import builtin_description, build_stream, stream_config
+from payload_estimator.robots import ROBOT_NAMES
+from payload_estimator.settings import Settings, load_parameters_yaml, render_parameters_yaml, settings_for_robot
 
 CONFIG = Path(__file__).resolve().parents[1] / "config"
 
 
-@pytest.mark.parametrize("robot", list(ROBOT_PRESETS))
+@pytest.mark.parametrize("robot", list(ROBOT_NAMES))
 def test_config_files_are_rendered_from_the_settings(robot):
     path = CONFIG / f"{robot}.yaml"
     assert path.read_text() == render_parameters_yaml(robot), "run: python -m payload_estimator.settings"
@@ -56,7 +49,7 @@ def test_validation_names_the_problem():
 
 
 def test_stream_from_settings_for_each_wrench_source():
-    for robot in ROBOT_PRESETS:
+    for robot in ROBOT_NAMES:
         s = settings_for_robot(robot)
         stream = build_stream(s, builtin_description(s))
         assert stream.joint_names == get_robot(robot).joint_names

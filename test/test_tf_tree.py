@@ -6,7 +6,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from payload_estimator.pipeline.kinematics import SensorKinematics
-from payload_estimator.pipeline.tf_tree import UrdfTransforms
+from payload_estimator.sim.tf_tree import UrdfTransforms
 from payload_estimator.robots import get_robot, robot_urdf
 
 

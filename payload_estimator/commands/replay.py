@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
 from pathlib import Path
@@ -70,21 +69,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def detect_robot(urdf: str | None) -> str | None:
-    """The preset a robot description belongs to: by ``<robot name>``, else by joint names; None if unknown."""
-    from payload_estimator.robots import ROBOT_NAMES
+    """The built-in preset a robot description belongs to (:func:`~payload_estimator.robots.detect_preset`)."""
+    from payload_estimator.robots import ROBOT_NAMES, detect_preset
 
-    if not urdf:
-        return None
-    match = re.search(r"<robot\b[^>]*\bname\s*=\s*[\"']([^\"']+)[\"']", urdf)
-    if match and match.group(1).lower() in ROBOT_NAMES:
-        return match.group(1).lower()
-    joints = set(re.findall(r"<joint\b[^>]*\bname\s*=\s*[\"']([^\"']+)[\"']", urdf))
-    for prefix in ("fr3", "panda"):
-        if f"{prefix}_joint1" in joints:
-            return prefix
-    if {"joint1", "joint6"} <= joints:  # uFactory names
-        return "xarm7" if "joint7" in joints else "xarm6"
-    return None
+    return detect_preset(urdf, ROBOT_NAMES)
 
 
 def _parse_override(text: str) -> tuple[str, Any]:
@@ -194,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
     from payload_estimator.core.metrics import paper_errors
     from payload_estimator.io.bag import BagError, bag_ground_truth, bag_info, bag_robot_description, read_bag
     from payload_estimator.io.ros_messages import feed_many
-    from payload_estimator.settings import build_stream, builtin_description
+    from payload_estimator.pipeline.build import build_stream, builtin_description
 
     bag = Path(args.bag)
     if not bag.exists():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -17,7 +17,7 @@ class Estimate:
     """A payload estimate in the sensor frame ``S``.
 
     Attributes:
-        method: estimator name (``ols``, ``wls``, ``rls``, ``rtls``, ``pmd``).
+        method: estimator name (a key of :data:`~payload_estimator.core.estimators.ESTIMATORS`).
         params: the inertial parameters, about the sensor origin.
         covariance: (10, 10) covariance of ``phi`` (paper order), or None when
             the data do not determine it.
@@ -30,6 +30,8 @@ class Estimate:
         inertia_identifiable: whether the data determine the inertia tensor
             (standard deviation of each principal moment below a fraction of it).
         dynamism: mean dynamism ``nu`` of the samples, paper 004 eq. (4).
+        extras: estimator-specific arrays, e.g. PMD's ``points_in_sensor`` (n, 3), m,
+            and ``point_masses`` (n,), kg (what the rviz markers draw).
         physically_consistent: see :func:`~payload_estimator.core.inertia.check_physical_consistency`.
     """
 
@@ -42,6 +44,7 @@ class Estimate:
     samples_used: int
     inertia_identifiable: bool
     dynamism: float = 0.0
+    extras: Mapping[str, np.ndarray] = field(default_factory=dict)
     physically_consistent: bool = field(init=False)
 
     def __post_init__(self) -> None:

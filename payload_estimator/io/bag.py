@@ -176,7 +176,7 @@ def source_wrench(run: "SimulatedRun", settings: "Settings") -> tuple[np.ndarray
         tau = sign * R_sensor_expressed^T (tau_S - p_sensor_refpoint x f_S)
     """
     from payload_estimator.pipeline.kinematics import SensorKinematics
-    from payload_estimator.settings import stream_config
+    from payload_estimator.pipeline.build import stream_config
 
     config = stream_config(settings, run.urdf)
     conv = config.wrench

@@ -33,13 +33,14 @@ Velocities and accelerations relative to ``B`` are relative to ``W`` too, since
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
 from scipy.spatial.transform import Rotation
+
+from payload_estimator.robots.description import parse_description
 
 __all__ = ["SensorMotion", "SensorKinematics", "STANDARD_GRAVITY_IN_WORLD"]
 
@@ -72,20 +73,6 @@ class SensorMotion:
 
     def __len__(self) -> int:
         return int(self.p_world_sensor.shape[0])
-
-
-def _urdf_root_link(urdf_xml: str) -> str:
-    """Name of the URDF link that is no joint's child."""
-    try:
-        root = ET.fromstring(urdf_xml)
-    except ET.ParseError as exc:
-        raise ValueError(f"robot description is not valid XML: {exc}") from None
-    links = [link.get("name") for link in root.findall("link")]
-    children = {child.get("link") for child in root.findall("joint/child")}
-    roots = [name for name in links if name not in children]
-    if len(roots) != 1:
-        raise ValueError(f"robot description must have exactly one root link, found {roots}")
-    return str(roots[0])
 
 
 def _rotation_matrix(R: np.ndarray, what: str) -> np.ndarray:
@@ -132,7 +119,7 @@ class SensorKinematics:
         gravity_in_world: Sequence[float] = STANDARD_GRAVITY_IN_WORLD,
         extra_frames: Sequence[tuple[str, str, Sequence[float], Sequence[float]]] = (),
     ) -> None:
-        self._base_frame = _urdf_root_link(urdf_xml)
+        self._base_frame = parse_description(urdf_xml).root_link
         try:
             full = pin.buildModelFromXML(urdf_xml)
         except (RuntimeError, ValueError) as exc:
@@ -386,3 +373,16 @@ class SensorKinematics:
         if repeated:
             raise ValueError(f"joint states name the joints {repeated} more than once")
         return np.array([names.index(n) for n in self._joint_names], dtype=int)
+
+    def rigid_pose(self, frame: str, relative_to: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(R, p)``: pose of ``frame`` in ``relative_to`` (3x3, (3,) m), two frames fixed to each other.
+
+        ``ValueError`` if either frame is unknown or the joints move one relative to the other.
+        """
+        n = self.n_joints
+        R0, p0 = self.frame_pose(np.zeros((1, n)), frame, relative_to)
+        q1 = np.linspace(0.3, -0.4, n)[None, :]
+        R1, p1 = self.frame_pose(q1, frame, relative_to)
+        if not (np.allclose(R0, R1, atol=1e-9) and np.allclose(p0, p1, atol=1e-9)):
+            raise ValueError(f"frame {frame!r} moves relative to {relative_to!r}; choose a frame fixed to the flange")
+        return R0[0], p0[0]

@@ -28,7 +28,7 @@ import math
 
 from payload_estimator.robots.tables import ArmTable, JointLimit, LinkInertial, ModifiedDH
 
-__all__ = ["PANDA", "FR3"]
+__all__ = ["PANDA", "FR3", "PANDA_PARAMETERS", "FR3_PARAMETERS"]
 
 _PI_2 = math.pi / 2
 
@@ -155,3 +155,20 @@ FR3 = ArmTable(
         inertials="frankaemika/franka_description robots/fr3/inertials.yaml"
     ),
 )
+
+
+# Estimator parameters (Settings fields) for a Franka arm on franka_ros2: no F/T sensor, the
+# robot's own external-wrench estimate in the stiffness frame K (robot state broadcaster,
+# best effort, 1 kHz), the estimate expressed at the flange, which is what SetLoad wants.
+_FRANKA_PARAMETERS = dict(
+    wrench_source="franka_stiffness",
+    estimate_bias=True,
+    max_payload_mass=3.0,
+    apply_target="franka",
+    joint_states_topic="/franka_robot_state_broadcaster/measured_joint_states",
+    wrench_topic="/franka_robot_state_broadcaster/external_wrench_in_stiffness_frame",
+    sensor_force_range=0.0,
+    sensor_torque_range=0.0,
+)
+PANDA_PARAMETERS = dict(_FRANKA_PARAMETERS, sensor_frame="panda_link8")
+FR3_PARAMETERS = dict(_FRANKA_PARAMETERS, sensor_frame="fr3_link8")

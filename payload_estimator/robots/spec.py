@@ -1,45 +1,39 @@
-"""The supported robots: names, frames, home pose and limits.
+"""The built-in robots: one registry of names, frames, home pose, limits and parameters.
 
 All angles in rad, speeds in rad/s, torques in N·m. Frame and joint names are
 the vendors' (``franka_description``, ``xarm_description``), so a configuration
 written against a :class:`RobotSpec` transfers to the real robot's
 ``robot_description`` and ``joint_states``.
+
+:data:`ROBOTS` is the only list of built-in robots: the settings' choices,
+the command line, the launch files, the packaged URDFs and preset detection
+all read it. Any other arm needs no entry here: the estimator takes its URDF
+from ``robot_description`` (or ``--urdf``) once its flange frame is named.
+To add a built-in robot, write its table module (like ``franka.py``) and add
+one line to :data:`_BUILTIN`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
 
 import numpy as np
 
-from payload_estimator.robots.franka import FR3, PANDA
+from payload_estimator.robots import franka, xarm
 from payload_estimator.robots.tables import ArmTable
-from payload_estimator.robots.xarm import XARM6, XARM7
 
-__all__ = ["RobotSpec", "ROBOT_NAMES", "get_robot", "get_table", "default_urdf_path"]
+__all__ = ["RobotSpec", "ROBOTS", "ROBOT_NAMES", "get_robot", "get_table", "default_urdf_path"]
 
-ROBOT_NAMES: tuple[str, ...] = ("panda", "fr3", "xarm7", "xarm6")
-"""Names accepted by :func:`get_robot` and :func:`~payload_estimator.robots.robot_urdf`."""
-
-_TABLES: dict[str, ArmTable] = {t.name: t for t in (PANDA, FR3, XARM7, XARM6)}
+_BUILTIN: tuple[tuple[ArmTable, Mapping[str, Any]], ...] = (
+    (franka.PANDA, franka.PANDA_PARAMETERS),
+    (franka.FR3, franka.FR3_PARAMETERS),
+    (xarm.XARM7, xarm.XARM7_PARAMETERS),
+    (xarm.XARM6, xarm.XARM6_PARAMETERS),
+)
 _URDF_DIR = Path(__file__).resolve().parent / "urdf"
-
-
-def get_table(name: str) -> ArmTable:
-    """The parameter table of robot ``name``; ``ValueError`` listing the valid names if unknown."""
-    try:
-        return _TABLES[name]
-    except (KeyError, TypeError):
-        raise ValueError(
-            f"unknown robot {name!r}; valid names: {', '.join(ROBOT_NAMES)}"
-        ) from None
-
-
-def default_urdf_path(name: str) -> Path:
-    """Path of the packaged URDF of ``name`` (zero mount offset, IMU frame included)."""
-    get_table(name)
-    return _URDF_DIR / f"{name}.urdf"
 
 
 def _frozen(values: tuple[float, ...]) -> np.ndarray:
@@ -50,10 +44,10 @@ def _frozen(values: tuple[float, ...]) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class RobotSpec:
-    """Static description of one arm.
+    """Static description of one built-in arm.
 
     Attributes:
-        name: short name, one of :data:`ROBOT_NAMES`.
+        name: short name, a key of :data:`ROBOTS`.
         joint_names: the arm joints, base to flange (the order of ``q`` vectors).
         base_frame: URDF root link (the robot's base frame).
         flange_frame: the flange link.
@@ -65,6 +59,9 @@ class RobotSpec:
         tau_max: (n,) torque limits, N·m.
         wrist_joints: indices (into ``joint_names``) of the three joints nearest
             the flange, used for excitation.
+        table: the DH and inertia table the packaged URDF is written from.
+        parameters: the estimator settings of this robot's preset (topics, wrench
+            source, apply target, payload limit; ``Settings`` field names).
     """
 
     name: str
@@ -77,6 +74,8 @@ class RobotSpec:
     dq_max: np.ndarray
     tau_max: np.ndarray
     wrist_joints: tuple[int, int, int]
+    table: ArmTable = field(repr=False)
+    parameters: Mapping[str, Any] = field(repr=False)
 
     @property
     def n_joints(self) -> int:
@@ -89,7 +88,7 @@ class RobotSpec:
         return default_urdf_path(self.name)
 
 
-def _spec_from_table(table: ArmTable) -> RobotSpec:
+def _spec(table: ArmTable, parameters: Mapping[str, Any]) -> RobotSpec:
     return RobotSpec(
         name=table.name,
         joint_names=table.joint_names,
@@ -101,13 +100,30 @@ def _spec_from_table(table: ArmTable) -> RobotSpec:
         dq_max=_frozen(tuple(lim.velocity for lim in table.limits)),
         tau_max=_frozen(tuple(lim.effort for lim in table.limits)),
         wrist_joints=table.wrist_joints,
+        table=table,
+        parameters=MappingProxyType({"robot": table.name, **parameters}),
     )
 
 
-_SPECS: dict[str, RobotSpec] = {name: _spec_from_table(t) for name, t in _TABLES.items()}
+ROBOTS: Mapping[str, RobotSpec] = MappingProxyType({t.name: _spec(t, p) for t, p in _BUILTIN})
+"""Name -> :class:`RobotSpec` of every built-in robot."""
+ROBOT_NAMES: tuple[str, ...] = tuple(ROBOTS)
+"""Names accepted by :func:`get_robot` and :func:`~payload_estimator.robots.robot_urdf`."""
 
 
 def get_robot(name: str) -> RobotSpec:
     """The :class:`RobotSpec` of ``name``; ``ValueError`` listing the valid names if unknown."""
-    get_table(name)
-    return _SPECS[name]
+    try:
+        return ROBOTS[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown robot {name!r}; valid names: {', '.join(ROBOT_NAMES)}") from None
+
+
+def get_table(name: str) -> ArmTable:
+    """The parameter table of robot ``name``; ``ValueError`` listing the valid names if unknown."""
+    return get_robot(name).table
+
+
+def default_urdf_path(name: str) -> Path:
+    """Path of the packaged URDF of ``name`` (zero mount offset, IMU frame included)."""
+    return _URDF_DIR / f"{get_robot(name).name}.urdf"

@@ -22,7 +22,7 @@ import math
 
 from payload_estimator.robots.tables import ArmTable, JointLimit, LinkInertial, ModifiedDH
 
-__all__ = ["XARM7", "XARM6"]
+__all__ = ["XARM7", "XARM6", "XARM7_PARAMETERS", "XARM6_PARAMETERS"]
 
 _PI_2 = math.pi / 2
 _TWO_PI = 2 * math.pi
@@ -139,3 +139,18 @@ XARM6 = ArmTable(
     wrist_joints=(3, 4, 5),
     source=_SOURCE.format(model="xArm 6", inertials="xarm6_type6_HT_BR2"),
 )
+
+
+# Estimator parameters (Settings fields) for a uFactory xArm on xarm_ros2 with its F/T
+# sensor: the raw reading (the "ext" topic has a load model subtracted).
+_XARM_PARAMETERS = dict(
+    wrench_source="ft_sensor",
+    sensor_frame="ft_sensor",
+    apply_target="xarm",
+    joint_states_topic="/xarm/joint_states",
+    wrench_topic="/xarm/uf_ftsensor_raw_states",
+    sensor_force_range=150.0,
+    sensor_torque_range=4.0,
+)
+XARM7_PARAMETERS = dict(_XARM_PARAMETERS, max_payload_mass=3.5)
+XARM6_PARAMETERS = dict(_XARM_PARAMETERS, max_payload_mass=5.0)

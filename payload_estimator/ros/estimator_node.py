@@ -51,7 +51,7 @@ from visualization_msgs.msg import MarkerArray
 from payload_estimator.io import ros_messages
 from payload_estimator.msg import PayloadEstimate
 from payload_estimator.outputs.markers import estimate_markers
-from payload_estimator.outputs.node_status import (
+from payload_estimator.node.status import (
     CONFIGURATION_ERROR,
     RUNNING,
     WAITING_DESCRIPTION,
@@ -59,12 +59,12 @@ from payload_estimator.outputs.node_status import (
     NodeStatus,
     node_status_fields,
 )
-from payload_estimator.outputs.publish_policy import RepublishPolicy
+from payload_estimator.node.publish_policy import RepublishPolicy
 from payload_estimator.outputs.urdf import urdf_inertial
-from payload_estimator.pipeline.frames import extra_frame, flange_frame, frames_to_look_up, rigid_pose
+from payload_estimator.node.frames import extra_frame, flange_frame, frames_to_look_up, rigid_pose
 from payload_estimator.pipeline.health import BUFFER_OVERFLOW, LOGGER_NAME
-from payload_estimator.pipeline.input_queue import InputQueue
-from payload_estimator.pipeline.parameters import (
+from payload_estimator.node.input_queue import InputQueue
+from payload_estimator.node.parameters import (
     LIVE,
     NO_CHANGE,
     REBUILD,
@@ -74,7 +74,8 @@ from payload_estimator.pipeline.parameters import (
     settings_with,
 )
 from payload_estimator.pipeline.stream import IMU, JOINTS, WRENCH, EstimationStream, StreamEstimate
-from payload_estimator.settings import NODE_NAME, Settings, build_stream, builtin_description
+from payload_estimator.pipeline.build import build_stream, builtin_description
+from payload_estimator.settings import NODE_NAME, Settings
 from payload_estimator.srv import ApplyEstimate, SaveUrdf
 
 __all__ = ["EstimatorNode", "InputNode", "spin_inputs", "main", "INPUT_QOS", "LATCHED_QOS"]

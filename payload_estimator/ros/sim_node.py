@@ -17,7 +17,7 @@ then publishes it in real time, looping (or holding the last sample):
   run the other nodes with ``use_sim_time``). Otherwise stamps are wall-clock time.
 
 Topic names and the wrench convention come from the robot's preset
-(:data:`~payload_estimator.settings.ROBOT_PRESETS`), so that the estimator,
+(:data:`~payload_estimator.robots.ROBOTS`), so that the estimator,
 started with ``config/<robot>.yaml``, reads the simulation exactly as it
 would read the robot.
 """
@@ -42,7 +42,7 @@ from std_msgs.msg import String
 from tf2_ros import StaticTransformBroadcaster, TransformBroadcaster
 
 from payload_estimator.io import ros_messages
-from payload_estimator.pipeline.tf_tree import LinkTransform, UrdfTransforms
+from payload_estimator.sim.tf_tree import LinkTransform, UrdfTransforms
 from payload_estimator.settings import settings_for_robot
 from payload_estimator.sim.live import IMU, JOINTS, WRENCH, LiveRun
 

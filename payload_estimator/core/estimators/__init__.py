@@ -1,43 +1,69 @@
-"""Estimators of the ten inertial parameters, all over sufficient statistics."""
+"""Estimators of the ten inertial parameters, all over sufficient statistics.
 
-from payload_estimator.core.estimators.base import Estimator, InsufficientData
+:data:`ESTIMATORS` is the one table from name to estimator class (as
+qpsolvers' ``solve_function[name]``): the command line, the settings'
+choices, ``replay --estimator``, the launch files and the benchmarks all
+read it. To add an estimator, write its class (a subclass of
+:class:`Estimator` with ``name``, ``summary``, keyword-only options and
+``settings_options``) and add it to :data:`_CLASSES`.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Any, Mapping
+
+import numpy as np
+
+from payload_estimator.core.estimators.base import AUTO, Estimator, InsufficientData, Solution
 from payload_estimator.core.estimators.least_squares import (
     OrdinaryLeastSquares,
     WeightedLeastSquares,
 )
-from payload_estimator.core.estimators.pmd import PointMassDiscretization
+from payload_estimator.core.estimators.pmd import C1_PAPER, C1_PIPELINE, PointMassDiscretization
 from payload_estimator.core.estimators.rls import RecursiveLeastSquares
 from payload_estimator.core.estimators.rtls import RecursiveTotalLeastSquares
 
-METHODS = ("ols", "wls", "rls", "rtls", "pmd")
-"""Names accepted by :func:`make_estimator`."""
-
 __all__ = [
+    "AUTO",
+    "C1_PAPER",
+    "C1_PIPELINE",
+    "ESTIMATORS",
     "Estimator",
     "InsufficientData",
+    "METHODS",
     "OrdinaryLeastSquares",
-    "WeightedLeastSquares",
+    "PointMassDiscretization",
     "RecursiveLeastSquares",
     "RecursiveTotalLeastSquares",
-    "PointMassDiscretization",
-    "METHODS",
+    "Solution",
+    "WeightedLeastSquares",
     "make_estimator",
 ]
 
+_CLASSES: tuple[type[Estimator], ...] = (
+    OrdinaryLeastSquares,
+    WeightedLeastSquares,
+    RecursiveLeastSquares,
+    RecursiveTotalLeastSquares,
+    PointMassDiscretization,
+)
+ESTIMATORS: Mapping[str, type[Estimator]] = MappingProxyType({cls.name: cls for cls in _CLASSES})
+"""Name -> estimator class."""
+METHODS: tuple[str, ...] = tuple(ESTIMATORS)
+"""The estimator names, in registry order."""
 
-def make_estimator(method: str, points_in_sensor=None, bias: bool = False, **options) -> Estimator:
-    """Build an estimator by name; ``pmd`` needs ``points_in_sensor`` (n, 3)."""
-    method = method.lower()
-    if method == "ols":
-        return OrdinaryLeastSquares(bias=bias, **options)
-    if method == "wls":
-        return WeightedLeastSquares(bias=bias, **options)
-    if method == "rls":
-        return RecursiveLeastSquares(bias=bias, **options)
-    if method == "rtls":
-        return RecursiveTotalLeastSquares(bias=bias, **options)
-    if method == "pmd":
+
+def make_estimator(
+    method: str, points_in_sensor: np.ndarray | None = None, *, bias: bool = False, **options: Any
+) -> Estimator:
+    """Build an estimator by name; those with ``needs_points`` (PMD) need ``points_in_sensor`` (n, 3)."""
+    try:
+        cls = ESTIMATORS[method.lower()]
+    except KeyError:
+        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}") from None
+    if cls.needs_points:
         if points_in_sensor is None:
-            raise ValueError("pmd needs point-mass positions (a shape or a points file)")
-        return PointMassDiscretization(points_in_sensor, bias=bias, **options)
-    raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+            raise ValueError(f"{cls.name} needs point-mass positions (a shape or a points file)")
+        return cls(points_in_sensor, bias=bias, **options)  # type: ignore[call-arg]
+    return cls(bias=bias, **options)

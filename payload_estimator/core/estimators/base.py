@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import abc
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Mapping
 
 import numpy as np
 
@@ -15,6 +17,9 @@ from payload_estimator.core.statistics import RegressorStatistics
 __all__ = [
     "Estimator",
     "InsufficientData",
+    "Solution",
+    "ChannelWeighting",
+    "AUTO",
     "solve_psd",
     "pinv_psd",
     "scaled_condition_number",
@@ -33,6 +38,10 @@ _VARIANCE_FLOOR = 1e-12
 _CHUNK = 256
 
 
+AUTO = "auto"
+"""``channel_std=AUTO``: estimate each channel's noise from the residuals (WLS, PMD)."""
+
+
 def channel_weights_from_std(channel_std: np.ndarray | None) -> np.ndarray | None:
     """(6,) inverse variances from the noise std of ``[fx, fy, fz, tx, ty, tz]`` (N, N·m), or None."""
     if channel_std is None:
@@ -41,6 +50,57 @@ def channel_weights_from_std(channel_std: np.ndarray | None) -> np.ndarray | Non
     if std.shape != (6,) or np.any(std <= 0) or not np.all(np.isfinite(std)):
         raise ValueError("channel_std must be 6 positive numbers (N, N, N, N·m, N·m, N·m)")
     return 1.0 / std**2
+
+
+@dataclass(frozen=True)
+class ChannelWeighting:
+    """How the six wrench channels are weighted; the one meaning of ``channel_std`` for every estimator.
+
+    * ``None``: uniform weights (every channel 1; forces in N and torques in N·m
+      count alike, as in the papers).
+    * ``"auto"``: each channel by the inverse of its residual variance, estimated
+      from the data (estimators whose ``supports_auto_weights`` is true).
+    * six numbers: the known noise std of ``[fx, fy, fz, tx, ty, tz]`` (N, N·m);
+      each channel by its inverse variance, and the covariance is then the
+      inverse information.
+    """
+
+    known: np.ndarray | None = None
+    auto: bool = False
+
+    @classmethod
+    def parse(cls, channel_std: Any, allow_auto: bool, who: str) -> "ChannelWeighting":
+        if isinstance(channel_std, str):
+            if channel_std != AUTO:
+                raise ValueError(f"{who}: channel_std must be None, 'auto' or 6 stds, got {channel_std!r}")
+            if not allow_auto:
+                raise ValueError(f"{who}: channel_std='auto' is not supported; give None or 6 stds")
+            return cls(None, True)
+        return cls(channel_weights_from_std(channel_std), False)
+
+
+@dataclass(frozen=True)
+class Solution:
+    """What an estimator's solve hands to :meth:`Estimator.estimate`, which rates it.
+
+    Attributes:
+        theta: the unknowns ``[phi; beta]`` (10, or 16 with the F/T offsets).
+        information: (p, p) whitened Fisher information of ``theta``.
+        covariance: covariance of ``phi`` (its leading 10 x 10 block is used), or None.
+        residual_ss: (6,) residual sum of squares per wrench channel.
+        weight_sum: the (weighted) number of samples behind ``residual_ss``.
+        normal_matrix: (p, p) Gram of the regressor, for the scaled condition number.
+        extras: estimator-specific arrays that travel in the estimate (e.g. PMD's
+            ``points_in_sensor`` and ``point_masses``).
+    """
+
+    theta: np.ndarray
+    information: np.ndarray
+    covariance: np.ndarray | None
+    residual_ss: np.ndarray
+    weight_sum: float
+    normal_matrix: np.ndarray
+    extras: Mapping[str, np.ndarray] = field(default_factory=dict)
 
 
 def check_forgetting(forgetting: float) -> float:
@@ -146,11 +206,31 @@ class Estimator(abc.ABC):
     Feed it batches of :class:`SensorSamples` with :meth:`update`; ask for an
     :class:`Estimate` whenever you like with :meth:`estimate`. Samples with a
     non-finite value are dropped and counted in :attr:`rejected_samples`.
+
+    A subclass implements ``_accumulate`` (samples into its statistics),
+    ``_reset`` and ``_solve`` (a :class:`Solution`); this class turns the
+    solution into the :class:`Estimate` (uncertainty, residuals, condition
+    number, identifiability), the same way for every estimator. Its options
+    are keyword-only constructor arguments; :attr:`settings_options` says
+    which settings fields feed them, and :attr:`needs_points` whether it
+    takes point-mass positions. Registered by name in
+    :data:`payload_estimator.core.estimators.ESTIMATORS`.
     """
 
-    name: str = "estimator"
+    name: ClassVar[str] = "estimator"
+    summary: ClassVar[str] = ""
+    """One line for help texts."""
+    needs_points: ClassVar[bool] = False
+    """True when the constructor's first argument is ``points_in_sensor`` (n, 3)."""
+    settings_options: ClassVar[Mapping[str, str]] = {}
+    """Constructor option -> ``Settings`` field it is read from."""
 
-    def __init__(self, bias: bool = False) -> None:
+    @classmethod
+    def options_from(cls, values: Mapping[str, Any]) -> dict[str, Any]:
+        """The constructor options this estimator reads from a settings mapping."""
+        return {option: values[name] for option, name in cls.settings_options.items()}
+
+    def __init__(self, *, bias: bool = False) -> None:
         self.with_bias = bool(bias)
         self.rejected_samples = 0
         self._dynamism_sum = 0.0
@@ -192,7 +272,20 @@ class Estimator(abc.ABC):
         """The current estimate; raises :class:`InsufficientData` before any sample."""
         if self._n_seen == 0:
             raise InsufficientData(f"{self.name}: no samples yet")
-        return self._estimate()
+        sol = self._solve()
+        params = InertialParameters(sol.theta[:N_PARAMS])
+        return Estimate(
+            method=self.name,
+            params=params,
+            covariance=None if sol.covariance is None else sol.covariance[:N_PARAMS, :N_PARAMS],
+            bias=sol.theta[N_PARAMS:].copy() if self.with_bias else None,
+            residual_rms=np.sqrt(np.clip(sol.residual_ss, 0.0, None) / max(sol.weight_sum, 1e-300)),
+            condition_number=scaled_condition_number(sol.normal_matrix),
+            samples_used=self.samples_used,
+            inertia_identifiable=inertia_identifiable(sol.information, params),
+            dynamism=self.mean_dynamism,
+            extras=dict(sol.extras),
+        )
 
     @abc.abstractmethod
     def _accumulate(self, samples: SensorSamples) -> None: ...
@@ -201,5 +294,5 @@ class Estimator(abc.ABC):
     def _reset(self) -> None: ...
 
     @abc.abstractmethod
-    def _estimate(self) -> Estimate: ...
+    def _solve(self) -> Solution: ...
 

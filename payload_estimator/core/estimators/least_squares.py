@@ -10,35 +10,30 @@ from __future__ import annotations
 
 import numpy as np
 
-from payload_estimator.core.estimate import Estimate
 from payload_estimator.core.estimators.base import (
+    AUTO,
+    ChannelWeighting,
     Estimator,
+    Solution,
     channel_variances,
-    channel_weights_from_std,
-    inertia_identifiable,
     pinv_psd,
-    scaled_condition_number,
     solve_psd,
 )
-from payload_estimator.core.inertia import InertialParameters
-from payload_estimator.core.regressor import N_PARAMS, samples_regressor
+from payload_estimator.core.regressor import samples_regressor
 from payload_estimator.core.samples import SensorSamples
 from payload_estimator.core.statistics import RegressorStatistics
 
-__all__ = ["OrdinaryLeastSquares", "WeightedLeastSquares", "linear_estimate"]
+__all__ = ["OrdinaryLeastSquares", "WeightedLeastSquares", "linear_solution"]
 
 
-def linear_estimate(
-    method: str,
+def linear_solution(
     stats: RegressorStatistics,
     with_bias: bool,
     channel_weights: np.ndarray | None,
-    samples_used: int,
-    dynamism: float,
     prior_information: np.ndarray | None = None,
     weights_are_inverse_variances: bool = False,
-) -> Estimate:
-    """Solve the (channel-weighted, optionally regularised) normal equations and rate the result.
+) -> Solution:
+    """Solve the (channel-weighted, optionally regularised) normal equations.
 
     Args:
         channel_weights: (6,) weight of each wrench channel, or None for 1.
@@ -57,28 +52,17 @@ def linear_estimate(
     var = channel_variances(stats, x, with_bias)
     G = stats.channel_gram(with_bias)
     cw = np.ones(6) if channel_weights is None else np.asarray(channel_weights, dtype=float)
-    p = x.shape[0]
-    if rank == p:
+    cov = None
+    if rank == x.shape[0]:
         A_inv = pinv_psd(A)
-        if weights_are_inverse_variances:
-            cov = A_inv
-        else:
-            cov = A_inv @ np.tensordot(cw**2 * var, G, axes=1) @ A_inv
-    else:
-        cov = None
-    params = InertialParameters(x[:N_PARAMS])
-    information = np.tensordot(1.0 / var, G, axes=1)
-    rss = np.clip(stats.channel_residuals(x, with_bias), 0.0, None)
-    return Estimate(
-        method=method,
-        params=params,
-        covariance=None if cov is None else cov[:N_PARAMS, :N_PARAMS],
-        bias=x[N_PARAMS:].copy() if with_bias else None,
-        residual_rms=np.sqrt(rss / max(stats.weight_sum, 1e-300)),
-        condition_number=scaled_condition_number(ne.A),
-        samples_used=samples_used,
-        inertia_identifiable=inertia_identifiable(information, params),
-        dynamism=dynamism,
+        cov = A_inv if weights_are_inverse_variances else A_inv @ np.tensordot(cw**2 * var, G, axes=1) @ A_inv
+    return Solution(
+        theta=x,
+        information=np.tensordot(1.0 / var, G, axes=1),
+        covariance=cov,
+        residual_ss=stats.channel_residuals(x, with_bias),
+        weight_sum=stats.weight_sum,
+        normal_matrix=ne.A,
     )
 
 
@@ -90,10 +74,12 @@ class OrdinaryLeastSquares(Estimator):
     """
 
     name = "ols"
+    summary = "ordinary least squares, full model (Atkeson et al. 1986)"
 
-    def __init__(self, bias: bool = False) -> None:
-        super().__init__(bias)
+    def __init__(self, *, bias: bool = False) -> None:
+        super().__init__(bias=bias)
         self.stats = RegressorStatistics()
+        self.weighting = ChannelWeighting()
 
     def _accumulate(self, samples: SensorSamples) -> None:
         self.stats.add(samples_regressor(samples), samples.wrench_in_sensor)
@@ -102,20 +88,18 @@ class OrdinaryLeastSquares(Estimator):
         self.stats.reset()
 
     def _channel_weights(self) -> np.ndarray | None:
-        return None
+        if self.weighting.known is not None or not self.weighting.auto:
+            return self.weighting.known
+        ne = self.stats.normal_equations(self.with_bias)
+        x, _ = solve_psd(ne.A, ne.c)
+        return 1.0 / channel_variances(self.stats, x, self.with_bias)
 
-    def _weights_known(self) -> bool:
-        return False
-
-    def _estimate(self) -> Estimate:
-        return linear_estimate(
-            self.name,
+    def _solve(self) -> Solution:
+        return linear_solution(
             self.stats,
             self.with_bias,
             self._channel_weights(),
-            self.samples_used,
-            self.mean_dynamism,
-            weights_are_inverse_variances=self._weights_known(),
+            weights_are_inverse_variances=self.weighting.known is not None,
         )
 
 
@@ -124,23 +108,15 @@ class WeightedLeastSquares(OrdinaryLeastSquares):
 
     Args:
         bias: also estimate the six F/T offsets.
-        channel_std: (6,) known noise std of ``[fx, fy, fz, tx, ty, tz]`` (N, N·m);
-            None estimates it from the residuals of an OLS solution.
+        channel_std: ``"auto"`` (default: each channel's variance from the
+            residuals of an OLS solution), (6,) known noise std of
+            ``[fx, fy, fz, tx, ty, tz]`` (N, N·m), or None (uniform: OLS).
     """
 
     name = "wls"
+    summary = "channel-weighted least squares (weights from OLS residuals or known noise)"
 
-    def __init__(self, bias: bool = False, channel_std: np.ndarray | None = None) -> None:
-        super().__init__(bias)
-        self._known_weights = channel_weights_from_std(channel_std)
-        self.channel_std = None if channel_std is None else np.asarray(channel_std, dtype=float)
-
-    def _weights_known(self) -> bool:
-        return self.channel_std is not None
-
-    def _channel_weights(self) -> np.ndarray:
-        if self._known_weights is not None:
-            return self._known_weights
-        ne = self.stats.normal_equations(self.with_bias)
-        x, _ = solve_psd(ne.A, ne.c)
-        return 1.0 / channel_variances(self.stats, x, self.with_bias)
+    def __init__(self, *, bias: bool = False, channel_std: np.ndarray | str | None = AUTO) -> None:
+        super().__init__(bias=bias)
+        self.weighting = ChannelWeighting.parse(channel_std, allow_auto=True, who=self.name)
+        self.channel_std = None if self.weighting.known is None else np.asarray(channel_std, dtype=float)

@@ -40,18 +40,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from payload_estimator.core.estimate import Estimate
 from payload_estimator.core.estimators.base import (
+    AUTO,
+    ChannelWeighting,
     Estimator,
+    Solution,
     channel_variances,
-    channel_weights_from_std,
-    inertia_identifiable,
     pinv_psd,
-    scaled_condition_number,
     solve_psd,
 )
 from payload_estimator.core.estimators.qp import LiftedPointMassQP
-from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.regressor import (
     N_BIAS,
     N_PARAMS,
@@ -61,7 +59,18 @@ from payload_estimator.core.regressor import (
 from payload_estimator.core.samples import STANDARD_GRAVITY, SensorSamples
 from payload_estimator.core.statistics import RegressorStatistics
 
-__all__ = ["PointMassDiscretization", "point_mass_matrix", "dynamism_weight"]
+__all__ = ["PointMassDiscretization", "point_mass_matrix", "dynamism_weight", "C1_PAPER", "C1_PIPELINE"]
+
+C1_PAPER = 300.0
+"""Paper 004's dynamism scale ``c1`` (eq. 9) for its simulations: sensor-level samples whose
+kinematics carry Table II's noise, so the full model is trusted only in clearly dynamic samples.
+The estimator's default, and what ``payload-estimator estimate`` uses on sample files."""
+C1_PIPELINE = 3.0
+"""``c1`` on the robot pipeline (the node, ``replay``, ``demo``; the ``c1`` setting's default).
+Kinematics from joint encoders through the matched filters are far cleaner than Table II, so the
+full model can be trusted at low dynamism: with F/T offsets estimated, c1 = 300 gave 0.6-4.4 %
+mass error on the simulated arms and c1 = 3 gave 0.07-0.7 % (``benchmarks/end_to_end.py --c1``).
+On a real xArm with noisy kinematics the paper needed 5e3-25e3."""
 
 
 def point_mass_matrix(points: np.ndarray) -> np.ndarray:
@@ -88,8 +97,8 @@ class PointMassDiscretization(Estimator):
     Args:
         points_in_sensor: (n, 3) point-mass positions in the sensor frame, m
             (see :func:`payload_estimator.core.shapes.sample_points`).
-        c1: dynamism scale of eq. (9); 300 in the paper's simulations, 5e3-25e3
-            on a real xArm with noisy kinematics.
+        c1: dynamism scale of eq. (9); see :data:`C1_PAPER` (the default) and
+            :data:`C1_PIPELINE`.
         regularization: ``lambda``, weight of ``sum (m_i / m_bar - 1)²`` relative
             to the channel-weighted squared residuals (the paper's 0.1 belongs to
             its unsquared, unweighted objective; 1.0 is our benchmarked default).
@@ -110,20 +119,24 @@ class PointMassDiscretization(Estimator):
     """
 
     name = "pmd"
+    summary = "point-mass discretisation, physically consistent QP (paper 004)"
+    needs_points = True
+    settings_options = {"c1": "c1", "regularization": "regularization"}
 
     def __init__(
         self,
         points_in_sensor: np.ndarray,
-        c1: float = 300.0,
+        *,
+        c1: float = C1_PAPER,
         regularization: float = 1.0,
-        channel_std: str | np.ndarray | None = "auto",
+        channel_std: str | np.ndarray | None = AUTO,
         dynamism_scales: tuple[float, float, float] = (1.0, 1.0, 0.5),
         bias: bool = False,
         solver: str = "osqp",
         solver_options: dict | None = None,
         reduced_with_linear_acceleration: bool = True,
     ) -> None:
-        super().__init__(bias)
+        super().__init__(bias=bias)
         self.reduced_with_linear_acceleration = bool(reduced_with_linear_acceleration)
         points = np.asarray(points_in_sensor, dtype=float)
         if points.ndim != 2 or points.shape[1] != 3 or len(points) < 1:
@@ -136,17 +149,10 @@ class PointMassDiscretization(Estimator):
         self.P = point_mass_matrix(points)
         self.c1 = float(c1)
         self.regularization = float(regularization)
-        if isinstance(channel_std, str):
-            if channel_std != "auto":
-                raise ValueError("channel_std must be 'auto', None or 6 stds")
-            self._fixed_weights = None
-            self.auto_weights = True
-        elif channel_std is None:
-            self._fixed_weights = np.ones(6)
-            self.auto_weights = False
-        else:
-            self._fixed_weights = channel_weights_from_std(channel_std)
-            self.auto_weights = False
+        weighting = ChannelWeighting.parse(channel_std, allow_auto=True, who=self.name)
+        self.auto_weights = weighting.auto
+        self._fixed_weights = None if weighting.auto else (
+            weighting.known if weighting.known is not None else np.ones(6))
         self.dynamism_scales = tuple(float(s) for s in dynamism_scales)
         self._qp = LiftedPointMassQP(
             self.P, N_BIAS if self.with_bias else 0, solver=solver, settings=solver_options
@@ -218,8 +224,7 @@ class PointMassDiscretization(Estimator):
         self.last_solve_iterations = result.iterations
         return result.x
 
-    def _estimate(self) -> Estimate:
-        p = N_PARAMS + (N_BIAS if self.with_bias else 0)
+    def _solve(self) -> Solution:
         weights = self._fixed_weights if self._fixed_weights is not None else self._weights
         if weights is None:
             weights = self._initial_weights()
@@ -240,26 +245,19 @@ class PointMassDiscretization(Estimator):
         phi = self.P @ self.masses
         beta = x[n:] if self.with_bias else None
         theta = phi if beta is None else np.r_[phi, beta]
-        params = InertialParameters(phi)
-
         var = self._residual_variances(theta, None)
         G_r = self.stats_reduced.channel_gram(self.with_bias)
         G_f = self.stats_full.channel_gram(self.with_bias)
         information = np.tensordot(1.0 / var, G_r + G_f, axes=1)
-        rss = self.stats_reduced.channel_residuals(theta, self.with_bias) + (
-            self.stats_full.channel_residuals(theta, self.with_bias)
-        )
-        w_sum = self.stats_reduced.weight_sum + self.stats_full.weight_sum
-        return Estimate(
-            method=self.name,
-            params=params,
+        return Solution(
+            theta=theta,
+            information=information,
             covariance=self._posterior_covariance(information, u, m_bar),
-            bias=None if beta is None else beta.copy(),
-            residual_rms=np.sqrt(np.clip(rss, 0.0, None) / max(w_sum, 1e-300)),
-            condition_number=scaled_condition_number(H[:p, :p]),
-            samples_used=self.samples_used,
-            inertia_identifiable=inertia_identifiable(information, params),
-            dynamism=self.mean_dynamism,
+            residual_ss=self.stats_reduced.channel_residuals(theta, self.with_bias)
+            + self.stats_full.channel_residuals(theta, self.with_bias),
+            weight_sum=self.stats_reduced.weight_sum + self.stats_full.weight_sum,
+            normal_matrix=H,
+            extras={"points_in_sensor": self.points, "point_masses": self.masses.copy()},
         )
 
     def _initial_weights(self) -> np.ndarray:

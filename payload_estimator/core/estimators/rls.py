@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from payload_estimator.core.estimate import Estimate
-from payload_estimator.core.estimators.base import Estimator, channel_weights_from_std, check_forgetting
-from payload_estimator.core.estimators.least_squares import linear_estimate
+from payload_estimator.core.estimators.base import ChannelWeighting, Estimator, Solution, check_forgetting
+from payload_estimator.core.estimators.least_squares import linear_solution
 from payload_estimator.core.regressor import N_BIAS, N_PARAMS, samples_regressor
 from payload_estimator.core.samples import SensorSamples
 from payload_estimator.core.statistics import RegressorStatistics
@@ -42,27 +41,30 @@ class RecursiveLeastSquares(Estimator):
             time, relative to the largest diagonal entry of the statistics (0 for
             textbook RLS).
         channel_std: (6,) noise std of each wrench channel to weight by, or None
-            (unweighted, textbook).
+            (uniform weights, textbook).
         bias: also estimate the six F/T offsets.
     """
 
     name = "rls"
+    summary = "recursive least squares with exponential forgetting"
+    settings_options = {"forgetting": "forgetting"}
 
     def __init__(
         self,
+        *,
         forgetting: float = 0.999,
         initial_covariance: float = 1e6,
         min_information: float = 1e-12,
         channel_std: np.ndarray | None = None,
         bias: bool = False,
     ) -> None:
-        super().__init__(bias)
+        super().__init__(bias=bias)
         if initial_covariance <= 0.0:
             raise ValueError("initial_covariance must be positive")
         self.forgetting = check_forgetting(forgetting)
         self.initial_covariance = float(initial_covariance)
         self.min_information = float(min_information)
-        self.channel_weights = channel_weights_from_std(channel_std)
+        self.channel_weights = ChannelWeighting.parse(channel_std, allow_auto=False, who=self.name).known
         self.stats = RegressorStatistics()
         self._prior_scale = 1.0
 
@@ -74,18 +76,10 @@ class RecursiveLeastSquares(Estimator):
         self.stats.reset()
         self._prior_scale = 1.0
 
-    def _estimate(self) -> Estimate:
+    def _solve(self) -> Solution:
         p = N_PARAMS + (N_BIAS if self.with_bias else 0)
         prior = np.eye(p) * (self._prior_scale / self.initial_covariance)
         if self.min_information > 0.0:
             A = self.stats.normal_equations(self.with_bias, self.channel_weights).A
             prior += np.eye(p) * self.min_information * max(float(np.max(np.diag(A))), 0.0)
-        return linear_estimate(
-            self.name,
-            self.stats,
-            self.with_bias,
-            self.channel_weights,
-            self.samples_used,
-            self.mean_dynamism,
-            prior_information=prior,
-        )
+        return linear_solution(self.stats, self.with_bias, self.channel_weights, prior_information=prior)

@@ -21,17 +21,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from payload_estimator.core.estimate import Estimate
 from payload_estimator.core.estimators.base import (
+    ChannelWeighting,
     Estimator,
+    Solution,
     channel_variances,
-    channel_weights_from_std,
     check_forgetting,
-    inertia_identifiable,
     pinv_psd,
-    scaled_condition_number,
 )
-from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.regressor import N_BIAS, N_PARAMS, samples_regressor
 from payload_estimator.core.samples import SensorSamples
 from payload_estimator.core.statistics import WRENCH_COLUMN, RegressorStatistics
@@ -49,27 +46,31 @@ class RecursiveTotalLeastSquares(Estimator):
         forgetting: per-sample forgetting factor in (0, 1] (1: none).
         column_std: (11,) noise std of the ten regressor columns and of the wrench
             column, for column scaling; None scales each column to unit RMS.
-        channel_std: (6,) noise std of each wrench channel to weight rows by, or None.
+        channel_std: (6,) noise std of each wrench channel to weight rows by, or None
+            (uniform weights).
         bias: also estimate the six F/T offsets (as exact columns).
     """
 
     name = "rtls"
+    summary = "recursive total least squares (Kubus et al. 2008)"
+    settings_options = {"forgetting": "forgetting"}
 
     def __init__(
         self,
+        *,
         forgetting: float = 1.0,
         column_std: np.ndarray | None = None,
         channel_std: np.ndarray | None = None,
         bias: bool = False,
     ) -> None:
-        super().__init__(bias)
+        super().__init__(bias=bias)
         self.forgetting = check_forgetting(forgetting)
         self.column_std = None if column_std is None else np.asarray(column_std, dtype=float)
         if self.column_std is not None and (
             self.column_std.shape != (11,) or np.any(self.column_std <= 0)
         ):
             raise ValueError("column_std must be 11 positive numbers")
-        self.channel_weights = channel_weights_from_std(channel_std)
+        self.channel_weights = ChannelWeighting.parse(channel_std, allow_auto=False, who=self.name).known
         self.stats = RegressorStatistics()
 
     def _accumulate(self, samples: SensorSamples) -> None:
@@ -106,25 +107,16 @@ class RecursiveTotalLeastSquares(Estimator):
             bias = pinv_psd(Mee) @ rhs
         return x, bias
 
-    def _estimate(self) -> Estimate:
+    def _solve(self) -> Solution:
         phi, bias = self.solve()
         x = phi if bias is None else np.r_[phi, bias]
         var = channel_variances(self.stats, x, self.with_bias)
-        G = self.stats.channel_gram(self.with_bias)
-        information = np.tensordot(1.0 / var, G, axes=1)
-        # First-order covariance: that of the weighted LS problem at the TLS point.
-        cov = pinv_psd(information)
-        params = InertialParameters(phi)
-        rss = np.clip(self.stats.channel_residuals(x, self.with_bias), 0.0, None)
-        A = self.stats.normal_equations(self.with_bias, self.channel_weights).A
-        return Estimate(
-            method=self.name,
-            params=params,
-            covariance=cov[:N_PARAMS, :N_PARAMS],
-            bias=bias,
-            residual_rms=np.sqrt(rss / max(self.stats.weight_sum, 1e-300)),
-            condition_number=scaled_condition_number(A),
-            samples_used=self.samples_used,
-            inertia_identifiable=inertia_identifiable(information, params),
-            dynamism=self.mean_dynamism,
+        information = np.tensordot(1.0 / var, self.stats.channel_gram(self.with_bias), axes=1)
+        return Solution(
+            theta=x,
+            information=information,
+            covariance=pinv_psd(information),  # first order: that of the weighted LS problem at the TLS point
+            residual_ss=self.stats.channel_residuals(x, self.with_bias),
+            weight_sum=self.stats.weight_sum,
+            normal_matrix=self.stats.normal_equations(self.with_bias, self.channel_weights).A,
         )

@@ -8,13 +8,14 @@ ones for each joint state (``/tf``).
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
 from scipy.spatial.transform import Rotation
+
+from payload_estimator.robots.description import parse_description
 
 __all__ = ["LinkTransform", "UrdfTransforms"]
 
@@ -40,17 +41,7 @@ class UrdfTransforms:
     """
 
     def __init__(self, urdf: str) -> None:
-        try:
-            root = ET.fromstring(urdf)
-        except ET.ParseError as exc:
-            raise ValueError(f"robot description is not valid XML: {exc}") from None
-        self._joints: list[tuple[str, str, str, str]] = []  # (name, type, parent, child)
-        for joint in root.findall("joint"):
-            parent, child = joint.find("parent"), joint.find("child")
-            if parent is None or child is None:
-                continue
-            self._joints.append((str(joint.get("name")), str(joint.get("type")), str(parent.get("link")),
-                                 str(child.get("link"))))
+        self._joints = [j for j in parse_description(urdf).joints if j.parent and j.child]
         try:
             self._model = pin.buildModelFromXML(urdf)
         except (RuntimeError, ValueError) as exc:
@@ -63,8 +54,8 @@ class UrdfTransforms:
             if joint.nv == 1:
                 self._index[self._model.names[jid]] = (joint.idx_q, joint.nq == 2)
         self._frame = {}
-        for _, _, parent, child in self._joints:
-            for link in (parent, child):
+        for joint in self._joints:
+            for link in (joint.parent, joint.child):
                 if link not in self._frame:
                     self._frame[link] = self._model.getFrameId(link, pin.FrameType.BODY)
         self._fixed = self._transforms(self._q_neutral, moving=False)
@@ -100,10 +91,10 @@ class UrdfTransforms:
         pin.forwardKinematics(self._model, self._data, q)
         pin.updateFramePlacements(self._model, self._data)
         out = []
-        for _, kind, parent, child in self._joints:
-            if (kind != "fixed") != moving:
+        for joint in self._joints:
+            if (joint.type != "fixed") != moving:
                 continue
-            M = self._data.oMf[self._frame[parent]].actInv(self._data.oMf[self._frame[child]])
-            out.append(LinkTransform(parent, child, np.array(M.translation),
+            M = self._data.oMf[self._frame[joint.parent]].actInv(self._data.oMf[self._frame[joint.child]])
+            out.append(LinkTransform(joint.parent, joint.child, np.array(M.translation),
                                      Rotation.from_matrix(M.rotation).as_quat()))
         return out

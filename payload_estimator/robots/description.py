@@ -1,0 +1,131 @@
+"""Reading a robot description (URDF XML): the one place the package parses one.
+
+Everything that needs a fact from a URDF's text asks :func:`parse_description`
+(root link, links, joints with their type, parent and child, the robot's
+name) or :func:`detect_preset` (which built-in robot, if any, it describes).
+Kinematics and dynamics come from pinocchio, which reads the same XML itself.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from functools import lru_cache
+
+__all__ = ["UrdfJoint", "RobotDescription", "parse_description", "detect_preset", "MOVABLE_JOINT_TYPES"]
+
+MOVABLE_JOINT_TYPES = frozenset({"revolute", "continuous", "prismatic"})
+"""URDF joint types with one degree of freedom."""
+
+
+@dataclass(frozen=True)
+class UrdfJoint:
+    """One ``<joint>``: its name, type (``revolute``, ``fixed`` ...), parent and child link."""
+
+    name: str
+    type: str
+    parent: str
+    child: str
+
+    @property
+    def movable(self) -> bool:
+        return self.type in MOVABLE_JOINT_TYPES
+
+
+@dataclass(frozen=True)
+class RobotDescription:
+    """The structure of a URDF (no geometry, no inertials).
+
+    Attributes:
+        name: the ``<robot name>``.
+        links: link names, in document order.
+        joints: every joint, in document order (parent and child empty when missing).
+    """
+
+    name: str
+    links: tuple[str, ...]
+    joints: tuple[UrdfJoint, ...]
+
+    @property
+    def root_link(self) -> str:
+        """The link that is no joint's child (``ValueError`` unless there is exactly one)."""
+        children = {j.child for j in self.joints if j.child}
+        roots = [name for name in self.links if name not in children]
+        if len(roots) != 1:
+            raise ValueError(f"robot description must have exactly one root link, found {roots}")
+        return roots[0]
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        return tuple(j.name for j in self.joints)
+
+    @property
+    def movable_joint_names(self) -> tuple[str, ...]:
+        """The 1-DoF joints, in document order."""
+        return tuple(j.name for j in self.joints if j.movable)
+
+    def has_link(self, name: str) -> bool:
+        return name in self.links
+
+    def chain_joints(self, tip: str) -> tuple[str, ...]:
+        """The 1-DoF joints from the root link to link ``tip``, base first (an arm's joints,
+        without a gripper's fingers); ``ValueError`` if ``tip`` is not a link."""
+        if tip not in self.links:
+            raise ValueError(f"link {tip!r} is not in the robot description")
+        parent_joint = {j.child: j for j in self.joints if j.child}
+        chain: list[str] = []
+        link, seen = tip, set()
+        while link in parent_joint and link not in seen:
+            seen.add(link)
+            joint = parent_joint[link]
+            if joint.movable:
+                chain.append(joint.name)
+            link = joint.parent
+        return tuple(reversed(chain))
+
+
+@lru_cache(maxsize=16)
+def parse_description(urdf: str) -> RobotDescription:
+    """The structure of a URDF (``ValueError`` if it is not XML or has no ``<robot>`` root).
+
+    Cached: the node and the pipeline ask for the same description many times.
+    """
+    try:
+        root = ET.fromstring(urdf)
+    except ET.ParseError as exc:
+        raise ValueError(f"robot description is not valid XML: {exc}") from None
+    if root.tag != "robot":
+        raise ValueError(f"robot description's root element is <{root.tag}>, not <robot>")
+    links = tuple(str(link.get("name")) for link in root.findall("link"))
+    joints = []
+    for joint in root.findall("joint"):
+        parent, child = joint.find("parent"), joint.find("child")
+        joints.append(UrdfJoint(str(joint.get("name")), str(joint.get("type", "")),
+                                "" if parent is None else str(parent.get("link", "")),
+                                "" if child is None else str(child.get("link", ""))))
+    return RobotDescription(str(root.get("name", "")), links, tuple(joints))
+
+
+def detect_preset(urdf: str | None, presets: tuple[str, ...]) -> str | None:
+    """Which of ``presets`` a robot description belongs to, or None.
+
+    By ``<robot name>`` first, then by the vendors' joint names: Franka's
+    ``<prefix>_joint1`` (``fr3``, ``panda``), uFactory's ``joint1`` ...
+    ``joint6`` (with ``joint7``: ``xarm7``).
+    """
+    if not urdf:
+        return None
+    try:
+        desc = parse_description(urdf)
+    except ValueError:
+        return None
+    if desc.name.lower() in presets:
+        return desc.name.lower()
+    joints = set(desc.joint_names)
+    for prefix in ("fr3", "panda"):
+        if f"{prefix}_joint1" in joints and prefix in presets:
+            return prefix
+    if {"joint1", "joint6"} <= joints:
+        guess = "xarm7" if "joint7" in joints else "xarm6"
+        return guess if guess in presets else None
+    return None
