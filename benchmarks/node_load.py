@@ -73,7 +73,7 @@ def main() -> None:
                     pending.clear()
                     stream.process()
                     if tick % publish_every == 0:
-                        out = stream.estimate()
+                        out = stream.update_estimate()
                         if out is not None:
                             sensor = stream.config.sensor_frame
                             payload_estimate_msg(factory, out, sensor, stream.config.flange_frame or sensor)
@@ -89,7 +89,7 @@ def main() -> None:
             cpu = time.process_time() - cpu0
             recorded = messages[-1][2] - t0
             n_msgs = len(messages)
-            final = stream.estimate().estimate
+            final = stream.update_estimate().estimate
             err_mass = abs(final.mass - payload.mass) / payload.mass * 100
             rows.append((method, n_msgs / recorded, cpu / recorded * 100, n_msgs / cpu, published, err_mass))
 

@@ -47,7 +47,7 @@ def played():
     run = simulate(robot="panda", payload=PAYLOAD, duration=2.5, seed=4)
     stream = stream_for_run(run, build_estimator("pmd", PAYLOAD.envelope))
     play(stream, recording_from_run(run))
-    return run, stream, stream.estimate()
+    return run, stream, stream.update_estimate()
 
 
 # ------------------------------------------------------------------------ stamps
@@ -377,5 +377,5 @@ def test_feed_many_equals_feeding_one_by_one(tmp_path):
     assert one.health.counts == many.health.counts
     for reason in ("non_finite", "wrong_frame", "length_mismatch", "unstamped"):
         assert one.health.counts.get(reason, 0) >= 1
-    a, b = one.estimate().estimate, many.estimate().estimate
+    a, b = one.update_estimate().estimate, many.update_estimate().estimate
     np.testing.assert_array_equal(a.phi, b.phi)

@@ -30,7 +30,7 @@ def _stream(run, method="pmd", **config):
 def test_end_to_end_accuracy_from_raw_signals(panda_run):
     stream = _stream(panda_run)
     history = play(stream, recording_from_run(panda_run))
-    out = stream.estimate()
+    out = stream.update_estimate()
     err = paper_errors(out.estimate.params, PAYLOAD.params, PAYLOAD.bbox_lengths)
     assert err.mass < 1.0 and err.com < 5.0 and err.inertia < 25.0
     assert out.estimate.physically_consistent and out.converged
@@ -56,7 +56,7 @@ def test_franka_style_wrench_in_the_base_frame_gives_the_same_estimate(panda_run
     play(franka, rec)
     plain = _stream(panda_run)
     play(plain, recording_from_run(panda_run))
-    a, b = franka.estimate().estimate, plain.estimate().estimate
+    a, b = franka.update_estimate().estimate, plain.update_estimate().estimate
     assert a.mass == pytest.approx(b.mass, rel=2e-3)
     np.testing.assert_allclose(a.com, b.com, atol=1e-3)
 
@@ -65,7 +65,7 @@ def test_bad_input_is_dropped_counted_and_harmless(panda_run):
     spec = get_robot("panda")
     clean = _stream(panda_run)
     play(clean, recording_from_run(panda_run))
-    reference = clean.estimate().estimate
+    reference = clean.update_estimate().estimate
 
     stream = _stream(panda_run)
     names = list(spec.joint_names)
@@ -81,10 +81,10 @@ def test_bad_input_is_dropped_counted_and_harmless(panda_run):
         if i == 200:
             msg_names, msg_q = msg_names[:-3], msg_q[:-3]  # an arm joint missing
         if i == 300:
-            stream.push_joint_state(jt[i], msg_names, msg_q[:-1])  # names and positions differ in length
-        stream.push_joint_state(jt[i], msg_names, msg_q)
+            stream.push_joint_states(jt[i], msg_q[:-1], msg_names)  # names and positions differ in length
+        stream.push_joint_states(jt[i], msg_q, msg_names)
         if i == 400:
-            stream.push_joint_state(jt[i], msg_names, msg_q)  # duplicate stamp
+            stream.push_joint_states(jt[i], msg_q, msg_names)  # duplicate stamp
         stream.push_wrench(wt[i], w[i, :3], w[i, 3:], frame_id="ft_sensor")
         if i == 500:
             stream.push_wrench(wt[i] + 0.0005, w[i, :3], w[i, 3:], frame_id="somewhere_else")  # wrong frame
@@ -93,12 +93,12 @@ def test_bad_input_is_dropped_counted_and_harmless(panda_run):
         if i % 10 == 0:
             stream.process()
             if i % 100 == 0:
-                stream.estimate()
+                stream.update_estimate()
     stream.process()
     counts = stream.health.counts
     for reason in ("non_finite", "missing_joint", "length_mismatch", "duplicate_stamp", "wrong_frame", "saturated"):
         assert counts.get(reason, 0) >= 1, (reason, counts)
-    est = stream.estimate().estimate
+    est = stream.update_estimate().estimate
     assert est.physically_consistent
     assert est.mass == pytest.approx(reference.mass, rel=2e-3)
     np.testing.assert_allclose(est.com, reference.com, atol=2e-3)
@@ -113,11 +113,11 @@ def test_gap_resets_filters_and_clock_jump_restarts(panda_run):
     assert stream.health.counts.get("gap", 0) >= 1
     used = stream.estimator.samples_used
     assert 300 < used < 460  # 5 s at 100 Hz minus the gap (and filter warm-up after it)
-    assert stream.estimate().estimate.physically_consistent
+    assert stream.update_estimate().estimate.physically_consistent
     # stamps jumping back by more than a second (a bag restarted) restart alignment
     play(stream, Recording(rec.joint_t[:500], rec.joint_q[:500], rec.wrench_t[:500], rec.wrench[:500]))
     assert stream.health.counts.get("clock_jump", 0) >= 1
-    assert stream.estimate().estimate.physically_consistent
+    assert stream.update_estimate().estimate.physically_consistent
 
 
 def test_silent_wrench_keeps_the_last_estimate_and_reports_stale(panda_run):
@@ -125,12 +125,12 @@ def test_silent_wrench_keeps_the_last_estimate_and_reports_stale(panda_run):
     rec = recording_from_run(panda_run)
     half = rec.wrench_t < 2.5
     play(stream, Recording(rec.joint_t, rec.joint_q, rec.wrench_t[half], rec.wrench[half]))
-    before = stream.estimate()
+    before = stream.update_estimate()
     assert before is not None
     # the recorded time is the playback's clock: the wrench went silent 2.5 s before the end
     assert stream.stale_streams(now=rec.end) == ["wrench"]
     assert "wrench" in stream.diagnostics(now=rec.end)["stale_streams"]
-    assert stream.estimate().estimate.mass == pytest.approx(before.estimate.mass)
+    assert stream.update_estimate().estimate.mass == pytest.approx(before.estimate.mass)
 
 
 def test_pause_and_reset(panda_run):
@@ -138,12 +138,12 @@ def test_pause_and_reset(panda_run):
     rec = recording_from_run(panda_run)
     stream.paused = True
     play(stream, rec, until=1.0)
-    assert stream.estimator.samples_used == 0 and stream.estimate() is None
+    assert stream.estimator.samples_used == 0 and stream.update_estimate() is None
     stream.paused = False
     play(stream, Recording(rec.joint_t[1000:], rec.joint_q[1000:], rec.wrench_t[1000:], rec.wrench[1000:]))
     assert stream.estimator.samples_used > 0
     stream.reset()
-    assert stream.estimator.samples_used == 0 and stream.estimate() is None
+    assert stream.estimator.samples_used == 0 and stream.update_estimate() is None
 
 
 def test_imu_motion_source_agrees_with_joint_kinematics(panda_run):
@@ -153,7 +153,7 @@ def test_imu_motion_source_agrees_with_joint_kinematics(panda_run):
                        flange_frame=spec.flange_frame, imu_frame=panda_run.imu_frame, motion_source="imu")
     stream = EstimationStream(cfg, est_imu)
     play(stream, recording_from_run(panda_run, imu=True))
-    e = stream.estimate().estimate
+    e = stream.update_estimate().estimate
     assert e.mass == pytest.approx(PAYLOAD.mass, rel=0.01)
     assert np.all(np.abs(e.com - PAYLOAD.params.com) < 0.05 * PAYLOAD.bbox_lengths)
 
@@ -179,7 +179,7 @@ def test_zero_phase_offline_mode_matches_or_beats_the_causal_pipeline(panda_run)
     play(offline, recording_from_run(panda_run))
     assert offline.estimator.samples_used == 0  # nothing before finish()
     assert offline.finish() > 400
-    e_causal, e_off = causal.estimate().estimate, offline.estimate().estimate
+    e_causal, e_off = causal.update_estimate().estimate, offline.update_estimate().estimate
     truth = PAYLOAD.params
     assert abs(e_off.mass - truth.mass) <= abs(e_causal.mass - truth.mass) + 0.002 * truth.mass
     assert e_off.mass == pytest.approx(truth.mass, rel=0.01)

@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         progress.update(est_task, completed=recording.end - recording.start)
     wall = time.perf_counter() - t_start
 
-    final = stream.estimate()
+    final = stream.update_estimate()
     if final is None:
         raise CommandError("no estimate: the pipeline produced no samples")
     est = final.estimate

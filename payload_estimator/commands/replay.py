@@ -214,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
     last_t = 0.0
 
     def publish(t: float) -> None:
-        out = stream.estimate()
+        out = stream.update_estimate()
         if out is not None:
             history.append(t - t0, out.estimate, out.converged)
             flag = "converged" if out.converged else out.reason
@@ -260,7 +260,7 @@ def run(args: argparse.Namespace) -> int:
         publish(last_t)
     wall = time.perf_counter() - t_start
 
-    final = stream.estimate()
+    final = stream.update_estimate()
     if final is None:
         problems = ", ".join(f"{n} {r}" for r, n in stream.health.counts.items()) or "none counted"
         raise CommandError(f"no estimate: the pipeline produced no samples (input problems: {problems})")

@@ -169,11 +169,11 @@ def feed_joint_state(stream: EstimationStream, msg: Any, wall_time: float | None
             return False
         names = [str(n) for n in msg.name]
         positions = _floats(msg.position)
-        velocities = _floats(msg.velocity) if stream.config.use_joint_velocities else ()
+        velocities = _floats(msg.velocity) if stream.config.use_joint_velocities else None
     except (AttributeError, TypeError, ValueError) as exc:
         return _malformed(stream, JOINTS, "JointState", exc)
     try:
-        return stream.push_joint_state(stamp, names, positions, velocities, wall_time=wall_time)
+        return stream.push_joint_states(stamp, positions, names, velocities, wall_time=wall_time)
     except (TypeError, ValueError, IndexError) as exc:
         return _malformed(stream, JOINTS, "JointState", exc)
 
@@ -323,7 +323,7 @@ def _flush_joint_states(stream: EstimationStream, names: tuple[str, ...], run: l
             dq = np.array(velocities, dtype=float).reshape(len(run), n)
     except (AttributeError, TypeError, ValueError):
         return sum(bool(feed_joint_state(stream, msg, wall)) for msg, wall in run)
-    ok = stream.push_joint_state_batch(stamps, [str(x) for x in names], q, dq, wall_time=run[-1][1])
+    ok = stream.push_joint_states(stamps, q, [str(x) for x in names], dq, wall_time=run[-1][1])
     return len(run) if ok else 0
 
 

@@ -1,9 +1,10 @@
 """Play recorded signals through an :class:`EstimationStream` as a robot would deliver them.
 
-Recorded arrays (a simulated run, or messages read from a bag) are fed in
-time order, one control period at a time: every stream's samples up to the
-period's end are pushed, the stream processes what it can, and an estimate is
-taken at the publish rate, just as the ROS node's timer does.
+Recorded arrays (a simulated run) are fed in time order through the one
+driver loop (:class:`~payload_estimator.pipeline.driver.Driver`), one
+processing turn at a time: every stream's samples up to the turn's time are
+pushed, the stream processes what it can, and an estimate is taken at the
+publish rate, just as the ROS node's timer does.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Callable
 import numpy as np
 
 from payload_estimator.core.history import EstimateHistory
+from payload_estimator.pipeline.driver import PROCESS_PERIOD_S, Driver
 from payload_estimator.pipeline.stream import EstimationStream, StreamEstimate
 
 __all__ = ["Recording", "play"]
@@ -48,52 +50,67 @@ class Recording:
         return float(max(self.joint_t[-1], self.wrench_t[-1]))
 
 
+def _push_arrays(stream: EstimationStream, items: list) -> None:
+    """Feed of :func:`play`: each item is ``(kind, stamps, values..., wall_time)`` of recorded arrays."""
+    for kind, *args, wall in items:
+        if kind == "joints":
+            t, q, dq = args
+            stream.push_joint_states(t, q, velocities=dq, wall_time=wall)
+        elif kind == "wrench":
+            t, w = args
+            stream.push_wrench(t, w[:, :3], w[:, 3:], wall_time=wall)
+        else:
+            t, gyro, specific_force = args
+            stream.push_imu(t, gyro, specific_force, wall_time=wall)
+
+
 def play(
     stream: EstimationStream,
     recording: Recording,
-    period_s: float = 0.01,
+    period_s: float = PROCESS_PERIOD_S,
     publish_period_s: float = 0.1,
     on_estimate: Callable[[StreamEstimate], None] | None = None,
     until: float | None = None,
 ) -> EstimateHistory:
-    """Feed ``recording`` period by period; returns the estimates taken every ``publish_period_s``.
+    """Feed ``recording`` turn by turn through a :class:`Driver`; returns the estimates taken
+    every ``publish_period_s`` (times from the recording's start).
 
     The recorded time stands in for the wall clock, so input rates and
     staleness in :meth:`EstimationStream.diagnostics` refer to the recording.
     """
     history = EstimateHistory()
+    driver = Driver(stream, _push_arrays, publish_period_s, period_s, history, on_estimate)
     rec = recording
     has_imu = rec.imu_t is not None and len(rec.imu_t) > 0
-    t = rec.start
-    end = rec.end if until is None else min(rec.end, rec.start + until)
-    next_publish = t + publish_period_s
+    start = rec.start
+    end = rec.end if until is None else min(rec.end, start + until)
+    driver.t0 = start
     cursors = {"j": 0, "w": 0, "i": 0}
 
     def advance(key: str, stamps: np.ndarray, upto: float) -> slice:
         a = cursors[key]
-        b = int(np.searchsorted(stamps, upto, side="right"))
-        cursors[key] = max(a, b)
-        return slice(a, max(a, b))
+        b = max(a, int(np.searchsorted(stamps, upto, side="right")))
+        cursors[key] = b
+        return slice(a, b)
 
-    while t < end:
-        t = min(t + period_s, end)
+    k = 0
+    while True:
+        k += 1
+        t = min(start + k * period_s, end)
+        items: list = []
         sj = advance("j", rec.joint_t, t)
         if sj.stop > sj.start:
-            dq = None if rec.joint_dq is None else rec.joint_dq[sj]
-            stream.push_joint_states(rec.joint_t[sj], rec.joint_q[sj], dq, wall_time=t)
+            items.append(("joints", rec.joint_t[sj], rec.joint_q[sj],
+                          None if rec.joint_dq is None else rec.joint_dq[sj], t))
         sw = advance("w", rec.wrench_t, t)
         if sw.stop > sw.start:
-            stream.push_wrench(rec.wrench_t[sw], rec.wrench[sw, :3], rec.wrench[sw, 3:], wall_time=t)
+            items.append(("wrench", rec.wrench_t[sw], rec.wrench[sw], t))
         if has_imu:
             si = advance("i", rec.imu_t, t)
             if si.stop > si.start:
-                stream.push_imu(rec.imu_t[si], rec.imu_gyro[si], rec.imu_specific_force[si], wall_time=t)
-        stream.process()
-        if t >= next_publish - 1e-9 or t >= end:
-            next_publish += publish_period_s
-            out = stream.estimate()
-            if out is not None:
-                history.append(t - rec.start, out.estimate, out.converged)
-                if on_estimate is not None:
-                    on_estimate(out)
+                items.append(("imu", rec.imu_t[si], rec.imu_gyro[si], rec.imu_specific_force[si], t))
+        if t >= end:
+            driver.finish(t, items)
+            break
+        driver.tick(t, items)
     return history

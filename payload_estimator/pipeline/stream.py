@@ -4,7 +4,9 @@ This is the one object that the ROS node, ``replay``, ``demo`` and the
 benchmarks all drive. Messages (joint states, wrenches, IMU samples) go in
 with their own stamps, at their own rates; :meth:`EstimationStream.process`
 turns whatever can be decided into sensor-frame samples and feeds the
-estimator; :meth:`EstimationStream.estimate` returns the current estimate.
+estimator; :meth:`EstimationStream.update_estimate` solves for the current
+estimate (and advances the convergence monitor), :attr:`EstimationStream.last`
+reads it again.
 
 The chain, for every batch the aligner releases::
 
@@ -239,79 +241,53 @@ class EstimationStream:
         return ImuMount(R[0], p[0])
 
     # ------------------------------------------------------------------- input
-    def push_joint_state(
+    def push_joint_states(
         self,
-        stamp: float,
-        names: Sequence[str],
-        positions: Sequence[float],
-        velocities: Sequence[float] = (),
-        wall_time: float | None = None,
-    ) -> bool:
-        """One ``sensor_msgs/JointState``-like sample. Returns False when it was dropped."""
-        q = np.asarray(positions, dtype=float).reshape(-1)
-        if len(q) != len(names):
-            self.health.report(LENGTH_MISMATCH, f"{len(names)} names but {len(q)} positions; message dropped", JOINTS)
-            return False
-        dq = None
-        if self.config.use_joint_velocities:
-            dq = np.asarray(velocities, dtype=float).reshape(-1)
-            if len(dq) != len(names):
-                self.health.report(
-                    LENGTH_MISMATCH, f"{len(names)} names but {len(dq)} velocities; message dropped", JOINTS
-                )
-                return False
-            dq = dq[None, :]
-        return self.push_joint_state_batch(np.array([stamp], dtype=float), names, q[None, :], dq, wall_time)
-
-    def push_joint_state_batch(
-        self,
-        stamps: np.ndarray,
-        names: Sequence[str],
+        stamps: float | np.ndarray,
         positions: np.ndarray,
+        names: Sequence[str] | None = None,
         velocities: np.ndarray | None = None,
         wall_time: float | None = None,
     ) -> bool:
-        """``N`` JointState-like samples sharing one ``names`` list: ``positions`` (N, len(names)).
+        """Joint states, one (``stamps`` a number, ``positions`` (k,)) or a batch (``stamps`` (N,),
+        ``positions`` (N, k)), all sharing one ``names`` list.
 
-        The same checks as :meth:`push_joint_state`, once for the whole batch.
+        ``names``: the joint of each column, in any order and possibly with
+        joints the stream does not use (as ``sensor_msgs/JointState`` has them);
+        None: the columns are :attr:`joint_names`. ``velocities`` (same shape)
+        are needed when the driver's velocities are used. ``wall_time`` is the
+        receive time for rate and staleness bookkeeping (default: now; playback
+        passes the recorded time). Returns False when the batch was dropped.
         """
-        names = tuple(names)
+        t = np.atleast_1d(np.asarray(stamps, dtype=float)).reshape(-1)
         q = np.asarray(positions, dtype=float)
-        if q.ndim != 2 or q.shape[1] != len(names):
-            self.health.report(LENGTH_MISMATCH, f"{len(names)} names but positions of shape {q.shape}; "
-                               f"{len(stamps)} messages dropped", JOINTS, len(stamps))
+        single = q.ndim == 1
+        q = q.reshape(1, -1) if single else q
+        columns = tuple(names) if names is not None else self.joint_names
+        what = f"{len(columns)} names" if names is not None else f"{len(columns)} joints"
+        if q.ndim != 2 or q.shape[1] != len(columns) or len(q) != len(t):
+            self.health.report(LENGTH_MISMATCH, f"{what} but positions of shape {np.shape(positions)} for "
+                               f"{len(t)} stamps; {len(t)} messages dropped", JOINTS, len(t))
             return False
-        use_dq = self.config.use_joint_velocities
-        if use_dq and (velocities is None or np.shape(velocities) != q.shape):
-            self.health.report(LENGTH_MISMATCH, f"{len(names)} names but velocities of another length; "
-                               f"{len(stamps)} messages dropped", JOINTS, len(stamps))
-            return False
-        index = self._joint_index(names)
-        if index is None:
-            return False
-        rows = q[:, index] if not use_dq else np.hstack([q[:, index], np.asarray(velocities, dtype=float)[:, index]])
-        stamps = np.asarray(stamps, dtype=float).reshape(-1)
-        self.health.note_sample(JOINTS, float(stamps[-1]), self._wall(wall_time), count=len(stamps))
-        self.aligner.push(JOINTS, stamps, rows)
-        return True
-
-    def push_joint_states(
-        self, t: np.ndarray, q: np.ndarray, dq: np.ndarray | None = None, wall_time: float | None = None
-    ) -> None:
-        """A batch of joint states already in :attr:`joint_names` order: ``t`` (N,), ``q`` (N, n).
-
-        ``wall_time`` is the receive time for rate and staleness bookkeeping
-        (default: now); playback passes the recorded time.
-        """
-        t = np.asarray(t, dtype=float).reshape(-1)
-        rows = np.asarray(q, dtype=float).reshape(len(t), -1)
+        dq = None
         if self.config.use_joint_velocities:
-            if dq is None:
-                raise ValueError("use_joint_velocities needs dq")
-            rows = np.hstack([rows, np.asarray(dq, dtype=float).reshape(len(t), -1)])
+            if velocities is not None and np.size(velocities) == q.size:
+                dq = np.asarray(velocities, dtype=float).reshape(q.shape)
+            else:
+                self.health.report(LENGTH_MISMATCH, f"{what} but velocities of another length; "
+                                   f"{len(t)} messages dropped", JOINTS, len(t))
+                return False
+        if names is not None:
+            index = self._joint_index(columns)
+            if index is None:
+                return False
+            q = q[:, index]
+            dq = None if dq is None else dq[:, index]
+        rows = q if dq is None else np.hstack([q, dq])
         if len(t):
             self.health.note_sample(JOINTS, float(t[-1]), self._wall(wall_time), count=len(t))
-        self.aligner.push(JOINTS, t, rows)
+            self.aligner.push(JOINTS, t, rows)
+        return True
 
     def push_wrench(
         self,
@@ -516,8 +492,13 @@ class EstimationStream:
             self._imu.reset()
 
     # ---------------------------------------------------------------- output
-    def estimate(self) -> StreamEstimate | None:
-        """The current estimate (None before the estimator has ``min_samples`` samples)."""
+    def update_estimate(self) -> StreamEstimate | None:
+        """Solve for the current estimate and advance the convergence monitor with it.
+
+        Returns it (None before the estimator has ``min_samples`` samples; the
+        last one if the solve fails). Call it at the publish rate: the
+        convergence criteria count estimates. :attr:`last` reads without solving.
+        """
         if self.estimator.samples_used < self.config.min_samples:
             return self._last
         try:
@@ -537,7 +518,7 @@ class EstimationStream:
 
     @property
     def last(self) -> StreamEstimate | None:
-        """The last estimate :meth:`estimate` returned."""
+        """The last estimate :meth:`update_estimate` returned (no side effect)."""
         return self._last
 
     def stale_streams(self, now: float | None = None) -> list[str]:

@@ -508,7 +508,7 @@ class EstimatorNode(Node):
         if stream is None:
             return
         try:
-            out = stream.estimate()
+            out = stream.update_estimate()
             if out is None:
                 return
             self._last_output = out

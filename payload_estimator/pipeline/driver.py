@@ -1,0 +1,128 @@
+"""The one driver loop: feed what arrived, process every 10 ms, estimate at the publish rate.
+
+The ROS node (its 100 Hz timer), ``replay`` (a bag in record order) and
+playback of simulated runs (``demo``, benchmarks) all run a stream the same
+way, through :class:`Driver`:
+
+* a processing turn every ``process_period_s`` (10 ms) of the inputs' clock
+  (wall time on the robot, record time in a bag) pushes whatever arrived
+  since the last turn into the stream and runs :meth:`EstimationStream.process`;
+* every ``ticks_per_publish``-th turn also solves for the estimate
+  (:meth:`EstimationStream.update_estimate`), which is what the node
+  publishes, a replay prints and a history records.
+
+How arrived items enter the stream is the caller's ``feed`` function:
+ROS messages go through :func:`payload_estimator.io.ros_inbound.feed_many`,
+recorded arrays through the stream's ``push_*`` methods.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+from payload_estimator.core.history import EstimateHistory
+from payload_estimator.pipeline.stream import EstimationStream, StreamEstimate
+
+__all__ = ["Driver", "PROCESS_PERIOD_S", "Feed"]
+
+PROCESS_PERIOD_S = 0.01
+"""Time between two processing turns, s: 10 ms of 1 kHz input per turn (the node's timer)."""
+
+Feed = Callable[[EstimationStream, list], Any]
+"""``feed(stream, items)``: push the items that arrived since the last turn into the stream."""
+
+
+class Driver:
+    """Runs a stream turn by turn (module docstring).
+
+    Args:
+        stream: the stream to drive.
+        feed: how arrived items enter the stream.
+        publish_period_s: time between two estimates, s (rounded to whole turns).
+        process_period_s: time between two processing turns, s.
+        history: where to record every estimate (time since the first turn), or None.
+        on_estimate: called with every estimate taken.
+    """
+
+    def __init__(
+        self,
+        stream: EstimationStream,
+        feed: Feed,
+        publish_period_s: float = 0.1,
+        process_period_s: float = PROCESS_PERIOD_S,
+        history: EstimateHistory | None = None,
+        on_estimate: Callable[[StreamEstimate], None] | None = None,
+    ) -> None:
+        if process_period_s <= 0 or publish_period_s <= 0:
+            raise ValueError("periods must be positive")
+        self.stream = stream
+        self.feed = feed
+        self.process_period_s = float(process_period_s)
+        self.ticks_per_publish = max(1, int(round(publish_period_s / process_period_s)))
+        self.history = history
+        self.on_estimate = on_estimate
+        self.t0: float | None = None
+        self.ticks = 0
+        self._pending: list = []
+        self._last_t: float | None = None
+
+    # ------------------------------------------------------------------ turns
+    def tick(self, t: float, items: Iterable = ()) -> StreamEstimate | None:
+        """One processing turn at time ``t``: feed ``items`` (and anything :meth:`push`\\ ed), process,
+        and on every ``ticks_per_publish``-th turn return the new estimate (else None)."""
+        if self.t0 is None:
+            self.t0 = t
+        self._pending.extend(items)
+        pending, self._pending = self._pending, []
+        if pending:
+            self.feed(self.stream, pending)
+        self.stream.process()
+        self.ticks += 1
+        if self.ticks % self.ticks_per_publish == 0:
+            return self.take_estimate(t)
+        return None
+
+    def push(self, t: float, item: Any) -> None:
+        """An item that arrived at ``t`` (inputs in time order, as in a bag): the turns due before
+        it run first, on the grid ``t0 + k * process_period_s``. Across a pause in the inputs
+        longer than two publish periods the turns would only repeat themselves: they are skipped."""
+        if self.t0 is None:
+            self.t0 = t
+        due = int((t - self.t0) / self.process_period_s)
+        if due - self.ticks > 2 * self.ticks_per_publish:
+            self.ticks = due - 1
+        while t >= self.t0 + (self.ticks + 1) * self.process_period_s:
+            self.tick(self.t0 + (self.ticks + 1) * self.process_period_s)
+        self._pending.append(item)
+        self._last_t = t
+
+    def finish(self, t: float | None = None, items: Iterable = ()) -> StreamEstimate | None:
+        """The end of the inputs: feed what is left (and ``items``), process, and take the final
+        estimate (at ``t``, default the last pushed item's time). A zero-phase stream is finished
+        by its owner (:meth:`EstimationStream.finish`), who then calls :meth:`take_estimate`."""
+        t = t if t is not None else (self._last_t if self._last_t is not None else 0.0)
+        if self.t0 is None:
+            self.t0 = t
+        self._pending.extend(items)
+        pending, self._pending = self._pending, []
+        if pending:
+            self.feed(self.stream, pending)
+        self.stream.process()
+        return self.take_estimate(t)
+
+    def take_estimate(self, t: float) -> StreamEstimate | None:
+        """Solve for the estimate now (at time ``t``), record it and hand it to ``on_estimate``."""
+        out = self.stream.update_estimate()
+        if out is not None:
+            if self.history is not None:
+                self.history.append(t - (self.t0 if self.t0 is not None else t), out.estimate, out.converged)
+            if self.on_estimate is not None:
+                self.on_estimate(out)
+        return out
+
+    def reset(self) -> None:
+        """Forget the clock and anything pending (the stream is reset by its owner)."""
+        self.t0 = None
+        self.ticks = 0
+        self._pending = []
+        self._last_t = None
