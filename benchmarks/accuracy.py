@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from payload_estimator.core.estimators import make_estimator
+from payload_estimator.core.estimators import ESTIMATORS, make_estimator
 from payload_estimator.core.metrics import paper_errors
 from payload_estimator.core.shapes import sample_points
 from payload_estimator.sim.noise import TABLE_II, get_noise
@@ -29,14 +29,15 @@ from payload_estimator.sim.wrist import WristTrajectory, simulate_wrist
 
 SPEEDS = (1.0, 1.5, 2.0)
 
-# name -> (method, options). PMD-paper is eq. (6) verbatim with uniform channel weights.
+# label -> (method, options): every registered estimator with its defaults (RLS without
+# forgetting: the data are one batch), and PMD-paper, eq. (6) verbatim with uniform channel weights.
+_VARIANTS: dict[str, dict[str, tuple[str, dict]]] = {
+    "rls": {"RLS": ("rls", {"forgetting": 1.0})},
+    "pmd": {"PMD-paper": ("pmd", {"reduced_with_linear_acceleration": False, "channel_std": None}),
+            "PMD": ("pmd", {})},
+}
 METHODS: dict[str, tuple[str, dict]] = {
-    "OLS": ("ols", {}),
-    "WLS": ("wls", {}),
-    "RLS": ("rls", {"forgetting": 1.0}),
-    "RTLS": ("rtls", {}),
-    "PMD-paper": ("pmd", {"reduced_with_linear_acceleration": False, "channel_std": None}),
-    "PMD": ("pmd", {}),
+    label: spec for name in ESTIMATORS for label, spec in _VARIANTS.get(name, {name.upper(): (name, {})}).items()
 }
 
 PAPER_TABLE_III = {  # paper 004, moderate noise, ~150 observations: mass, COM, inertia at 1.0/1.5/2.0 rad/s

@@ -3,7 +3,9 @@
 Parameters come from ``config:=`` (default: the package's ``config/<robot>.yaml``);
 the other arguments override single parameters when given. The robot model
 comes from ``robot_description`` (robot_state_publisher's topic) unless
-``use_builtin_description:=true``.
+``use_builtin_description:=true``. An arm that is no built-in preset runs with
+``robot:=''`` and ``config:=`` a parameter file of its own, whose ``robot`` is
+empty and which names ``flange_frame`` and the topics.
 """
 
 import os
@@ -14,7 +16,8 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-ROBOTS = ["panda", "fr3", "xarm7", "xarm6"]
+from payload_estimator.core.estimators import METHODS
+from payload_estimator.robots import ROBOT_NAMES
 
 
 def _estimator_node(context):
@@ -22,8 +25,10 @@ def _estimator_node(context):
     from payload_estimator.settings import Settings, load_parameters_yaml
 
     robot = LaunchConfiguration("robot").perform(context)
-    config = LaunchConfiguration("config").perform(context) or os.path.join(
-        get_package_share_directory("payload_estimator"), "config", f"{robot}.yaml")
+    config = LaunchConfiguration("config").perform(context)
+    if not config and not robot:
+        raise RuntimeError("robot:='' (an arm that is no built-in preset) needs config:=<parameter file>")
+    config = config or os.path.join(get_package_share_directory("payload_estimator"), "config", f"{robot}.yaml")
     params = load_parameters_yaml(config).to_dict()  # a bad file stops here, with the reason
     for name in ("wrench_source", "estimator", "payload_shape"):
         value = LaunchConfiguration(name).perform(context)
@@ -49,14 +54,15 @@ def _estimator_node(context):
 
 def generate_launch_description():
     return LaunchDescription([
-        DeclareLaunchArgument("robot", default_value="panda", choices=ROBOTS,
-                              description="robot model; selects the default parameter file"),
+        DeclareLaunchArgument("robot", default_value="panda", choices=[*ROBOT_NAMES, ""],
+                              description="built-in robot preset; selects the default parameter file "
+                                          "('': any arm, with config:=)"),
         DeclareLaunchArgument("config", default_value="",
                               description="parameter file (default: share/payload_estimator/config/<robot>.yaml)"),
         DeclareLaunchArgument("wrench_source", default_value="",
                               description="ft_sensor, franka_base or franka_stiffness (default: the file's)"),
         DeclareLaunchArgument("estimator", default_value="",
-                              description="ols, wls, rls, rtls or pmd (default: the file's)"),
+                              description=f"{', '.join(METHODS)} (default: the file's)"),
         DeclareLaunchArgument("payload_shape", default_value="",
                               description="payload shape for PMD, sensor frame (default: the file's)"),
         DeclareLaunchArgument("use_builtin_description", default_value="",

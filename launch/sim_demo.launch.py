@@ -16,7 +16,7 @@ from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node, PushRosNamespace
 
-ROBOTS = ["panda", "fr3", "xarm7", "xarm6"]
+from payload_estimator.robots import ROBOT_NAMES
 
 
 def _nodes(context):
@@ -73,7 +73,7 @@ def _nodes(context):
 
 def generate_launch_description():
     return LaunchDescription([
-        DeclareLaunchArgument("robot", default_value="panda", choices=ROBOTS, description="simulated robot"),
+        DeclareLaunchArgument("robot", default_value="panda", choices=list(ROBOT_NAMES), description="simulated robot"),
         DeclareLaunchArgument("payload", default_value="claw_hammer",
                               description="payload of the catalogue (payload_estimator.sim.payloads)"),
         DeclareLaunchArgument("trajectory", default_value="paper004", choices=["paper004", "thesis", "pickplace"],

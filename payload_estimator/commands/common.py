@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-from payload_estimator.core.estimators import Estimator, make_estimator
+from payload_estimator.core.estimators import C1_PIPELINE, ESTIMATORS, Estimator
 from payload_estimator.core.shapes import Shape, sample_points
 from payload_estimator.pipeline.playback import Recording
 from payload_estimator.pipeline.stream import EstimationStream, StreamConfig
@@ -11,41 +11,30 @@ from payload_estimator.pipeline.wrench import SaturationCheck, WrenchConvention
 from payload_estimator.robots import get_robot
 from payload_estimator.sim.run import SimulatedRun
 
-__all__ = ["PIPELINE_C1", "build_estimator", "stream_for_run", "recording_from_run"]
-
-PIPELINE_C1 = 3.0
-"""PMD's c1 on the robot pipeline. Joint-encoder kinematics through the matched
-filters are far cleaner than paper 004's Table II, so the full model can be
-trusted at lower dynamism than in the paper's simulation (c1 = 300);
-``benchmarks/end_to_end.py --c1`` shows the trade-off."""
+__all__ = ["build_estimator", "stream_for_run", "recording_from_run", "console_and_progress"]
 
 
 def build_estimator(
     method: str,
     shape: Shape | None,
     bias: bool = True,
-    c1: float = PIPELINE_C1,
+    c1: float = C1_PIPELINE,
     regularization: float = 1.0,
     forgetting: float | None = None,
     density: float | None = None,
     max_points: int | None = None,
 ) -> Estimator:
-    """An estimator by name; PMD gets points filling ``shape`` (in the sensor frame)."""
-    points = None
-    if method == "pmd":
-        if shape is None:
-            raise ValueError("pmd needs the payload's shape")
-        kw = {}
-        if density is not None:
-            kw["density"] = density
-        if max_points is not None:
-            kw["max_points"] = max_points
-        points = sample_points(shape, **kw)
-        return make_estimator("pmd", points, bias=bias, c1=c1, regularization=regularization)
-    options = {}
-    if forgetting is not None and method in ("rls", "rtls"):
-        options["forgetting"] = forgetting
-    return make_estimator(method, points, bias=bias, **options)
+    """An estimator of the registry by name, with the pipeline's options; those that need point
+    masses (PMD) get points filling ``shape`` (in the sensor frame)."""
+    cls = ESTIMATORS[method]
+    values = {"c1": c1, "regularization": regularization, "forgetting": forgetting}
+    options = {k: v for k, v in cls.options_from(values).items() if v is not None}
+    if not cls.needs_points:
+        return cls(bias=bias, **options)
+    if shape is None:
+        raise ValueError(f"{method} needs the payload's shape")
+    kw = {k: v for k, v in (("density", density), ("max_points", max_points)) if v is not None}
+    return cls(sample_points(shape, **kw), bias=bias, **options)  # type: ignore[call-arg]
 
 
 def stream_for_run(run: SimulatedRun, estimator: Estimator, **config) -> EstimationStream:

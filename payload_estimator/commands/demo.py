@@ -14,16 +14,16 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
 from payload_estimator.commands import CommandError
 from payload_estimator.commands.common import (
-    PIPELINE_C1,
     build_estimator,
     console_and_progress,
     recording_from_run,
     stream_for_run,
 )
+from payload_estimator.core.estimators import C1_PIPELINE, ESTIMATORS
+from payload_estimator.outputs.run_report import RunReport
 
 __all__ = ["add_parser", "run"]
 
@@ -32,7 +32,6 @@ NOISE = ("none", "low", "moderate", "high")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    from payload_estimator.core.estimators import METHODS
     from payload_estimator.robots import ROBOT_NAMES
     from payload_estimator.sim.payloads import PAYLOADS
 
@@ -44,7 +43,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     p.add_argument("--robot", choices=ROBOT_NAMES, default="panda")
     p.add_argument("--payload", choices=sorted(PAYLOADS), default="claw_hammer")
-    p.add_argument("--method", choices=METHODS, default="pmd")
+    p.add_argument("--method", choices=list(ESTIMATORS), default="pmd",
+                   help="; ".join(f"{name}: {cls.summary}" for name, cls in ESTIMATORS.items()))
     p.add_argument("--trajectory", choices=TRAJECTORIES, default="paper004",
                    help="paper004: wrist sinusoids; thesis: all-joint sinusoids; pickplace: a pick-and-place move")
     p.add_argument("--duration", type=float, default=10.0, help="seconds of motion (default 10)")
@@ -52,7 +52,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--wrench-rate", type=float, default=None, help="F/T rate, Hz (default: 1000)")
     p.add_argument("--no-bias", action="store_true", help="do not estimate the F/T offsets")
-    p.add_argument("--c1", type=float, default=PIPELINE_C1, help=f"PMD c1 (default {PIPELINE_C1:g})")
+    p.add_argument("--c1", type=float, default=C1_PIPELINE, help=f"PMD c1 (default {C1_PIPELINE:g}, pmd.C1_PIPELINE)")
     p.add_argument("--out", default="payload_demo", help="directory for the plot and the URDF fragment")
     p.add_argument("--no-plot", action="store_true", help="skip the PNG plot")
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of tables")
@@ -60,7 +60,6 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from payload_estimator.core.metrics import paper_errors
     from payload_estimator.pipeline.playback import play
     from payload_estimator.sim.mujoco_sim import simulate
     from payload_estimator.sim.payloads import get_payload
@@ -92,59 +91,21 @@ def run(args: argparse.Namespace) -> int:
 
         history = play(stream, recording, on_estimate=on_estimate)
         progress.update(est_task, completed=recording.end - recording.start)
-    wall = time.perf_counter() - t_start
 
-    final = stream.update_estimate()
+    final = stream.last
     if final is None:
         raise CommandError("no estimate: the pipeline produced no samples")
-    est = final.estimate
-    truth = payload.params
-    err = paper_errors(est.params, truth, payload.bbox_lengths)
-    t_conv = history.first_converged_time()
-    out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-
-    from payload_estimator.outputs.urdf import urdf_inertial
-
-    flange = stream.config.flange_frame or stream.config.sensor_frame
-    fragment = urdf_inertial(final.params_in_flange, frame=flange)
-    (out_dir / "payload_inertial.urdf.xml").write_text(fragment + "\n")
-    plot_path = None
-    if not args.no_plot:
-        from payload_estimator.outputs.plots import plot_convergence
-
-        plot_path = plot_convergence(
-            history, out_dir / "convergence.png", truth=truth,
-            title=f"{args.robot} + {args.payload}: {args.method}, {args.trajectory}, {args.noise} noise",
-        )
-
-    summary = {
-        "robot": args.robot, "payload": args.payload, "method": args.method, "trajectory": args.trajectory,
-        "duration_s": args.duration, "noise": args.noise,
-        "truth": {"mass": truth.mass, "com": truth.com.tolist(), "inertia_com": truth.inertia_com.tolist()},
-        "estimate": est.to_dict(),
-        "errors_percent": {"mass": err.mass, "com": err.com, "inertia": err.inertia},
-        "converged": bool(final.converged), "converged_after_s": t_conv,
-        "wall_time_s": wall, "plot": str(plot_path) if plot_path else None,
-        "urdf_fragment": str(out_dir / "payload_inertial.urdf.xml"),
-        "input_problems": stream.health.counts,
-    }
+    report = RunReport(
+        final, history, stream.config.sensor_frame, stream.config.flange_frame or stream.config.sensor_frame,
+        stream.health.counts, title=f"{args.robot} + {args.payload}: {args.method}, {args.trajectory}, "
+                                    f"{args.noise} noise",
+        truth=payload.params, bbox_lengths=payload.bbox_lengths, wall_time_s=time.perf_counter() - t_start)
+    report.write(args.out, plot=not args.no_plot)
     if args.json:
+        summary = report.summary(robot=args.robot, payload=args.payload, method=args.method,
+                                 trajectory=args.trajectory, duration_s=args.duration, noise=args.noise)
         json.dump(summary, sys.stdout)
         sys.stdout.write("\n")
         return 0
-
-    from payload_estimator.outputs.report import estimate_table, quality_table
-
-    console.print(estimate_table(est, truth=truth, frame=stream.config.sensor_frame))
-    console.print(quality_table(est))
-    console.print(
-        f"errors (paper 004 eqs. 10-12): mass {err.mass:.2f} %, COM {err.com:.2f} %, inertia {err.inertia:.1f} %"
-    )
-    conv = f"converged after {t_conv:.1f} s of motion" if t_conv is not None else f"not converged ({final.reason})"
-    console.print(f"{conv}; simulated {args.duration:.0f} s and estimated in {wall:.1f} s of wall time")
-    console.print(f"\nURDF <inertial> in '{flange}' (also in {out_dir / 'payload_inertial.urdf.xml'}):")
-    console.print(fragment, markup=False, highlight=False)
-    if plot_path:
-        console.print(f"\nconvergence plot: {plot_path}")
+    report.print(console, what=f"of motion; simulated {args.duration:.0f} s and estimated")
     return 0

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 
 from payload_estimator.commands import CommandError
-from payload_estimator.core.estimators import METHODS, make_estimator
+from payload_estimator.core.estimators import C1_PAPER, ESTIMATORS
 from payload_estimator.core.shapes import (
     DEFAULT_DENSITY,
     DEFAULT_MAX_POINTS,
@@ -35,10 +35,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         ),
     )
     p.add_argument("samples", help="CSV or NPZ sample table")
-    p.add_argument("--method", choices=METHODS, default="pmd", help="estimator (default: pmd)")
+    p.add_argument("--method", choices=list(ESTIMATORS), default="pmd",
+                   help="estimator (default: pmd): " + "; ".join(f"{n}: {c.summary}" for n, c in ESTIMATORS.items()))
     add_shape_arguments(p)
     p.add_argument("--bias", action="store_true", help="also estimate the six F/T offsets")
-    p.add_argument("--c1", type=float, default=300.0, help="PMD dynamism scale c1 of eq. (9) (default 300)")
+    p.add_argument("--c1", type=float, default=C1_PAPER,
+                   help=f"PMD dynamism scale c1 of eq. (9) (default {C1_PAPER:g}, pmd.C1_PAPER)")
     p.add_argument("--lambda", dest="regularization", type=float, default=1.0,
                    help="PMD regularisation lambda (default 1.0)")
     p.add_argument("--forgetting", type=float, default=None,
@@ -91,16 +93,15 @@ def run(args: argparse.Namespace) -> int:
     except SamplesFileError as exc:
         raise CommandError(str(exc)) from None
     points = points_from_args(args)
-    if args.method == "pmd" and points is None:
-        raise CommandError("--method pmd needs the payload's shape: give --shape or --points")
-    options: dict = {}
-    if args.method == "pmd":
-        options = {"c1": args.c1, "regularization": args.regularization}
-    elif args.method in ("rls", "rtls") and args.forgetting is not None:
-        if not 0 < args.forgetting <= 1:
-            raise CommandError("--forgetting must be in (0, 1]")
-        options = {"forgetting": args.forgetting}
-    estimator = make_estimator(args.method, points, bias=args.bias, **options)
+    cls = ESTIMATORS[args.method]
+    if cls.needs_points and points is None:
+        raise CommandError(f"--method {args.method} needs the payload's shape: give --shape or --points")
+    # the options are named like the settings fields the estimator declares it reads
+    options = {k: v for k, v in cls.options_from(vars(args)).items() if v is not None}
+    try:
+        estimator = cls(points, bias=args.bias, **options) if cls.needs_points else cls(bias=args.bias, **options)
+    except ValueError as exc:
+        raise CommandError(f"--method {args.method}: {exc}") from None
     estimator.update(loaded.samples)
     est = estimator.estimate()
 

@@ -66,6 +66,13 @@ class Driver:
         self._pending: list = []
         self._last_t: float | None = None
 
+    @property
+    def last_time(self) -> float:
+        """Time of the last item :meth:`push`\\ ed (else of the first turn; 0 before any)."""
+        if self._last_t is not None:
+            return self._last_t
+        return self.t0 if self.t0 is not None else 0.0
+
     # ------------------------------------------------------------------ turns
     def tick(self, t: float, items: Iterable = ()) -> StreamEstimate | None:
         """One processing turn at time ``t``: feed ``items`` (and anything :meth:`push`\\ ed), process,
@@ -100,7 +107,7 @@ class Driver:
         """The end of the inputs: feed what is left (and ``items``), process, and take the final
         estimate (at ``t``, default the last pushed item's time). A zero-phase stream is finished
         by its owner (:meth:`EstimationStream.finish`), who then calls :meth:`take_estimate`."""
-        t = t if t is not None else (self._last_t if self._last_t is not None else 0.0)
+        t = t if t is not None else self.last_time
         if self.t0 is None:
             self.t0 = t
         self._pending.extend(items)

@@ -1,0 +1,113 @@
+"""The house rules, checked: data flows one way, no private name crosses modules, one registry
+per concept, and everything but ``ros/`` imports without ROS."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import subprocess
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from payload_estimator.core.estimators import ESTIMATORS, METHODS, Estimator
+from payload_estimator.robots import ROBOT_NAMES, ROBOTS
+from payload_estimator.settings import Settings
+
+PACKAGE = Path(__file__).resolve().parent.parent / "payload_estimator"
+
+LAYERS = ("core", "robots", "settings", "pipeline", "outputs", "io", "sim", "node", "commands", "ros", "cli")
+"""Bottom to top: a module may import its own layer and those below it, never one above.
+core: samples -> statistics -> estimators -> estimates; robots: models and URDF reading;
+settings: values and descriptions; pipeline: raw signals -> samples, the stream, the driver loop;
+outputs: estimates -> URDF, tables, plots, markers, robot load requests; io: files and messages;
+sim: the simulator and simulated recordings; node: the ROS-free node logic; commands: the CLI;
+ros: the rclpy shell; cli: the entry point."""
+RANK = {name: i for i, name in enumerate(LAYERS)}
+
+
+def _modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        yield name, ast.parse(path.read_text(), filename=str(path))
+
+
+def _layer(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in RANK else None
+
+
+def _imports(tree: ast.AST):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("payload_estimator"):
+            yield node.module, [a.name for a in node.names]
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("payload_estimator"):
+                    yield alias.name, []
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    upward = []
+    for module, tree in _modules():
+        mine = _layer(module)
+        for target, _ in _imports(tree):
+            theirs = _layer(target)
+            if mine and theirs and RANK[theirs] > RANK[mine]:
+                upward.append(f"{module} imports {target}")
+    assert not upward, "\n".join(upward)
+
+
+def test_no_private_name_crosses_modules():
+    crossing = [f"{module} imports {target}.{name}" for module, tree in _modules()
+                for target, names in _imports(tree) for name in names
+                if name.startswith("_") and not name.startswith("__") and target != module]
+    assert not crossing, "\n".join(crossing)
+
+
+def test_everything_but_the_ros_shell_imports_without_ros():
+    modules = [m for m, _ in _modules() if _layer(m) != "ros" and not m.endswith("__main__")]
+    code = ("import importlib, sys\n"
+            f"for m in {modules!r}: importlib.import_module(m)\n"
+            "assert 'rclpy' not in sys.modules, 'rclpy was imported'\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_one_estimator_registry():
+    assert METHODS == tuple(ESTIMATORS) and len(METHODS) >= 5
+    settings_fields = {f.name for f in fields(Settings)}
+    for name, cls in ESTIMATORS.items():
+        assert issubclass(cls, Estimator) and cls.name == name and cls.summary
+        assert set(cls.settings_options.values()) <= settings_fields, name
+        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        positional = [p.name for p in params if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+        assert positional == (["points_in_sensor"] if cls.needs_points else []), (name, positional)
+        assert set(cls.settings_options) <= {p.name for p in params}, name
+    choices = {f.name: f.metadata["choices"] for f in fields(Settings)}
+    assert choices["estimator"] == METHODS
+
+
+def test_one_robot_registry():
+    assert ROBOT_NAMES == tuple(ROBOTS)
+    choices = {f.name: f.metadata["choices"] for f in fields(Settings)}
+    assert choices["robot"] == ("",) + ROBOT_NAMES
+    settings_fields = {f.name for f in fields(Settings)}
+    for name, spec in ROBOTS.items():
+        assert spec.name == name and spec.parameters["robot"] == name
+        assert set(spec.parameters) <= settings_fields, name
+
+
+@pytest.mark.parametrize("command", ["estimate", "demo", "replay"])
+def test_the_command_line_offers_what_the_registries_hold(command, capsys):
+    from payload_estimator.cli import main
+
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    flag = "--method" if command != "replay" else "--estimator"
+    assert "{" + ",".join(METHODS) + "}" in text.replace(" ", ""), (command, flag)
+    if command != "estimate":
+        assert "{" + ",".join(ROBOT_NAMES) + "}" in text.replace(" ", "")
