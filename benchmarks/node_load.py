@@ -3,7 +3,7 @@
 A simulated run is written as a rosbag2 with the robot's real topic names and
 read back (``rosbags``); then, with the messages already in memory, the exact
 work of the node's timers is timed: every 10 ms of recorded time the queued
-messages go through ``ros_messages.feed_many`` into the stream and
+messages go through ``ros_inbound.feed_many`` into the stream and
 ``stream.process()`` runs; at ``publish_rate_hz`` the estimate is taken and
 turned into the messages the node publishes (PayloadEstimate, InertiaStamped,
 MarkerArray; DiagnosticArray at 1 Hz). The share is that CPU time over the
@@ -23,20 +23,21 @@ from pathlib import Path
 
 import numpy as np
 
-from payload_estimator.io.bag import read_bag, write_simulated_bag
+from payload_estimator.io.bag import read_bag
 from payload_estimator.io.interfaces import ros_typestore
-from payload_estimator.io.ros_messages import (
+from payload_estimator.io.ros_factories import rosbags_factory
+from payload_estimator.io.ros_inbound import feed_many
+from payload_estimator.io.ros_outbound import (
     diagnostic_array_msg,
-    feed_many,
     inertia_stamped_msg,
     marker_array_msg,
     payload_estimate_msg,
-    rosbags_factory,
 )
 from payload_estimator.core.shapes import format_shape_spec
 from payload_estimator.outputs.markers import estimate_markers
 from payload_estimator.pipeline.build import build_stream, builtin_description
 from payload_estimator.settings import settings_for_robot
+from payload_estimator.sim.bag import write_simulated_bag
 from payload_estimator.sim.mujoco_sim import simulate
 from payload_estimator.sim.payloads import get_payload
 

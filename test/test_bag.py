@@ -1,4 +1,4 @@
-"""rosbag2 without ROS: simulated runs written as Jazzy bags (mcap and sqlite3) and read back.
+"""rosbag2 without ROS: simulated runs written as Jazzy bags (``sim.bag``, mcap and sqlite3) and read back (``io.bag``).
 
 What ``ros2 bag play`` relies on is checked on the files themselves:
 metadata version, per-topic offered QoS, type hashes, integer-ns stamps and
@@ -18,6 +18,7 @@ from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.wrench import wrench_to_sensor
 from payload_estimator.pipeline.build import stream_config
 from payload_estimator.settings import settings_for_robot
+from payload_estimator.sim import bag as sb
 from payload_estimator.sim.mujoco_sim import simulate
 
 EPOCH_NS = 1_700_000_000_000_000_000
@@ -59,7 +60,7 @@ def xarm_run():
 @pytest.fixture(scope="module")
 def panda_bags(panda_run, tmp_path_factory):
     root = tmp_path_factory.mktemp("bags")
-    return {s: rb.write_simulated_bag(panda_run, root / f"panda_{s}", storage=s) for s in rb.STORAGES}
+    return {s: sb.write_simulated_bag(panda_run, root / f"panda_{s}", storage=s) for s in rb.STORAGES}
 
 
 # ------------------------------------------------------------------ contents
@@ -72,7 +73,7 @@ def test_bag_metadata_is_what_jazzy_expects(panda_bags, storage):
     assert meta["starting_time"]["nanoseconds_since_epoch"] == EPOCH_NS
     topics = {t["topic_metadata"]["name"]: t for t in meta["topics_with_message_count"]}
     settings = settings_for_robot("panda")
-    assert set(topics) == {settings.joint_states_topic, settings.wrench_topic, rb.DEFAULT_IMU_TOPIC,
+    assert set(topics) == {settings.joint_states_topic, settings.wrench_topic, sb.DEFAULT_IMU_TOPIC,
                            rb.ROBOT_DESCRIPTION_TOPIC, rb.GROUND_TRUTH_TOPIC}
     for name, t in topics.items():
         md = t["topic_metadata"]
@@ -114,11 +115,11 @@ def test_messages_carry_exact_stamps_and_come_in_record_order(panda_bags, panda_
     np.testing.assert_array_equal(first.position, panda_run.joint_q[0])
     np.testing.assert_array_equal(first.velocity, panda_run.joint_dq[0])
     np.testing.assert_array_equal(first.effort, panda_run.joint_effort[0])
-    assert items[0].record_time - 1.7e9 == pytest.approx(rb.RECORD_LATENCY_S["joint_states"], abs=1e-6)
+    assert items[0].record_time - 1.7e9 == pytest.approx(sb.RECORD_LATENCY_S["joint_states"], abs=1e-6)
 
 
 def test_both_storages_hold_the_same_messages(panda_bags):
-    settings = settings_for_robot("panda", imu_topic=rb.DEFAULT_IMU_TOPIC)
+    settings = settings_for_robot("panda", imu_topic=sb.DEFAULT_IMU_TOPIC)
     a = list(rb.read_bag(panda_bags["mcap"], settings))
     b = list(rb.read_bag(panda_bags["sqlite3"], settings))
     assert len(a) == len(b) == 3000
@@ -148,7 +149,7 @@ def test_franka_wrench_is_the_exact_inverse_of_the_streams_conversion(panda_run,
     settings = settings_for_robot("panda", wrench_source=source, stiffness_frame="panda_link7")
     if source == "franka_stiffness":
         settings = settings.with_(stiffness_frame="")
-    wrench, conv = rb.source_wrench(panda_run, settings)
+    wrench, conv = sb.source_wrench(panda_run, settings)
     assert conv.expressed_in == frame and conv.sign == -1.0
     np.testing.assert_allclose(_back_to_sensor(panda_run, settings, wrench), panda_run.wrench_in_sensor,
                                rtol=1e-10, atol=1e-10)
@@ -160,7 +161,7 @@ def test_franka_wrench_is_the_exact_inverse_of_the_streams_conversion(panda_run,
 
 def test_the_written_wrench_is_the_sources(panda_bags, panda_run):
     settings = settings_for_robot("panda")
-    wrench, _ = rb.source_wrench(panda_run, settings)
+    wrench, _ = sb.source_wrench(panda_run, settings)
     msgs = [i.msg for i in rb.read_bag(panda_bags["sqlite3"], settings) if i.kind == "wrench"]
     assert {m.header.frame_id for m in msgs} == {"panda_link8"}
     got = np.array([[m.wrench.force.x, m.wrench.force.y, m.wrench.force.z,
@@ -170,16 +171,16 @@ def test_the_written_wrench_is_the_sources(panda_bags, panda_run):
 
 def test_xarm_ft_sensor_keeps_its_frame_rate_and_sign(xarm_run, tmp_path):
     settings = settings_for_robot("xarm7")
-    wrench, conv = rb.source_wrench(xarm_run, settings)
+    wrench, conv = sb.source_wrench(xarm_run, settings)
     assert (conv.expressed_in, conv.sign) == ("ft_sensor", 1.0)
     np.testing.assert_array_equal(wrench, xarm_run.wrench_in_sensor)
-    flipped, _ = rb.source_wrench(xarm_run, settings.with_(wrench_sign=-1.0))
+    flipped, _ = sb.source_wrench(xarm_run, settings.with_(wrench_sign=-1.0))
     np.testing.assert_array_equal(flipped, -xarm_run.wrench_in_sensor)
-    path = rb.write_simulated_bag(xarm_run, tmp_path / "xarm", storage="sqlite3")
+    path = sb.write_simulated_bag(xarm_run, tmp_path / "xarm", storage="sqlite3")
     info = rb.bag_info(path)
     assert info.topics["/xarm/uf_ftsensor_raw_states"] == ("geometry_msgs/msg/WrenchStamped", 100)
     assert info.topics["/xarm/joint_states"] == ("sensor_msgs/msg/JointState", 1000)
-    assert rb.DEFAULT_IMU_TOPIC not in info.topics  # the run has no IMU
+    assert sb.DEFAULT_IMU_TOPIC not in info.topics  # the run has no IMU
 
 
 # --------------------------------------------------------------------- errors
@@ -203,6 +204,6 @@ def test_reading_what_is_not_a_bag(tmp_path, panda_bags):
 
 def test_writing_never_overwrites(panda_run, panda_bags):
     with pytest.raises(FileExistsError):
-        rb.write_simulated_bag(panda_run, panda_bags["mcap"])
+        sb.write_simulated_bag(panda_run, panda_bags["mcap"])
     with pytest.raises(ValueError, match="storage"):
-        rb.write_simulated_bag(panda_run, panda_bags["mcap"].parent / "other", storage="bag")
+        sb.write_simulated_bag(panda_run, panda_bags["mcap"].parent / "other", storage="bag")

@@ -1,4 +1,5 @@
-"""The ROS message layer, with the real ROS 2 Jazzy definitions that ``rosbags`` carries plus ours.
+"""The ROS message layer (``io.ros_factories``, ``io.ros_inbound``, ``io.ros_outbound``), with the real
+ROS 2 Jazzy definitions that ``rosbags`` carries plus ours.
 
 Outgoing builders must survive a CDR round trip with their values intact;
 incoming adapters must push good messages, and count (never raise on) bad ones.
@@ -14,7 +15,10 @@ import pytest
 
 from payload_estimator.commands.common import build_estimator, recording_from_run, stream_for_run
 from payload_estimator.core.inertia import from_ros_inertia_fields, to_ros_inertia_fields
-from payload_estimator.io import ros_messages as rm
+from payload_estimator.io import ros_factories as factories
+from payload_estimator.io import ros_inbound as inbound
+from payload_estimator.io import ros_outbound as outbound
+from payload_estimator.io.diagnostic_level import DiagnosticLevel
 from payload_estimator.io.interfaces import ros_typestore
 from payload_estimator.outputs.markers import estimate_markers
 from payload_estimator.pipeline.playback import play
@@ -34,7 +38,7 @@ def typestore():
 
 @pytest.fixture(scope="module")
 def make(typestore):
-    return rm.rosbags_factory(typestore)
+    return factories.rosbags_factory(typestore)
 
 
 def roundtrip(typestore, msg):
@@ -65,14 +69,14 @@ def played():
     ],
 )
 def test_stamp_fields(t, fields):
-    assert rm.sec_to_stamp_fields(t) == fields
+    assert factories.sec_to_stamp_fields(t) == fields
     stamp = SimpleNamespace(**fields)
-    assert rm.stamp_to_sec(stamp) == pytest.approx(t, abs=1e-9)
+    assert factories.stamp_to_sec(stamp) == pytest.approx(t, abs=1e-9)
 
 
 def test_stamp_fields_reject_non_finite_times():
     with pytest.raises(ValueError):
-        rm.sec_to_stamp_fields(float("nan"))
+        factories.sec_to_stamp_fields(float("nan"))
 
 
 # ---------------------------------------------------------------------- factory
@@ -102,9 +106,9 @@ def test_rclpy_factory_imports_ros_lazily():
         import rosidl_runtime_py  # noqa: F401
     except ImportError:
         with pytest.raises(ImportError):
-            rm.rclpy_factory()
+            factories.rclpy_factory()
     else:  # pragma: no cover - only where ROS is sourced
-        assert callable(rm.rclpy_factory())
+        assert callable(factories.rclpy_factory())
 
 
 # --------------------------------------------------------------------- outbound
@@ -124,10 +128,10 @@ def strict(typestore, make):
 def test_payload_estimate_round_trip(typestore, make, played):
     _, stream, out = played
     est = out.estimate
-    msg = rm.payload_estimate_msg(strict(typestore, make), out, "ft_sensor", "panda_link8")
+    msg = outbound.payload_estimate_msg(strict(typestore, make), out, "ft_sensor", "panda_link8")
     back = roundtrip(typestore, msg)
     assert back.header.frame_id == "ft_sensor"
-    assert (back.header.stamp.sec, back.header.stamp.nanosec) == tuple(rm.sec_to_stamp_fields(out.t).values())
+    assert (back.header.stamp.sec, back.header.stamp.nanosec) == tuple(factories.sec_to_stamp_fields(out.t).values())
     assert back.estimator == "pmd" and back.flange_frame == "panda_link8"
     assert back.mass == est.mass and est.mass == pytest.approx(PAYLOAD.mass, rel=0.02)
     np.testing.assert_array_equal([back.com.x, back.com.y, back.com.z], est.com)
@@ -155,7 +159,7 @@ def test_payload_estimate_without_covariance_or_bias(typestore, make, played):
     _, _, out = played
     bare = dataclasses.replace(out, converged=False, reason="too few samples",
                                estimate=dataclasses.replace(out.estimate, covariance=None, bias=None))
-    back = roundtrip(typestore, rm.payload_estimate_msg(make, bare, "ft_sensor", "panda_link8"))
+    back = roundtrip(typestore, outbound.payload_estimate_msg(make, bare, "ft_sensor", "panda_link8"))
     assert np.isnan(back.phi_covariance).all() and np.isnan(back.mass_std) and np.isnan(back.com_std.x)
     assert back.bias_estimated is False and back.bias.force.z == 0.0
     assert back.converged is False and back.status == "too few samples"
@@ -163,7 +167,7 @@ def test_payload_estimate_without_covariance_or_bias(typestore, make, played):
 
 def test_inertia_stamped_is_about_the_com(typestore, make, make_body):
     body = make_body()
-    back = roundtrip(typestore, rm.inertia_stamped_msg(make, body, "ft_sensor", 12.5))
+    back = roundtrip(typestore, outbound.inertia_stamped_msg(make, body, "ft_sensor", 12.5))
     ros = to_ros_inertia_fields(body)
     i = back.inertia
     assert (back.header.frame_id, back.header.stamp.sec, back.header.stamp.nanosec) == ("ft_sensor", 12, 500_000_000)
@@ -177,7 +181,7 @@ def test_marker_array_deletes_then_adds_each_spec(typestore, make, rng):
     points = rng.normal(size=(12, 3)) * 0.02
     specs = estimate_markers(PAYLOAD.params, points, rng.uniform(size=12))
     assert [s.kind for s in specs] == ["sphere", "cube", "sphere_list"]
-    back = roundtrip(typestore, rm.marker_array_msg(make, specs, "ft_sensor", 3.0))
+    back = roundtrip(typestore, outbound.marker_array_msg(make, specs, "ft_sensor", 3.0))
     first, *adds = back.markers
     assert first.action == 3  # DELETEALL
     assert len(adds) == len(specs)
@@ -195,11 +199,11 @@ def test_marker_array_deletes_then_adds_each_spec(typestore, make, rng):
     np.testing.assert_allclose([[p.x, p.y, p.z] for p in cloud.points], points)
     np.testing.assert_allclose([[c.r, c.g, c.b, c.a] for c in cloud.colors], specs[2].colors, rtol=1e-6)
     with pytest.raises(ValueError, match="marker kind"):
-        rm.marker_array_msg(make, [dataclasses.replace(specs[0], kind="arrow")], "f", 0.0)
+        outbound.marker_array_msg(make, [dataclasses.replace(specs[0], kind="arrow")], "f", 0.0)
 
 
 def _levels(typestore, make, diagnostics):
-    back = roundtrip(typestore, rm.diagnostic_array_msg(make, diagnostics, "payload_estimator", 7.0))
+    back = roundtrip(typestore, outbound.diagnostic_array_msg(make, diagnostics, "payload_estimator", 7.0))
     assert back.header.stamp.sec == 7
     assert [s.name for s in back.status] == [
         "payload_estimator: inputs", "payload_estimator: rejected input", "payload_estimator: estimate"]
@@ -208,38 +212,40 @@ def _levels(typestore, make, diagnostics):
 
 
 def test_diagnostics_levels(typestore, make, played):
+    OK, WARN, STALE = DiagnosticLevel.OK, DiagnosticLevel.WARN, DiagnosticLevel.STALE
     run, stream, _ = played
     now = stream.health.snapshot()["streams"]["joint_states"]["last_wall_time"]
     # a clean, converged run, seen right after its last sample
     levels, status = _levels(typestore, make, stream.diagnostics(now))
-    assert levels == [rm.OK, rm.OK, rm.OK]
+    assert levels == [OK, OK, OK]
     values = {kv.key: kv.value for kv in status[0].values}
     assert values["stale"] == "none" and float(values["joint_states rate (Hz)"]) == pytest.approx(1000, rel=0.01)
     # the same stream a minute later: every input stale
     levels, status = _levels(typestore, make, stream.diagnostics(now + 60.0))
-    assert levels == [rm.STALE, rm.WARN, rm.OK] and "joint_states" in status[0].message
+    assert levels == [STALE, WARN, OK] and "joint_states" in status[0].message
     # input rejected since the last publication
     diag = dict(stream.diagnostics(now), counts={"non_finite": 5}, recent_counts={"non_finite": 2})
     levels, status = _levels(typestore, make, diag)
-    assert levels == [rm.OK, rm.WARN, rm.OK] and "2 non_finite" in status[1].message
+    assert levels == [OK, WARN, OK] and "2 non_finite" in status[1].message
     assert {kv.key: kv.value for kv in status[1].values} == {"total non_finite": "5", "recent non_finite": "2"}
     # old problems alone do not warn (a snapshot cannot tell when they happened)
-    assert _levels(typestore, make, dict(diag, recent_counts={}))[0][1] == rm.OK
+    assert _levels(typestore, make, dict(diag, recent_counts={}))[0][1] == OK
     # one stream stale: WARN, not STALE
     partial = dict(stream.diagnostics(now), stale_streams=["wrench"])
-    assert _levels(typestore, make, partial)[0][:2] == [rm.WARN, rm.WARN]
+    assert _levels(typestore, make, partial)[0][:2] == [WARN, WARN]
     # a fresh stream: nothing received, no estimate
     fresh = stream_for_run(run, build_estimator("ols", None))
     levels, status = _levels(typestore, make, fresh.diagnostics(0.0))
-    assert levels == [rm.STALE, rm.WARN, rm.WARN] and status[2].message == "no estimate yet"
+    assert levels == [STALE, WARN, WARN] and status[2].message == "no estimate yet"
 
 
 def test_recent_counts():
-    assert rm.recent_counts({"gap": 2, "stale": 1}, {"gap": 5, "stale": 1, "saturated": 3}) == {"gap": 3, "saturated": 3}
+    assert outbound.recent_counts({"gap": 2, "stale": 1}, {"gap": 5, "stale": 1, "saturated": 3}) == {
+        "gap": 3, "saturated": 3}
 
 
 def test_string_round_trip(typestore, make):
-    assert roundtrip(typestore, rm.string_msg(make, "<robot name='x'/>")).data == "<robot name='x'/>"
+    assert roundtrip(typestore, outbound.string_msg(make, "<robot name='x'/>")).data == "<robot name='x'/>"
 
 
 # ---------------------------------------------------------------------- inbound
@@ -252,7 +258,7 @@ def panda_stream():
 
 
 def js(make, t, names, positions, velocities=()):
-    return rm.joint_state_msg(make, t, names, positions, velocities)
+    return outbound.joint_state_msg(make, t, names, positions, velocities)
 
 
 def test_joint_states_in_any_order_with_fingers_are_used(make, panda_stream):
@@ -260,8 +266,9 @@ def test_joint_states_in_any_order_with_fingers_are_used(make, panda_stream):
     order = rng.permutation(7)
     names = [PANDA_ARM[k] for k in order] + ["panda_finger_joint1", "panda_finger_joint2"]
     q = np.linspace(-0.5, 0.5, 7)
-    assert rm.feed(panda_stream, "joint_states", js(make, 1.0, names, np.r_[q[order], 0.04, np.nan]), 1.0)
-    assert rm.feed(panda_stream, "wrench", rm.wrench_stamped_msg(make, 1.0, "panda_link8", [0, 0, -5], [0, 0, 0]), 1.0)
+    assert inbound.feed(panda_stream, "joint_states", js(make, 1.0, names, np.r_[q[order], 0.04, np.nan]), 1.0)
+    wrench = outbound.wrench_stamped_msg(make, 1.0, "panda_link8", [0, 0, -5], [0, 0, 0])
+    assert inbound.feed(panda_stream, "wrench", wrench, 1.0)
     panda_stream.process()
     assert panda_stream.health.counts == {}  # a NaN finger does not matter
     assert panda_stream.health.snapshot()["streams"]["joint_states"]["samples"] == 1
@@ -269,13 +276,13 @@ def test_joint_states_in_any_order_with_fingers_are_used(make, panda_stream):
 
 def test_bad_joint_states_are_counted_never_raised(make, panda_stream):
     s = panda_stream
-    assert not rm.feed(s, "joint_states", js(make, 1.0, PANDA_ARM, np.zeros(6)), 1.0)  # 7 names, 6 positions
-    assert not rm.feed(s, "joint_states", js(make, 1.001, PANDA_ARM[:6], np.zeros(6)), 1.001)  # joint 7 missing
-    assert rm.feed(s, "joint_states", js(make, 1.002, PANDA_ARM, np.r_[np.nan, np.zeros(6)]), 1.002)
+    assert not inbound.feed(s, "joint_states", js(make, 1.0, PANDA_ARM, np.zeros(6)), 1.0)  # 7 names, 6 positions
+    assert not inbound.feed(s, "joint_states", js(make, 1.001, PANDA_ARM[:6], np.zeros(6)), 1.001)  # joint 7 missing
+    assert inbound.feed(s, "joint_states", js(make, 1.002, PANDA_ARM, np.r_[np.nan, np.zeros(6)]), 1.002)
     garbage = SimpleNamespace(header=SimpleNamespace(stamp=SimpleNamespace(sec=1, nanosec=3_000_000)),
                               name=PANDA_ARM, position=["a"] * 7, velocity=[])
-    assert not rm.feed(s, "joint_states", garbage, 1.003)
-    assert not rm.feed(s, "joint_states", None, 1.004)
+    assert not inbound.feed(s, "joint_states", garbage, 1.003)
+    assert not inbound.feed(s, "joint_states", None, 1.004)
     s.process()
     assert s.health.counts_for("joint_states") == {
         "length_mismatch": 1, "missing_joint": 1, "non_finite": 1, "malformed_message": 2}
@@ -283,28 +290,28 @@ def test_bad_joint_states_are_counted_never_raised(make, panda_stream):
 
 def test_unstamped_messages_use_the_receive_time_or_are_dropped(make, panda_stream):
     s = panda_stream
-    assert rm.feed(s, "joint_states", js(make, 0.0, PANDA_ARM, np.zeros(7)), wall_time=42.0)
+    assert inbound.feed(s, "joint_states", js(make, 0.0, PANDA_ARM, np.zeros(7)), wall_time=42.0)
     assert s.health.snapshot()["streams"]["joint_states"]["last_stamp"] == 42.0
-    assert not rm.feed(s, "joint_states", js(make, 0.0, PANDA_ARM, np.zeros(7)))
+    assert not inbound.feed(s, "joint_states", js(make, 0.0, PANDA_ARM, np.zeros(7)))
     assert s.health.counts == {"unstamped": 2}
 
 
 def test_missing_velocities_count_when_the_stream_needs_them(make):
     settings = settings_for_robot("panda", use_joint_velocities=True)
     s = build_stream(settings, builtin_description(settings))
-    assert not rm.feed(s, "joint_states", js(make, 1.0, PANDA_ARM, np.zeros(7)), 1.0)
-    assert rm.feed(s, "joint_states", js(make, 1.001, PANDA_ARM, np.zeros(7), np.zeros(7)), 1.001)
+    assert not inbound.feed(s, "joint_states", js(make, 1.0, PANDA_ARM, np.zeros(7)), 1.0)
+    assert inbound.feed(s, "joint_states", js(make, 1.001, PANDA_ARM, np.zeros(7), np.zeros(7)), 1.001)
     assert s.health.counts == {"length_mismatch": 1}
 
 
 def test_wrenches_in_a_wrong_frame_or_with_nan_are_counted(make, panda_stream):
     s = panda_stream
-    w = rm.wrench_stamped_msg
-    assert not rm.feed(s, "wrench", w(make, 1.0, "panda_link0", [1, 2, 3], [0, 0, 0]), 1.0)
-    assert not rm.feed(s, "wrench", w(make, 1.001, "panda_link8", [np.nan, 2, 3], [0, 0, 0]), 1.001)
-    assert rm.feed(s, "wrench", w(make, 1.002, "/panda_link8", [1, 2, 3], [0, 0, 0]), 1.002)  # ROS 1-style slash
-    assert rm.feed(s, "wrench", w(make, 1.003, "", [1, 2, 3], [0, 0, 0]), 1.003)  # no frame: trusted
-    assert not rm.feed(s, "wrench", SimpleNamespace(header=None), 1.004)
+    w = outbound.wrench_stamped_msg
+    assert not inbound.feed(s, "wrench", w(make, 1.0, "panda_link0", [1, 2, 3], [0, 0, 0]), 1.0)
+    assert not inbound.feed(s, "wrench", w(make, 1.001, "panda_link8", [np.nan, 2, 3], [0, 0, 0]), 1.001)
+    assert inbound.feed(s, "wrench", w(make, 1.002, "/panda_link8", [1, 2, 3], [0, 0, 0]), 1.002)  # ROS 1-style slash
+    assert inbound.feed(s, "wrench", w(make, 1.003, "", [1, 2, 3], [0, 0, 0]), 1.003)  # no frame: trusted
+    assert not inbound.feed(s, "wrench", SimpleNamespace(header=None), 1.004)
     assert s.health.counts_for("wrench") == {"wrong_frame": 1, "non_finite": 1, "malformed_message": 1}
 
 
@@ -312,35 +319,36 @@ def test_imu_without_gyro_or_accelerometer_is_skipped_and_counted(make):
     run = simulate(robot="xarm7", payload=PAYLOAD, duration=0.05, seed=0)
     settings = settings_for_robot("xarm7", motion_source="imu", imu_frame=run.imu_frame)
     s = build_stream(settings, run.urdf)
-    imu = rm.imu_msg(make, 1.0, run.imu_frame, [0, 0, 0.1], [0, 0, 9.81])
+    imu = outbound.imu_msg(make, 1.0, run.imu_frame, [0, 0, 0.1], [0, 0, 9.81])
     assert imu.orientation_covariance[0] == -1  # no orientation: irrelevant here
-    assert rm.feed(s, "imu", imu, 1.0)
+    assert inbound.feed(s, "imu", imu, 1.0)
     for field in ("angular_velocity_covariance", "linear_acceleration_covariance"):
-        absent = rm.imu_msg(make, 1.001, run.imu_frame, [0, 0, 0.1], [0, 0, 9.81])
+        absent = outbound.imu_msg(make, 1.001, run.imu_frame, [0, 0, 0.1], [0, 0, 9.81])
         getattr(absent, field)[0] = -1.0
-        assert not rm.feed(s, "imu", absent, 1.001)
-    assert not rm.feed(s, "imu", rm.imu_msg(make, 1.002, "elsewhere", [0, 0, 0], [0, 0, 9.8]), 1.002)
+        assert not inbound.feed(s, "imu", absent, 1.001)
+    assert not inbound.feed(s, "imu", outbound.imu_msg(make, 1.002, "elsewhere", [0, 0, 0], [0, 0, 9.8]), 1.002)
     assert s.health.counts_for("imu") == {"imu_field_absent": 2, "wrong_frame": 1}
 
 
 def test_imu_is_ignored_when_the_stream_does_not_use_one(make, panda_stream):
-    absent = rm.imu_msg(make, 1.0, "imu_link", [0, 0, 0], [0, 0, 9.8])
+    absent = outbound.imu_msg(make, 1.0, "imu_link", [0, 0, 0], [0, 0, 9.8])
     absent.linear_acceleration_covariance[0] = -1.0
-    assert not rm.feed(panda_stream, "imu", absent, 1.0)
+    assert not inbound.feed(panda_stream, "imu", absent, 1.0)
     assert panda_stream.health.counts == {}
 
 
 def test_feed_rejects_unknown_kinds(make, panda_stream):
     with pytest.raises(ValueError, match="unknown input kind"):
-        rm.feed(panda_stream, "odometry", None)
+        inbound.feed(panda_stream, "odometry", None)
 
 
 def test_feed_many_equals_feeding_one_by_one(tmp_path):
     """Batching consecutive messages changes nothing but the cost: same samples, same counts, same estimate."""
-    from payload_estimator.io.bag import read_bag, write_simulated_bag
-    from payload_estimator.io.ros_messages import feed, feed_many
+    from payload_estimator.io.bag import read_bag
+    from payload_estimator.io.ros_inbound import feed, feed_many
     from payload_estimator.pipeline.build import build_stream, builtin_description
     from payload_estimator.settings import settings_for_robot
+    from payload_estimator.sim.bag import write_simulated_bag
     from payload_estimator.sim.mujoco_sim import simulate
 
     run = simulate(robot="xarm7", payload="drill", duration=2.5, seed=3)

@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
               f"{len(sim.joint_t)} joint states, {len(sim.wrench_t)} wrenches, {len(sim.imu_t)} IMU samples")
         return 0
     try:
-        from payload_estimator.io.bag import write_simulated_bag
+        from payload_estimator.sim.bag import write_simulated_bag
     except ModuleNotFoundError as exc:  # pragma: no cover - needs the sim extra
         raise CommandError(f"writing bags needs rosbags ({exc})") from None
     try:

@@ -1,6 +1,6 @@
 """The estimator node's own state, as a ``diagnostic_msgs/DiagnosticStatus`` (ROS-free).
 
-The stream's diagnostics (:func:`payload_estimator.io.ros_messages.diagnostic_array_msg`)
+The stream's diagnostics (:func:`payload_estimator.io.ros_outbound.diagnostic_array_msg`)
 say how the inputs and the estimate are doing once there is a stream. Before
 that, and whenever the node cannot build one, this status says why:
 
@@ -10,12 +10,16 @@ that, and whenever the node cannot build one, this status says why:
   exists nowhere, a bad shape, unknown joints ...); inputs are dropped; the
   last good estimate, if any, is kept.
 * :data:`RUNNING` (OK, or WARN when the input queue overflowed recently).
+
+Levels are :class:`~payload_estimator.io.diagnostic_level.DiagnosticLevel`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Mapping
+
+from payload_estimator.io.diagnostic_level import DiagnosticLevel
 
 __all__ = [
     "NodeStatus",
@@ -31,8 +35,12 @@ WAITING_FRAMES = "waiting for tf frames"
 CONFIGURATION_ERROR = "configuration error"
 RUNNING = "running"
 
-_OK, _WARN, _ERROR = 0, 1, 2  # diagnostic_msgs/DiagnosticStatus levels
-_LEVELS = {WAITING_DESCRIPTION: _WARN, WAITING_FRAMES: _WARN, CONFIGURATION_ERROR: _ERROR, RUNNING: _OK}
+_LEVELS = {
+    WAITING_DESCRIPTION: DiagnosticLevel.WARN,
+    WAITING_FRAMES: DiagnosticLevel.WARN,
+    CONFIGURATION_ERROR: DiagnosticLevel.ERROR,
+    RUNNING: DiagnosticLevel.OK,
+}
 
 
 @dataclass
@@ -50,8 +58,8 @@ class NodeStatus:
     values: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def level(self) -> int:
-        return _LEVELS.get(self.state, _WARN)
+    def level(self) -> DiagnosticLevel:
+        return _LEVELS.get(self.state, DiagnosticLevel.WARN)
 
     @property
     def message(self) -> str:
@@ -70,8 +78,8 @@ def node_status_fields(status: NodeStatus, node_name: str, overflow: Mapping[str
     lost = {k: int(v) for k, v in (overflow or {}).items() if int(v) > 0}
     if lost:
         values.update({f"queue overflow {k}": n for k, n in sorted(lost.items())})
-        if level == _OK:
-            level = _WARN
+        if level == DiagnosticLevel.OK:
+            level = DiagnosticLevel.WARN
             message += "; input queue overflowed: " + ", ".join(f"{n} {k}" for k, n in sorted(lost.items()))
     return {
         "level": level,

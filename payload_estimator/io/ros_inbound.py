@@ -1,0 +1,274 @@
+"""ROS 2 input messages into an :class:`~payload_estimator.pipeline.stream.EstimationStream`, without importing ROS.
+
+The rclpy node and ``payload-estimator replay`` share this module, so a bag
+replayed offline runs exactly the pipeline the node runs live.
+
+The adapters are duck-typed: they read the fields of ``sensor_msgs/JointState``,
+``geometry_msgs/WrenchStamped`` and ``sensor_msgs/Imu`` from rclpy messages,
+``rosbags`` dataclasses or anything with the same attributes, and push them
+into the stream. They never raise on bad data: what the stream can judge
+(lengths, NaN, missing joints, wrong frames, saturation) it counts; what only
+the message layer sees is counted here under :data:`UNSTAMPED`,
+:data:`IMU_FIELD_ABSENT` and :data:`MALFORMED`.
+
+Units are the messages' (SI): rad, rad/s, N, N·m, m/s². Frames: a wrench or
+IMU sample is in its ``header.frame_id`` (a leading ``/`` is ignored), which
+the stream checks against its configuration.
+
+Times: a header stamp (``builtin_interfaces/Time``) is read as seconds on the
+publisher's clock; a zero stamp means "unstamped" and falls back to the
+receive time ``wall_time`` when one is given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from payload_estimator.io.ros_factories import stamp_to_sec
+from payload_estimator.pipeline.health import NON_FINITE
+from payload_estimator.pipeline.stream import IMU, JOINTS, WRENCH, EstimationStream
+
+__all__ = [
+    "KINDS",
+    "UNSTAMPED",
+    "IMU_FIELD_ABSENT",
+    "MALFORMED",
+    "feed_joint_state",
+    "feed_wrench",
+    "feed_imu",
+    "feed",
+    "feed_many",
+]
+
+KINDS: tuple[str, ...] = (JOINTS, WRENCH, IMU)
+"""The input kinds :func:`feed` accepts (the stream names of the diagnostics)."""
+
+UNSTAMPED = "unstamped"
+"""A message whose header stamp is zero; its receive time is used, or it is dropped without one."""
+IMU_FIELD_ABSENT = "imu_field_absent"
+"""An IMU message whose gyro or accelerometer covariance[0] is -1 (the field is absent); dropped."""
+MALFORMED = "malformed_message"
+"""A message whose fields cannot be read as numbers of the expected shape; dropped."""
+
+# ----------------------------------------------------------------- one by one
+
+
+def _input_stamp(stream: EstimationStream, header: Any, wall_time: float | None, kind: str) -> float | None:
+    """The header stamp in s, the receive time for an unstamped message, or None (dropped)."""
+    t = stamp_to_sec(header.stamp)
+    if t != 0.0:
+        return t
+    if wall_time is not None:
+        stream.health.report(UNSTAMPED, "message with a zero header stamp; its receive time is used", kind)
+        return float(wall_time)
+    stream.health.report(UNSTAMPED, "message with a zero header stamp and no receive time; dropped", kind)
+    return None
+
+
+def _floats(values: Any) -> np.ndarray:
+    return np.asarray(values, dtype=float).reshape(-1)
+
+
+def _xyz(v: Any) -> np.ndarray:
+    return np.array([float(v.x), float(v.y), float(v.z)])
+
+
+def _frame(frame_id: Any) -> str:
+    # tf2 frame ids carry no leading slash; some drivers still send one
+    return str(frame_id).lstrip("/")
+
+
+def _malformed(stream: EstimationStream, kind: str, what: str, exc: Exception) -> bool:
+    stream.health.report(MALFORMED, f"unreadable {what} ({type(exc).__name__}: {exc}); dropped", kind)
+    return False
+
+
+def feed_joint_state(stream: EstimationStream, msg: Any, wall_time: float | None = None) -> bool:
+    """Push a ``sensor_msgs/JointState`` into ``stream``; False when it was dropped (and counted).
+
+    Names may come in any order and include joints the stream does not use
+    (gripper fingers); velocities are read only when the stream uses them.
+
+    Args:
+        wall_time: receive time, s, on the clock used for rates and staleness
+            (the record time when replaying); also the stamp of unstamped messages.
+    """
+    try:
+        stamp = _input_stamp(stream, msg.header, wall_time, JOINTS)
+        if stamp is None:
+            return False
+        names = [str(n) for n in msg.name]
+        positions = _floats(msg.position)
+        velocities = _floats(msg.velocity) if stream.config.use_joint_velocities else None
+    except (AttributeError, TypeError, ValueError) as exc:
+        return _malformed(stream, JOINTS, "JointState", exc)
+    try:
+        return stream.push_joint_states(stamp, positions, names, velocities, wall_time=wall_time)
+    except (TypeError, ValueError, IndexError) as exc:
+        return _malformed(stream, JOINTS, "JointState", exc)
+
+
+def feed_wrench(stream: EstimationStream, msg: Any, wall_time: float | None = None) -> bool:
+    """Push a ``geometry_msgs/WrenchStamped`` (N, N·m, components in ``header.frame_id``); False when dropped.
+
+    The frame must be the configured wrench frame (or empty); the stream counts others.
+    """
+    try:
+        stamp = _input_stamp(stream, msg.header, wall_time, WRENCH)
+        if stamp is None:
+            return False
+        force, torque = _xyz(msg.wrench.force), _xyz(msg.wrench.torque)
+        frame_id = _frame(msg.header.frame_id)
+    except (AttributeError, TypeError, ValueError) as exc:
+        return _malformed(stream, WRENCH, "WrenchStamped", exc)
+    if not (np.all(np.isfinite(force)) and np.all(np.isfinite(torque))):
+        # counted here: the saturation check would otherwise call a NaN sample saturated
+        stream.health.report(NON_FINITE, "1 samples with NaN/inf dropped", WRENCH)
+        return False
+    try:
+        return stream.push_wrench(stamp, force, torque, frame_id=frame_id, wall_time=wall_time)
+    except (TypeError, ValueError, IndexError) as exc:
+        return _malformed(stream, WRENCH, "WrenchStamped", exc)
+
+
+def feed_imu(stream: EstimationStream, msg: Any, wall_time: float | None = None) -> bool:
+    """Push a ``sensor_msgs/Imu`` (gyro rad/s, specific force m/s², IMU frame); False when dropped or unused.
+
+    Ignored (uncounted) when the stream does not use an IMU. A message whose
+    ``angular_velocity_covariance[0]`` or ``linear_acceleration_covariance[0]``
+    is -1 lacks that field (REP 145) and is dropped under :data:`IMU_FIELD_ABSENT`;
+    an absent orientation does not matter.
+    """
+    if stream.imu_mount is None:
+        return False
+    try:
+        if float(msg.angular_velocity_covariance[0]) == -1.0 or float(msg.linear_acceleration_covariance[0]) == -1.0:
+            stream.health.report(
+                IMU_FIELD_ABSENT, "IMU message without angular velocity or linear acceleration; dropped", IMU
+            )
+            return False
+        stamp = _input_stamp(stream, msg.header, wall_time, IMU)
+        if stamp is None:
+            return False
+        gyro, accel = _xyz(msg.angular_velocity), _xyz(msg.linear_acceleration)
+        frame_id = _frame(msg.header.frame_id)
+    except (AttributeError, TypeError, ValueError, IndexError) as exc:
+        return _malformed(stream, IMU, "Imu", exc)
+    try:
+        return stream.push_imu(stamp, gyro, accel, frame_id=frame_id, wall_time=wall_time)
+    except (TypeError, ValueError, IndexError) as exc:
+        return _malformed(stream, IMU, "Imu", exc)
+
+
+_FEEDERS: dict[str, Callable[[EstimationStream, Any, float | None], bool]] = {
+    JOINTS: feed_joint_state,
+    WRENCH: feed_wrench,
+    IMU: feed_imu,
+}
+
+
+def feed(stream: EstimationStream, kind: str, msg: Any, wall_time: float | None = None) -> bool:
+    """Dispatch ``msg`` by ``kind`` (``"joint_states"``, ``"wrench"`` or ``"imu"``).
+
+    Raises:
+        ValueError: unknown ``kind`` (a programming error, not bad data).
+    """
+    try:
+        feeder = _FEEDERS[kind]
+    except KeyError:
+        raise ValueError(f"unknown input kind {kind!r}; expected one of {', '.join(KINDS)}") from None
+    return feeder(stream, msg, wall_time)
+
+# -------------------------------------------------------------------- batches
+
+
+def feed_many(stream: EstimationStream, items: Iterable[tuple[str, Any, float | None]]) -> dict[str, int]:
+    """Feed ``(kind, msg, wall_time)`` items in order; returns how many of each kind were accepted.
+
+    The same samples and the same counted problems as calling :func:`feed` on
+    each, several times cheaper at 1 kHz: consecutive joint states with the
+    same name list, and consecutive wrenches in the same frame, go into the
+    stream as one batch. Anything unusual (an unstamped or unreadable message,
+    uneven arrays, an IMU sample) takes the one-by-one path.
+    """
+    accepted = {kind: 0 for kind in KINDS}
+    run: list[tuple[Any, float | None]] = []
+    run_kind: str | None = None
+    run_key: Any = None
+
+    def flush() -> None:
+        nonlocal accepted, run, run_kind, run_key
+        if run:
+            if run_kind == JOINTS:
+                accepted[JOINTS] += _flush_joint_states(stream, run_key, run)
+            else:
+                accepted[WRENCH] += _flush_wrenches(stream, run_key, run)
+        run, run_kind, run_key = [], None, None
+
+    for kind, msg, wall_time in items:
+        key = _batch_key(kind, msg)
+        if key is None:
+            flush()
+            accepted[kind] = accepted.get(kind, 0) + bool(feed(stream, kind, msg, wall_time))
+            continue
+        if kind != run_kind or key != run_key:
+            flush()
+            run_kind, run_key = kind, key
+        run.append((msg, wall_time))
+    flush()
+    return accepted
+
+
+def _batch_key(kind: str, msg: Any) -> Any:
+    """What messages must share to go into the stream as one batch, or None for the one-by-one path."""
+    try:
+        if msg.header.stamp.sec == 0 and msg.header.stamp.nanosec == 0:
+            return None  # unstamped: the single path counts it
+        if kind == JOINTS:
+            return tuple(msg.name)
+        if kind == WRENCH:
+            return _frame(msg.header.frame_id)
+    except (AttributeError, TypeError):
+        return None
+    return None
+
+
+def _flush_joint_states(stream: EstimationStream, names: tuple[str, ...], run: list) -> int:
+    n = len(names)
+    try:
+        positions = [msg.position for msg, _ in run]
+        if any(len(p) != n for p in positions):
+            raise ValueError("uneven")
+        stamps = np.array([stamp_to_sec(msg.header.stamp) for msg, _ in run])
+        q = np.array(positions, dtype=float).reshape(len(run), n)
+        dq = None
+        if stream.config.use_joint_velocities:
+            velocities = [msg.velocity for msg, _ in run]
+            if any(len(v) != n for v in velocities):
+                raise ValueError("uneven")
+            dq = np.array(velocities, dtype=float).reshape(len(run), n)
+    except (AttributeError, TypeError, ValueError):
+        return sum(bool(feed_joint_state(stream, msg, wall)) for msg, wall in run)
+    ok = stream.push_joint_states(stamps, q, [str(x) for x in names], dq, wall_time=run[-1][1])
+    return len(run) if ok else 0
+
+
+def _flush_wrenches(stream: EstimationStream, frame_id: str, run: list) -> int:
+    try:
+        stamps = np.array([stamp_to_sec(msg.header.stamp) for msg, _ in run])
+        w = np.array([(m.wrench.force.x, m.wrench.force.y, m.wrench.force.z,
+                       m.wrench.torque.x, m.wrench.torque.y, m.wrench.torque.z) for m, _ in run], dtype=float)
+    except (AttributeError, TypeError, ValueError):
+        return sum(bool(feed_wrench(stream, msg, wall)) for msg, wall in run)
+    finite = np.all(np.isfinite(w), axis=1)
+    bad = int((~finite).sum())
+    if bad:
+        # counted here, as feed_wrench does: the saturation check would call NaN saturated
+        stream.health.report(NON_FINITE, f"{bad} samples with NaN/inf dropped", WRENCH, bad)
+        stamps, w = stamps[finite], w[finite]
+    if len(stamps) == 0:
+        return 0
+    return stream.push_wrench(stamps, w[:, :3], w[:, 3:], frame_id=frame_id, wall_time=run[-1][1])

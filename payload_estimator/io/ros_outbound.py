@@ -1,0 +1,324 @@
+"""Estimates and diagnostics out as ROS 2 messages, and the simulator's sensor messages (ROS-free).
+
+Every builder describes its message as a plain field dictionary and hands it
+to a :data:`~payload_estimator.io.ros_factories.MessageFactory`, which makes
+the actual message (rclpy for the nodes, ``rosbags`` for bags and tests):
+
+* the estimator's outputs: ``PayloadEstimate``, ``InertiaStamped``,
+  ``MarkerArray``, ``DiagnosticArray`` (levels:
+  :class:`~payload_estimator.io.diagnostic_level.DiagnosticLevel`),
+  ``String``;
+* what the simulator publishes or records as a robot's drivers would:
+  ``JointState``, ``WrenchStamped``, ``Imu``.
+
+Units are SI (kg, m, kg m², N, N·m, rad, rad/s, m/s²); every pose, vector and
+inertia is in the ``frame_id`` the caller names, which goes into the header.
+Stamps are given in s or as ``{"sec", "nanosec"}``
+(:func:`~payload_estimator.io.ros_factories.stamp_fields`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from payload_estimator.core.inertia import InertialParameters, to_ros_inertia_fields
+from payload_estimator.io.diagnostic_level import DiagnosticLevel
+from payload_estimator.io.ros_factories import MessageFactory, header_fields
+from payload_estimator.outputs.markers import MarkerSpec
+from payload_estimator.pipeline.stream import StreamEstimate
+
+__all__ = [
+    "payload_estimate_msg",
+    "inertia_stamped_msg",
+    "marker_array_msg",
+    "diagnostic_array_msg",
+    "recent_counts",
+    "string_msg",
+    "joint_state_msg",
+    "wrench_stamped_msg",
+    "imu_msg",
+]
+
+# ---------------------------------------------------------------- field helpers
+
+
+def _vector3(v: Sequence[float] | np.ndarray) -> dict[str, float]:
+    x, y, z = (float(c) for c in np.asarray(v, dtype=float).reshape(3))
+    return {"x": x, "y": y, "z": z}
+
+
+def _quaternion(xyzw: Sequence[float] | np.ndarray) -> dict[str, float]:
+    x, y, z, w = (float(c) for c in np.asarray(xyzw, dtype=float).reshape(4))
+    return {"x": x, "y": y, "z": z, "w": w}
+
+
+def _color(rgba: Sequence[float] | np.ndarray) -> dict[str, float]:
+    r, g, b, a = (float(c) for c in np.asarray(rgba, dtype=float).reshape(4))
+    return {"r": r, "g": g, "b": b, "a": a}
+
+
+def _fixed(values: Any, n: int) -> np.ndarray:
+    """``n`` floats; NaN when ``values`` is missing or of another size."""
+    arr = np.full(n, np.nan) if values is None else np.asarray(values, dtype=float).reshape(-1)
+    return arr if arr.shape == (n,) else np.full(n, np.nan)
+
+
+def _inertia_fields(params: InertialParameters) -> dict[str, Any]:
+    """``geometry_msgs/Inertia``: mass, COM and the inertia about the COM (frame axes)."""
+    f = to_ros_inertia_fields(params)
+    return {"m": float(f["m"]), "com": _vector3(f["com"]), **{k: float(f[k]) for k in
+            ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}}
+
+
+# ---------------------------------------------------------- estimator outputs
+
+
+def payload_estimate_msg(factory: MessageFactory, out: StreamEstimate, frame_id: str, flange_frame: str) -> Any:
+    """``payload_estimator/msg/PayloadEstimate`` of a stream estimate (every field; SI units).
+
+    ``frame_id`` is the frame the estimate is in (the stream's sensor frame);
+    ``header.stamp`` is ``out.t``. Unknown uncertainties are NaN.
+    """
+    est = out.estimate
+    known_covariance = est.covariance is not None
+    bias = _fixed(est.bias, 6) if est.bias is not None else np.zeros(6)
+    fields = {
+        "header": header_fields(frame_id, out.t),
+        "estimator": est.method,
+        "mass": float(est.mass),
+        "com": _vector3(est.com),
+        "inertia": _inertia_fields(est.params),
+        "phi": _fixed(est.phi, 10),
+        "phi_covariance": _fixed(est.covariance, 100) if known_covariance else np.full(100, np.nan),
+        "mass_std": float(est.mass_std),
+        "com_std": _vector3(est.com_std),
+        "flange_frame": flange_frame,
+        "inertia_in_flange": _inertia_fields(out.params_in_flange),
+        "bias_estimated": est.bias is not None,
+        "bias": {"force": _vector3(bias[:3]), "torque": _vector3(bias[3:])},
+        "samples_used": int(min(max(est.samples_used, 0), 2**32 - 1)),
+        "dynamism": float(est.dynamism),
+        "condition_number": float(est.condition_number),
+        "residual_rms": _fixed(est.residual_rms, 6),
+        "inertia_identifiable": bool(est.inertia_identifiable),
+        "physically_consistent": bool(est.physically_consistent),
+        "converged": bool(out.converged),
+        "status": "converged" if out.converged else (out.reason or "not converged"),
+    }
+    return factory("payload_estimator/msg/PayloadEstimate", fields)
+
+
+def inertia_stamped_msg(
+    factory: MessageFactory, params: InertialParameters, frame_id: str, stamp_sec: float | Mapping[str, int]
+) -> Any:
+    """``geometry_msgs/InertiaStamped``: mass (kg), COM (m) and inertia about the COM (kg m², ``frame_id`` axes)."""
+    return factory("geometry_msgs/msg/InertiaStamped",
+                   {"header": header_fields(frame_id, stamp_sec), "inertia": _inertia_fields(params)})
+
+
+_MARKER_TYPES = {"cube": 1, "sphere": 2, "sphere_list": 7}  # visualization_msgs/Marker constants
+_MARKER_ADD, _MARKER_DELETEALL = 0, 3
+
+
+def marker_array_msg(
+    factory: MessageFactory, markers: Sequence[MarkerSpec], frame_id: str, stamp_sec: float | Mapping[str, int]
+) -> Any:
+    """``visualization_msgs/MarkerArray``: a DELETEALL, then one ADD per spec (poses in ``frame_id``, m).
+
+    The markers are frame-locked, so rviz moves them with the frame between updates.
+    """
+    header = header_fields(frame_id, stamp_sec)
+    items: list[dict[str, Any]] = [{"header": header, "action": _MARKER_DELETEALL}]
+    for spec in markers:
+        try:
+            kind = _MARKER_TYPES[spec.kind]
+        except KeyError:
+            raise ValueError(f"unknown marker kind {spec.kind!r}") from None
+        items.append({
+            "header": header,
+            "ns": spec.ns,
+            "id": int(spec.marker_id),
+            "type": kind,
+            "action": _MARKER_ADD,
+            "pose": {"position": _vector3(spec.position), "orientation": _quaternion(spec.orientation_xyzw)},
+            "scale": _vector3(spec.scale),
+            "color": _color(spec.color),
+            "frame_locked": True,
+            "points": [_vector3(p) for p in np.asarray(spec.points, dtype=float).reshape(-1, 3)],
+            "colors": [_color(c) for c in np.asarray(spec.colors, dtype=float).reshape(-1, 4)],
+        })
+    return factory("visualization_msgs/msg/MarkerArray", {"markers": items})
+
+
+def recent_counts(previous: Mapping[str, int], current: Mapping[str, int]) -> dict[str, int]:
+    """Problems counted since ``previous`` (a former ``diagnostics()["counts"]``), per reason, positive only.
+
+    A node that keeps the counts of its last publication passes this as
+    ``diagnostics["recent_counts"]`` to :func:`diagnostic_array_msg`.
+    """
+    return {k: int(v) - int(previous.get(k, 0)) for k, v in current.items() if int(v) > int(previous.get(k, 0))}
+
+
+def _number(x: Any, digits: int = 1) -> str:
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return str(x)
+    return f"{x:.{digits}f}" if math.isfinite(x) else "n/a"
+
+
+def _key_values(pairs: Mapping[str, Any]) -> list[dict[str, str]]:
+    return [{"key": str(k), "value": str(v)} for k, v in pairs.items()]
+
+
+def _inputs_status(diag: Mapping[str, Any], name: str, hardware_id: str) -> dict[str, Any]:
+    streams: Mapping[str, Mapping[str, Any]] = diag.get("streams", {}) or {}
+    stale = list(diag.get("stale_streams", []) or [])
+    values: dict[str, Any] = {}
+    for stream, info in streams.items():
+        values[f"{stream} rate (Hz)"] = _number(info.get("rate_hz"))
+        values[f"{stream} samples"] = info.get("samples", 0)
+        values[f"{stream} last stamp (s)"] = _number(info.get("last_stamp"), 3)
+    values["stale"] = ", ".join(stale) or "none"
+    values["paused"] = bool(diag.get("paused", False))
+    if stale and streams and set(stale) >= set(streams):
+        level, message = DiagnosticLevel.STALE, "no input: " + ", ".join(stale)
+    elif stale:
+        level, message = DiagnosticLevel.WARN, "stale: " + ", ".join(stale)
+    else:
+        level, message = DiagnosticLevel.OK, "receiving " + ", ".join(
+            f"{s} at {_number(i.get('rate_hz'), 0)} Hz" for s, i in streams.items())
+    return {"level": level, "name": f"{name}: inputs", "message": message, "hardware_id": hardware_id,
+            "values": _key_values(values)}
+
+
+def _rejected_status(diag: Mapping[str, Any], name: str, hardware_id: str) -> dict[str, Any]:
+    counts: Mapping[str, int] = diag.get("counts", {}) or {}
+    recent: Mapping[str, int] | None = diag.get("recent_counts")
+    stale = list(diag.get("stale_streams", []) or [])
+    values = {f"total {reason}": n for reason, n in sorted(counts.items())}
+    if recent is not None:
+        values.update({f"recent {reason}": n for reason, n in sorted(recent.items())})
+    warn = bool(stale) or (recent is not None and any(int(n) > 0 for n in recent.values()))
+    if recent:
+        message = "rejected recently: " + ", ".join(f"{n} {r}" for r, n in sorted(recent.items()) if int(n) > 0)
+    elif counts:
+        message = f"{sum(int(n) for n in counts.values())} input problems in total"
+    else:
+        message = "no input rejected"
+    if stale and not recent:
+        message += "; stale: " + ", ".join(stale)
+    level = DiagnosticLevel.WARN if warn else DiagnosticLevel.OK
+    return {"level": level, "name": f"{name}: rejected input", "message": message,
+            "hardware_id": hardware_id, "values": _key_values(values)}
+
+
+def _estimate_status(diag: Mapping[str, Any], name: str, hardware_id: str) -> dict[str, Any]:
+    converged = bool(diag.get("converged", False))
+    reason = str(diag.get("convergence", ""))
+    values = {
+        "converged": converged,
+        "convergence": reason,
+        "samples processed": diag.get("samples_processed", 0),
+        "samples used": diag.get("samples_used", 0),
+        "paused": bool(diag.get("paused", False)),
+    }
+    for stream, size in (diag.get("buffer_sizes", {}) or {}).items():
+        values[f"{stream} buffered"] = size
+    message = "converged" if converged else (reason or "not converged")
+    if diag.get("paused"):
+        message = "paused; " + message
+    level = DiagnosticLevel.OK if converged else DiagnosticLevel.WARN
+    return {"level": level, "name": f"{name}: estimate", "message": message,
+            "hardware_id": hardware_id, "values": _key_values(values)}
+
+
+def diagnostic_array_msg(
+    factory: MessageFactory, diagnostics: Mapping[str, Any], node_name: str, stamp_sec: float | Mapping[str, int]
+) -> Any:
+    """``diagnostic_msgs/DiagnosticArray`` of :meth:`EstimationStream.diagnostics` (three statuses).
+
+    * ``<node>: inputs``: rate, samples and last stamp per stream; STALE when
+      every stream is stale, WARN when some are, else OK.
+    * ``<node>: rejected input``: total counts per reason (and ``recent_counts``
+      when the caller adds them, see :func:`recent_counts`); WARN when a stream
+      is stale or a recent count is positive, else OK. Totals alone never warn:
+      a snapshot cannot tell old problems from new ones.
+    * ``<node>: estimate``: OK when converged, else WARN with the reason.
+    """
+    hardware_id = node_name
+    statuses = [
+        _inputs_status(diagnostics, node_name, hardware_id),
+        _rejected_status(diagnostics, node_name, hardware_id),
+        _estimate_status(diagnostics, node_name, hardware_id),
+    ]
+    return factory("diagnostic_msgs/msg/DiagnosticArray",
+                   {"header": header_fields("", stamp_sec), "status": statuses})
+
+
+def string_msg(factory: MessageFactory, text: str) -> Any:
+    """``std_msgs/String``."""
+    return factory("std_msgs/msg/String", {"data": str(text)})
+
+
+# ----------------------------------------------- sensor messages (simulator, tests)
+
+
+def joint_state_msg(
+    factory: MessageFactory,
+    stamp: float | Mapping[str, int],
+    names: Sequence[str],
+    positions: Sequence[float] | np.ndarray,
+    velocities: Sequence[float] | np.ndarray = (),
+    efforts: Sequence[float] | np.ndarray = (),
+    frame_id: str = "",
+) -> Any:
+    """``sensor_msgs/JointState`` (rad, rad/s, N m); ``stamp`` in s or as ``{"sec", "nanosec"}``."""
+    return factory("sensor_msgs/msg/JointState", {
+        "header": header_fields(frame_id, stamp),
+        "name": [str(n) for n in names],
+        "position": np.asarray(positions, dtype=float),
+        "velocity": np.asarray(velocities, dtype=float),
+        "effort": np.asarray(efforts, dtype=float),
+    })
+
+
+def wrench_stamped_msg(
+    factory: MessageFactory,
+    stamp: float | Mapping[str, int],
+    frame_id: str,
+    force: Sequence[float] | np.ndarray,
+    torque: Sequence[float] | np.ndarray,
+) -> Any:
+    """``geometry_msgs/WrenchStamped``: force (N) and torque (N m), components in ``frame_id``."""
+    return factory("geometry_msgs/msg/WrenchStamped", {
+        "header": header_fields(frame_id, stamp),
+        "wrench": {"force": _vector3(force), "torque": _vector3(torque)},
+    })
+
+
+def imu_msg(
+    factory: MessageFactory,
+    stamp: float | Mapping[str, int],
+    frame_id: str,
+    angular_velocity: Sequence[float] | np.ndarray,
+    linear_acceleration: Sequence[float] | np.ndarray,
+) -> Any:
+    """``sensor_msgs/Imu`` without orientation (``orientation_covariance[0] = -1``), covariances unknown (0).
+
+    ``angular_velocity`` in rad/s and ``linear_acceleration`` (specific force, +g up at rest)
+    in m/s², both in ``frame_id``.
+    """
+    no_orientation = np.zeros(9)
+    no_orientation[0] = -1.0
+    return factory("sensor_msgs/msg/Imu", {
+        "header": header_fields(frame_id, stamp),
+        "orientation": {"x": 0.0, "y": 0.0, "z": 0.0, "w": 1.0},
+        "orientation_covariance": no_orientation,
+        "angular_velocity": _vector3(angular_velocity),
+        "linear_acceleration": _vector3(linear_acceleration),
+    })
