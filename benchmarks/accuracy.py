@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from payload_estimator.core.estimators import ESTIMATORS, make_estimator
+from payload_estimator.core.estimators import C1_PAPER, ESTIMATORS, make_estimator
 from payload_estimator.core.metrics import paper_errors
 from payload_estimator.core.shapes import sample_points
 from payload_estimator.sim.noise import TABLE_II, get_noise
@@ -108,7 +108,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--duration", type=float, default=1.5, help="seconds of data (default 1.5)")
     ap.add_argument("--rate", type=float, default=100.0, help="samples per second (default 100)")
-    ap.add_argument("--c1", type=float, default=300.0, help="PMD c1 (paper: 300 in simulation)")
+    ap.add_argument("--c1", type=float, default=C1_PAPER, help=f"PMD c1 (default {C1_PAPER:g}, pmd.C1_PAPER)")
     args = ap.parse_args()
     t0 = time.perf_counter()
     out = run(args.noise, args.repeats, args.duration, args.rate, args.c1)

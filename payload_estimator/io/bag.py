@@ -235,6 +235,8 @@ def _first(path: str | Path, topic: str, msgtype: str) -> Any | None:
     reader = _open(path)
     try:
         connections = [c for c in reader.connections if c.topic == topic and c.msgtype == msgtype]
+        if not connections:  # (rosbags reads every topic when given no connection)
+            return None
         for conn, _, raw in reader.messages(connections=connections):
             return reader.deserialize(raw, conn.msgtype)
         return None

@@ -124,9 +124,9 @@ class SimNode(Node):
         # ---- what is published once
         self._origin = SIM_TIME_ORIGIN_S if self._clock_pub else self.get_clock().now().nanoseconds * 1e-9
         self._start = time.monotonic()
-        factory = ros_messages.rclpy_factory()
+        factory = ros_factories.rclpy_factory()
         description_pub.publish(String(data=run.urdf))
-        truth_pub.publish(ros_messages.inertia_stamped_msg(factory, truth, run.sensor_frame, self._origin))
+        truth_pub.publish(ros_outbound.inertia_stamped_msg(factory, truth, run.sensor_frame, self._origin))
         self._static_tf = StaticTransformBroadcaster(self)
         self._static_tf.sendTransform([self._transform(t, self._origin) for t in self._tree.fixed()])
         self._last_joint: tuple[float, np.ndarray] | None = None
