@@ -99,7 +99,8 @@ def print_table(out: dict, noise: str, repeats: int, n_obs: int) -> None:
           f"{out['prior_inertia']:.2f} | 100 |")
     print("\nPaper 004, Table III (moderate noise, for comparison):")
     for label, (m, c, i) in PAPER_TABLE_III.items():
-        print(f"| {label} (paper) | {' / '.join(map(str, m))} | {' / '.join(map(str, c))} | {' / '.join(map(str, i))} |")
+        cells = (" / ".join(map(str, values)) for values in (m, c, i))
+        print(f"| {label} (paper) | " + " | ".join(cells) + " |")
 
 
 def main() -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from payload_estimator.core.shapes import format_shape_spec
 from payload_estimator.io.bag import read_bag
 from payload_estimator.io.interfaces import ros_typestore
 from payload_estimator.io.ros_factories import rosbags_factory
@@ -33,7 +34,6 @@ from payload_estimator.io.ros_outbound import (
     marker_array_msg,
     payload_estimate_msg,
 )
-from payload_estimator.core.shapes import format_shape_spec
 from payload_estimator.outputs.markers import estimate_markers
 from payload_estimator.pipeline.build import build_stream, builtin_description
 from payload_estimator.settings import settings_for_robot
@@ -96,7 +96,8 @@ def main() -> None:
 
     print(f"\nNode pipeline on a replayed {args.robot} bag ({args.duration:g} s, joint states and wrench at 1 kHz, "
           "estimates and messages at 10 Hz):\n")
-    print("| estimator | input messages/s (recorded) | CPU share of one core | messages/s it could take | estimates published | mass error % |")
+    print("| estimator | input messages/s (recorded) | CPU share of one core | messages/s it could take "
+          "| estimates published | mass error % |")
     print("|---|---|---|---|---|---|")
     for method, rate, share, capacity, published, err in rows:
         print(f"| {method} | {rate:,.0f} | {share:.1f} % | {capacity:,.0f} | {published} | {err:.2f} |")

@@ -89,7 +89,8 @@ def bench_statistics(quick: bool) -> list[tuple]:
                             f"{t_naive * 1e3:.3f} ms (lstsq on stacked rows)", f"{t_naive / t_ours:.1f}x"))
     return [
         ("statistics update, batches", f"{n / t_batch:,.0f} samples/s", "", ""),
-        ("statistics update, one sample", f"{t_single * 1e6:.1f} µs", "", f"{t_single * 1e3 * 100:.1f} % of a core at 1 kHz"),
+        ("statistics update, one sample", f"{t_single * 1e6:.1f} µs", "",
+         f"{t_single * 1e3 * 100:.1f} % of a core at 1 kHz"),
     ] + rows_growth
 
 

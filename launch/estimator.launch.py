@@ -11,11 +11,11 @@ empty and which names ``flange_frame`` and the topics.
 import os
 
 from ament_index_python.packages import get_package_share_directory
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
+from launch import LaunchDescription
 from payload_estimator.core.estimators import METHODS
 from payload_estimator.robots import ROBOT_NAMES
 

@@ -10,12 +10,12 @@ payload's outer shape for PMD. The truth is on ``/payload_sim/truth``.
 """
 
 from ament_index_python.packages import PackageNotFoundError, get_package_prefix, get_package_share_directory
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription, LogInfo, OpaqueFunction
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node, PushRosNamespace
 
+from launch import LaunchDescription
 from payload_estimator.robots import ROBOT_NAMES
 
 

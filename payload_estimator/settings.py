@@ -14,9 +14,10 @@ The choices it offers come from the registries: estimators from
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from payload_estimator.core.estimators import METHODS
 from payload_estimator.core.estimators.pmd import C1_PIPELINE
@@ -63,8 +64,10 @@ class Settings:
         "", "if sensor_frame is neither in the URDF nor in tf2, attach it to this frame at sensor_xyz/rpy; "
             "empty: the flange")
     sensor_xyz: list[float] = _p([0.0, 0.0, 0.0], "sensor frame origin in its parent frame, m")
-    sensor_rpy: list[float] = _p([0.0, 0.0, 0.0], "sensor frame orientation in its parent frame (roll, pitch, yaw), rad")
-    base_rpy: list[float] = _p([0.0, 0.0, 0.0], "orientation of the robot base in the world (tilted or wall mount), rad")
+    sensor_rpy: list[float] = _p([0.0, 0.0, 0.0],
+                                 "sensor frame orientation in its parent frame (roll, pitch, yaw), rad")
+    base_rpy: list[float] = _p([0.0, 0.0, 0.0],
+                               "orientation of the robot base in the world (tilted or wall mount), rad")
     gravity: float = _p(9.80665, "magnitude of gravity, m/s²")
     # --------------------------------------------------------------- topics
     joint_states_topic: str = _p("/joint_states", "sensor_msgs/JointState input")
@@ -134,7 +137,7 @@ class Settings:
 
     # ----------------------------------------------------------- conversions
     @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> "Settings":
+    def from_dict(cls, values: dict[str, Any]) -> Settings:
         """Settings from a parameter dictionary; unknown keys are an error (a typo would be ignored otherwise)."""
         known = {f.name: f for f in fields(cls)}
         unknown = sorted(set(values) - set(known))
@@ -148,7 +151,7 @@ class Settings:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def with_(self, **changes: Any) -> "Settings":
+    def with_(self, **changes: Any) -> Settings:
         return replace(self, **changes)
 
     @staticmethod

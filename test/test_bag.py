@@ -14,9 +14,9 @@ import yaml
 
 from payload_estimator.io import bag as rb
 from payload_estimator.io.interfaces import interface_definitions, interface_root, ros_typestore, split_service
+from payload_estimator.pipeline.build import stream_config
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.wrench import wrench_to_sensor
-from payload_estimator.pipeline.build import stream_config
 from payload_estimator.settings import settings_for_robot
 from payload_estimator.sim import bag as sb
 from payload_estimator.sim.mujoco_sim import simulate
@@ -33,7 +33,8 @@ def test_interface_definitions_are_found_and_parse():
     defs = interface_definitions()
     assert set(defs) == {"payload_estimator/msg/PayloadEstimate", "payload_estimator/srv/ApplyEstimate",
                          "payload_estimator/srv/SaveUrdf"}
-    assert (interface_root() / "msg" / "PayloadEstimate.msg").read_text() == defs["payload_estimator/msg/PayloadEstimate"]
+    ours = defs["payload_estimator/msg/PayloadEstimate"]
+    assert (interface_root() / "msg" / "PayloadEstimate.msg").read_text() == ours
     for name, text in defs.items():
         parts = split_service(text) if "/srv/" in name else (text,)
         for k, part in enumerate(parts):

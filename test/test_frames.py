@@ -7,10 +7,9 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from payload_estimator.node.frames import extra_frame, frames_to_look_up, required_frames
-from payload_estimator.robots import parse_description
-from payload_estimator.pipeline.kinematics import SensorKinematics
-from payload_estimator.robots import get_robot, robot_urdf
 from payload_estimator.pipeline.build import build_stream
+from payload_estimator.pipeline.kinematics import SensorKinematics
+from payload_estimator.robots import get_robot, parse_description, robot_urdf
 from payload_estimator.settings import settings_for_robot
 
 

@@ -96,7 +96,8 @@ def test_physical_consistency_rejects_impossible_bodies():
     check = check_physical_consistency(bad)
     assert not check.triangle_inequality and not check.consistent
     # negative moment
-    assert not InertialParameters.from_mass_com_inertia(1.0, np.zeros(3), np.diag([-0.1, 1, 1])).is_physically_consistent()
+    negative = InertialParameters.from_mass_com_inertia(1.0, np.zeros(3), np.diag([-0.1, 1, 1]))
+    assert not negative.is_physically_consistent()
     # NaN
     assert not InertialParameters(np.full(10, np.nan)).is_physically_consistent()
 

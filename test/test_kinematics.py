@@ -14,11 +14,11 @@ import re
 import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
+from vendor_dh import HALF_PI, vendor_flange_pose
 
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.robots import ROBOT_NAMES, default_urdf_path, get_robot, robot_urdf
 from payload_estimator.robots.generate import DEFAULT_IMU_XYZ_IN_SENSOR
-from vendor_dh import HALF_PI, vendor_flange_pose
 
 G = 9.80665
 

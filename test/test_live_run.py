@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from payload_estimator.pipeline.build import build_stream
-
 from payload_estimator.settings import settings_for_robot
 from payload_estimator.sim.live import LiveRun
 

@@ -20,6 +20,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
+from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.robots import get_robot, robot_urdf
 from payload_estimator.sim.mujoco_sim import (
@@ -30,7 +31,6 @@ from payload_estimator.sim.mujoco_sim import (
     read_wrench_in_sensor,
     simulate,
 )
-from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.sim.noise import get_noise
 from payload_estimator.sim.payloads import get_payload
 from payload_estimator.sim.run import SimulatedRun
@@ -43,7 +43,7 @@ SENSOR_XYZ, SENSOR_RPY = (0.01, -0.02, 0.03), (0.2, -0.1, 0.3)
 IMU_XYZ, IMU_RPY = (0.012, -0.008, 0.015), (0.1, 0.2, -0.3)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def setup(robot: str) -> tuple[ArmModel, SensorKinematics]:
     spec = get_robot(robot)
     urdf = robot_urdf(
@@ -189,7 +189,7 @@ def test_imu_reads_angular_velocity_and_specific_force_in_imu_frame(robot: str) 
 
 
 # ------------------------------------------------------------------- simulate()
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def short_run(robot: str, **kw) -> SimulatedRun:
     return simulate(robot, PAYLOAD, "paper004", duration=2.0, **kw)
 

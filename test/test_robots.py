@@ -16,6 +16,7 @@ import mujoco
 import numpy as np
 import pinocchio as pin
 import pytest
+from vendor_dh import FRANKA_MDH, modified_dh, vendor_flange_pose
 
 from payload_estimator.robots import (
     ROBOT_NAMES,
@@ -24,7 +25,6 @@ from payload_estimator.robots import (
     robot_urdf,
 )
 from payload_estimator.robots.generate import DEFAULT_IMU_XYZ_IN_SENSOR, default_urdf
-from vendor_dh import FRANKA_MDH, modified_dh, vendor_flange_pose
 
 FRANKA_URDF_ORIGINS = [
     ((0, 0, 0.333), (0, 0, 0)),

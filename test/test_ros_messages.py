@@ -21,8 +21,8 @@ from payload_estimator.io import ros_outbound as outbound
 from payload_estimator.io.diagnostic_level import DiagnosticLevel
 from payload_estimator.io.interfaces import ros_typestore
 from payload_estimator.outputs.markers import estimate_markers
-from payload_estimator.pipeline.playback import play
 from payload_estimator.pipeline.build import build_stream, builtin_description
+from payload_estimator.pipeline.playback import play
 from payload_estimator.settings import settings_for_robot
 from payload_estimator.sim.mujoco_sim import simulate
 from payload_estimator.sim.payloads import get_payload

@@ -8,10 +8,9 @@ import numpy as np
 import pytest
 import yaml
 
+from payload_estimator.pipeline.build import build_stream, builtin_description, stream_config
 from payload_estimator.pipeline.wrench import wrench_to_sensor
-from payload_estimator.robots import get_robot
-from payload_estimator.pipeline.build import builtin_description, build_stream, stream_config
-from payload_estimator.robots import ROBOT_NAMES
+from payload_estimator.robots import ROBOT_NAMES, get_robot
 from payload_estimator.settings import Settings, load_parameters_yaml, render_parameters_yaml, settings_for_robot
 
 CONFIG = Path(__file__).resolve().parents[1] / "config"
@@ -29,7 +28,8 @@ def test_config_files_are_rendered_from_the_settings(robot):
 
 
 def test_real_topic_names_of_the_presets():
-    assert settings_for_robot("fr3").wrench_topic == "/franka_robot_state_broadcaster/external_wrench_in_stiffness_frame"
+    wrench_topic = "/franka_robot_state_broadcaster/external_wrench_in_stiffness_frame"
+    assert settings_for_robot("fr3").wrench_topic == wrench_topic
     assert settings_for_robot("fr3").wrench_source == "franka_stiffness"
     assert settings_for_robot("xarm7").joint_states_topic == "/xarm/joint_states"
     assert settings_for_robot("xarm7").wrench_topic == "/xarm/uf_ftsensor_raw_states"

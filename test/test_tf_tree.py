@@ -6,8 +6,8 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from payload_estimator.pipeline.kinematics import SensorKinematics
-from payload_estimator.sim.tf_tree import UrdfTransforms
 from payload_estimator.robots import get_robot, robot_urdf
+from payload_estimator.sim.tf_tree import UrdfTransforms
 
 
 def _chain(transforms, base, tip):

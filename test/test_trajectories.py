@@ -31,7 +31,7 @@ from payload_estimator.sim.trajectories import (
 DURATION = 12.0
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def trajectory(robot: str, kind: str) -> JointTrajectory:
     return make_trajectory(kind, get_robot(robot), duration=DURATION)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from payload_estimator.core.estimators import C1_PIPELINE, ESTIMATORS, Estimator
 from payload_estimator.core.shapes import Shape, sample_points
 from payload_estimator.pipeline.playback import Recording

@@ -91,7 +91,7 @@ class InertialParameters:
     @classmethod
     def from_mass_com_inertia(
         cls, mass: float, com: np.ndarray, inertia_com: np.ndarray
-    ) -> "InertialParameters":
+    ) -> InertialParameters:
         """From mass (kg), COM (m) and the inertia tensor about the COM (kg·m², frame axes)."""
         com = np.asarray(com, dtype=float).reshape(3)
         I_c = np.asarray(inertia_com, dtype=float).reshape(3, 3)
@@ -100,12 +100,12 @@ class InertialParameters:
         return cls(np.concatenate([[mass], mass * com, vech(J_o)]))
 
     @classmethod
-    def point_mass(cls, mass: float, position: np.ndarray) -> "InertialParameters":
+    def point_mass(cls, mass: float, position: np.ndarray) -> InertialParameters:
         """A point mass (kg) at ``position`` (m)."""
         return cls.from_mass_com_inertia(mass, position, np.zeros((3, 3)))
 
     @classmethod
-    def zero(cls) -> "InertialParameters":
+    def zero(cls) -> InertialParameters:
         """No body at all (the additive identity)."""
         return cls(np.zeros(10))
 
@@ -144,15 +144,15 @@ class InertialParameters:
         return np.linalg.eigvalsh(self.inertia_com)
 
     # ------------------------------------------------------------- operations
-    def __add__(self, other: "InertialParameters") -> "InertialParameters":
+    def __add__(self, other: InertialParameters) -> InertialParameters:
         """Inertial parameters of two bodies in the same frame are additive."""
         return InertialParameters(self.phi + other.phi)
 
-    def scaled(self, factor: float) -> "InertialParameters":
+    def scaled(self, factor: float) -> InertialParameters:
         """The same shape with ``factor`` times the mass (uniform density change)."""
         return InertialParameters(self.phi * factor)
 
-    def transformed(self, R_new_old: np.ndarray, p_new_old: np.ndarray) -> "InertialParameters":
+    def transformed(self, R_new_old: np.ndarray, p_new_old: np.ndarray) -> InertialParameters:
         """Express the body in a new frame.
 
         Args:

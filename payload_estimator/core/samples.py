@@ -79,7 +79,7 @@ class SensorSamples:
         return int(self.t.shape[0])
 
     @classmethod
-    def empty(cls) -> "SensorSamples":
+    def empty(cls) -> SensorSamples:
         """A batch with no samples."""
         z3 = np.zeros((0, 3))
         return cls(np.zeros(0), z3, z3, z3, z3, np.zeros((0, 6)))
@@ -87,7 +87,7 @@ class SensorSamples:
     @classmethod
     def at_rest(
         cls, t: np.ndarray, gravity_in_sensor: np.ndarray, wrench_in_sensor: np.ndarray
-    ) -> "SensorSamples":
+    ) -> SensorSamples:
         """Samples of a sensor held still: zero velocity and acceleration."""
         g = _as_rows(gravity_in_sensor, 3, "gravity_in_sensor")
         z = np.zeros_like(g)
@@ -107,7 +107,7 @@ class SensorSamples:
         )
         return np.isfinite(rows).all(axis=1)
 
-    def select(self, index: np.ndarray | slice) -> "SensorSamples":
+    def select(self, index: np.ndarray | slice) -> SensorSamples:
         """A new batch holding the samples picked by a boolean mask, indices or a slice."""
         return SensorSamples(
             self.t[index],
@@ -119,7 +119,7 @@ class SensorSamples:
         )
 
     @staticmethod
-    def concatenate(batches: "list[SensorSamples]") -> "SensorSamples":
+    def concatenate(batches: list[SensorSamples]) -> SensorSamples:
         """Join batches in the order given."""
         if not batches:
             return SensorSamples.empty()

@@ -219,7 +219,7 @@ class Mesh(Shape):
         xyz: tuple[float, float, float] = (0.0, 0.0, 0.0),
         rpy: tuple[float, float, float] = (0.0, 0.0, 0.0),
         scale: float = 1.0,
-    ) -> "Mesh":
+    ) -> Mesh:
         """Load a mesh file; ``scale`` converts its units to m (0.001 for mm)."""
         import trimesh
 

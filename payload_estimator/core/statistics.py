@@ -91,7 +91,7 @@ class RegressorStatistics:
         self.weight_sum = 0.0
         self._gram = None
 
-    def copy(self) -> "RegressorStatistics":
+    def copy(self) -> RegressorStatistics:
         other = RegressorStatistics()
         other += self
         return other
@@ -146,7 +146,7 @@ class RegressorStatistics:
         self.weight_sum *= factor
         self._gram = None
 
-    def __iadd__(self, other: "RegressorStatistics") -> "RegressorStatistics":
+    def __iadd__(self, other: RegressorStatistics) -> RegressorStatistics:
         self._data_gram += other._data_gram
         self._data_sum += other._data_sum
         self.n_samples += other.n_samples

@@ -180,7 +180,7 @@ def bag_info(path: str | Path) -> BagInfo:
     return BagInfo(start, max(start, end), topics, _read_custom_data(Path(path)))
 
 
-def input_topics(settings: "Settings") -> dict[str, str]:
+def input_topics(settings: Settings) -> dict[str, str]:
     """Topic -> input kind for ``settings`` (the IMU only when a topic is configured)."""
     topics = {settings.joint_states_topic: JOINTS, settings.wrench_topic: WRENCH}
     if settings.imu_topic:
@@ -188,7 +188,7 @@ def input_topics(settings: "Settings") -> dict[str, str]:
     return topics
 
 
-def read_bag(path: str | Path, settings: "Settings") -> Iterator[BagMessage]:
+def read_bag(path: str | Path, settings: Settings) -> Iterator[BagMessage]:
     """The input messages of the bag at ``path``, in record order, for the topics of ``settings``.
 
     Checked before the first message: the joint-state and wrench topics (and

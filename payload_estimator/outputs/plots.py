@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.history import EstimateHistory
+from payload_estimator.core.inertia import InertialParameters
 
 __all__ = ["plot_convergence"]
 

@@ -11,7 +11,8 @@ stream configuration. A robot is either a built-in preset
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from scipy.spatial.transform import Rotation

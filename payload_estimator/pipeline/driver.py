@@ -18,7 +18,8 @@ recorded arrays through the stream's ``push_*`` methods.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from payload_estimator.core.history import EstimateHistory
 from payload_estimator.pipeline.stream import EstimationStream, StreamEstimate

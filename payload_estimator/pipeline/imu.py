@@ -88,7 +88,7 @@ class ImuMount:
         object.__setattr__(self, "p_sensor_imu", p)
 
     @classmethod
-    def identity(cls) -> "ImuMount":
+    def identity(cls) -> ImuMount:
         """An IMU at the sensor origin with the sensor's axes."""
         return cls(np.eye(3), np.zeros(3))
 

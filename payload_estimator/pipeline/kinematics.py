@@ -100,7 +100,7 @@ class SensorKinematics:
             of ``q``/``dq``/``ddq``. ``None``: every 1-DoF joint (revolute,
             continuous, prismatic) in model order. Every other joint is locked
             at its neutral position (zero; identity for multi-DoF joints).
-        R_world_base: (3, 3) orientation of the URDF root frame in the world.
+        R_world_base: (3, 3) orientation of the URDF root frame in the world (None: identity).
         gravity_in_world: (3,) gravity acceleration in the world frame, m/s².
         extra_frames: frames the URDF lacks, ``(name, parent, xyz, rpy)`` each
             (m, rad), added before the sensor frame is looked up.
@@ -115,7 +115,7 @@ class SensorKinematics:
         urdf_xml: str,
         sensor_frame: str,
         joint_names: Sequence[str] | None = None,
-        R_world_base: np.ndarray = np.eye(3),
+        R_world_base: np.ndarray | None = None,
         gravity_in_world: Sequence[float] = STANDARD_GRAVITY_IN_WORLD,
         extra_frames: Sequence[tuple[str, str, Sequence[float], Sequence[float]]] = (),
     ) -> None:
@@ -124,7 +124,7 @@ class SensorKinematics:
             full = pin.buildModelFromXML(urdf_xml)
         except (RuntimeError, ValueError) as exc:
             raise ValueError(f"pinocchio could not build a model from the URDF: {exc}") from None
-        self._R_world_base = _rotation_matrix(R_world_base, "R_world_base")
+        self._R_world_base = _rotation_matrix(np.eye(3) if R_world_base is None else R_world_base, "R_world_base")
         self._gravity_in_world = _vector3(gravity_in_world, "gravity_in_world")
 
         one_dof = [

@@ -9,8 +9,8 @@ publish rate, just as the ROS node's timer does.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

@@ -42,9 +42,9 @@ from std_msgs.msg import String
 from tf2_ros import StaticTransformBroadcaster, TransformBroadcaster
 
 from payload_estimator.io import ros_factories, ros_outbound
-from payload_estimator.sim.tf_tree import LinkTransform, UrdfTransforms
 from payload_estimator.settings import settings_for_robot
 from payload_estimator.sim.live import IMU, JOINTS, WRENCH, LiveRun
+from payload_estimator.sim.tf_tree import LinkTransform, UrdfTransforms
 
 __all__ = ["SimNode", "main"]
 

@@ -91,7 +91,7 @@ def _qos(durability: str, depth: int):
 # --------------------------------------------------------------------- writing
 
 
-def source_wrench(run: "SimulatedRun", settings: "Settings") -> tuple[np.ndarray, "WrenchConvention"]:
+def source_wrench(run: SimulatedRun, settings: Settings) -> tuple[np.ndarray, WrenchConvention]:
     """The run's wrench as the configured source reports it: ((M, 6) [f N, tau N·m], its convention).
 
     The exact inverse of :func:`~payload_estimator.pipeline.wrench.wrench_to_sensor`
@@ -129,7 +129,7 @@ def _fields(ns: int) -> dict[str, int]:
     return {"sec": sec, "nanosec": nanosec}
 
 
-def _custom_data(run: "SimulatedRun") -> dict[str, str]:
+def _custom_data(run: SimulatedRun) -> dict[str, str]:
     data = {"robot": run.robot, "payload": run.payload_name, "trajectory": run.trajectory, "noise": run.noise,
             "seed": str(run.seed)}
     from payload_estimator.core.shapes import format_shape_spec
@@ -145,10 +145,10 @@ def _custom_data(run: "SimulatedRun") -> dict[str, str]:
 
 
 def write_simulated_bag(
-    run: "SimulatedRun",
+    run: SimulatedRun,
     path: str | Path,
     storage: str = "mcap",
-    settings: "Settings | None" = None,
+    settings: Settings | None = None,
     epoch: float = 1.7e9,
 ) -> Path:
     """Write ``run`` as a rosbag2 directory at ``path`` (module docstring); returns ``path``.

@@ -323,7 +323,7 @@ class SensorNoise:
     accelerometer: float = 2e-2
 
     @classmethod
-    def from_level(cls, level: str) -> "SensorNoise":
+    def from_level(cls, level: str) -> SensorNoise:
         """Table II ``level`` for the F/T sensor, nominal joint and IMU noise; all 0 for "none"."""
         ft = get_noise(level)
         if level == "none":

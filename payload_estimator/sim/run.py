@@ -144,7 +144,7 @@ class SimulatedRun:
             np.savez(fh, **out)
 
     @classmethod
-    def load(cls, path: str | PathLike[str]) -> "SimulatedRun":
+    def load(cls, path: str | PathLike[str]) -> SimulatedRun:
         """Read a file written by :meth:`save`."""
         with np.load(path, allow_pickle=False) as z:
             if "_format" not in z or str(z["_format"][()]) != FORMAT:

@@ -10,8 +10,9 @@ read it. To add an estimator, write its class (a subclass of
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import abc
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -69,7 +70,7 @@ class ChannelWeighting:
     auto: bool = False
 
     @classmethod
-    def parse(cls, channel_std: Any, allow_auto: bool, who: str) -> "ChannelWeighting":
+    def parse(cls, channel_std: Any, allow_auto: bool, who: str) -> ChannelWeighting:
         if isinstance(channel_std, str):
             if channel_std != AUTO:
                 raise ValueError(f"{who}: channel_std must be None, 'auto' or 6 stds, got {channel_std!r}")
