@@ -1,8 +1,9 @@
 """``~/apply``: hand the estimate to the robot (Franka ``SetLoad``, xArm ``set_tcp_load``) or to a
 gravity-compensation filter (``tool.mass``, ``tool.CoG`` through ``SetParameters``).
 
-What is sent, and whether it may be, is decided ROS-free in
-:mod:`payload_estimator.outputs.apply`; this module only fills the request and
+What is sent, and whether it may be, is decided ROS-free
+(:meth:`payload_estimator.node.supervisor.Supervisor.apply`, with
+:mod:`payload_estimator.outputs.apply`); this module only fills the request and
 calls the service. ``franka_msgs`` and ``xarm_msgs`` are optional: they are
 imported when first needed, and without them ``~/apply`` answers with the
 missing package's name (``dry_run`` still returns the request).
@@ -24,7 +25,7 @@ from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
 from rosidl_runtime_py.set_message import set_message_fields
 
-from payload_estimator.outputs.apply import ApplyRequest, build_apply_request
+from payload_estimator.outputs.apply import ApplyRequest
 
 __all__ = ["RobotBridge", "SERVICE_WAIT_S", "CALL_TIMEOUT_S"]
 
@@ -71,20 +72,15 @@ class RobotBridge:
         self._group = callback_group
         self._clients: dict[tuple[str, str], Any] = {}
 
-    def apply(self, settings: Any, out: Any, force: bool = False, dry_run: bool = False) -> tuple[bool, str, str]:
-        """``(success, message, request as YAML)`` for ``~/apply``."""
-        request, reason = build_apply_request(settings, out, force)
-        if request is None:
-            return False, f"refused: {reason}", ""
-        text = request.to_yaml()
-        if dry_run:
-            return True, f"dry run, not sent ({reason})", text
+    def send(self, request: ApplyRequest) -> tuple[bool, str]:
+        """Send ``request`` (what :meth:`Supervisor.apply <payload_estimator.node.supervisor.Supervisor.apply>`
+        decided) and wait for the answer: ``(success, message)`` for ``~/apply``."""
         try:
             srv_type = service_type(request.service_type)
         except ImportError as exc:
             return False, (f"{exc}: cannot call {request.service_type}; build it in this workspace, or use "
-                           "dry_run to get the request"), text
-        return (*self._call(request, srv_type), text)
+                           "dry_run to get the request")
+        return self._call(request, srv_type)
 
     def _call(self, request: ApplyRequest, srv_type: Any) -> tuple[bool, str]:
         key = (request.service_type, request.service_name)

@@ -39,7 +39,7 @@ def _estimating(ros, harness_node, **parameters):
     listener.listen(PayloadEstimate, "/payload_estimator/estimate")
     pub = RunPublisher(harness_node, duration=6.0)
     pub.publish_description()
-    assert wait_for(lambda: node.stream is not None, 10.0), node.status.message
+    assert wait_for(lambda: node.supervisor.stream is not None, 10.0), node.supervisor.status.message
     pub.publish(6.0, pace=3.0)
     assert wait_for(lambda: listener.last.get("/payload_estimator/estimate"), 15.0)
     return node, listener, pub

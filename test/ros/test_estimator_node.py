@@ -54,11 +54,11 @@ def test_bad_input_never_kills_the_node(ros):
     assert level(status) == 1
     assert wait_for(lambda: int(status_values(node_status(listener.last["/diagnostics"], ": node"))
                                 ["inputs dropped while not running"]) > 0, 5.0)
-    assert node.stream is None
+    assert node.supervisor.stream is None
 
     # 2. the model arrives: good data give an estimate
     pub.publish_description()
-    assert wait_for(lambda: node.stream is not None, 10.0), node.status.message
+    assert wait_for(lambda: node.supervisor.stream is not None, 10.0), node.supervisor.status.message
     pub.publish(4.0)
     first = wait_for(lambda: listener.last.get(ESTIMATE), 15.0)
     assert first is not None and first.mass > 0
@@ -117,7 +117,7 @@ def test_a_frame_that_exists_nowhere_is_a_configuration_error(ros):
     assert status is not None
     assert "no_such_frame" in status.message and "tf2" in status.message
     pub.publish(0.2)  # inputs are dropped, nothing breaks
-    assert wait_for(lambda: node.status.state == "configuration error", 2.0)
+    assert wait_for(lambda: node.supervisor.status.state == "configuration error", 2.0)
     assert not ros.errors, ros.errors
 
 
@@ -138,12 +138,12 @@ def test_frames_the_urdf_lacks_come_from_tf2(ros):
     from std_msgs.msg import String as StringMsg
 
     helper.create_publisher(StringMsg, "/with_tf/robot_description", LATCHED_QOS).publish(StringMsg(data=pub.run.urdf))
-    assert wait_for(lambda: node.stream is not None, 10.0), node.status.message
-    assert node._frames_from_tf == ["tool_ft"]
-    stream = node.stream
+    assert wait_for(lambda: node.supervisor.stream is not None, 10.0), node.supervisor.status.message
+    assert node.supervisor.frames_from_tf == ["tool_ft"]
+    stream = node.supervisor.stream
     assert abs(stream.p_flange_sensor[2] - 0.05) < 1e-9
     assert abs(stream.R_flange_sensor[0, 0] - math.cos(0.5)) < 1e-9
-    assert node._tf_listener is None  # no longer listening to /tf
+    assert node._tf.listener is None  # no longer listening to /tf
     assert not ros.errors, ros.errors
 
 
@@ -152,20 +152,20 @@ def test_builtin_description_and_fixing_bad_parameters_at_run_time(ros):
     from rclpy.parameter import Parameter
 
     node = ros.estimator(use_builtin_description=True, estimator="magic", _namespace="builtin")
-    assert node.settings is None and node.status.state == "configuration error"
-    assert "estimator" in node.status.detail
+    assert node.supervisor.settings is None and node.supervisor.status.state == "configuration error"
+    assert "estimator" in node.supervisor.status.detail
     result = node.set_parameters([Parameter("estimator", value="also_bad")])[0]
     assert not result.successful and "estimator" in result.reason   # still invalid: refused, with the reason
     assert node.set_parameters([Parameter("estimator", value="rls")])[0].successful
-    assert wait_for(lambda: node.stream is not None, 10.0), node.status.message
-    assert node.settings.estimator == "rls" and node.status.state == "running"
+    assert wait_for(lambda: node.supervisor.stream is not None, 10.0), node.supervisor.status.message
+    assert node.supervisor.settings.estimator == "rls" and node.supervisor.status.state == "running"
     # valid settings that the stream cannot run: a configuration error, then fixed
     assert node.set_parameters([Parameter("cutoff_hz", value=900.0)])[0].successful
-    assert wait_for(lambda: node.status.state == "configuration error", 5.0)
-    assert "cutoff_hz" in node.status.detail
+    assert wait_for(lambda: node.supervisor.status.state == "configuration error", 5.0)
+    assert "cutoff_hz" in node.supervisor.status.detail
     assert node.set_parameters([Parameter("cutoff_hz", value=8.0)])[0].successful
-    assert wait_for(lambda: node.stream is not None, 5.0), node.status.message
-    assert node.stream.config.cutoff_hz == 8.0
+    assert wait_for(lambda: node.supervisor.stream is not None, 5.0), node.supervisor.status.message
+    assert node.supervisor.stream.config.cutoff_hz == 8.0
     # read-only parameters are refused
     assert not node.set_parameters([Parameter("wrench_topic", value="/elsewhere")])[0].successful
     assert not ros.errors, ros.errors

@@ -1,0 +1,481 @@
+"""The estimator node's lifecycle, without ROS: from parameters and a robot description to messages.
+
+The rclpy node (:mod:`payload_estimator.ros.estimator_node`) declares the
+parameters, subscribes, publishes, serves and runs the timers; everything it
+decides is decided here, by a :class:`Supervisor`, so that it can be tested
+without ROS:
+
+* **status**: waiting for ``robot_description`` (inputs are dropped and
+  counted), waiting for frames the URDF lacks (looked up through the node's
+  ``lookup`` callable, tf2 on ROS, for :data:`TF_WAIT_S`; then built without
+  them: a missing sensor frame is attached to its parent, by default the
+  flange), a configuration error (retried every :data:`TF_RETRY_S` while
+  frames are missing; otherwise until the parameters or the description
+  change), running (:mod:`payload_estimator.node.status`);
+* **parameters**: a change is applied live or rebuilds the stream
+  (:mod:`payload_estimator.node.parameters`);
+* **the processing loop**: :meth:`Supervisor.tick`, called by the node's 100 Hz
+  timer with what its queue held, runs the one
+  :class:`~payload_estimator.pipeline.driver.Driver` turn
+  (:func:`~payload_estimator.io.ros_inbound.feed_many`, then
+  :meth:`~payload_estimator.pipeline.stream.EstimationStream.process`) and, at
+  ``publish_rate_hz``, returns the :class:`Outputs` to publish (``~/estimate``,
+  ``~/inertia``, ``~/markers`` and, when :class:`RepublishPolicy` says so,
+  ``~/urdf_inertial``);
+* **diagnostics**: the node's own status first, then the stream's;
+* **services**: reset, pause, ``save_urdf`` (the frame, the file) and what
+  ``~/apply`` sends (the robot bridge only sends it).
+
+Messages are made by a :data:`~payload_estimator.io.ros_factories.MessageFactory`:
+rclpy messages in the node, ``rosbags`` dataclasses in tests. Times: ``now``
+is the clock of the inputs' receive times (the monotonic clock in the node).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from payload_estimator.io import ros_factories, ros_inbound, ros_outbound
+from payload_estimator.node.frames import frames_to_look_up
+from payload_estimator.node.parameters import LIVE, NO_CHANGE, REBUILD, change_effect, changed_fields, settings_with
+from payload_estimator.node.publish_policy import RepublishPolicy
+from payload_estimator.node.status import (
+    CONFIGURATION_ERROR,
+    RUNNING,
+    WAITING_DESCRIPTION,
+    WAITING_FRAMES,
+    NodeStatus,
+    node_status_fields,
+)
+from payload_estimator.outputs.apply import ApplyRequest, build_apply_request
+from payload_estimator.outputs.markers import estimate_markers
+from payload_estimator.outputs.urdf import urdf_inertial
+from payload_estimator.pipeline.build import ExtraFrame, build_stream, builtin_description, flange_frame
+from payload_estimator.pipeline.driver import PROCESS_PERIOD_S, Driver
+from payload_estimator.pipeline.health import BUFFER_OVERFLOW, LOGGER_NAME
+from payload_estimator.pipeline.stream import IMU, EstimationStream, StreamEstimate
+from payload_estimator.settings import NODE_NAME, Settings
+
+__all__ = [
+    "Supervisor",
+    "Outputs",
+    "SavedUrdf",
+    "ApplyDecision",
+    "Lookup",
+    "TF_WAIT_S",
+    "TF_RETRY_S",
+    "PROCESS_PERIOD_S",
+]
+
+TF_WAIT_S = 3.0
+"""How long to wait for frames the URDF lacks to appear in tf2 before building without them, s."""
+TF_RETRY_S = 5.0
+"""While a needed frame exists nowhere, how often to look again, s."""
+
+Lookup = Callable[[list[str], str], tuple[list[ExtraFrame], list[str]]]
+"""``lookup(frames, parent) -> (found, not_found)``: the poses of ``frames`` in ``parent`` that are
+known (as :func:`~payload_estimator.node.frames.extra_frame` gives them) and the names of the others."""
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """What to publish for one estimate (messages of the supervisor's factory).
+
+    Attributes:
+        estimate: ``payload_estimator/PayloadEstimate`` for ``~/estimate``.
+        inertia: ``geometry_msgs/InertiaStamped`` for ``~/inertia``.
+        markers: ``visualization_msgs/MarkerArray`` for ``~/markers``.
+        urdf_inertial: ``std_msgs/String`` for ``~/urdf_inertial``, or None (unchanged: not republished).
+        result: the estimate they were made from.
+    """
+
+    estimate: Any
+    inertia: Any
+    markers: Any
+    urdf_inertial: Any | None
+    result: StreamEstimate
+
+
+@dataclass(frozen=True)
+class SavedUrdf:
+    """``~/save_urdf``'s answer: ``urdf`` is the ``<inertial>`` element ("" on failure)."""
+
+    success: bool
+    message: str
+    urdf: str = ""
+
+
+@dataclass(frozen=True)
+class ApplyDecision:
+    """``~/apply``'s answer, or the request to send first.
+
+    Attributes:
+        success, message: the answer (when ``send`` is None).
+        request: the request as YAML ("" when there is none).
+        send: the request to send to the robot or filter; the answer is then what sending it gives.
+    """
+
+    success: bool
+    message: str
+    request: str = ""
+    send: ApplyRequest | None = None
+
+
+def _frame_id(msg: Any) -> str:
+    try:
+        return str(msg.header.frame_id).lstrip("/")
+    except AttributeError:
+        return ""
+
+
+class Supervisor:
+    """The estimator node's state and decisions (module docstring).
+
+    Args:
+        parameters: the node's parameter values, one per ``Settings`` field (invalid values: a
+            configuration error until :meth:`parameters_changed` brings valid ones).
+        factory: makes the messages (``rclpy_factory()`` in the node, ``rosbags_factory`` in tests).
+        name: the node's fully qualified name without the leading slash (the diagnostics' names).
+        lookup: finds frames the URDF lacks (tf2 on ROS); None: no frame can be found.
+        release_lookup: called once the stream is built (the node stops listening to /tf).
+        resolve: a topic name as the node resolves it (for log lines and diagnostics).
+        log: where the lifecycle is logged (``info``, ``warning``, ``error``): the node's logger.
+    """
+
+    def __init__(
+        self,
+        parameters: Mapping[str, Any],
+        factory: Any,
+        name: str = NODE_NAME,
+        lookup: Lookup | None = None,
+        release_lookup: Callable[[], None] | None = None,
+        resolve: Callable[[str], str] = str,
+        log: Any = None,
+    ) -> None:
+        self.factory = factory
+        self.name = name
+        self._lookup = lookup
+        self._release_lookup = release_lookup
+        self._resolve = resolve
+        self.log = log if log is not None else logging.getLogger(LOGGER_NAME)
+
+        self.settings: Settings | None = None
+        self.status = NodeStatus(WAITING_DESCRIPTION)
+        self.driver: Driver | None = None
+        self.description: str | None = None
+        self.builtin_description = bool(parameters.get("use_builtin_description", False))
+        self.paused = False
+        self.last_output: StreamEstimate | None = None
+        """The last estimate published; kept across rebuilds and configuration errors (``~/apply`` uses it)."""
+        self.frames_from_tf: list[str] = []
+        self.dropped_while_not_running = 0
+        self._rebuild_requested = self.builtin_description  # the model is the package's own (made in _build)
+        self._urdf_policy = RepublishPolicy()
+        self._previous_counts: dict[str, int] = {}
+        self._overflow_since_diagnostics: dict[str, int] = {}
+        self._imu_frame_seen: str | None = None
+        self._frames_wait_start: float | None = None
+        self._next_frames_retry = float("inf")
+
+        try:
+            self.settings = settings_with(Settings(), parameters)
+        except ValueError as exc:
+            self._configuration_error(f"invalid parameters: {exc}")
+            return
+        if not self.builtin_description:
+            topic = self._resolve("robot_description")
+            self.status = NodeStatus(WAITING_DESCRIPTION, f"on {topic}; inputs are dropped until it arrives")
+            self.log.info(f"waiting for the robot model on {topic} (std_msgs/String, transient local); "
+                          "inputs are dropped until it arrives")
+
+    # ------------------------------------------------------------------ state
+    @property
+    def stream(self) -> EstimationStream | None:
+        """The running stream, or None while not running."""
+        return self.driver.stream if self.driver is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self.driver is not None
+
+    # ------------------------------------------------------------- parameters
+    @staticmethod
+    def check_parameters(parameters: Mapping[str, Any]) -> str | None:
+        """Why these parameter values are invalid, or None (they are valid)."""
+        try:
+            settings_with(Settings(), parameters)
+        except ValueError as exc:
+            return str(exc)
+        return None
+
+    def parameters_changed(self, parameters: Mapping[str, Any]) -> None:
+        """Apply accepted values: live changes at once, the others by rebuilding the stream."""
+        try:
+            new = settings_with(Settings(), parameters)
+        except ValueError:
+            return  # declaration in progress (validated as a whole afterwards)
+        old, self.settings = self.settings, new
+        if old is None:
+            self._request_rebuild()
+            return
+        effect = change_effect(old, new)
+        if effect == NO_CHANGE:
+            return
+        names = ", ".join(changed_fields(old, new))
+        if effect == LIVE:
+            self.log.info(f"parameters changed: {names}")
+        elif effect == REBUILD:
+            self.log.info(f"parameters changed: {names}; the estimation restarts")
+            self._request_rebuild()
+
+    def on_description(self, urdf: str) -> None:
+        """A ``robot_description`` arrived (the same one again changes nothing)."""
+        if urdf == self.description:
+            return
+        first = self.description is None
+        self.description = urdf
+        self._request_rebuild()
+        self.log.info("robot_description received" if first else "robot_description changed: "
+                      "the estimation restarts")
+
+    def _request_rebuild(self) -> None:
+        self._rebuild_requested = True
+        self._frames_wait_start = None  # a new configuration waits for its frames anew
+
+    # ------------------------------------------------------------------- loop
+    def tick(self, now: float, items: list[tuple[str, Any, float]],
+             overflow: Mapping[str, int] | None = None) -> Outputs | None:
+        """One processing turn at ``now`` with the ``(kind, msg, receive time)`` that arrived.
+
+        ``overflow``: messages the input queue dropped since the last turn, per stream. Builds
+        the stream when due; while not running, the items are dropped (and counted). Returns
+        what to publish on every turn that takes an estimate (at ``publish_rate_hz``), else None.
+        """
+        overflow = {k: int(n) for k, n in (overflow or {}).items() if int(n) > 0}
+        for kind, n in overflow.items():
+            self._overflow_since_diagnostics[kind] = self._overflow_since_diagnostics.get(kind, 0) + n
+        if self._rebuild_requested or self._build_due(now):
+            self._build(items, now)
+        driver = self.driver
+        if driver is None:
+            self.dropped_while_not_running += len(items)
+            return None
+        for kind, n in overflow.items():
+            driver.stream.health.report(BUFFER_OVERFLOW, f"{n} messages dropped: the input queue was full "
+                                        "(processing fell behind)", kind, n)
+        out = driver.tick(now, items)
+        return self._outputs(driver.stream, out) if out is not None else None
+
+    def _outputs(self, stream: EstimationStream, out: StreamEstimate) -> Outputs:
+        self.last_output = out
+        make = self.factory
+        sensor = stream.config.sensor_frame
+        flange = stream.config.flange_frame or sensor
+        est = out.estimate
+        markers = estimate_markers(est.params, est.extras.get("points_in_sensor"), est.extras.get("point_masses"),
+                                   est.physically_consistent)
+        urdf = None
+        if self._urdf_policy.should_publish(out.params_in_flange, out.converged):
+            urdf = ros_outbound.string_msg(make, urdf_inertial(out.params_in_flange, frame=flange))
+        return Outputs(
+            estimate=ros_outbound.payload_estimate_msg(make, out, sensor, flange),
+            inertia=ros_outbound.inertia_stamped_msg(make, est.params, sensor, out.t),
+            markers=ros_outbound.marker_array_msg(make, markers, sensor, out.t),
+            urdf_inertial=urdf,
+            result=out,
+        )
+
+    def _build_due(self, now: float) -> bool:
+        """Whether to try building again without a new reason: while frames are awaited in tf2."""
+        if self.driver is not None:
+            return False
+        if self.status.state == WAITING_FRAMES:
+            return True
+        return self.status.state == CONFIGURATION_ERROR and now >= self._next_frames_retry
+
+    def _build(self, items: list[tuple[str, Any, float]], now: float) -> None:
+        """(Re)build the stream from the settings, the robot description and the frames looked up."""
+        self._rebuild_requested = False
+        for kind, msg, _ in items:  # the IMU frame may come from the messages
+            if kind == IMU:
+                self._imu_frame_seen = _frame_id(msg) or self._imu_frame_seen
+        settings = self.settings
+        if settings is None:
+            return  # configuration error already reported
+        urdf = self.description
+        if self.builtin_description:
+            try:
+                urdf = self.description = builtin_description(settings)
+            except (ValueError, OSError) as exc:
+                self._configuration_error(f"no built-in robot description: {exc}")
+                return
+        if urdf is None:
+            self._set_not_running(NodeStatus(WAITING_DESCRIPTION, f"on {self._resolve('robot_description')}"))
+            return
+        imu_frame = settings.imu_frame or self._imu_frame_seen
+        if settings.motion_source == "imu" and not imu_frame:
+            self._set_not_running(NodeStatus(WAITING_FRAMES, "the IMU frame (no IMU message yet)"))
+            return
+        try:
+            missing = frames_to_look_up(settings, urdf, imu_frame)
+            flange = flange_frame(settings)
+        except ValueError as exc:
+            self._configuration_error(f"robot_description: {exc}")
+            return
+        extra: list[ExtraFrame] = []
+        not_found = list(missing)
+        if missing and self._lookup is not None:
+            extra, not_found = self._lookup(missing, flange)
+        if not_found:
+            if self._frames_wait_start is None:
+                self._frames_wait_start = now
+                self.log.info(f"frames not in robot_description: {', '.join(missing)}; "
+                              f"looking them up in tf2 relative to {flange}")
+            if now - self._frames_wait_start < TF_WAIT_S:
+                self._set_not_running(NodeStatus(WAITING_FRAMES, ", ".join(not_found)))
+                return
+        try:
+            stream = build_stream(settings, urdf, extra_frames=extra, imu_frame=imu_frame)
+        except Exception as exc:  # noqa: BLE001 - any configuration problem is reported, not raised
+            where = f" (not in robot_description nor in tf2: {', '.join(not_found)})" if not_found else ""
+            self._configuration_error(f"cannot build the estimator: {exc}{where}")
+            self._next_frames_retry = now + TF_RETRY_S if not_found else float("inf")
+            return
+        if settings.sensor_frame in not_found:
+            self.log.warning(
+                f"sensor frame {settings.sensor_frame!r} is neither in robot_description nor in tf2: attached to "
+                f"{settings.sensor_parent_frame or flange!r} at sensor_xyz={settings.sensor_xyz}, "
+                f"sensor_rpy={settings.sensor_rpy}")
+        stream.paused = self.paused
+        self.driver = Driver(stream, ros_inbound.feed_many, publish_period_s=1.0 / settings.publish_rate_hz,
+                             process_period_s=PROCESS_PERIOD_S)
+        self.frames_from_tf = [f[0] for f in extra]
+        self._frames_wait_start = None
+        self._urdf_policy.reset()
+        self._previous_counts = {}
+        if self._release_lookup is not None:
+            self._release_lookup()
+        self.status = NodeStatus(RUNNING)
+        self.log.info(
+            f"estimating with {settings.estimator} in {settings.sensor_frame} ({settings.wrench_source} wrench from "
+            f"{self._resolve(settings.wrench_topic)}, joints {', '.join(stream.joint_names)})"
+            + (f"; frames from tf2: {', '.join(self.frames_from_tf)}" if self.frames_from_tf else ""))
+
+    def _set_not_running(self, status: NodeStatus) -> None:
+        self.driver = None
+        if status.state != self.status.state:
+            self.log.info(f"{status.message}; inputs are dropped meanwhile")
+        self.status = status
+
+    def _configuration_error(self, message: str) -> None:
+        if self.status.state != CONFIGURATION_ERROR or self.status.detail != message:
+            self.log.error(f"{message} -- inputs are dropped until the configuration is fixed "
+                           "(the last good estimate is kept)")
+        self.driver = None
+        self.status = NodeStatus(CONFIGURATION_ERROR, message)
+
+    # ------------------------------------------------------------ diagnostics
+    def diagnostics(self, now: float, stamp: float, queue_length: int = 0) -> Any:
+        """The ``diagnostic_msgs/DiagnosticArray`` for ``/diagnostics`` at ``stamp`` (s, the node's clock):
+        the node's status, then (when running) the stream's inputs, rejected input and estimate.
+
+        ``now``: the receive-time clock (input rates, staleness); ``queue_length``: the input queue's.
+        """
+        overflow, self._overflow_since_diagnostics = self._overflow_since_diagnostics, {}
+        settings = self.settings
+        status = NodeStatus(self.status.state, self.status.detail, {
+            "robot": settings.robot if settings else "?",
+            "robot_description": "built-in" if self.builtin_description else self._resolve("robot_description"),
+            "frames from tf2": ", ".join(self.frames_from_tf) or "none",
+            "inputs dropped while not running": self.dropped_while_not_running,
+            "queue length": int(queue_length),
+        })
+        node_status = self.factory("diagnostic_msgs/msg/DiagnosticStatus",
+                                   node_status_fields(status, self.name, overflow))
+        stream = self.stream
+        if stream is None:
+            msg = self.factory("diagnostic_msgs/msg/DiagnosticArray",
+                               {"header": {"stamp": ros_factories.sec_to_stamp_fields(stamp)}, "status": []})
+        else:
+            diagnostics = stream.diagnostics(now)
+            diagnostics["recent_counts"] = ros_outbound.recent_counts(self._previous_counts, diagnostics["counts"])
+            self._previous_counts = dict(diagnostics["counts"])
+            msg = ros_outbound.diagnostic_array_msg(self.factory, diagnostics, self.name, stamp)
+        msg.status.insert(0, node_status)
+        return msg
+
+    # --------------------------------------------------------------- services
+    def reset(self) -> tuple[bool, str]:
+        """``~/reset``: forget the estimate and start over from new data."""
+        driver = self.driver
+        if driver is None:
+            return False, f"nothing to reset: {self.status.message}"
+        driver.stream.reset()
+        driver.reset()
+        self.last_output = None
+        self._urdf_policy.reset()
+        message = "estimate reset: estimating from new data"
+        self.log.info(message)
+        return True, message
+
+    def pause(self, paused: bool) -> tuple[bool, str]:
+        """``~/pause``: freeze the estimate (True) or let new data in again (False)."""
+        self.paused = bool(paused)
+        if self.driver is not None:
+            self.driver.stream.paused = self.paused
+        message = ("paused: the estimate is frozen (inputs are still checked)" if self.paused
+                   else "resumed: new data enter the estimate")
+        self.log.info(message)
+        return True, message
+
+    def save_urdf(self, frame: str = "", path: str = "") -> SavedUrdf:
+        """``~/save_urdf``: the ``<inertial>`` of the last estimate in ``frame`` ("" or "flange": the
+        flange; "sensor": the sensor frame; or any frame fixed to them), written to ``path`` if given."""
+        out, stream = self.last_output, self.stream
+        if out is None or stream is None:
+            return SavedUrdf(False, "no estimate yet" if stream is not None else f"no estimate: {self.status.message}")
+        frame = frame or "flange"
+        sensor = stream.config.sensor_frame
+        try:
+            if frame == "flange":
+                frame, params = stream.config.flange_frame or sensor, out.params_in_flange
+            elif frame in ("sensor", sensor):
+                frame, params = sensor, out.estimate.params
+            else:
+                R, p = stream.kinematics.rigid_pose(sensor, frame)  # the sensor frame in ``frame``
+                params = out.estimate.params.transformed(R, p)
+        except ValueError as exc:
+            return SavedUrdf(False, str(exc))
+        text = urdf_inertial(params, frame=frame)
+        message = f"inertial of the payload in {frame}"
+        if path:
+            target = Path(path).expanduser()
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text + "\n")
+            except OSError as exc:
+                return SavedUrdf(False, f"cannot write {target}: {exc}", text)
+            message += f", written to {target}"
+        if not out.converged:
+            message += f" (not converged: {out.reason})"
+        return SavedUrdf(True, message, text)
+
+    def apply(self, force: bool = False, dry_run: bool = False) -> ApplyDecision:
+        """``~/apply``: refuse (with the reason), answer a dry run with the request, or say what to send.
+
+        Reads only ``settings`` and ``last_output``, each replaced whole: safe from the service's own thread.
+        """
+        settings = self.settings
+        if settings is None:
+            return ApplyDecision(False, f"refused: {self.status.message}")
+        request, reason = build_apply_request(settings, self.last_output, force)
+        if request is None:
+            return ApplyDecision(False, f"refused: {reason}")
+        text = request.to_yaml()
+        if dry_run:
+            return ApplyDecision(True, f"dry run, not sent ({reason})", text)
+        return ApplyDecision(False, f"not sent yet ({reason})", text, send=request)
