@@ -7,9 +7,12 @@ way, through :class:`Driver`:
 * a processing turn every ``process_period_s`` (10 ms) of the inputs' clock
   (wall time on the robot, record time in a bag) pushes whatever arrived
   since the last turn into the stream and runs :meth:`EstimationStream.process`;
-* every ``ticks_per_publish``-th turn also solves for the estimate
-  (:meth:`EstimationStream.update_estimate`), which is what the node
-  publishes, a replay prints and a history records.
+* the first turn at or after each multiple of ``publish_period_s`` also solves
+  for the estimate (:meth:`EstimationStream.update_estimate`), which is what
+  the node publishes, a replay prints and a history records. On a clock whose
+  turns are exact (bags, playback) that is every ``publish_period_s /
+  process_period_s``-th turn; on a loaded robot PC, where a timer drops turns
+  it missed, the estimate still comes at ``publish_period_s``.
 
 How arrived items enter the stream is the caller's ``feed`` function:
 ROS messages go through :func:`payload_estimator.io.ros_inbound.feed_many`,
@@ -18,6 +21,7 @@ recorded arrays through the stream's ``push_*`` methods.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -59,13 +63,14 @@ class Driver:
         self.stream = stream
         self.feed = feed
         self.process_period_s = float(process_period_s)
-        self.ticks_per_publish = max(1, int(round(publish_period_s / process_period_s)))
+        self.publish_period_s = max(float(publish_period_s), self.process_period_s)
         self.history = history
         self.on_estimate = on_estimate
         self.t0: float | None = None
         self.ticks = 0
         self._pending: list = []
         self._last_t: float | None = None
+        self._next_publish: float | None = None
 
     @property
     def last_time(self) -> float:
@@ -77,7 +82,7 @@ class Driver:
     # ------------------------------------------------------------------ turns
     def tick(self, t: float, items: Iterable = ()) -> StreamEstimate | None:
         """One processing turn at time ``t``: feed ``items`` (and anything :meth:`push`\\ ed), process,
-        and on every ``ticks_per_publish``-th turn return the new estimate (else None)."""
+        and when an estimate is due (module docstring) return it (else None)."""
         if self.t0 is None:
             self.t0 = t
         self._pending.extend(items)
@@ -86,9 +91,21 @@ class Driver:
             self.feed(self.stream, pending)
         self.stream.process()
         self.ticks += 1
-        if self.ticks % self.ticks_per_publish == 0:
+        if self._publish_due(t):
             return self.take_estimate(t)
         return None
+
+    def _publish_due(self, t: float) -> bool:
+        """Whether ``t`` reached the next multiple of the publish period (half a turn's tolerance:
+        record stamps near 1.7e9 s carry rounding far above a nanosecond)."""
+        t0, period = self.t0 if self.t0 is not None else t, self.publish_period_s
+        if self._next_publish is None:
+            self._next_publish = t0 + period
+        tolerance = 0.5 * self.process_period_s
+        if t < self._next_publish - tolerance:
+            return False
+        self._next_publish = t0 + (math.floor((t - t0 + tolerance) / period) + 1) * period
+        return True
 
     def push(self, t: float, item: Any) -> None:
         """An item that arrived at ``t`` (inputs in time order, as in a bag): the turns due before
@@ -97,7 +114,7 @@ class Driver:
         if self.t0 is None:
             self.t0 = t
         due = int((t - self.t0) / self.process_period_s)
-        if due - self.ticks > 2 * self.ticks_per_publish:
+        if (due - self.ticks) * self.process_period_s > 2 * self.publish_period_s:
             self.ticks = due - 1
         while t >= self.t0 + (self.ticks + 1) * self.process_period_s:
             self.tick(self.t0 + (self.ticks + 1) * self.process_period_s)
@@ -134,3 +151,4 @@ class Driver:
         self.ticks = 0
         self._pending = []
         self._last_t = None
+        self._next_publish = None
