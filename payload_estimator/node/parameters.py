@@ -14,8 +14,9 @@ what a change at run time needs:
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from payload_estimator.settings import Settings
 

@@ -51,7 +51,7 @@ class RepublishPolicy:
             if np.linalg.norm(params.com - last.com) > self.com_abs:
                 return True
             I0, I1 = last.inertia_com, params.inertia_com
-            if np.linalg.norm(I1 - I0) > self.inertia_rel * max(np.linalg.norm(I0), 1e-12):
+            if np.linalg.norm(I1 - I0) > self.inertia_rel * max(float(np.linalg.norm(I0)), 1e-12):
                 return True
         return False
 

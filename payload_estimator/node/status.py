@@ -16,8 +16,9 @@ Levels are :class:`~payload_estimator.io.diagnostic_level.DiagnosticLevel`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from payload_estimator.io.diagnostic_level import DiagnosticLevel
 

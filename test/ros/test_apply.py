@@ -20,11 +20,10 @@ pytest.importorskip("payload_estimator.msg", reason="the package's interfaces ar
 
 from rcl_interfaces.msg import SetParametersResult  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
+from ros_helpers import Listener, RunPublisher, call, payload_shape, wait_for  # noqa: E402
 
 from payload_estimator.msg import PayloadEstimate  # noqa: E402
 from payload_estimator.srv import ApplyEstimate  # noqa: E402
-
-from ros_helpers import Listener, RunPublisher, call, payload_shape, wait_for  # noqa: E402
 
 FILTER_NODE = "ft_gravity_compensation"
 

@@ -19,12 +19,11 @@ pytest.importorskip("rclpy")
 pytest.importorskip("payload_estimator.msg", reason="the package's interfaces are not built (colcon build)")
 
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from ros_helpers import Listener, RunPublisher, level, node_status, payload_shape, status_values, wait_for  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
 from payload_estimator.msg import PayloadEstimate  # noqa: E402
 from payload_estimator.ros.estimator_node import LATCHED_QOS  # noqa: E402
-
-from ros_helpers import Listener, RunPublisher, level, node_status, payload_shape, status_values, wait_for  # noqa: E402
 
 ESTIMATE = "/payload_estimator/estimate"
 

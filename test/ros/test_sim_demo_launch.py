@@ -21,7 +21,6 @@ pytest.importorskip("rclpy")
 pytest.importorskip("payload_estimator.msg", reason="the package's interfaces are not built (colcon build)")
 pytest.importorskip("launch_testing")
 
-import launch  # noqa: E402
 import launch_testing  # noqa: E402
 import launch_testing.actions  # noqa: E402
 import launch_testing.asserts  # noqa: E402
@@ -33,6 +32,7 @@ from launch.launch_description_sources import PythonLaunchDescriptionSource  # n
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from std_srvs.srv import SetBool, Trigger  # noqa: E402
 
+import launch  # noqa: E402
 from payload_estimator.msg import PayloadEstimate  # noqa: E402
 from payload_estimator.sim.payloads import get_payload  # noqa: E402
 from payload_estimator.srv import ApplyEstimate, SaveUrdf  # noqa: E402
