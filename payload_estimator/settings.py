@@ -42,7 +42,7 @@ MOTION_SOURCES = ("joints", "imu")
 def _p(default: Any, description: str, choices: Sequence[str] | None = None, **kw: Any) -> Any:
     meta = {"description": description, "choices": tuple(choices) if choices else None}
     if isinstance(default, list):
-        return field(default_factory=lambda d=default: list(d), metadata=meta, **kw)
+        return field(default_factory=lambda: list(default), metadata=meta, **kw)
     return field(default=default, metadata=meta, **kw)
 
 

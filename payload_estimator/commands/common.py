@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from payload_estimator.core.estimators import C1_PIPELINE, ESTIMATORS, Estimator
 from payload_estimator.core.shapes import Shape, sample_points
 from payload_estimator.pipeline.playback import Recording
@@ -32,14 +35,17 @@ def build_estimator(
         return cls(bias=bias, **options)
     if shape is None:
         raise ValueError(f"{method} needs the payload's shape")
-    kw = {k: v for k, v in (("density", density), ("max_points", max_points)) if v is not None}
-    return cls(sample_points(shape, **kw), bias=bias, **options)  # type: ignore[call-arg]
+    kw: dict[str, Any] = {k: v for k, v in (("density", density), ("max_points", max_points)) if v is not None}
+    # the estimators with needs_points take the points as their first argument, which the
+    # base class's constructor does not declare
+    make: Callable[..., Estimator] = cls
+    return make(sample_points(shape, **kw), bias=bias, **options)
 
 
-def stream_for_run(run: SimulatedRun, estimator: Estimator, **config) -> EstimationStream:
+def stream_for_run(run: SimulatedRun, estimator: Estimator, **config: Any) -> EstimationStream:
     """A stream set up for a simulated run: its URDF, joints and F/T sensor (sign +1, FT-300 range)."""
     spec = get_robot(run.robot)
-    settings = {
+    settings: dict[str, Any] = {
         "urdf": run.urdf,
         "sensor_frame": run.sensor_frame,
         "joint_names": run.joint_names,

@@ -209,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     use_recorded = recorded_urdf is not None and not settings.use_builtin_description
     try:
-        urdf = recorded_urdf if use_recorded else builtin_description(settings)
+        urdf = recorded_urdf if use_recorded and recorded_urdf is not None else builtin_description(settings)
         stream = build_stream(settings, urdf, imu_frame=imu_frame, zero_phase=args.zero_phase)
     except ValueError as exc:
         raise CommandError(f"cannot build the pipeline: {exc}") from None

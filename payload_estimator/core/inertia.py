@@ -21,8 +21,10 @@ Each other convention has exactly one pair of conversion functions here:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = [
     "InertialParameters",
@@ -32,6 +34,7 @@ __all__ = [
     "unvech",
     "phi_to_pinocchio",
     "phi_from_pinocchio",
+    "RosInertiaFields",
     "to_ros_inertia_fields",
     "from_ros_inertia_fields",
     "pseudo_inertia",
@@ -57,7 +60,7 @@ def vech(J: np.ndarray) -> np.ndarray:
     return np.array([J[i, j] for i, j in _VECH_INDEX])
 
 
-def unvech(j: np.ndarray) -> np.ndarray:
+def unvech(j: ArrayLike) -> np.ndarray:
     """``[Jxx, Jxy, Jxz, Jyy, Jyz, Jzz]`` -> symmetric 3x3 tensor."""
     xx, xy, xz, yy, yz, zz = np.asarray(j, dtype=float)
     return np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
@@ -195,7 +198,21 @@ def phi_from_pinocchio(pi: np.ndarray) -> np.ndarray:
     return np.asarray(pi, dtype=float)[_PIN_FROM_PAPER]
 
 
-def to_ros_inertia_fields(params: InertialParameters) -> dict[str, float | tuple[float, float, float]]:
+class RosInertiaFields(TypedDict):
+    """``geometry_msgs/Inertia`` fields (kg, m, kg m² about the COM), as keyword arguments of
+    :func:`from_ros_inertia_fields`."""
+
+    m: float
+    com: tuple[float, float, float]
+    ixx: float
+    ixy: float
+    ixz: float
+    iyy: float
+    iyz: float
+    izz: float
+
+
+def to_ros_inertia_fields(params: InertialParameters) -> RosInertiaFields:
     """``geometry_msgs/Inertia`` fields: ``m``, ``com`` (x, y, z), ``ixx ... izz`` about the COM."""
     I_c = params.inertia_com
     com = params.com

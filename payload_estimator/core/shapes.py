@@ -12,13 +12,19 @@ priors.
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.spatial.transform import Rotation
 
 from payload_estimator.core.inertia import InertialParameters
+
+if TYPE_CHECKING:
+    import trimesh
 
 __all__ = [
     "Shape",
@@ -47,7 +53,12 @@ class ShapeError(ValueError):
     """A shape that cannot be used: no volume, unreadable mesh, bad specification."""
 
 
-def rpy_to_matrix(rpy: np.ndarray) -> np.ndarray:
+def _triple(values: Sequence[float]) -> tuple[float, float, float]:
+    x, y, z = values
+    return (x, y, z)
+
+
+def rpy_to_matrix(rpy: ArrayLike) -> np.ndarray:
     """URDF roll-pitch-yaw (fixed axes x, y, z) -> rotation matrix."""
     return Rotation.from_euler("xyz", np.asarray(rpy, dtype=float)).as_matrix()
 
@@ -199,7 +210,7 @@ class Mesh(Shape):
     its convex hull (the only inside it defines).
     """
 
-    mesh: object = field(default=None, repr=False, compare=False)
+    mesh: trimesh.Trimesh | None = field(default=None, repr=False, compare=False)
     source: str = ""
 
     def __post_init__(self) -> None:
@@ -235,28 +246,39 @@ class Mesh(Shape):
         if scale != 1.0:
             mesh = mesh.copy()
             mesh.apply_scale(scale)
-        return cls(xyz=tuple(xyz), rpy=tuple(rpy), mesh=mesh, source=str(path))
+        return cls(xyz=_triple(xyz), rpy=_triple(rpy), mesh=mesh, source=str(path))
+
+    @property
+    def _solid(self) -> trimesh.Trimesh:
+        """The mesh (``__post_init__`` has checked that there is one)."""
+        if self.mesh is None:
+            raise ShapeError("Mesh needs a trimesh.Trimesh (use Mesh.from_file)")
+        return self.mesh
 
     @property
     def volume(self) -> float:
-        return float(self.mesh.volume)
+        return float(self._solid.volume)
 
     def _contains_local(self, p: np.ndarray) -> np.ndarray:
         if len(p) == 0:
             return np.zeros(0, dtype=bool)
-        return np.asarray(self.mesh.contains(p), dtype=bool)
+        return np.asarray(self._solid.contains(p), dtype=bool)
 
     def _local_corners(self) -> np.ndarray:
-        lo, hi = self.mesh.bounds
+        bounds = self._solid.bounds
+        if bounds is None:  # no vertices; a mesh that encloses a volume has some
+            raise ShapeError(f"mesh {self.source or ''} has no vertices".replace("  ", " "))
+        lo, hi = bounds
         c = 0.5 * (lo + hi)
         return c + _box_corners(0.5 * (hi - lo))
 
     def _local_centroid(self) -> np.ndarray:
-        return np.asarray(self.mesh.center_mass, dtype=float)
+        return np.asarray(self._solid.center_mass, dtype=float)
 
     def _local_inertia_com(self, mass: float) -> np.ndarray:
         # trimesh reports the inertia about the centre of mass for unit density.
-        return np.asarray(self.mesh.moment_inertia, dtype=float) * (mass / self.mesh.volume)
+        mesh = self._solid
+        return np.asarray(mesh.moment_inertia, dtype=float) * (mass / mesh.volume)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -447,9 +469,9 @@ def _parse_pose(text: str | None) -> tuple[tuple[float, float, float], tuple[flo
     vals = _floats(text, "pose")
     if len(vals) not in (3, 6):
         raise ShapeError(f"pose must be x,y,z or x,y,z,roll,pitch,yaw, got {text!r}")
-    xyz = tuple(vals[:3])
-    rpy = tuple(vals[3:]) if len(vals) == 6 else (0.0, 0.0, 0.0)
-    return xyz, rpy  # type: ignore[return-value]
+    xyz = _triple(vals[:3])
+    rpy = _triple(vals[3:]) if len(vals) == 6 else (0.0, 0.0, 0.0)
+    return xyz, rpy
 
 
 def parse_shape_spec(spec: str) -> Shape:
@@ -476,7 +498,7 @@ def parse_shape_spec(spec: str) -> Shape:
         vals = _floats(body, "box")
         if len(vals) != 3:
             raise ShapeError(f"box needs 3 sizes, got {body!r}")
-        return Box(xyz=xyz, rpy=rpy, size=tuple(vals))  # type: ignore[arg-type]
+        return Box(xyz=xyz, rpy=rpy, size=_triple(vals))
     if kind == "cylinder":
         vals = _floats(body, "cylinder")
         if len(vals) != 2:

@@ -129,7 +129,7 @@ def feed_wrench(stream: EstimationStream, msg: Any, wall_time: float | None = No
         stream.health.report(NON_FINITE, "1 samples with NaN/inf dropped", WRENCH)
         return False
     try:
-        return stream.push_wrench(stamp, force, torque, frame_id=frame_id, wall_time=wall_time)
+        return stream.push_wrench(stamp, force, torque, frame_id=frame_id, wall_time=wall_time) > 0
     except (TypeError, ValueError, IndexError) as exc:
         return _malformed(stream, WRENCH, "WrenchStamped", exc)
 

@@ -70,8 +70,9 @@ def _fixed(values: Any, n: int) -> np.ndarray:
 def _inertia_fields(params: InertialParameters) -> dict[str, Any]:
     """``geometry_msgs/Inertia``: mass, COM and the inertia about the COM (frame axes)."""
     f = to_ros_inertia_fields(params)
-    return {"m": float(f["m"]), "com": _vector3(f["com"]), **{k: float(f[k]) for k in
-            ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}}
+    return {"m": float(f["m"]), "com": _vector3(f["com"]),
+            "ixx": float(f["ixx"]), "ixy": float(f["ixy"]), "ixz": float(f["ixz"]),
+            "iyy": float(f["iyy"]), "iyz": float(f["iyz"]), "izz": float(f["izz"])}
 
 
 # ---------------------------------------------------------- estimator outputs

@@ -142,6 +142,7 @@ def write_samples(path: str | Path, samples: SensorSamples) -> None:
         ]
     )
     if path.suffix.lower() == ".npz":
-        np.savez(path, **{c: data[:, k] for k, c in enumerate(COLUMNS)})
+        # numpy's stub also matches **arrays against savez's allow_pickle: bool
+        np.savez(path, **{c: data[:, k] for k, c in enumerate(COLUMNS)})  # type: ignore[arg-type]
     else:
         np.savetxt(path, data, delimiter=",", header=",".join(COLUMNS), comments="", fmt="%.10g")

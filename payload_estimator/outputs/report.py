@@ -39,7 +39,7 @@ def estimate_table(estimate: Estimate, truth: InertialParameters | None = None, 
     I_est = estimate.inertia_com
     I_true = truth.inertia_com if truth else None
     for (i, j), name in zip(((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)), ("xx", "yy", "zz", "xy", "xz", "yz")):
-        row(f"I{name} about COM (kg m²)", I_true[i, j] if truth else None, I_est[i, j], None, "+.3e")
+        row(f"I{name} about COM (kg m²)", I_true[i, j] if I_true is not None else None, I_est[i, j], None, "+.3e")
     return table
 
 

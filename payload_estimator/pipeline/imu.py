@@ -198,7 +198,7 @@ class GravityTracker:
         if n == 0:
             return out
         start = 0
-        if self._g is None:
+        if self._g is None or self._omega_prev is None:  # set and reset together
             g0 = self._measured(f[0])
             self._g = g0 if g0 is not None else np.array([0.0, 0.0, -self.gravity_magnitude])
             self._omega_prev = omega[0].copy()

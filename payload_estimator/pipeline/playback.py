@@ -81,7 +81,11 @@ def play(
     history = EstimateHistory()
     driver = Driver(stream, _push_arrays, publish_period_s, period_s, history, on_estimate)
     rec = recording
-    has_imu = rec.imu_t is not None and len(rec.imu_t) > 0
+    imu: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    if rec.imu_t is not None and len(rec.imu_t) > 0:
+        if rec.imu_gyro is None or rec.imu_specific_force is None:
+            raise ValueError("a recording with IMU stamps needs imu_gyro and imu_specific_force")
+        imu = (rec.imu_t, rec.imu_gyro, rec.imu_specific_force)
     start = rec.start
     end = rec.end if until is None else min(rec.end, start + until)
     driver.t0 = start
@@ -105,10 +109,11 @@ def play(
         sw = advance("w", rec.wrench_t, t)
         if sw.stop > sw.start:
             items.append(("wrench", rec.wrench_t[sw], rec.wrench[sw], t))
-        if has_imu:
-            si = advance("i", rec.imu_t, t)
+        if imu is not None:
+            imu_t, imu_gyro, imu_specific_force = imu
+            si = advance("i", imu_t, t)
             if si.stop > si.start:
-                items.append(("imu", rec.imu_t[si], rec.imu_gyro[si], rec.imu_specific_force[si], t))
+                items.append(("imu", imu_t[si], imu_gyro[si], imu_specific_force[si], t))
         if t >= end:
             driver.finish(t, items)
             break

@@ -196,6 +196,7 @@ class EstimationStream:
             health=self.health,
         )
         args = (config.cutoff_hz, config.rate_hz)
+        self._joint_filter: PositionVelocityDifferentiator | MatchedDifferentiator
         if config.use_joint_velocities:
             self._joint_filter = PositionVelocityDifferentiator(*args, n, config.filter_order)
         else:
@@ -382,7 +383,7 @@ class EstimationStream:
             n = len(self.joint_names)
             q_raw = joints[:, :n]
             wrench_sensor = self.wrench_in_sensor(batch.values[WRENCH][seg], q_raw)
-            if self.config.use_joint_velocities:
+            if isinstance(self._joint_filter, PositionVelocityDifferentiator):  # use_joint_velocities
                 d = self._joint_filter(t, q_raw, joints[:, n:])
             else:
                 d = self._joint_filter(t, q_raw)

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from payload_estimator.pipeline.health import SATURATED, InputHealth
 
@@ -184,8 +185,8 @@ class SaturationCheck:
 
     def __init__(
         self,
-        force_limit_N: np.ndarray | float = FT300_FORCE_LIMIT_N,
-        torque_limit_Nm: np.ndarray | float = FT300_TORQUE_LIMIT_NM,
+        force_limit_N: ArrayLike = FT300_FORCE_LIMIT_N,
+        torque_limit_Nm: ArrayLike = FT300_TORQUE_LIMIT_NM,
         margin: float = 0.98,
     ) -> None:
         fl = np.broadcast_to(np.asarray(force_limit_N, dtype=float), (3,))

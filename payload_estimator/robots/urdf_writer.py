@@ -51,7 +51,7 @@ def _num(x: float) -> str:
     return "0" if v == 0.0 else repr(v)
 
 
-def _vec(values: Sequence[float]) -> str:
+def _vec(values: Sequence[float] | np.ndarray) -> str:
     return " ".join(_num(v) for v in values)
 
 
@@ -104,7 +104,7 @@ def _link(name: str, inertial: LinkInertial | None) -> list[str]:
 
 
 def _fixed_joint(
-    name: str, parent: str, child: str, xyz: Sequence[float], rpy: Sequence[float]
+    name: str, parent: str, child: str, xyz: Sequence[float] | np.ndarray, rpy: Sequence[float] | np.ndarray
 ) -> list[str]:
     return [
         f'  <joint name="{name}" type="fixed">',

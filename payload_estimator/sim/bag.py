@@ -33,7 +33,7 @@ messages with equal stamps unambiguous.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
@@ -69,7 +69,7 @@ __all__ = [
     "source_wrench",
 ]
 
-BAG_VERSION = 9
+BAG_VERSION: Final = 9  # Final: its type is Literal[9], as rosbags' Writer(version=...) requires
 """rosbag2 metadata version written (ROS 2 Jazzy's)."""
 DEFAULT_IMU_TOPIC = "/imu/data"
 """IMU topic of simulated bags when the settings name none."""

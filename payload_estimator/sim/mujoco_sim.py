@@ -52,6 +52,7 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.spatial.transform import Rotation
 
 from payload_estimator.core.inertia import InertialParameters
@@ -163,7 +164,7 @@ def build_model(
     urdf: str,
     joint_names: Sequence[str],
     payload: Payload | InertialParameters,
-    tau_max: Sequence[float],
+    tau_max: ArrayLike,
     sensor_frame: str = SENSOR_FRAME,
     imu_frame: str | None = IMU_FRAME,
     timestep: float = 1e-3,
@@ -216,8 +217,8 @@ def build_model(
         imu_body.add_site(name=IMU_SITE, pos=[0.0, 0.0, 0.0], quat=[1.0, 0.0, 0.0, 0.0])
         _add_site_sensor(spec, "imu_gyro", kinds.mjSENS_GYRO, IMU_SITE)
         _add_site_sensor(spec, "imu_accelerometer", kinds.mjSENS_ACCELEROMETER, IMU_SITE)
-    tau_max = np.asarray(tau_max, dtype=float)
-    for name, limit in zip(joint_names, tau_max):
+    torque_limits = np.asarray(tau_max, dtype=float)
+    for name, limit in zip(joint_names, torque_limits):
         act = spec.add_actuator(name=f"motor_{name}", target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
         act.set_to_motor()
         act.ctrllimited = True
@@ -231,7 +232,7 @@ def build_model(
         qpos_adr=np.array([model.jnt_qposadr[j] for j in joint_ids]),
         dof_adr=np.array([model.jnt_dofadr[j] for j in joint_ids]),
         actuator_ids=np.array([model.actuator(f"motor_{n}").id for n in joint_names]),
-        tau_max=tau_max,
+        tau_max=torque_limits,
         force_adr=int(model.sensor("ft_force").adr[0]),
         torque_adr=int(model.sensor("ft_torque").adr[0]),
         gyro_adr=int(model.sensor("imu_gyro").adr[0]) if imu_frame else None,
@@ -344,7 +345,7 @@ def _ft_bias_series(
     rng: np.random.Generator,
     t: np.ndarray,
     weight: float,
-    ft_bias: np.ndarray | None,
+    ft_bias: ArrayLike | None,
     ft_drift: bool,
 ) -> np.ndarray:
     """(M, 6) F/T offset at times ``t``: constant (given or drawn) plus optional drift."""

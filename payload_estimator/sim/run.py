@@ -141,7 +141,8 @@ class SimulatedRun:
             else:
                 out[f.name] = np.asarray(value)
         with open(path, "wb") as fh:
-            np.savez(fh, **out)
+            # numpy's stub also matches **arrays against savez's allow_pickle: bool
+            np.savez(fh, **out)  # type: ignore[arg-type]
 
     @classmethod
     def load(cls, path: str | PathLike[str]) -> SimulatedRun:

@@ -53,7 +53,7 @@ class UrdfTransforms:
             joint = self._model.joints[jid]
             if joint.nv == 1:
                 self._index[self._model.names[jid]] = (joint.idx_q, joint.nq == 2)
-        self._frame = {}
+        self._frame: dict[str, int] = {}  # link -> pinocchio frame id
         for joint in self._joints:
             for link in (joint.parent, joint.child):
                 if link not in self._frame:
@@ -65,7 +65,7 @@ class UrdfTransforms:
         """The movable 1-DoF joints, in model order."""
         return tuple(self._index)
 
-    def configuration(self, names: Sequence[str], positions: Sequence[float]) -> np.ndarray:
+    def configuration(self, names: Sequence[str], positions: Sequence[float] | np.ndarray) -> np.ndarray:
         """pinocchio configuration from named joint positions (others at zero; unknown names ignored)."""
         q = self._q_neutral.copy()
         for name, value in zip(names, positions):
@@ -83,7 +83,7 @@ class UrdfTransforms:
         """Transforms of the fixed joints (constant)."""
         return list(self._fixed)
 
-    def moving(self, names: Sequence[str], positions: Sequence[float]) -> list[LinkTransform]:
+    def moving(self, names: Sequence[str], positions: Sequence[float] | np.ndarray) -> list[LinkTransform]:
         """Transforms of the movable joints at the given joint positions (rad or m)."""
         return self._transforms(self.configuration(names, positions), moving=True)
 

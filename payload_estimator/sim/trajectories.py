@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -88,6 +88,10 @@ class JointTrajectory(Protocol):
     def duration(self) -> float: ...
 
     def __call__(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+
+_Trajectory = TypeVar("_Trajectory", bound=JointTrajectory)
+"""A :class:`JointTrajectory` type, kept through :func:`_largest_admissible`."""
 
 
 # ------------------------------------------------------------------ blends
@@ -195,8 +199,8 @@ def _speed_ratio(spec: RobotSpec, traj: JointTrajectory) -> float:
 
 
 def _largest_admissible(
-    spec: RobotSpec, build: Callable[[float], JointTrajectory], scale: float
-) -> tuple[JointTrajectory, float, bool]:
+    spec: RobotSpec, build: Callable[[float], _Trajectory], scale: float
+) -> tuple[_Trajectory, float, bool]:
     """Shrink ``scale`` until ``build(scale)`` respects the speed limits.
 
     Speeds are close to proportional to the scales used here, so a few
@@ -559,16 +563,16 @@ class _MinJerkSegments:
 
 
 # ----------------------------------------------------------------- factory
-def make_trajectory(kind: str, spec: RobotSpec, **kw: object) -> JointTrajectory:
+def make_trajectory(kind: str, spec: RobotSpec, **kw: Any) -> JointTrajectory:
     """A trajectory by kind: ``"paper004"``, ``"thesis"`` or ``"pickplace"``.
 
     Keyword arguments go to :class:`PaperWristSinusoids`, :class:`ThesisSinusoids`
     or :class:`PickAndPlace` (all accept ``duration``).
     """
     if kind == "paper004":
-        return PaperWristSinusoids(spec, **kw)  # type: ignore[arg-type]
+        return PaperWristSinusoids(spec, **kw)
     if kind == "thesis":
-        return ThesisSinusoids(spec, **kw)  # type: ignore[arg-type]
+        return ThesisSinusoids(spec, **kw)
     if kind == "pickplace":
-        return PickAndPlace(spec, **kw)  # type: ignore[arg-type]
+        return PickAndPlace(spec, **kw)
     raise ValueError(f"unknown trajectory kind {kind!r}; choose one of {', '.join(TRAJECTORY_KINDS)}")

@@ -31,9 +31,13 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    import osqp
 
 __all__ = ["LiftedPointMassQP", "QPResult"]
 
@@ -80,7 +84,7 @@ class LiftedPointMassQP:
             "verbose": False,
             **(settings or {}),
         }
-        self._workspace = None
+        self._workspace: osqp.OSQP | None = None
         self.last_solve_seconds = 0.0
         self._x: np.ndarray | None = None
         self._y: np.ndarray | None = None
@@ -165,7 +169,8 @@ class LiftedPointMassQP:
     def _solve_osqp(self, P_diag: np.ndarray, q: np.ndarray, A_values: np.ndarray) -> QPResult:
         import osqp
 
-        if self._workspace is None:
+        ws = self._workspace
+        if ws is None:
             P = self._P_pattern.copy()
             P.data = P_diag.copy()
             A = self._A_pattern.copy()
@@ -175,10 +180,10 @@ class LiftedPointMassQP:
             ws.setup(P=P, q=q, A=A, l=l, u=u, **self.settings)
             self._workspace = ws
         else:
-            self._workspace.update(q=q, Px=P_diag, Ax=A_values)
+            ws.update(q=q, Px=P_diag, Ax=A_values)
             if self._x is not None:
-                self._workspace.warm_start(x=self._x, y=self._y)
-        res = self._workspace.solve(raise_error=False)
+                ws.warm_start(x=self._x, y=self._y)
+        res = ws.solve(raise_error=False)
         status = str(res.info.status)
         if res.x is None or not np.all(np.isfinite(res.x)):
             self.reset()
