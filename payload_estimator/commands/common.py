@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from payload_estimator.core.estimators import C1_PIPELINE, ESTIMATORS, Estimator
@@ -31,15 +30,14 @@ def build_estimator(
     cls = ESTIMATORS[method]
     values = {"c1": c1, "regularization": regularization, "forgetting": forgetting}
     options = {k: v for k, v in cls.options_from(values).items() if v is not None}
-    if not cls.needs_points:
-        return cls(bias=bias, **options)
-    if shape is None:
-        raise ValueError(f"{method} needs the payload's shape")
-    kw: dict[str, Any] = {k: v for k, v in (("density", density), ("max_points", max_points)) if v is not None}
-    # the estimators with needs_points take the points as their first argument, which the
-    # base class's constructor does not declare
-    make: Callable[..., Estimator] = cls
-    return make(sample_points(shape, **kw), bias=bias, **options)
+    points = None
+    if cls.needs_points:
+        if shape is None:
+            raise ValueError(f"{method} needs the payload's shape")
+        sampling: dict[str, Any] = {k: v for k, v in (("density", density), ("max_points", max_points))
+                                    if v is not None}
+        points = sample_points(shape, **sampling)
+    return cls.create(points, bias=bias, **options)
 
 
 def stream_for_run(run: SimulatedRun, estimator: Estimator, **config: Any) -> EstimationStream:

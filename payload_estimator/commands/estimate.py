@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     # the options are named like the settings fields the estimator declares it reads
     options = {k: v for k, v in cls.options_from(vars(args)).items() if v is not None}
     try:
-        estimator = cls(points, bias=args.bias, **options) if cls.needs_points else cls(bias=args.bias, **options)
+        estimator = cls.create(points, bias=args.bias, **options)
     except ValueError as exc:
         raise CommandError(f"--method {args.method}: {exc}") from None
     estimator.update(loaded.samples)

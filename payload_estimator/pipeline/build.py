@@ -12,7 +12,6 @@ stream configuration. A robot is either a built-in preset
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -83,12 +82,11 @@ def wrench_convention(settings: Settings, base_frame: str) -> WrenchConvention:
 def build_estimator(settings: Settings) -> Estimator:
     """The configured estimator, its options read from the settings as its class declares them."""
     cls = ESTIMATORS[settings.estimator]
-    options: dict[str, Any] = cls.options_from(settings.to_dict())
+    points = None
     if cls.needs_points:
         points = sample_points(parse_shape_spec(settings.payload_shape),
                                density=settings.point_density * 1e6, max_points=settings.max_points)
-        return cls(points, bias=settings.estimate_bias, **options)  # type: ignore[call-arg]
-    return cls(bias=settings.estimate_bias, **options)
+    return cls.create(points, bias=settings.estimate_bias, **cls.options_from(settings.to_dict()))
 
 
 def stream_config(

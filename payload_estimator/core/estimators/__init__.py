@@ -63,8 +63,4 @@ def make_estimator(
         cls = ESTIMATORS[method.lower()]
     except KeyError:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}") from None
-    if cls.needs_points:
-        if points_in_sensor is None:
-            raise ValueError(f"{cls.name} needs point-mass positions (a shape or a points file)")
-        return cls(points_in_sensor, bias=bias, **options)  # type: ignore[call-arg]
-    return cls(bias=bias, **options)
+    return cls.create(points_in_sensor, bias=bias, **options)

@@ -231,6 +231,17 @@ class Estimator(abc.ABC):
         """The constructor options this estimator reads from a settings mapping."""
         return {option: values[name] for option, name in cls.settings_options.items()}
 
+    @classmethod
+    def create(cls, points_in_sensor: np.ndarray | None = None, *, bias: bool = False, **options: Any) -> Estimator:
+        """An instance with ``options``; ``points_in_sensor`` (n, 3) is required by (and only
+        passed to) estimators with :attr:`needs_points`."""
+        make: Any = cls  # subclasses add the points argument and their own options
+        if not cls.needs_points:
+            return make(bias=bias, **options)
+        if points_in_sensor is None:
+            raise ValueError(f"{cls.name} needs point-mass positions (a shape or a points file)")
+        return make(points_in_sensor, bias=bias, **options)
+
     def __init__(self, *, bias: bool = False) -> None:
         self.with_bias = bool(bias)
         self.rejected_samples = 0
