@@ -83,13 +83,7 @@ class Driver:
     def tick(self, t: float, items: Iterable = ()) -> StreamEstimate | None:
         """One processing turn at time ``t``: feed ``items`` (and anything :meth:`push`\\ ed), process,
         and when an estimate is due (module docstring) return it (else None)."""
-        if self.t0 is None:
-            self.t0 = t
-        self._pending.extend(items)
-        pending, self._pending = self._pending, []
-        if pending:
-            self.feed(self.stream, pending)
-        self.stream.process()
+        self._feed_and_process(t, items)
         self.ticks += 1
         if self._publish_due(t):
             return self.take_estimate(t)
@@ -126,6 +120,10 @@ class Driver:
         estimate (at ``t``, default the last pushed item's time). A zero-phase stream is finished
         by its owner (:meth:`EstimationStream.finish`), who then calls :meth:`take_estimate`."""
         t = t if t is not None else self.last_time
+        self._feed_and_process(t, items)
+        return self.take_estimate(t)
+
+    def _feed_and_process(self, t: float, items: Iterable) -> None:
         if self.t0 is None:
             self.t0 = t
         self._pending.extend(items)
@@ -133,7 +131,6 @@ class Driver:
         if pending:
             self.feed(self.stream, pending)
         self.stream.process()
-        return self.take_estimate(t)
 
     def take_estimate(self, t: float) -> StreamEstimate | None:
         """Solve for the estimate now (at time ``t``), record it and hand it to ``on_estimate``."""
