@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from payload_estimator.core.samples import SensorSamples
+from payload_estimator.files import atomic_path
 
 __all__ = ["COLUMNS", "SamplesFileError", "LoadedSamples", "read_samples", "write_samples"]
 
@@ -141,8 +142,9 @@ def write_samples(path: str | Path, samples: SensorSamples) -> None:
             samples.wrench_in_sensor,
         ]
     )
-    if path.suffix.lower() == ".npz":
-        # numpy's stub also matches **arrays against savez's allow_pickle: bool
-        np.savez(path, **{c: data[:, k] for k, c in enumerate(COLUMNS)})  # type: ignore[arg-type]
-    else:
-        np.savetxt(path, data, delimiter=",", header=",".join(COLUMNS), comments="", fmt="%.10g")
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        if path.suffix.lower() == ".npz":
+            # numpy's stub also matches **arrays against savez's allow_pickle: bool
+            np.savez(fh, **{c: data[:, k] for k, c in enumerate(COLUMNS)})  # type: ignore[arg-type]
+        else:
+            np.savetxt(fh, data, delimiter=",", header=",".join(COLUMNS), comments="", fmt="%.10g")

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from payload_estimator.files import write_text_atomic
 from payload_estimator.io import ros_factories, ros_inbound, ros_outbound
 from payload_estimator.node.frames import frames_to_look_up
 from payload_estimator.node.parameters import LIVE, NO_CHANGE, REBUILD, change_effect, changed_fields, settings_with
@@ -456,7 +457,7 @@ class Supervisor:
             target = Path(path).expanduser()
             try:
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(text + "\n")
+                write_text_atomic(target, text + "\n")
             except OSError as exc:
                 return SavedUrdf(False, f"cannot write {target}: {exc}", text)
             message += f", written to {target}"

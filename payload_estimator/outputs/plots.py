@@ -8,6 +8,7 @@ import numpy as np
 
 from payload_estimator.core.history import EstimateHistory
 from payload_estimator.core.inertia import InertialParameters
+from payload_estimator.files import atomic_path
 
 __all__ = ["plot_convergence"]
 
@@ -68,6 +69,7 @@ def plot_convergence(
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, format=path.suffix.lstrip(".") or "png")
     plt.close(fig)
     return path

@@ -18,6 +18,7 @@ import numpy as np
 from payload_estimator.core.history import EstimateHistory
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.metrics import ErrorMetrics, paper_errors
+from payload_estimator.files import write_text_atomic
 from payload_estimator.outputs.urdf import urdf_inertial
 from payload_estimator.pipeline.stream import StreamEstimate
 
@@ -76,7 +77,7 @@ class RunReport:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         self.fragment_path = out / FRAGMENT_NAME
-        self.fragment_path.write_text(self.fragment + "\n")
+        write_text_atomic(self.fragment_path, self.fragment + "\n")
         if plot and len(self.history):
             from payload_estimator.outputs.plots import plot_convergence
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from payload_estimator.files import write_text_atomic
 from payload_estimator.robots.spec import ROBOT_NAMES, default_urdf_path
 from payload_estimator.robots.urdf_writer import robot_urdf
 
@@ -30,7 +31,7 @@ def write_default_urdfs() -> list[Path]:
     for name in ROBOT_NAMES:
         path = default_urdf_path(name)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(default_urdf(name), encoding="utf-8")
+        write_text_atomic(path, default_urdf(name))
         paths.append(path)
     return paths
 

@@ -27,6 +27,7 @@ from os import PathLike
 import numpy as np
 
 from payload_estimator.core.inertia import InertialParameters
+from payload_estimator.files import atomic_path
 
 __all__ = ["SimulatedRun", "FORMAT"]
 
@@ -140,7 +141,7 @@ class SimulatedRun:
                 out[f.name] = np.array(value, dtype=str)
             else:
                 out[f.name] = np.asarray(value)
-        with open(path, "wb") as fh:
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
             # numpy's stub also matches **arrays against savez's allow_pickle: bool
             np.savez(fh, **out)  # type: ignore[arg-type]
 
