@@ -98,8 +98,8 @@ def test_payload_body_carries_the_exact_inertial_parameters(robot: str) -> None:
     m, b = arm.model, arm.payload_body_id
     truth = get_payload(PAYLOAD).params
     assert m.body_parentid[b] == arm.sensor_body_id
-    np.testing.assert_allclose(m.body_pos[b], 0.0, atol=0.0)
-    np.testing.assert_allclose(m.body_quat[b], [1.0, 0.0, 0.0, 0.0], atol=0.0)
+    np.testing.assert_allclose(m.body_pos[b], 0.0, atol=1e-12)  # m
+    np.testing.assert_allclose(m.body_quat[b], [1.0, 0.0, 0.0, 0.0], atol=1e-12)  # unit quaternion
     assert m.body_mass[b] == pytest.approx(truth.mass, rel=1e-12)
     np.testing.assert_allclose(m.body_ipos[b], truth.com, atol=1e-12)
     R = np.empty(9)
@@ -107,7 +107,7 @@ def test_payload_body_carries_the_exact_inertial_parameters(robot: str) -> None:
     R = R.reshape(3, 3)
     np.testing.assert_allclose(R @ np.diag(m.body_inertia[b]) @ R.T, truth.inertia_com, atol=1e-10)
     assert m.body_weldid[b] == m.body_weldid[arm.sensor_body_id]  # welded: no joint in between
-    np.testing.assert_allclose(m.opt.gravity, GRAVITY_IN_WORLD)
+    np.testing.assert_allclose(m.opt.gravity, GRAVITY_IN_WORLD, atol=1e-12)  # m/s²
 
 
 # ------------------------------------------------------------------------ statics
@@ -324,7 +324,7 @@ def test_point_mass_and_no_payload() -> None:
     np.testing.assert_allclose(run.true_wrench_in_sensor[0], expected, atol=1e-9)
     empty = simulate("xarm7", InertialParameters.zero(), "paper004", duration=0.05, noise="none",
                      ft_bias=np.zeros(6), ft_drift=False)
-    np.testing.assert_array_equal(empty.true_wrench_in_sensor, 0.0)
+    np.testing.assert_allclose(empty.true_wrench_in_sensor, 0.0, atol=1e-12)  # N and N·m
 
 
 def test_physics_rate_is_a_common_multiple_of_the_sample_rates() -> None:

@@ -189,9 +189,10 @@ def test_marker_array_deletes_then_adds_each_spec(typestore, make, rng):
         assert m.action == 0 and m.frame_locked and m.header.frame_id == "ft_sensor" and m.header.stamp.sec == 3
         assert (m.ns, m.id) == (spec.ns, spec.marker_id)
         assert m.type == {"sphere": 2, "cube": 1, "sphere_list": 7}[spec.kind]
-        np.testing.assert_allclose([m.pose.position.x, m.pose.position.y, m.pose.position.z], spec.position)
+        np.testing.assert_allclose([m.pose.position.x, m.pose.position.y, m.pose.position.z], spec.position,
+                                   atol=1e-12)  # m
         o = m.pose.orientation
-        np.testing.assert_allclose([o.x, o.y, o.z, o.w], spec.orientation_xyzw)
+        np.testing.assert_allclose([o.x, o.y, o.z, o.w], spec.orientation_xyzw, atol=1e-12)  # unit quaternion
         np.testing.assert_allclose([m.scale.x, m.scale.y, m.scale.z], spec.scale)
         np.testing.assert_allclose([m.color.r, m.color.g, m.color.b, m.color.a], spec.color, rtol=1e-6)  # float32
         assert len(m.points) == len(spec.points) and len(m.colors) == len(spec.colors)

@@ -68,4 +68,4 @@ def test_missing_sensor_frame_is_attached_to_the_flange():
     # a Franka-style reading in K (= flange here) with sign -1 becomes the load's wrench in the sensor frame
     f = np.array([[0.0, 0.0, 5.0]])
     w = wrench_to_sensor(f, np.zeros((1, 3)), stream.wrench_convention, np.eye(3), np.zeros(3))
-    np.testing.assert_allclose(w[0, :3], f[0])  # ft_sensor convention, sign +1
+    np.testing.assert_allclose(w[0, :3], f[0], atol=1e-12)  # N; ft_sensor convention, sign +1

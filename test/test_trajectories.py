@@ -62,7 +62,7 @@ def test_ramped_time_derivatives_and_ends(duration: float, ramp: float) -> None:
     np.testing.assert_allclose(ddtau, (dtau_p - dtau_m) / (2 * h), atol=1e-5)
     assert np.all(dtau >= 0.0) and np.all(dtau <= 1.0 + 1e-12)
     # rest before 0 and after the end; full speed in the middle when there is room
-    assert np.all(dtau[(t <= 0.0) | (t >= duration)] == 0.0)
+    assert np.all(np.abs(dtau[(t <= 0.0) | (t >= duration)]) <= 1e-15)  # dtau is dimensionless, O(1)
     if duration > 2 * ramp:
         mid = (t > ramp) & (t < duration - ramp)
         np.testing.assert_allclose(dtau[mid], 1.0)
@@ -203,7 +203,9 @@ def test_pick_and_place_goes_down_and_up_with_the_flange_pointing_down(robot: st
     twice = PickAndPlace(spec, duration=2.5 * traj.cycle_duration)
     t = np.linspace(0.0, traj.cycle_duration, 101)
     np.testing.assert_allclose(twice(t + traj.cycle_duration)[0], traj(t)[0], atol=1e-12)
-    np.testing.assert_allclose(twice(t + 2 * traj.cycle_duration)[0], np.tile(spec.q_home, (101, 1)))
+    # the last blend reaches q_home only to rounding (a + s (b - a), s from the time modulo the cycle):
+    # O(1e-16) rad where q_home is 0, e.g. 6.7e-16 for the xarm7 on another machine
+    np.testing.assert_allclose(twice(t + 2 * traj.cycle_duration)[0], np.tile(spec.q_home, (101, 1)), atol=1e-12)
 
 
 def test_make_trajectory_rejects_unknown_kind() -> None:
