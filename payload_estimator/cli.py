@@ -1,27 +1,46 @@
-"""The ``payload-estimator`` command line: ``estimate``, ``demo``, ``simulate``, ``replay``."""
+"""The ``payload-estimator`` command line: ``estimate``, ``demo``, ``simulate``, ``replay``.
+
+Every problem with the user's input ends the same way: one line on stderr,
+``payload-estimator <command>: error: ...``, and exit status 2, never a
+traceback. That holds for argparse's own errors (an unknown ``--robot``, a
+number out of range) and for what the commands find (:class:`CommandError`),
+and a command that needs an optional dependency that is not installed names
+the extra to install.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
+from typing import NoReturn
 
 from payload_estimator import __version__
-from payload_estimator.commands import CommandError
+from payload_estimator.commands import CommandError, missing_extra
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "OneLineErrorParser"]
 
 _COMMANDS = ("estimate", "demo", "simulate", "replay")
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (``PROG: error: MESSAGE``, exit status 2)
+    instead of the whole usage; ``--help`` is unchanged."""
+
+    def error(self, message: str) -> NoReturn:
+        text = " ".join(message.split())
+        self.exit(2, f"{self.prog}: error: {text} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="payload-estimator",
         description="Estimate a robot payload's mass, centre of mass and inertia tensor.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineErrorParser)
     for name in _COMMANDS:
+        # a command module imports only the core at import time (see payload_estimator.commands)
         try:
             module = importlib.import_module(f"payload_estimator.commands.{name}")
         except ModuleNotFoundError as exc:
@@ -30,6 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
             raise
         module.add_parser(sub).set_defaults(_run=module.run)
     return parser
+
+
+def _fail(command: str | None, message: str) -> int:
+    prog = f"payload-estimator {command}" if command else "payload-estimator"
+    print(f"{prog}: error: {' '.join(message.split())}", file=sys.stderr)
+    return 2
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,8 +66,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args._run(args) or 0)
     except CommandError as exc:
-        print(f"payload-estimator {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(args.command, str(exc))
+    except ImportError as exc:
+        extra = missing_extra(exc)
+        if extra is None:
+            raise
+        return _fail(args.command, extra)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -1,18 +1,223 @@
-"""Pieces the commands and benchmarks share: estimators from options, streams for simulated runs."""
+"""Pieces the commands and benchmarks share: estimators from options, streams for simulated runs,
+validated option types, and where outputs go.
+
+Only the core is imported here at module level (a core-only install runs ``--help`` and
+``estimate``); the pipeline's kinematics (pinocchio) and the simulator come in with the
+functions that need them.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import argparse
+import math
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from payload_estimator.commands import CommandError
 from payload_estimator.core.estimators import C1_PIPELINE, ESTIMATORS, Estimator
 from payload_estimator.core.shapes import Shape, sample_points
-from payload_estimator.pipeline.playback import Recording
-from payload_estimator.pipeline.stream import EstimationStream, StreamConfig
-from payload_estimator.pipeline.wrench import SaturationCheck, WrenchConvention
 from payload_estimator.robots import get_robot
-from payload_estimator.sim.run import SimulatedRun
 
-__all__ = ["build_estimator", "stream_for_run", "recording_from_run", "console_and_progress"]
+if TYPE_CHECKING:
+    from payload_estimator.pipeline.playback import Recording
+    from payload_estimator.pipeline.stream import EstimationStream
+    from payload_estimator.sim.run import SimulatedRun
+
+__all__ = [
+    "build_estimator",
+    "stream_for_run",
+    "recording_from_run",
+    "console_and_progress",
+    "SIM_RATE_HZ",
+    "MAX_SIM_DURATION_S",
+    "positive_float",
+    "nonnegative_float",
+    "positive_int",
+    "nonnegative_int",
+    "forgetting_factor",
+    "sim_duration",
+    "wrench_rate",
+    "default_out_dir",
+    "check_out_dir",
+    "out_dir_type",
+    "add_out_dir_argument",
+    "check_out_file",
+]
+
+SIM_RATE_HZ = 1000.0
+"""Joint-state (and IMU) rate of the runs ``demo`` and ``simulate`` make, Hz; the F/T rate divides it."""
+
+MAX_SIM_DURATION_S = 3600.0
+"""Longest run ``demo`` and ``simulate`` accept, s (an hour at 1 kHz is about 2 GB of recording)."""
+
+
+# ------------------------------------------------------------- option types
+# argparse calls these on the option's text; ArgumentTypeError becomes one line,
+# "payload-estimator CMD: error: argument --OPT: MESSAGE", exit status 2.
+
+
+def _finite(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0."""
+    value = _finite(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+    return value
+
+
+def nonnegative_float(text: str) -> float:
+    """A finite number >= 0."""
+    value = _finite(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be zero or positive, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """A whole number >= 1."""
+    value = _integer(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value
+
+
+def nonnegative_int(text: str) -> int:
+    """A whole number >= 0 (a random seed)."""
+    value = _integer(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be zero or positive, got {text!r}")
+    return value
+
+
+def forgetting_factor(text: str) -> float:
+    """A per-sample forgetting factor in (0, 1]."""
+    value = _finite(text)
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text!r}")
+    return value
+
+
+def sim_duration(text: str) -> float:
+    """Seconds of simulated motion: finite, positive, at most :data:`MAX_SIM_DURATION_S`."""
+    value = positive_float(text)
+    if value > MAX_SIM_DURATION_S:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_SIM_DURATION_S:g} s, got {text!r}")
+    return value
+
+
+def wrench_rate(text: str) -> float:
+    """An F/T rate, Hz, that divides :data:`SIM_RATE_HZ` (every F/T sample falls on a joint sample)."""
+    value = positive_float(text)
+    ratio = SIM_RATE_HZ / value
+    if ratio < 1.0 - 1e-9 or abs(ratio - round(ratio)) > 1e-9 * ratio:
+        raise argparse.ArgumentTypeError(
+            f"must divide the simulation's {SIM_RATE_HZ:g} Hz joint-state rate (e.g. 1000, 500, 250, 100), "
+            f"got {text!r}")
+    return value
+
+
+# ----------------------------------------------------------------- outputs
+
+
+def default_out_dir(command: str) -> Path:
+    """Where ``command`` writes when given no ``--out``: ``$XDG_CACHE_HOME/payload_estimator/<command>``
+    (``~/.cache`` when the variable is unset or not an absolute path, as the XDG spec says)."""
+    cache = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(cache) if cache and Path(cache).is_absolute() else Path.home() / ".cache"
+    return base / "payload_estimator" / command
+
+
+def _probe_writable(directory: Path) -> None:
+    """A file can really be created in ``directory`` (permissions, read-only file systems, root)."""
+    with tempfile.TemporaryFile(dir=directory, prefix=".payload_estimator-probe-"):
+        pass
+
+
+def check_out_dir(path: str | os.PathLike[str]) -> Path:
+    """``path`` can be an output directory: an existing writable directory, or one that can be
+    created (its nearest existing ancestor is a writable directory). Nothing is created here;
+    ``OSError`` with a clear message otherwise."""
+    target = Path(path).expanduser()
+    if target.exists():
+        if not target.is_dir():
+            raise NotADirectoryError(f"{target} exists and is not a directory")
+        try:
+            _probe_writable(target)
+        except OSError as exc:
+            raise PermissionError(f"{target} is not writable ({exc.strerror or exc})") from None
+        return target
+    ancestor = target.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise NotADirectoryError(f"cannot create {target}: {ancestor} is not a directory")
+    try:
+        _probe_writable(ancestor)
+    except OSError as exc:
+        raise PermissionError(f"cannot create {target}: {ancestor} is not writable ({exc.strerror or exc})") from None
+    return target
+
+
+def out_dir_type(command: str) -> Callable[[str], Path]:
+    """The argparse type of ``--out DIR``: the directory checked by :func:`check_out_dir` while the
+    options are parsed, before any work; ``""`` (the default) is :func:`default_out_dir` of ``command``."""
+
+    def out_dir(text: str) -> Path:
+        path = Path(text).expanduser() if text else default_out_dir(command)
+        try:
+            return check_out_dir(path)
+        except OSError as exc:  # the messages of check_out_dir name the path
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return out_dir
+
+
+def add_out_dir_argument(p: argparse.ArgumentParser, command: str,
+                         what: str = "the plot and the URDF fragment") -> None:
+    """``--out DIR`` of a command that writes files (``demo``, ``replay``): default
+    :func:`default_out_dir` of ``command`` (never the current directory), checked before the work.
+    The command reads ``args.out``, a :class:`~pathlib.Path` (created when written to)."""
+    # a str default goes through `type` too, so the default directory is resolved and checked alike
+    p.add_argument("--out", metavar="DIR", type=out_dir_type(command), default="",
+                   help=f"directory for {what} (default {default_out_dir(command)})")
+
+
+def check_out_file(path: str | os.PathLike[str], option: str = "--out") -> Path:
+    """``path`` can be written as a file: its directory exists and is writable, and it is no
+    directory itself; checked before the work (an existing file is replaced atomically)."""
+    target = Path(path).expanduser()
+    parent = target.parent
+    if target.is_dir():
+        raise CommandError(f"{option} {target}: is a directory, expected a file name")
+    if not parent.is_dir():
+        raise CommandError(f"{option} {target}: no such directory {parent}")
+    try:
+        _probe_writable(parent)
+    except OSError as exc:
+        raise CommandError(f"{option} {target}: cannot write in {parent} ({exc.strerror or exc})") from None
+    return target
+
+
+# --------------------------------------------------------- estimators, runs
 
 
 def build_estimator(
@@ -42,6 +247,9 @@ def build_estimator(
 
 def stream_for_run(run: SimulatedRun, estimator: Estimator, **config: Any) -> EstimationStream:
     """A stream set up for a simulated run: its URDF, joints and F/T sensor (sign +1, FT-300 range)."""
+    from payload_estimator.pipeline.stream import EstimationStream, StreamConfig
+    from payload_estimator.pipeline.wrench import SaturationCheck, WrenchConvention
+
     spec = get_robot(run.robot)
     settings: dict[str, Any] = {
         "urdf": run.urdf,
@@ -58,6 +266,8 @@ def stream_for_run(run: SimulatedRun, estimator: Estimator, **config: Any) -> Es
 
 def recording_from_run(run: SimulatedRun, imu: bool = False) -> Recording:
     """The measured signals of a simulated run, as the robot would deliver them."""
+    from payload_estimator.pipeline.playback import Recording
+
     has_imu = imu and len(run.imu_t) > 0
     return Recording(
         joint_t=run.joint_t,

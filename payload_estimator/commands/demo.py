@@ -17,13 +17,19 @@ import time
 
 from payload_estimator.commands import CommandError
 from payload_estimator.commands.common import (
+    MAX_SIM_DURATION_S,
+    SIM_RATE_HZ,
+    add_out_dir_argument,
     build_estimator,
     console_and_progress,
+    nonnegative_int,
+    positive_float,
     recording_from_run,
+    sim_duration,
     stream_for_run,
+    wrench_rate,
 )
 from payload_estimator.core.estimators import C1_PIPELINE, ESTIMATORS
-from payload_estimator.outputs.run_report import RunReport
 
 __all__ = ["add_parser", "run"]
 
@@ -47,25 +53,30 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="; ".join(f"{name}: {cls.summary}" for name, cls in ESTIMATORS.items()))
     p.add_argument("--trajectory", choices=TRAJECTORIES, default="paper004",
                    help="paper004: wrist sinusoids; thesis: all-joint sinusoids; pickplace: a pick-and-place move")
-    p.add_argument("--duration", type=float, default=10.0, help="seconds of motion (default 10)")
+    p.add_argument("--duration", type=sim_duration, default=10.0,
+                   help=f"seconds of motion, 0.5 to {MAX_SIM_DURATION_S:g} (default 10)")
     p.add_argument("--noise", choices=NOISE, default="moderate", help="F/T noise level, paper 004 Table II")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--wrench-rate", type=float, default=None, help="F/T rate, Hz (default: 1000)")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of every random draw, >= 0 (default 0)")
+    p.add_argument("--wrench-rate", type=wrench_rate, default=None,
+                   help=f"F/T rate, Hz, a divisor of the {SIM_RATE_HZ:g} Hz joint-state rate (default {SIM_RATE_HZ:g})")
     p.add_argument("--no-bias", action="store_true", help="do not estimate the F/T offsets")
-    p.add_argument("--c1", type=float, default=C1_PIPELINE, help=f"PMD c1 (default {C1_PIPELINE:g}, pmd.C1_PIPELINE)")
-    p.add_argument("--out", default="payload_demo", help="directory for the plot and the URDF fragment")
+    p.add_argument("--c1", type=positive_float, default=C1_PIPELINE,
+                   help=f"PMD c1 (default {C1_PIPELINE:g}, pmd.C1_PIPELINE)")
+    add_out_dir_argument(p, "demo")
     p.add_argument("--no-plot", action="store_true", help="skip the PNG plot")
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of tables")
     return p
 
 
 def run(args: argparse.Namespace) -> int:
+    from payload_estimator.outputs.run_report import RunReport
     from payload_estimator.pipeline.playback import play
     from payload_estimator.sim.mujoco_sim import simulate
     from payload_estimator.sim.payloads import get_payload
 
     if not args.duration > 0.5:
         raise CommandError("--duration must be more than 0.5 s")
+    out_dir = args.out  # checked while parsing the options, before the work
     payload = get_payload(args.payload)
     console, progress_display = console_and_progress(args.json)
     t_start = time.perf_counter()
@@ -73,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         sim_task = progress.add_task(f"simulating {args.robot} + {args.payload}", total=1.0, status="")
         run_ = simulate(
             robot=args.robot, payload=payload, trajectory=args.trajectory, duration=args.duration,
-            noise=args.noise, seed=args.seed, wrench_rate_hz=args.wrench_rate,
+            noise=args.noise, seed=args.seed, rate_hz=SIM_RATE_HZ, wrench_rate_hz=args.wrench_rate,
             progress=lambda f: progress.update(sim_task, completed=f),
         )
         estimator = build_estimator(args.method, payload.envelope, bias=not args.no_bias, c1=args.c1)
@@ -100,12 +111,17 @@ def run(args: argparse.Namespace) -> int:
         stream.health.counts, title=f"{args.robot} + {args.payload}: {args.method}, {args.trajectory}, "
                                     f"{args.noise} noise",
         truth=payload.params, bbox_lengths=payload.bbox_lengths, wall_time_s=time.perf_counter() - t_start)
-    report.write(args.out, plot=not args.no_plot)
+    report.write(out_dir, plot=not args.no_plot)
+    written = [p.name for p in (report.fragment_path, report.plot_path) if p is not None]
+    where = f"wrote {', '.join(written)} in {out_dir}"
     if args.json:
         summary = report.summary(robot=args.robot, payload=args.payload, method=args.method,
-                                 trajectory=args.trajectory, duration_s=args.duration, noise=args.noise)
+                                 trajectory=args.trajectory, duration_s=args.duration, noise=args.noise,
+                                 out_dir=str(out_dir))
         json.dump(summary, sys.stdout)
         sys.stdout.write("\n")
+        console.print(where, markup=False, highlight=False, soft_wrap=True)  # stderr: stdout carries the JSON
         return 0
     report.print(console, what=f"of motion; simulated {args.duration:.0f} s and estimated")
+    console.print(where, markup=False, highlight=False, soft_wrap=True)
     return 0

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
 
 import numpy as np
 
 from payload_estimator.commands import CommandError
+from payload_estimator.commands.common import forgetting_factor, nonnegative_float, positive_float, positive_int
 from payload_estimator.core.estimators import C1_PAPER, ESTIMATORS
 from payload_estimator.core.shapes import (
     DEFAULT_DENSITY,
@@ -39,12 +41,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="estimator (default: pmd): " + "; ".join(f"{n}: {c.summary}" for n, c in ESTIMATORS.items()))
     add_shape_arguments(p)
     p.add_argument("--bias", action="store_true", help="also estimate the six F/T offsets")
-    p.add_argument("--c1", type=float, default=C1_PAPER,
+    p.add_argument("--c1", type=positive_float, default=C1_PAPER,
                    help=f"PMD dynamism scale c1 of eq. (9) (default {C1_PAPER:g}, pmd.C1_PAPER)")
-    p.add_argument("--lambda", dest="regularization", type=float, default=1.0,
-                   help="PMD regularisation lambda (default 1.0)")
-    p.add_argument("--forgetting", type=float, default=None,
-                   help="per-sample forgetting factor for rls/rtls (default: rls 0.999, rtls 1)")
+    p.add_argument("--lambda", dest="regularization", type=nonnegative_float, default=1.0,
+                   help="PMD regularisation lambda, >= 0 (default 1.0)")
+    p.add_argument("--forgetting", type=forgetting_factor, default=None,
+                   help="per-sample forgetting factor for rls/rtls, in (0, 1] (default: rls 0.999, rtls 1)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     return p
 
@@ -60,10 +62,15 @@ def add_shape_arguments(p: argparse.ArgumentParser) -> None:
         ),
     )
     g.add_argument("--points", help="candidate point-mass positions for pmd: x y z per row (CSV or .npy)")
-    p.add_argument("--density", type=float, default=DEFAULT_DENSITY / 1e6,
+    p.add_argument("--density", type=positive_float, default=DEFAULT_DENSITY / 1e6,
                    help="points per cm³ when sampling --shape (default 0.04, paper 004)")
-    p.add_argument("--max-points", type=int, default=DEFAULT_MAX_POINTS,
+    p.add_argument("--max-points", type=positive_int, default=DEFAULT_MAX_POINTS,
                    help=f"cap on the number of point masses (default {DEFAULT_MAX_POINTS})")
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def points_from_args(args: argparse.Namespace) -> np.ndarray | None:
@@ -77,8 +84,6 @@ def points_from_args(args: argparse.Namespace) -> np.ndarray | None:
                 pts = downsample_evenly(pts, args.max_points)
             return pts
         if args.shape:
-            if args.density <= 0:
-                raise CommandError("--density must be positive")
             return sample_points(
                 parse_shape_spec(args.shape), density=args.density * 1e6, max_points=args.max_points
             )
@@ -92,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
         loaded = read_samples(args.samples)
     except SamplesFileError as exc:
         raise CommandError(str(exc)) from None
+    except (OSError, UnicodeDecodeError, csv.Error, ValueError) as exc:  # whatever the reader did not name
+        raise CommandError(f"{args.samples}: not a readable CSV or NPZ sample table ({_one_line(exc)})") from None
     points = points_from_args(args)
     cls = ESTIMATORS[args.method]
     if cls.needs_points and points is None:
@@ -102,8 +109,11 @@ def run(args: argparse.Namespace) -> int:
         estimator = cls.create(points, bias=args.bias, **options)
     except ValueError as exc:
         raise CommandError(f"--method {args.method}: {exc}") from None
-    estimator.update(loaded.samples)
-    est = estimator.estimate()
+    try:
+        estimator.update(loaded.samples)
+        est = estimator.estimate()
+    except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+        raise CommandError(f"--method {args.method}: no estimate from these samples ({_one_line(exc)})") from None
 
     if args.json:
         out = est.to_dict()
@@ -124,5 +134,5 @@ def run(args: argparse.Namespace) -> int:
     console.print(estimate_table(est))
     console.print(quality_table(est))
     console.print("URDF fragment (sensor frame):")
-    console.print(urdf_inertial(est.params, frame="sensor"), markup=False, highlight=False)
+    console.print(urdf_inertial(est.params, frame="sensor"), markup=False, highlight=False, soft_wrap=True)
     return 0

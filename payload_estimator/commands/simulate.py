@@ -11,6 +11,14 @@ from __future__ import annotations
 import argparse
 
 from payload_estimator.commands import CommandError
+from payload_estimator.commands.common import (
+    MAX_SIM_DURATION_S,
+    SIM_RATE_HZ,
+    check_out_file,
+    nonnegative_int,
+    sim_duration,
+    wrench_rate,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -22,16 +30,18 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("simulate", help="write a simulated run (NPZ, or a rosbag2 with --bag)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     target = p.add_mutually_exclusive_group(required=True)
-    target.add_argument("--out", help="NPZ file to write")
-    target.add_argument("--bag", help="rosbag2 directory to write")
+    target.add_argument("--out", metavar="FILE", help="NPZ file to write (its directory must exist)")
+    target.add_argument("--bag", metavar="DIR", help="rosbag2 directory to write (must not exist yet)")
     p.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap", help="rosbag2 storage (default mcap)")
     p.add_argument("--robot", choices=ROBOT_NAMES, default="panda")
     p.add_argument("--payload", choices=sorted(PAYLOADS), default="claw_hammer")
     p.add_argument("--trajectory", choices=("paper004", "thesis", "pickplace"), default="paper004")
-    p.add_argument("--duration", type=float, default=10.0)
+    p.add_argument("--duration", type=sim_duration, default=10.0,
+                   help=f"seconds of motion, at most {MAX_SIM_DURATION_S:g} (default 10)")
     p.add_argument("--noise", choices=("none", "low", "moderate", "high"), default="moderate")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--wrench-rate", type=float, default=None, help="F/T rate, Hz (default 1000)")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of every random draw, >= 0 (default 0)")
+    p.add_argument("--wrench-rate", type=wrench_rate, default=None,
+                   help=f"F/T rate, Hz, a divisor of the {SIM_RATE_HZ:g} Hz joint-state rate (default {SIM_RATE_HZ:g})")
     p.add_argument("--no-imu", action="store_true")
     return p
 
@@ -41,25 +51,24 @@ def run(args: argparse.Namespace) -> int:
 
     from payload_estimator.sim.mujoco_sim import simulate
 
-    if not args.duration > 0:
-        raise CommandError("--duration must be positive")
-    if args.bag and Path(args.bag).exists():
-        raise CommandError(f"{args.bag} exists; rosbag2 does not overwrite, choose another --bag")
+    # the outputs are checked before the work: a bad --out or --bag fails at once, not after the run
+    if args.out:
+        path = check_out_file(args.out)
+        path = check_out_file(path if path.suffix == ".npz" else path.with_suffix(".npz"))
+    else:
+        from payload_estimator.sim.bag import write_simulated_bag
+
+        if Path(args.bag).exists():
+            raise CommandError(f"--bag {args.bag}: exists; rosbag2 does not overwrite, choose another --bag")
+        check_out_file(args.bag, option="--bag")
     sim = simulate(robot=args.robot, payload=args.payload, trajectory=args.trajectory,
-                   duration=args.duration, noise=args.noise, seed=args.seed,
+                   duration=args.duration, noise=args.noise, seed=args.seed, rate_hz=SIM_RATE_HZ,
                    wrench_rate_hz=args.wrench_rate, imu=not args.no_imu)
     if args.out:
-        path = Path(args.out)
-        if path.suffix != ".npz":
-            path = path.with_suffix(".npz")
         sim.save(path)
         print(f"wrote {path}: {args.robot} + {args.payload}, {args.duration:g} s, "
               f"{len(sim.joint_t)} joint states, {len(sim.wrench_t)} wrenches, {len(sim.imu_t)} IMU samples")
         return 0
-    try:
-        from payload_estimator.sim.bag import write_simulated_bag
-    except ModuleNotFoundError as exc:  # pragma: no cover - needs the sim extra
-        raise CommandError(f"writing bags needs rosbags ({exc})") from None
     try:
         path = write_simulated_bag(sim, args.bag, storage=args.storage)
     except FileExistsError as exc:

@@ -1,0 +1,246 @@
+"""Bad input on the command line: one line on stderr, ``payload-estimator <command>: error: ...``,
+exit status 2, never a traceback; outputs checked before the work; a missing extra named."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from payload_estimator.cli import build_parser, main
+from payload_estimator.commands.common import default_out_dir
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLES = REPO / "examples" / "samples.csv"
+HAMMER_SHAPE = "box:0.25,0.05,0.04@0.06,0,0.02"  # the envelope of the object in examples/samples.csv
+
+
+def run_cli(argv: list[str]) -> int:
+    """``main(argv)``'s exit status, whether it returns it or argparse exits."""
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
+def assert_one_line_error(capsys, argv: list[str], command: str, *words: str) -> str:
+    status = run_cli(argv)
+    captured = capsys.readouterr()
+    err = captured.err
+    assert status == 2, (argv, status, err)
+    assert err.endswith("\n") and err.count("\n") == 1, f"not one line: {err!r}"
+    prefix = f"payload-estimator {command}: error: " if command else "payload-estimator: error: "
+    assert err.startswith(prefix), err
+    assert "Traceback" not in err and captured.out == ""
+    for word in words:
+        assert word in err, (word, err)
+    return err
+
+
+@pytest.fixture(autouse=True)
+def _cache_in_tmp(tmp_path, monkeypatch):
+    """Default outputs go to $XDG_CACHE_HOME: keep them in the test's directory."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
+@pytest.fixture
+def binary_file(tmp_path):
+    def make(name: str) -> Path:
+        path = tmp_path / name
+        path.write_bytes(bytes(range(256)) * 8 + b"\x00\xff\xfe" * 100)  # no text, no NPZ
+        return path
+    return make
+
+
+# ------------------------------------------------------------------ estimate
+@pytest.mark.parametrize("name", ["samples.csv", "samples.npz", "samples"])
+def test_estimate_on_a_binary_file(capsys, binary_file, name):
+    path = binary_file(name)
+    assert_one_line_error(capsys, ["estimate", str(path), "--method", "ols"], "estimate", str(path))
+
+
+@pytest.mark.parametrize("options, words", [
+    (["--max-points", "0"], ["--max-points", "at least 1"]),
+    (["--max-points", "ten"], ["--max-points", "not a whole number"]),
+    (["--c1", "0"], ["--c1", "positive"]),
+    (["--c1", "-3"], ["--c1", "positive"]),
+    (["--lambda", "-1"], ["--lambda", "zero or positive"]),
+    (["--lambda", "nan"], ["--lambda", "finite"]),
+    (["--lambda", "inf"], ["--lambda", "finite"]),
+    (["--density", "0"], ["--density", "positive"]),
+    (["--forgetting", "1.5"], ["--forgetting", "(0, 1]"]),
+    (["--method", "ransac"], ["--method", "invalid choice", "pmd"]),
+    (["--shape", "pyramid:1"], ["pyramid"]),
+])
+def test_estimate_rejects_bad_options(capsys, options, words):
+    argv = ["estimate", str(SAMPLES), "--shape", HAMMER_SHAPE, *options]
+    if options[0] == "--shape":
+        argv = ["estimate", str(SAMPLES), *options]
+    assert_one_line_error(capsys, argv, "estimate", *words)
+
+
+def test_estimate_on_a_missing_file(capsys, tmp_path):
+    assert_one_line_error(capsys, ["estimate", str(tmp_path / "nope.csv")], "estimate", "no such file")
+
+
+def test_a_missing_argument_and_an_unknown_command_are_one_line(capsys):
+    assert_one_line_error(capsys, ["estimate"], "estimate", "required", "samples")
+    assert_one_line_error(capsys, ["calibrate"], "", "invalid choice", "estimate")
+
+
+def test_help_is_still_complete(capsys):
+    assert run_cli(["demo", "--help"]) == 0
+    out = capsys.readouterr().out
+    for option in ("--robot", "--payload", "--method", "--duration", "--wrench-rate", "--seed", "--out DIR"):
+        assert option in out, option
+    assert str(default_out_dir("demo")) in "".join(out.split())  # the default, however the help wraps it
+
+
+# ------------------------------------------------------ demo and simulate options
+@pytest.mark.parametrize("command", ["demo", "simulate"])
+@pytest.mark.parametrize("options, words", [
+    (["--duration", "inf"], ["--duration", "finite"]),
+    (["--duration", "nan"], ["--duration", "finite"]),
+    (["--duration", "-1"], ["--duration", "positive"]),
+    (["--duration", "1e9"], ["--duration", "at most"]),
+    (["--wrench-rate", "0"], ["--wrench-rate", "positive"]),
+    (["--wrench-rate", "-100"], ["--wrench-rate", "positive"]),
+    (["--wrench-rate", "333"], ["--wrench-rate", "must divide", "1000 Hz"]),
+    (["--wrench-rate", "2000"], ["--wrench-rate", "must divide"]),
+    (["--seed", "-1"], ["--seed", "zero or positive"]),
+    (["--seed", "1.5"], ["--seed", "whole number"]),
+    (["--robot", "ur5"], ["--robot", "invalid choice", "panda"]),
+    (["--payload", "anvil"], ["--payload", "invalid choice", "drill"]),
+    (["--trajectory", "zigzag"], ["--trajectory", "invalid choice", "paper004"]),
+])
+def test_simulation_options_are_checked(capsys, tmp_path, command, options, words):
+    target = ["--out", str(tmp_path / ("d" if command == "demo" else "run.npz"))]
+    assert_one_line_error(capsys, [command, *target, *options], command, *words)
+
+
+def test_demo_rejects_an_unknown_method_and_a_bad_c1(capsys, tmp_path):
+    assert_one_line_error(capsys, ["demo", "--method", "ransac"], "demo", "--method", "invalid choice")
+    assert_one_line_error(capsys, ["demo", "--c1", "0"], "demo", "--c1", "positive")
+
+
+def test_demo_duration_below_the_minimum(capsys, tmp_path):
+    assert_one_line_error(capsys, ["demo", "--duration", "0.2", "--out", str(tmp_path)], "demo", "0.5 s")
+
+
+# ------------------------------------------------------------------ outputs
+def _unwritable_dirs(tmp_path: Path) -> list[Path]:
+    """Directories no process here can create files in: /proc on Linux (even for root), and a
+    read-only directory when not running as root (root ignores permission bits)."""
+    dirs = []
+    if Path("/proc/self").is_dir():
+        dirs.append(Path("/proc/payload_estimator_out"))
+    if hasattr(os, "geteuid") and os.geteuid() != 0:
+        locked = tmp_path / "locked"
+        locked.mkdir()
+        locked.chmod(0o500)
+        dirs += [locked, locked / "sub"]
+    return dirs
+
+
+def test_demo_out_must_be_a_writable_directory_checked_before_the_work(capsys, tmp_path):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("not a directory\n")
+    bad = [(a_file, "not a directory"), (a_file / "sub", "not a directory")]
+    bad += [(d, "not writable") for d in _unwritable_dirs(tmp_path)]
+    for path, words in bad:
+        # rejected while the options are parsed: before anything is simulated
+        with pytest.raises(SystemExit) as exc:
+            build_parser().parse_args(["demo", "--out", str(path)])
+        assert exc.value.code == 2
+        capsys.readouterr()
+        assert_one_line_error(capsys, ["demo", "--out", str(path)], "demo", "--out", str(path), words)
+    assert a_file.read_text() == "not a directory\n"
+
+
+def test_simulate_out_is_checked_before_the_work(capsys, tmp_path):
+    assert_one_line_error(capsys, ["simulate", "--out", str(tmp_path / "missing" / "run.npz")], "simulate",
+                          "--out", "no such directory")
+    assert_one_line_error(capsys, ["simulate", "--out", str(tmp_path)], "simulate", "--out", "is a directory")
+    (tmp_path / "bag").mkdir()
+    assert_one_line_error(capsys, ["simulate", "--bag", str(tmp_path / "bag")], "simulate", "--bag", "exists")
+    for path in _unwritable_dirs(tmp_path):
+        assert_one_line_error(capsys, ["simulate", "--out", str(path / "run.npz")], "simulate", "--out")
+    assert not (tmp_path / "missing").exists()
+
+
+def test_demo_writes_to_the_per_user_cache_by_default_and_says_where(capsys, tmp_path, monkeypatch):
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    assert main(["demo", "--duration", "1", "--no-plot", "--json"]) == 0
+    captured = capsys.readouterr()
+    out_dir = tmp_path / "cache" / "payload_estimator" / "demo"
+    assert default_out_dir("demo") == out_dir
+    assert json.loads(captured.out)["out_dir"] == str(out_dir)
+    assert f"in {out_dir}" in captured.err
+    assert "<inertial>" in (out_dir / "payload_inertial.urdf.xml").read_text()
+    assert list(cwd.iterdir()) == []  # nothing in the current directory
+
+
+def test_default_out_dir_follows_xdg_and_ignores_a_relative_value(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert default_out_dir("replay") == tmp_path / "payload_estimator" / "replay"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # the XDG spec: only absolute paths count
+    assert default_out_dir("replay") == Path.home() / ".cache" / "payload_estimator" / "replay"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert default_out_dir("demo") == Path.home() / ".cache" / "payload_estimator" / "demo"
+
+
+# --------------------------------------------------------- core-only install
+# A stand-in for `pip install .` without the sim extra: the sim extra's modules are made
+# unimportable in a fresh interpreter (CI also checks a real core-only venv, .ci/run).
+_WITHOUT_SIM_EXTRA = """
+import sys
+BLOCKED = {"pinocchio", "mujoco", "matplotlib", "rosbags"}
+class NotInstalled:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, NotInstalled())
+from payload_estimator.cli import main
+try:
+    status = main(sys.argv[1:])
+except SystemExit as exc:
+    status = exc.code
+loaded = sorted(m for m in BLOCKED if m in sys.modules)
+assert not loaded, loaded
+sys.exit(status)
+"""
+
+
+def _without_sim_extra(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", _WITHOUT_SIM_EXTRA, *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "XDG_CACHE_HOME": str(cwd / "cache")})
+
+
+def test_core_only_help_and_estimate(tmp_path):
+    for args in (["--help"], ["estimate", "--help"], ["demo", "--help"], ["replay", "--help"]):
+        done = _without_sim_extra(args, tmp_path)
+        assert done.returncode == 0 and "usage: payload-estimator" in done.stdout, (args, done.stderr)
+    done = _without_sim_extra(["estimate", str(SAMPLES), "--shape", HAMMER_SHAPE, "--bias", "--json"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    estimate = json.loads(done.stdout)
+    assert estimate["mass"] == pytest.approx(0.316, rel=0.05) and estimate["physically_consistent"] is True
+
+
+@pytest.mark.parametrize("args", [
+    ["demo", "--duration", "1"],
+    ["simulate", "--out", "run.npz"],
+    ["replay", "no_such_bag"],
+])
+def test_core_only_commands_that_need_the_sim_extra_say_so_in_one_line(tmp_path, args):
+    done = _without_sim_extra(args, tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith(f"payload-estimator {args[0]}: error: ")
+    assert 'pip install "payload_estimator[sim]"' in done.stderr
+    assert not (tmp_path / "run.npz").exists()
