@@ -235,9 +235,15 @@ def load_parameters_yaml(path: str | Path, node_name: str = NODE_NAME) -> Settin
     raise ValueError(f"{path}: no '{node_name}: ros__parameters:' section")
 
 
-if __name__ == "__main__":  # regenerate config/*.yaml
-    out = Path(__file__).resolve().parent.parent / "config"
-    out.mkdir(exist_ok=True)
-    for robot in ROBOT_NAMES:
-        (out / f"{robot}.yaml").write_text(render_parameters_yaml(robot))
-        print(f"wrote {out / f'{robot}.yaml'}")
+if __name__ == "__main__":  # regenerate (or --check) config/<robot>.yaml of a checkout, or --out DIR
+    import sys
+
+    from payload_estimator.robots.generate import checkout_root, write_or_check
+
+    _root = checkout_root()
+    sys.exit(write_or_check(
+        {f"{robot}.yaml": render_parameters_yaml(robot) for robot in ROBOT_NAMES},
+        None if _root is None else _root / "config",
+        prog="python -m payload_estimator.settings",
+        what="the per-robot parameter files config/<robot>.yaml",
+    ))
