@@ -91,18 +91,57 @@ def test_replay_counts_what_it_cannot_use(bags, tmp_path, capsys):
         (["{bag}", "--set", "cutoff_hz=fast"], "cutoff_hz"),
         (["{bag}", "--shape", "pyramid:1"], "unknown shape kind"),
         (["{bag}", "--config", "{missing}"], "no such file"),
+        (["{bag}", "--config", "{bad_yaml}"], "bad.yaml: not valid YAML: expected ',' or ']', but got '<stream end>' "
+                                              "at line 3, column 1"),
+        (["{bag}", "--config", "{file}"], "notes.txt: no 'payload_estimator: ros__parameters:' section"),
+        (["{bag}", "--config", "{binary}"], "blob.yaml: not a text file"),
+        (["{bag}", "--config", "{empty}"], "empty: Is a directory"),
+        (["{bag}", "--robot", "ur5"], "argument --robot: invalid choice: 'ur5'"),
+        (["{bag}", "--estimator", "magic"], "argument --estimator: invalid choice: 'magic'"),
     ],
 )
 def test_replay_errors_are_one_line_and_exit_2(bags, tmp_path, capsys, args, message):
     (tmp_path / "notes.txt").write_text("not a bag")
     (tmp_path / "empty").mkdir()
+    (tmp_path / "bad.yaml").write_text("payload_estimator:\n  ros__parameters: {robot: [panda\n")
+    (tmp_path / "blob.yaml").write_bytes(bytes(range(256)))
     paths = {"missing": tmp_path / "nope", "file": tmp_path / "notes.txt", "empty": tmp_path / "empty",
-             "bag": bags["panda", "mcap"]}
+             "bag": bags["panda", "mcap"], "bad_yaml": tmp_path / "bad.yaml", "binary": tmp_path / "blob.yaml"}
     argv = ["replay", *(a.format(**paths) for a in args), "--out", str(tmp_path / "out")]
-    assert main(argv) == 2
+    try:
+        status = main(argv)
+    except SystemExit as exc:  # argparse's own errors (one line too: cli.OneLineErrorParser)
+        status = exc.code
+    assert status == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("payload-estimator replay: error:") and "\n" not in err
     assert message in err
+
+
+def test_an_out_that_cannot_hold_files_fails_before_the_replay(bags, tmp_path, capsys, monkeypatch):
+    """Before: the replay ran to the end, then writing the results raised FileExistsError (a traceback)."""
+    import os
+
+    from payload_estimator.io import bag as io_bag
+
+    started = []
+    real_iter = io_bag.BagReading.__iter__
+    monkeypatch.setattr(io_bag.BagReading, "__iter__", lambda self: started.append(self) or real_iter(self))
+    results = tmp_path / "results.txt"
+    results.write_text("keep me")
+    cases = [(results, "exists and is not a directory"), (results / "sub", "results.txt is not a directory")]
+    if os.geteuid() != 0:  # root writes anywhere: a permission check cannot fail for root
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        cases.append((locked, "is not writable"))
+    for out, message in cases:
+        with pytest.raises(SystemExit) as exit_:
+            main(["replay", str(bags["panda", "mcap"]), "--out", str(out), "--no-plot"])
+        assert exit_.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and err.startswith("payload-estimator replay: error: argument --out: ")
+        assert message in err
+    assert started == [] and results.read_text() == "keep me"
 
 
 def test_detect_robot():

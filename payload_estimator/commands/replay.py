@@ -9,16 +9,26 @@ the stream processes every 10 ms and an estimate is taken at ``publish_rate_hz``
 
 Settings: ``--config`` (a ROS parameter file such as ``config/panda.yaml``) or
 the ``--robot`` preset; by default the robot is recognised from its
-description. ``--estimator``, ``--shape`` and ``--set name=value`` override any
-parameter. The robot model is ``--urdf FILE``, else the bag's
-``/robot_description`` when recorded (unless ``use_builtin_description``), else
-the package's own URDF of the preset (panda when nothing says otherwise). An
+description, else from the topics recorded (each preset has its own).
+``--estimator``, ``--shape`` and ``--set name=value`` override any parameter.
+The robot model is ``--urdf FILE``, else the bag's ``/robot_description`` when
+recorded (unless ``use_builtin_description``), else the package's own URDF of
+the preset (panda when nothing says otherwise; a one-line warning says so). An
 arm that is no built-in preset works from its description alone: name its
 flange and topics, e.g. ``--urdf ur5e.urdf --set flange_frame=tool0
 --set joint_states_topic=/joint_states --set wrench_topic=/ft/wrench``.
 
+Any rosbag2 a user records is read (:mod:`payload_estimator.io.bag`): split
+into several files, without ``metadata.yaml``, with other topics and custom
+message types; what had to be worked around is printed as one warning line
+each (and listed under ``bag_warnings`` with ``--json``). A path that is not a
+readable bag, a bad ``--config``, an unknown ``--robot`` or an ``--out`` that
+cannot hold files stop with one line and exit status 2, before the replay.
+``--out`` defaults to ``$XDG_CACHE_HOME/payload_estimator/replay`` (``~/.cache``).
+
 At the end: the estimate (beside the truth and paper 004's errors when the
-bag has ``/payload_estimator/ground_truth``, as simulated bags do), the input
+bag has ``/payload_estimator/ground_truth``, as simulated bags do, or
+``/payload_sim/truth``, as a ``ros2 bag record`` of the simulator node does), the input
 problems counted, the URDF ``<inertial>`` in the flange frame and a PNG of
 the convergence in ``--out``.
 """
@@ -40,6 +50,7 @@ __all__ = ["add_parser", "run", "detect_robot"]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    from payload_estimator.commands.common import add_out_dir_argument
     from payload_estimator.core.estimators import ESTIMATORS
     from payload_estimator.robots import ROBOT_NAMES
 
@@ -52,14 +63,15 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("bag", metavar="BAG", help="rosbag2 directory (or a single .mcap/.db3 file)")
     source = p.add_mutually_exclusive_group()
     source.add_argument("--robot", choices=ROBOT_NAMES,
-                        help="robot preset (default: recognised from the robot description)")
+                        help="robot preset (default: recognised from the robot description, else from the "
+                             "topics recorded)")
     source.add_argument("--config", metavar="YAML", help="ROS 2 parameter file, e.g. config/panda.yaml")
     p.add_argument("--urdf", metavar="FILE", help="robot description (default: the bag's /robot_description)")
     p.add_argument("--estimator", choices=list(ESTIMATORS), help="estimator (default: the setting's)")
     p.add_argument("--shape", metavar="SPEC", help="payload shape for PMD, e.g. box:0.1,0.1,0.2@0,0,0.1")
     p.add_argument("--set", metavar="NAME=VALUE", action="append", default=[], dest="overrides",
                    help="override a parameter (repeatable), e.g. --set cutoff_hz=8")
-    p.add_argument("--out", default="payload_replay", help="directory for the plot and the URDF fragment")
+    add_out_dir_argument(p, "replay")
     p.add_argument("--zero-phase", action="store_true",
                    help="offline: filter the whole recording forward and backward (no phase lag) before "
                         "estimating, instead of the node's causal pipeline; one estimate at the end")
@@ -91,36 +103,89 @@ def _parse_override(text: str) -> tuple[str, Any]:
     return name.strip(), "" if parsed is None else parsed
 
 
-def _settings(args: argparse.Namespace, urdf: str | None, custom: dict[str, str]):
-    """(settings, where they came from)."""
+def _config_error(path: str, exc: BaseException) -> CommandError:
+    """One line for a parameter file that cannot be used (PyYAML's own messages span several lines)."""
+    import yaml
+
+    if isinstance(exc, FileNotFoundError):
+        return CommandError(f"--config: {exc.filename or path}: no such file")
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        return CommandError(f"--config {path}: not valid YAML: {exc.problem or exc.context}{where}")
+    if isinstance(exc, yaml.YAMLError):
+        return CommandError(f"--config {path}: not valid YAML: {_one_line(exc)}")
+    if isinstance(exc, OSError):
+        return CommandError(f"--config {path}: {exc.strerror or exc}")
+    if isinstance(exc, UnicodeDecodeError):
+        return CommandError(f"--config {path}: not a text file")
+    return CommandError(f"--config {path}: {_one_line(exc)}")
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+def robot_from_topics(bag: Path, topics: dict[str, tuple[str, int]]) -> str | None:
+    """The built-in preset whose joint-state and wrench topics the bag holds, or None.
+
+    Presets that share topics (xArm 6 and 7, say) are told apart by the joint
+    names of the first joint state: the preset with the most arm joints, all
+    of them named there.
+    """
+    from payload_estimator.io.bag import JOINT_STATE_TYPE, bag_first_message
+    from payload_estimator.robots import ROBOT_NAMES, ROBOTS
+    from payload_estimator.settings import settings_for_robot
+
+    candidates = []
+    for name in ROBOT_NAMES:
+        preset = settings_for_robot(name)
+        if preset.joint_states_topic in topics and preset.wrench_topic in topics:
+            candidates.append((name, preset.joint_states_topic))
+    if len(candidates) <= 1:
+        return candidates[0][0] if candidates else None
+    names: dict[str, set[str]] = {}
+    for _, topic in candidates:
+        if topic not in names:
+            msg = bag_first_message(bag, topic, JOINT_STATE_TYPE)
+            names[topic] = set() if msg is None else {str(n) for n in msg.name}
+    fits = [(len(ROBOTS[r].joint_names), r) for r, topic in candidates if set(ROBOTS[r].joint_names) <= names[topic]]
+    return max(fits)[1] if fits else None
+
+
+def _settings(args: argparse.Namespace, urdf: str | None, info, bag: Path):
+    """(settings, where they came from, how the robot was chosen)."""
     import yaml
 
     from payload_estimator.core.shapes import ShapeError, parse_shape_spec
     from payload_estimator.io.bag import CUSTOM_DATA_PREFIX
     from payload_estimator.settings import Settings, load_parameters_yaml, settings_for_robot
 
-    try:
-        if args.config:
+    if args.config:
+        try:
             base, origin = load_parameters_yaml(args.config), f"config {args.config}"
-        else:
-            robot = args.robot or detect_robot(urdf)
-            source = "--urdf" if args.urdf else "the bag's robot_description"
-            origin = f"{robot} preset" + ("" if args.robot else f" (from {source})")
-            if robot is None and urdf is None:
-                robot, origin = "panda", "panda preset (no robot description)"
-            elif robot is None:
-                robot, origin = "", "no preset (an arm known from its robot description)"
-            base = settings_for_robot(robot)
-    except FileNotFoundError as exc:
-        raise CommandError(f"--config: {exc.filename or exc}: no such file") from None
-    except (ValueError, OSError, yaml.YAMLError) as exc:
-        raise CommandError(f"{exc}") from None
+        except (ValueError, TypeError, OSError, yaml.YAMLError) as exc:
+            raise _config_error(args.config, exc) from None
+        how = f"named in {args.config}"
+    else:
+        robot = args.robot or detect_robot(urdf)
+        source = "--urdf" if args.urdf else "the bag's robot_description"
+        how = "given by --robot" if args.robot else f"from {source}"
+        if robot is None and urdf is None:
+            robot = robot_from_topics(bag, info.topics)
+            how = ("from the topics recorded" if robot is not None
+                   else "the default: no robot description, no preset's topics recorded")
+            robot = robot or "panda"
+        elif robot is None:
+            robot, how = "", "an arm known from its robot description"
+        origin = (f"{robot} preset" + ("" if args.robot else f" ({how})")) if robot else f"no preset ({how})"
+        base = settings_for_robot(robot)
     overrides = dict(_parse_override(text) for text in args.overrides)
     if args.estimator:
         overrides["estimator"] = args.estimator
     if args.shape:
         overrides["payload_shape"] = args.shape
-    hint = custom.get(CUSTOM_DATA_PREFIX + "payload_shape")
+    hint = info.custom_data.get(CUSTOM_DATA_PREFIX + "payload_shape")
     if hint and not args.config and "payload_shape" not in overrides:
         overrides["payload_shape"] = hint  # a simulated bag knows its payload's envelope
         origin += ", payload shape from the bag"
@@ -128,14 +193,14 @@ def _settings(args: argparse.Namespace, urdf: str | None, custom: dict[str, str]
         try:
             Settings.from_dict({name: value})
         except (ValueError, TypeError) as exc:
-            raise CommandError(str(exc) if name in str(exc) else f"{name}={value!r}: {exc}") from None
+            raise CommandError(_one_line(exc) if name in str(exc) else f"{name}={value!r}: {_one_line(exc)}") from None
     try:
         settings = Settings.from_dict({**base.to_dict(), **overrides})
         if settings.estimator == "pmd":
             parse_shape_spec(settings.payload_shape)
     except (ValueError, ShapeError, TypeError) as exc:
-        raise CommandError(str(exc)) from None
-    return settings, origin
+        raise CommandError(_one_line(exc)) from None
+    return settings, origin, how
 
 
 def _first_imu_frame(bag: Path, settings) -> str | None:
@@ -177,6 +242,10 @@ def _bbox_lengths(settings) -> np.ndarray | None:
 # ------------------------------------------------------------------------- run
 
 
+def _warn(line: str) -> None:
+    print(f"payload-estimator replay: warning: {line}", file=sys.stderr)
+
+
 def _read_urdf(path: str) -> str:
     try:
         return Path(path).read_text()
@@ -185,10 +254,30 @@ def _read_urdf(path: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Replay the bag; warnings (one line each) are printed with the result, or folded into the one error line."""
+    warnings: list[str] = []
+    try:
+        return _replay(args, warnings)
+    except CommandError as exc:
+        if warnings:
+            raise CommandError(f"{exc} [warnings: {'; '.join(warnings)}]") from None
+        raise
+
+
+def _replay(args: argparse.Namespace, warnings: list[str]) -> int:
     from payload_estimator.commands.common import console_and_progress
     from payload_estimator.core.estimators import ESTIMATORS
     from payload_estimator.core.history import EstimateHistory
-    from payload_estimator.io.bag import BagError, bag_ground_truth, bag_info, bag_robot_description, read_bag
+    from payload_estimator.files import check_writable_dir
+    from payload_estimator.io.bag import (
+        ROBOT_DESCRIPTION_TOPIC,
+        BagError,
+        bag_ground_truth,
+        bag_info,
+        bag_robot_description,
+        input_topics,
+        read_bag,
+    )
     from payload_estimator.io.ros_inbound import feed_many
     from payload_estimator.outputs.run_report import RunReport
     from payload_estimator.pipeline.build import build_stream, builtin_description
@@ -200,19 +289,31 @@ def run(args: argparse.Namespace) -> int:
     given_urdf = _read_urdf(args.urdf) if args.urdf else None
     try:
         info = bag_info(bag)
-        recorded_urdf = given_urdf or bag_robot_description(bag)
-        settings, origin = _settings(args, recorded_urdf, info.custom_data)
+        warnings += info.notes
+        recorded_urdf = bag_robot_description(bag) if given_urdf is None else None
+        settings, origin, how = _settings(args, given_urdf or recorded_urdf, info, bag)
         messages = read_bag(bag, settings)
         imu_frame = (_first_imu_frame(bag, settings)
                      if settings.motion_source == "imu" and not settings.imu_frame else None)
     except BagError as exc:
-        raise CommandError(str(exc)) from None
-    use_recorded = recorded_urdf is not None and not settings.use_builtin_description
+        raise CommandError(_one_line(exc)) from None
+    description = given_urdf or recorded_urdf
+    use_recorded = description is not None and not settings.use_builtin_description
+    if description is None and not settings.robot:
+        raise CommandError(f"{bag} has no {ROBOT_DESCRIPTION_TOPIC} and the settings name no built-in robot: "
+                           "give the arm's URDF with --urdf FILE")
     try:
-        urdf = recorded_urdf if use_recorded and recorded_urdf is not None else builtin_description(settings)
+        urdf = description if use_recorded and description is not None else builtin_description(settings)
         stream = build_stream(settings, urdf, imu_frame=imu_frame, zero_phase=args.zero_phase)
     except ValueError as exc:
-        raise CommandError(f"cannot build the pipeline: {exc}") from None
+        raise CommandError(f"cannot build the pipeline: {_one_line(exc)}") from None
+    if description is None and not settings.use_builtin_description:
+        warnings.append(f"no {ROBOT_DESCRIPTION_TOPIC} in the bag: using the package's URDF of the "
+                        f"{settings.robot} preset ({how}); give --urdf FILE if the robot recorded differs")
+    try:  # checked while the options were parsed; created now, before the replay
+        out_dir = check_writable_dir(args.out)
+    except OSError as exc:
+        raise CommandError(f"--out: {_one_line(exc)}") from None
 
     console, progress_display = console_and_progress(args.json)
     counts = {"joint_states": 0, "wrench": 0, "imu": 0}
@@ -238,15 +339,21 @@ def run(args: argparse.Namespace) -> int:
                 counts[kind] += 1
                 driver.push(t, (kind, msg, t))
         except BagError as exc:
-            raise CommandError(str(exc)) from None
+            raise CommandError(_one_line(exc)) from None
+        warnings += messages.notes
         if driver.t0 is None:
-            raise CommandError(f"{bag}: no messages on the input topics")
+            raise CommandError(f"{bag}: no readable messages on the input topics "
+                               f"({', '.join(input_topics(settings))})")
+        required = ("joint_states", "wrench") + (("imu",) if settings.motion_source == "imu" else ())
+        for kind, topic in ((k, t) for t, k in input_topics(settings).items() if k in required):
+            if counts[kind] == 0:
+                raise CommandError(f"{bag}: no readable messages on {topic}")
         driver.finish()
         if args.zero_phase:
             try:
                 stream.finish()
             except ValueError as exc:
-                raise CommandError(f"zero-phase processing failed: {exc}") from None
+                raise CommandError(f"zero-phase processing failed: {_one_line(exc)}") from None
             driver.take_estimate(driver.last_time)
 
     final = stream.last
@@ -255,19 +362,28 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"no estimate: the pipeline produced no samples (input problems: {problems})")
     sensor = stream.config.sensor_frame
     flange = stream.config.flange_frame or sensor
-    recorded_truth = bag_ground_truth(bag)
+    try:
+        recorded_truth = bag_ground_truth(bag)
+    except BagError as exc:  # the bag was read a moment ago: only a file changing under us gets here
+        raise CommandError(_one_line(exc)) from None
     truth = _truth_in_sensor_frame(recorded_truth, stream) if recorded_truth is not None else None
     robot_name = settings.robot or "robot"
     report = RunReport(final, history, sensor, flange, stream.health.counts,
                        title=f"{bag.name}: {robot_name}, {settings.estimator}", truth=truth,
                        bbox_lengths=_bbox_lengths(settings), wall_time_s=time.perf_counter() - t_start)
-    report.write(args.out, plot=not args.no_plot)
+    try:
+        report.write(out_dir, plot=not args.no_plot)
+    except OSError as exc:  # checked writable before the replay: a full disk, a directory removed meanwhile
+        raise CommandError(f"--out: cannot write the results: {_one_line(exc)}") from None
+    for line in warnings:
+        _warn(line)
     if args.json:
         summary = report.summary(
             bag=str(bag), robot=settings.robot, settings=origin, estimator=settings.estimator,
             payload_shape=settings.payload_shape if ESTIMATORS[settings.estimator].needs_points else None,
             robot_description="urdf file" if given_urdf else ("bag" if use_recorded else "builtin"),
-            duration_s=info.duration, messages=counts, accepted=accepted,
+            duration_s=info.duration, messages=counts, accepted=accepted, bag_files=list(info.files),
+            bag_warnings=warnings,
             input_problems_by_stream=stream.health.snapshot()["counts_by_stream"])
         json.dump(summary, sys.stdout)
         sys.stdout.write("\n")
