@@ -382,7 +382,8 @@ def test_diagnostics(typestore, make, run, messages):
     assert node.level == WARN and node.message.startswith("waiting for robot_description: on /robot_description")
     assert values(node) == {"state": "waiting for robot_description", "robot": "panda",
                             "robot_description": "/robot_description", "frames from tf2": "none",
-                            "inputs dropped while not running": "0", "queue length": "3"}
+                            "inputs dropped while not running": "0", "queue length": "3",
+                            "estimate stale": "no", "estimate age (s)": "no estimate"}
     sup.on_description(run.urdf)
     drive(sup, messages, T0, T0 + 2.0)
     running = roundtrip(typestore, sup.diagnostics(T0 + 2.0, 13.0))
@@ -474,3 +475,218 @@ def test_apply_decision(make, run, messages):
     sup.parameters_changed({**base, "apply_target": "none"})
     none = sup.apply(dry_run=True)
     assert not none.success and "apply_target" in none.message
+
+
+# ------------------------------------------------------------------ faults
+#
+# What the node does when its inputs misbehave at run time: the wrench topic stops and comes back,
+# every input stops, the simulator restarts (its clock jumps back), robot_description is republished
+# with another robot, the node starts before the robot driver. The estimate published is never
+# non-finite, and the last good one stays published, flagged stale, at publish_rate_hz.
+
+
+def run_items(run, make, rows: slice, stamp0: float = T0, wall0: float = T0, wrench: bool = True, settings=None):
+    """Rows ``rows`` of ``run`` as the robot's driver publishes them: stamps ``stamp0`` + run time,
+    received at ``wall0`` + run time (``wrench=False``: the wrench topic is silent)."""
+    settings = settings or settings_for_robot(run.robot)
+    live = LiveRun(run, settings, loop=False)
+    names = list(run.joint_names)
+    items = []
+    for i in range(*rows.indices(len(run.joint_t))):
+        t = float(run.joint_t[i])
+        items.append(("joint_states", ros_outbound.joint_state_msg(make, stamp0 + t, names, run.joint_q[i],
+                                                                   run.joint_dq[i]), wall0 + t))
+        if wrench:
+            items.append(("wrench", ros_outbound.wrench_stamped_msg(
+                make, stamp0 + t, live.wrench_frame_id, live.wrench_force[i], live.wrench_torque[i]), wall0 + t))
+    return items
+
+
+def rows_between(run, start: float, stop: float) -> slice:
+    """The rows of ``run`` with run time in [start, stop), s."""
+    return slice(int(np.searchsorted(run.joint_t, start)), int(np.searchsorted(run.joint_t, stop)))
+
+
+def published(outputs) -> list:
+    """``[(turn time, PayloadEstimate)]`` of ``drive``'s outputs."""
+    return [(t, o.estimate) for t, o in outputs]
+
+
+def assert_finite(estimates) -> None:
+    for _, msg in estimates:
+        assert np.isfinite([msg.mass, msg.com.x, msg.com.y, msg.com.z, msg.inertia.ixx, msg.inertia.izz]).all()
+        assert np.isfinite(msg.phi).all() and math.isfinite(msg.age)
+
+
+def test_wrench_stops_and_comes_back(typestore, make, run, caplog):
+    """The wrench driver dies for 1.5 s while joint states go on: the estimate goes on being published at
+    publish_rate_hz, flagged stale after stale_after_s with a growing age; /diagnostics says which input;
+    when the wrench is back the estimate takes in new samples again and the flag clears."""
+    caplog.set_level(logging.INFO, "payload_estimator")
+    sup = make_supervisor(make, estimator="rls")
+    sup.on_description(run.urdf)
+    before = drive(sup, run_items(run, make, rows_between(run, 0.0, 1.5)), T0, T0 + 1.5)
+    assert before and not any(m.stale for _, m in published(before))
+    assert all(m.age == 0.0 for _, m in published(before)[1:])  # each one took in new samples
+    used = sup.stream.estimator.samples_used
+    gone = drive(sup, run_items(run, make, rows_between(run, 1.5, 3.0), wrench=False), T0 + 1.5, T0 + 3.0)
+    estimates = published(gone)
+    assert len(estimates) == 15  # still 10 Hz
+    assert_finite(estimates)
+    stale = [(t, m) for t, m in estimates if m.stale]
+    # flagged at the first estimate after the wrench has been silent for stale_after_s (its last
+    # sample came at 1.5 s; estimates at 0.01 s + multiples of 0.1 s): from 2.01 s on
+    assert [round(t - T0, 2) for t, _ in stale] == [round(2.01 + 0.1 * k, 2) for k in range(10)]
+    assert all(m.samples_used == stale[0][1].samples_used for _, m in stale)  # nothing new went in
+    # the age counts from the last estimate that took in samples (1.51 s), stale or not
+    ages = [m.age for _, m in estimates]
+    assert ages[0] == 0.0 and np.allclose(ages[1:], 0.1 * np.arange(1, 15))
+    back = roundtrip(typestore, gone[-1][1].estimate)  # the fields of msg/PayloadEstimate.msg
+    assert back.stale is True and back.age == pytest.approx(1.4) and back.mass == stale[-1][1].mass
+    assert sup.stale and sup.stale_reason == "no wrench for more than 0.5 s"
+    assert "estimate stale (no wrench for more than 0.5 s): the last good estimate is republished" in caplog.text
+    diagnostics = statuses(sup.diagnostics(T0 + 3.0, 3.0))
+    assert values(diagnostics["node"])["estimate stale"] == "yes: no wrench for more than 0.5 s"
+    assert float(values(diagnostics["node"])["estimate age (s)"]) == pytest.approx(1.5, abs=0.051)
+    assert diagnostics["inputs"].level == WARN and diagnostics["inputs"].message == "stale: wrench"
+    back = published(drive(sup, run_items(run, make, rows_between(run, 3.0, 4.0)), T0 + 3.0, T0 + 4.0))
+    assert_finite(back)
+    assert not back[-1][1].stale and back[-1][1].age == 0.0 and not sup.stale
+    assert back[-1][1].samples_used > used
+    assert "estimate current again" in caplog.text
+    assert back[-1][1].mass == pytest.approx(PAYLOAD.mass, rel=0.05)
+
+
+def test_every_input_silent_no_turns_last_estimate_republished(make, run):
+    """The robot driver stops altogether: no turn runs (nothing could change the estimate), the last
+    estimate is republished at publish_rate_hz, stale, its age growing with the silence, then updated
+    again when the driver is back (stamps and receive times later by the silence)."""
+    sup = make_supervisor(make, estimator="rls")
+    sup.on_description(run.urdf)
+    drive(sup, run_items(run, make, rows_between(run, 0.0, 2.0)), T0, T0 + 2.0)
+    last = sup.last_output
+    ticks = sup.driver.ticks
+    silence = drive(sup, [], T0 + 2.0, T0 + 12.0)
+    estimates = published(silence)
+    assert len(estimates) == 100 and all(m.stale for _, m in estimates[5:])
+    assert sup.driver.ticks - ticks < 60  # the turns stop once every input is stale (0.5 s)
+    kept = silence[-1][1].result  # the samples still in the aligner went in first, then no solve again
+    assert all(o.result is kept for _, o in silence[5:])
+    assert kept.estimate.samples_used - last.estimate.samples_used < 20
+    assert estimates[-1][1].age == pytest.approx(9.9, abs=0.11)
+    assert_finite(estimates)
+    later = 10.0
+    again = published(drive(sup, run_items(run, make, rows_between(run, 2.0, 3.5), stamp0=T0 + later,
+                                           wall0=T0 + later), T0 + 2.0 + later, T0 + 3.5 + later))
+    assert not again[-1][1].stale and again[-1][1].age == 0.0
+    assert again[-1][1].samples_used > last.estimate.samples_used
+
+
+def test_simulator_restart_clock_jumps_back(make, run, caplog):
+    """The simulator restarts: its stamps begin again 3 s earlier while the node's clock goes on.
+    Alignment restarts (counted, said once), every estimate stays finite and close to the truth,
+    the stamps follow the new clock, and the estimate goes on taking in samples."""
+    sup = make_supervisor(make, payload_shape=format_shape_spec(PAYLOAD.envelope))
+    sup.on_description(run.urdf)
+    first = published(drive(sup, run_items(run, make, rows_between(run, 0.0, 3.0)), T0, T0 + 3.0))
+    used = sup.stream.estimator.samples_used
+    restart = T0 + 3.2  # receive time of the restarted simulator's first sample
+    after = published(drive(sup, run_items(run, make, rows_between(run, 0.0, 3.0), stamp0=T0, wall0=restart),
+                            T0 + 3.0, restart + 3.0))
+    assert sup.stream.health.counts.get("clock_jump") == 1
+    assert caplog.text.count("time jumped back by") == 1 and "alignment restarted" in caplog.text
+    assert_finite(first + after)
+    stamps = [m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for _, m in after]
+    assert stamps[-1] == pytest.approx(T0 + 3.0, abs=0.15)  # the new clock
+    assert min(stamps) < T0 + 3.0 - 1.0
+    assert after[-1][1].samples_used > used + 200  # the new run went in
+    for _, m in first[20:] + after:
+        assert m.mass == pytest.approx(PAYLOAD.mass, rel=0.05)
+        assert not m.stale
+
+
+@pytest.mark.xfail(strict=True, reason="core/convergence.py keeps the old clock's history after a clock jump "
+                   "(ConvergenceMonitor.update must start over when t goes back); remove this mark with that fix")
+def test_convergence_after_a_clock_jump_counts_from_the_new_clock(make, run):
+    """After the simulator restarts, the convergence monitor counts steadiness on the new clock: never
+    a negative time ("steady for -1.9 of 1.0 s", as today for as long as the old clock was ahead)."""
+    sup = make_supervisor(make, payload_shape=format_shape_spec(PAYLOAD.envelope))
+    sup.on_description(run.urdf)
+    drive(sup, run_items(run, make, rows_between(run, 0.0, 3.0)), T0, T0 + 3.0)
+    after = published(drive(sup, run_items(run, make, rows_between(run, 0.0, 3.0), stamp0=T0, wall0=T0 + 3.2),
+                            T0 + 3.0, T0 + 6.2))
+    assert not [m.status for _, m in after if m.status.startswith("steady for -")]
+
+
+def test_robot_description_with_another_robot(make, run, caplog):
+    """The simulator comes back as an xArm 7 while the node is configured for the Panda: the node says
+    what changed, rebuilds, reports why the Panda configuration does not fit, keeps republishing the
+    Panda's last estimate as stale (never sent to the robot unless forced); the Panda again: running."""
+    caplog.set_level(logging.INFO, "payload_estimator")
+    sup = make_supervisor(make, estimator="rls", apply_target="franka")
+    sup.on_description(run.urdf)
+    drive(sup, run_items(run, make, rows_between(run, 0.0, 3.0)), T0, T0 + 3.0)
+    panda = sup.last_output
+    assert sup.apply(force=True, dry_run=True).success
+    xarm = simulate(robot="xarm7", payload=PAYLOAD, duration=3.0, noise="low", seed=4, imu=False)
+    sup.on_description(xarm.urdf)
+    assert "robot_description changed (robot 'xarm7', was 'panda'): the estimation restarts; the last estimate " \
+           "is republished as stale" in caplog.text
+    xarm_items = run_items(xarm, make, rows_between(xarm, 0.0, 3.0), stamp0=T0 + 3.0, wall0=T0 + 3.0,
+                           settings=settings_for_robot("xarm7"))
+    waiting = drive(sup, xarm_items[: len(xarm_items) // 2], T0 + 3.0, T0 + 3.0 + TF_WAIT_S + 0.5)
+    assert sup.status.state == CONFIGURATION_ERROR and "panda_link8" in sup.status.detail
+    assert all(o.stale and o.result is panda for _, o in waiting) and len(waiting) >= 10 * TF_WAIT_S
+    refused = sup.apply(dry_run=True)
+    assert not refused.success and "before the estimation restarted" in refused.message
+    assert "configuration error" in refused.message
+    assert sup.apply(force=True, dry_run=True).success  # forced: the user's decision
+    # the Panda is back (the xArm needs the node restarted with its parameter file: robot and topics
+    # are read-only): rebuilt at once, estimating again, the new estimate current and sendable
+    sup.on_description(run.urdf)
+    t = T0 + 3.0 + TF_WAIT_S + 0.5
+    out = drive(sup, run_items(run, make, rows_between(run, 0.0, 3.0), stamp0=t, wall0=t), t, t + 3.0)
+    assert sup.status.state == RUNNING
+    fresh = [o for _, o in out if not o.stale]
+    assert fresh and fresh[0].result is not panda and fresh[-1].age == 0.0
+    assert all(o.result is panda for _, o in out[: len(out) - len(fresh)])  # until the first new estimate
+    assert fresh[-1].result.estimate.mass == pytest.approx(PAYLOAD.mass, rel=0.05)
+    assert sup.apply(dry_run=True).message != refused.message
+
+
+def test_started_before_the_robot_driver(make, run):
+    """The node starts first: no description, no inputs for 5 s (nothing published, nothing breaks);
+    the description comes, still no inputs for 2 s (running, no turns, nothing to publish yet); then
+    the driver publishes and the estimate comes."""
+    sup = make_supervisor(make, estimator="rls")
+    assert drive(sup, [], T0 - 7.0, T0 - 2.0) == [] and sup.status.state == WAITING_DESCRIPTION
+    sup.on_description(run.urdf)
+    assert drive(sup, [], T0 - 2.0, T0) == [] and sup.status.state == RUNNING
+    assert sup.driver.ticks == 0  # every input silent: no turn
+    outputs = published(drive(sup, run_items(run, make, rows_between(run, 0.0, 2.0)), T0, T0 + 2.0))
+    assert outputs and not outputs[-1][1].stale and outputs[-1][1].mass == pytest.approx(PAYLOAD.mass, rel=0.1)
+
+
+def test_a_non_finite_estimate_is_never_published(make, run, caplog):
+    """The one stand-in: an estimator whose solve returns NaN (a solver bug; no real input reaches the
+    estimate as NaN, the stream drops it first). The estimate is discarded and counted, the last good
+    one is republished flagged stale."""
+    import dataclasses
+
+    sup = make_supervisor(make, estimator="rls")
+    sup.on_description(run.urdf)
+    drive(sup, run_items(run, make, rows_between(run, 0.0, 2.0)), T0, T0 + 2.0)
+    good = sup.last_output
+    estimator = sup.stream.estimator
+    solve = estimator.estimate
+
+    def broken():
+        est = solve()
+        return dataclasses.replace(est, params=type(est.params)(np.full(10, np.nan)))
+
+    estimator.estimate = broken
+    out = drive(sup, run_items(run, make, rows_between(run, 2.0, 3.0)), T0 + 2.0, T0 + 3.0)
+    assert len(out) == 10 and all(o.result is good and o.stale for _, o in out)
+    assert_finite(published(out))
+    assert sup.stream.health.counts["solver_failure"] == 10
+    assert "estimate not finite: discarded, the last good one is kept" in caplog.text

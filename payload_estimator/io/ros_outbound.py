@@ -78,11 +78,14 @@ def _inertia_fields(params: InertialParameters) -> dict[str, Any]:
 # ---------------------------------------------------------- estimator outputs
 
 
-def payload_estimate_msg(factory: MessageFactory, out: StreamEstimate, frame_id: str, flange_frame: str) -> Any:
+def payload_estimate_msg(factory: MessageFactory, out: StreamEstimate, frame_id: str, flange_frame: str,
+                         stale: bool = False, age: float = 0.0) -> Any:
     """``payload_estimator/msg/PayloadEstimate`` of a stream estimate (every field; SI units).
 
     ``frame_id`` is the frame the estimate is in (the stream's sensor frame);
-    ``header.stamp`` is ``out.t``. Unknown uncertainties are NaN.
+    ``header.stamp`` is ``out.t``. Unknown uncertainties are NaN. ``stale``: the
+    estimate is the last good one, republished while it cannot be updated;
+    ``age``: s since it last took in new samples (the node's clock).
     """
     est = out.estimate
     known_covariance = est.covariance is not None
@@ -109,6 +112,8 @@ def payload_estimate_msg(factory: MessageFactory, out: StreamEstimate, frame_id:
         "physically_consistent": bool(est.physically_consistent),
         "converged": bool(out.converged),
         "status": "converged" if out.converged else (out.reason or "not converged"),
+        "stale": bool(stale),
+        "age": float(max(age, 0.0)) if math.isfinite(age) else 0.0,
     }
     return factory("payload_estimator/msg/PayloadEstimate", fields)
 

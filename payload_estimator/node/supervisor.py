@@ -22,6 +22,13 @@ without ROS:
   ``publish_rate_hz``, returns the :class:`Outputs` to publish (``~/estimate``,
   ``~/inertia``, ``~/markers`` and, when :class:`RepublishPolicy` says so,
   ``~/urdf_inertial``);
+* **stale inputs**: the last good estimate stays published at ``publish_rate_hz``,
+  with ``stale: true`` and its ``age``, while an input the estimate needs is
+  silent (longer than ``stale_after_s``), while the node is not estimating
+  (waiting for the description or frames, a configuration error) and after a
+  rebuild until the new stream has an estimate; an estimate that is not finite
+  is never published. While every input is silent no turn runs at all (nothing
+  can change the estimate);
 * **diagnostics**: the node's own status first, then the stream's;
 * **services**: reset, pause, ``save_urdf`` (the frame, the file) and what
   ``~/apply`` sends (the robot bridge only sends it).
@@ -38,6 +45,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from payload_estimator.files import write_text_atomic
 from payload_estimator.io import ros_factories, ros_inbound, ros_outbound
@@ -57,8 +66,9 @@ from payload_estimator.outputs.markers import estimate_markers
 from payload_estimator.outputs.urdf import urdf_inertial
 from payload_estimator.pipeline.build import ExtraFrame, build_stream, builtin_description, flange_frame
 from payload_estimator.pipeline.driver import PROCESS_PERIOD_S, Driver
-from payload_estimator.pipeline.health import BUFFER_OVERFLOW, LOGGER_NAME
+from payload_estimator.pipeline.health import BUFFER_OVERFLOW, LOGGER_NAME, SOLVER_FAILURE
 from payload_estimator.pipeline.stream import IMU, EstimationStream, StreamEstimate
+from payload_estimator.robots.description import parse_description
 from payload_estimator.settings import NODE_NAME, Settings
 
 __all__ = [
@@ -92,6 +102,8 @@ class Outputs:
         markers: ``visualization_msgs/MarkerArray`` for ``~/markers``.
         urdf_inertial: ``std_msgs/String`` for ``~/urdf_inertial``, or None (unchanged: not republished).
         result: the estimate they were made from.
+        stale: the estimate is the last good one, republished while it cannot be updated
+            (the message's ``stale``); ``age``: s since it last took in new samples.
     """
 
     estimate: Any
@@ -99,6 +111,8 @@ class Outputs:
     markers: Any
     urdf_inertial: Any | None
     result: StreamEstimate
+    stale: bool = False
+    age: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -171,7 +185,11 @@ class Supervisor:
         self.builtin_description = bool(parameters.get("use_builtin_description", False))
         self.paused = False
         self.last_output: StreamEstimate | None = None
-        """The last estimate published; kept across rebuilds and configuration errors (``~/apply`` uses it)."""
+        """The last good (finite) estimate published; kept across rebuilds and configuration errors, and
+        republished with ``stale: true`` meanwhile (``~/apply`` uses it only while it is current)."""
+        self.stale = False
+        """Whether the estimate published last was stale; :attr:`stale_reason` says why."""
+        self.stale_reason = ""
         self.frames_from_tf: list[str] = []
         self.dropped_while_not_running = 0
         self._rebuild_requested = self.builtin_description  # the model is the package's own (made in _build)
@@ -181,6 +199,12 @@ class Supervisor:
         self._imu_frame_seen: str | None = None
         self._frames_wait_start: float | None = None
         self._next_frames_retry = float("inf")
+        self._published: Outputs | None = None  # the last outputs made from a new estimate (republished stale)
+        self._published_frames = ("", "")  # their sensor and flange frames
+        self._published_at: float | None = None  # when anything was last published (receive clock)
+        self._output_stream: EstimationStream | None = None  # the stream that made last_output
+        self._fresh_at: float | None = None  # when last_output last took in new samples
+        self._fresh_samples = -1  # its samples_used then
 
         try:
             self.settings = settings_with(Settings(), parameters)
@@ -237,11 +261,16 @@ class Supervisor:
         """A ``robot_description`` arrived (the same one again changes nothing)."""
         if urdf == self.description:
             return
-        first = self.description is None
-        self.description = urdf
+        previous, self.description = self.description, urdf
         self._request_rebuild()
-        self.log.info("robot_description received" if first else "robot_description changed: "
-                      "the estimation restarts")
+        if previous is None:
+            self.log.info("robot_description received")
+            return
+        names = [_robot_name(text) for text in (previous, urdf)]
+        change = f" (robot {names[1]!r}, was {names[0]!r})" if names[0] != names[1] else ""
+        self.log.info(f"robot_description changed{change}: the estimation restarts"
+                      + ("; the last estimate is republished as stale until there is a new one"
+                         if self.last_output is not None else ""))
 
     def _request_rebuild(self) -> None:
         self._rebuild_requested = True
@@ -264,15 +293,31 @@ class Supervisor:
         driver = self.driver
         if driver is None:
             self.dropped_while_not_running += len(items)
-            return None
+            return self._republish(now, self.status.message)
+        stream = driver.stream
         for kind, n in overflow.items():
-            driver.stream.health.report(BUFFER_OVERFLOW, f"{n} messages dropped: the input queue was full "
-                                        "(processing fell behind)", kind, n)
+            stream.health.report(BUFFER_OVERFLOW, f"{n} messages dropped: the input queue was full "
+                                 "(processing fell behind)", kind, n)
+        silent = stream.stale_streams(now)
+        if not items and silent and set(silent) >= set(stream.aligner.stream_names):
+            # every input silent for stale_after_s: the aligner released all it could long ago, and
+            # solving again would give the same estimate; no turn (the Driver takes up where it was)
+            return self._republish(now, _silent_reason(silent, stream))
         out = driver.tick(now, items)
-        return self._outputs(driver.stream, out) if out is not None else None
+        if out is None:
+            if stream.last is None and self.last_output is not None:  # rebuilt or reset: no estimate yet
+                return self._republish(now, "the estimation restarted: no new estimate yet")
+            return None
+        if not (np.all(np.isfinite(out.estimate.phi)) and np.all(np.isfinite(out.params_in_flange.phi))):
+            stream.health.report(SOLVER_FAILURE, "estimate not finite: discarded, the last good one is kept", None)
+            return self._republish(now, "the estimate is not finite")
+        return self._outputs(stream, out, now, _silent_reason(silent, stream) if silent else "")
 
-    def _outputs(self, stream: EstimationStream, out: StreamEstimate) -> Outputs:
-        self.last_output = out
+    def _outputs(self, stream: EstimationStream, out: StreamEstimate, now: float, stale_reason: str) -> Outputs:
+        """The messages of a new estimate (``stale_reason``: why it cannot be updated now, "" if it can)."""
+        if self._output_stream is not stream or out.estimate.samples_used != self._fresh_samples:
+            self._fresh_at, self._fresh_samples = now, out.estimate.samples_used
+        self.last_output, self._output_stream = out, stream
         make = self.factory
         sensor = stream.config.sensor_frame
         flange = stream.config.flange_frame or sensor
@@ -282,13 +327,50 @@ class Supervisor:
         urdf = None
         if self._urdf_policy.should_publish(out.params_in_flange, out.converged):
             urdf = ros_outbound.string_msg(make, urdf_inertial(out.params_in_flange, frame=flange))
-        return Outputs(
-            estimate=ros_outbound.payload_estimate_msg(make, out, sensor, flange),
+        age = self._age(now)
+        outputs = Outputs(
+            estimate=ros_outbound.payload_estimate_msg(make, out, sensor, flange, bool(stale_reason), age),
             inertia=ros_outbound.inertia_stamped_msg(make, est.params, sensor, out.t),
             markers=ros_outbound.marker_array_msg(make, markers, sensor, out.t),
             urdf_inertial=urdf,
             result=out,
+            stale=bool(stale_reason),
+            age=age,
         )
+        self._published, self._published_frames = outputs, (sensor, flange)
+        self._note_published(now, stale_reason)
+        return outputs
+
+    def _republish(self, now: float, reason: str) -> Outputs | None:
+        """The last good estimate again, flagged stale, at ``publish_rate_hz`` (None when not due or none)."""
+        last, out = self._published, self.last_output
+        if last is None or out is None or last.result is not out:
+            return None
+        period = 1.0 / self.settings.publish_rate_hz if self.settings is not None else 0.1
+        if self._published_at is not None and now < self._published_at + period - 0.5 * PROCESS_PERIOD_S:
+            return None
+        sensor, flange = self._published_frames
+        age = self._age(now)
+        outputs = Outputs(
+            estimate=ros_outbound.payload_estimate_msg(self.factory, out, sensor, flange, True, age),
+            inertia=last.inertia, markers=last.markers, urdf_inertial=None, result=out, stale=True, age=age)
+        self._note_published(now, reason)
+        return outputs
+
+    def _age(self, now: float) -> float:
+        return max(0.0, now - self._fresh_at) if self._fresh_at is not None else 0.0
+
+    def _note_published(self, now: float, stale_reason: str) -> None:
+        """Remember the time; log when the estimate becomes stale (with why) and when it is current again."""
+        self._published_at = now
+        stale = bool(stale_reason)
+        if stale and not self.stale:
+            self.log.warning(f"estimate stale ({stale_reason}): the last good estimate is republished "
+                             "with stale: true until it can be updated")
+        elif self.stale and not stale:
+            self.log.info(f"estimate current again (it was stale for {self._age(now):.1f} s at most: "
+                          f"{self.stale_reason})")
+        self.stale, self.stale_reason = stale, stale_reason
 
     def _build_due(self, now: float) -> bool:
         """Whether to try building again without a new reason: while frames are awaited in tf2."""
@@ -394,6 +476,8 @@ class Supervisor:
             "frames from tf2": ", ".join(self.frames_from_tf) or "none",
             "inputs dropped while not running": self.dropped_while_not_running,
             "queue length": int(queue_length),
+            "estimate stale": f"yes: {self.stale_reason}" if self.stale else "no",
+            "estimate age (s)": f"{self._age(now):.1f}" if self.last_output is not None else "no estimate",
         })
         node_status = self.factory("diagnostic_msgs/msg/DiagnosticStatus",
                                    node_status_fields(status, self.name, overflow))
@@ -418,6 +502,10 @@ class Supervisor:
         driver.stream.reset()
         driver.reset()
         self.last_output = None
+        self._published = None
+        self._output_stream = None
+        self._fresh_at, self._fresh_samples = None, -1
+        self.stale, self.stale_reason = False, ""
         self._urdf_policy.reset()
         message = "estimate reset: estimating from new data"
         self.log.info(message)
@@ -473,10 +561,27 @@ class Supervisor:
         settings = self.settings
         if settings is None:
             return ApplyDecision(False, f"refused: {self.status.message}")
-        request, reason = build_apply_request(settings, self.last_output, force)
+        out = self.last_output
+        if out is not None and self._output_stream is not self.stream and not force:
+            why = self.status.message if self.stream is None else "no new estimate since"
+            return ApplyDecision(False, "refused: the last estimate was made before the estimation restarted "
+                                 f"(robot_description or parameters changed; {why}); force: true sends it anyway")
+        request, reason = build_apply_request(settings, out, force)
         if request is None:
             return ApplyDecision(False, f"refused: {reason}")
         text = request.to_yaml()
         if dry_run:
             return ApplyDecision(True, f"dry run, not sent ({reason})", text)
         return ApplyDecision(False, f"not sent yet ({reason})", text, send=request)
+
+
+def _silent_reason(silent: list[str], stream: EstimationStream) -> str:
+    """Why the estimate cannot be updated when ``silent`` inputs are stale."""
+    return f"no {', '.join(silent)} for more than {stream.config.stale_after_s:g} s"
+
+
+def _robot_name(urdf: str) -> str:
+    try:
+        return parse_description(urdf).name
+    except ValueError:
+        return "?"

@@ -153,9 +153,10 @@ class RunPublisher:
             msg.wrench.force.z = float("nan")
         return msg
 
-    def publish(self, seconds: float, pace: float = 2.0, **bad: Any) -> None:
+    def publish(self, seconds: float, pace: float = 2.0, wrench: bool = True, **bad: Any) -> None:
         """Publish the next ``seconds`` of the run, ``pace`` times faster than real time.
 
+        ``wrench=False``: joint states only (the wrench driver is down).
         ``bad``: ``names=[...]`` (joint names), ``frame="..."`` or ``nan=True`` (wrench).
         """
         n = min(len(self.run.joint_t), self.next + int(round(seconds * self.run.rate_hz)))
@@ -163,9 +164,14 @@ class RunPublisher:
         for start in range(self.next, n, batch):
             for i in range(start, min(start + batch, n)):
                 self.joints.publish(self.joint_msg(i, bad.get("names")))
-                self.wrench.publish(self.wrench_msg(i, bad.get("frame"), bad.get("nan", False)))
+                if wrench:
+                    self.wrench.publish(self.wrench_msg(i, bad.get("frame"), bad.get("nan", False)))
             time.sleep(batch / self.run.rate_hz / pace)
         self.next = n
+
+    def restart(self) -> None:
+        """The simulator restarts: the run begins again, with its stamps (the clock jumps back)."""
+        self.next = 0
 
 
 class Listener:
