@@ -605,8 +605,6 @@ def test_simulator_restart_clock_jumps_back(make, run, caplog):
         assert not m.stale
 
 
-@pytest.mark.xfail(strict=True, reason="core/convergence.py keeps the old clock's history after a clock jump "
-                   "(ConvergenceMonitor.update must start over when t goes back); remove this mark with that fix")
 def test_convergence_after_a_clock_jump_counts_from_the_new_clock(make, run):
     """After the simulator restarts, the convergence monitor counts steadiness on the new clock: never
     a negative time ("steady for -1.9 of 1.0 s", as today for as long as the old clock was ahead)."""

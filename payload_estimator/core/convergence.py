@@ -56,6 +56,8 @@ class ConvergenceMonitor:
         if not np.all(np.isfinite(estimate.phi)):
             self._history.clear()
             return self._set(False, "the estimate is not finite")
+        if self._history and t < self._history[-1][0]:
+            self._history.clear()  # the clock went back (a restarted recording or simulator): start over
         self._history.append((t, estimate.mass, estimate.com.copy()))
         while self._history and self._history[0][0] < t - c.window_s:
             self._history.popleft()
