@@ -31,10 +31,10 @@
     ``ros2 launch payload_estimator sim_demo.launch.py robot:=panda rviz:=false``,
     sampling the estimator node process's resident memory and CPU share every
     minute (psutil); at the end SIGINT, and how long the node takes to exit.
-    Then ``--signals N`` (default 5) times each: the estimator node alone
-    (its built-in Panda URDF), SIGINT or SIGTERM once it runs, and the time
-    from the signal to the end of the process. Needs ROS sourced and the
-    package built (``source install/setup.bash``).
+    Then ``--signals N`` (default 5) times each: the estimator node while the
+    simulator node publishes at it, SIGINT or SIGTERM once it estimates, and
+    the time from the signal to the end of its process (``--minutes 0``: only
+    this). Needs ROS sourced and the package built (``source install/setup.bash``).
 
 Run:
     python benchmarks/long_run.py                     # (a) one hour, arrays through the Driver
@@ -52,6 +52,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import types
 from collections import deque
@@ -428,43 +429,64 @@ def run_ros(minutes: float, robot: str, quick: bool) -> None:
 
 
 def signal_exits(trials: int) -> None:
-    """Start the estimator node alone ``trials`` times per signal; time from the signal to its exit."""
+    """Start the estimator node ``trials`` times per signal while the simulator node publishes a Panda
+    run at it (PMD solving at 10 Hz); signal it 3 s after it estimates; time from the signal to the end
+    of its process. A node still running 5 s after the signal gets SIGTERM (a signal was lost)."""
     from ament_index_python.packages import get_package_prefix, get_package_share_directory
 
     config = os.path.join(get_package_share_directory("payload_estimator"), "config", "panda.yaml")
-    # the installed executable itself (``ros2 run`` would be a parent process of its own)
-    executable = os.path.join(get_package_prefix("payload_estimator"), "lib", "payload_estimator", "estimator_node")
-    command = [executable, "--ros-args", "--params-file", config, "-p", "use_builtin_description:=true"]
+    lib = os.path.join(get_package_prefix("payload_estimator"), "lib", "payload_estimator")
+    # the installed executables themselves (``ros2 run`` would be a parent process of its own)
+    command = [os.path.join(lib, "estimator_node"), "--ros-args", "--params-file", config,
+               "-p", "use_builtin_description:=true"]
     env = dict(os.environ, PYTHONUNBUFFERED="1", RCUTILS_LOGGING_BUFFERED_STREAM="0")
+    sim = subprocess.Popen([os.path.join(lib, "sim_node")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           env=env)
     rows = []
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        times: list[float] = []
-        codes: set[int] = set()
-        for _ in range(trials):
-            node = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-            try:
-                assert node.stdout is not None
-                for line in node.stdout:  # until it estimates
-                    if "estimating with" in line:
-                        break
-                time.sleep(2.0)
-                t0 = time.monotonic()
-                node.send_signal(signum)
-                node.stdout.read()
-                codes.add(node.wait(timeout=30.0))
-                times.append(time.monotonic() - t0)
-            finally:
-                if node.poll() is None:
-                    node.kill()
-                    node.wait()
-        rows.append((signum.name, trials, sorted(codes), min(times), float(np.median(times)), max(times)))
-    print(f"\nShutdown of the estimator node alone (lib/payload_estimator/estimator_node, the built-in Panda "
-          f"URDF, estimating), {trials} times per signal, "
-          "from the signal to the end of its process:\n")
-    print("| signal | runs | exit status | min (s) | median (s) | max (s) |")
-    print("|---|---|---|---|---|---|")
-    for name, n, statuses, lo, med, hi in rows:
-        print(f"| {name} | {n} | {', '.join(map(str, statuses))} | {lo:.2f} | {med:.2f} | {hi:.2f} |")
+    try:
+        time.sleep(8.0)  # the simulator simulates, then publishes
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            times: list[float] = []
+            codes: set[int] = set()
+            first = 0
+            for _ in range(trials):
+                node = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                        env=env)
+                try:
+                    assert node.stdout is not None
+                    for line in node.stdout:  # until it estimates
+                        if "estimating with" in line:
+                            break
+                    threading.Thread(target=node.stdout.read, daemon=True).start()  # keep the pipe flowing
+                    time.sleep(3.0)
+                    t0 = time.monotonic()
+                    node.send_signal(signum)
+                    try:
+                        codes.add(node.wait(timeout=5.0))
+                        first += 1
+                    except subprocess.TimeoutExpired:
+                        node.send_signal(signal.SIGTERM)
+                        codes.add(node.wait(timeout=10.0))
+                    times.append(time.monotonic() - t0)
+                finally:
+                    if node.poll() is None:
+                        node.kill()
+                        node.wait()
+            rows.append((signum.name, trials, first, sorted(codes), min(times), float(np.median(times)),
+                         max(times)))
+    finally:
+        sim.send_signal(signal.SIGINT)
+        try:
+            sim.wait(timeout=10.0)
+        except subprocess.TimeoutExpired:
+            sim.kill()
+    print("\nShutdown of the estimator node (lib/payload_estimator/estimator_node, PMD) while the simulator "
+          f"publishes at it, {trials} times per signal, from the signal to the end of its process "
+          "(a node still running 5 s after the signal gets SIGTERM):\n")
+    print("| signal | runs | ended by it | exit status | min (s) | median (s) | max (s) |")
+    print("|---|---|---|---|---|---|---|")
+    for name, n, ended, statuses, lo, med, hi in rows:
+        print(f"| {name} | {n} | {ended} | {', '.join(map(str, statuses))} | {lo:.2f} | {med:.2f} | {hi:.2f} |")
 
 
 def main() -> None:

@@ -688,3 +688,41 @@ def test_a_non_finite_estimate_is_never_published(make, run, caplog):
     assert_finite(published(out))
     assert sup.stream.health.counts["solver_failure"] == 10
     assert "estimate not finite: discarded, the last good one is kept" in caplog.text
+
+
+def test_a_sigint_taken_by_the_qp_solver_is_reported(make, run, messages):
+    """OSQP replaces the process's SIGINT handler while it solves PMD's QP: a Ctrl-C then ends the solve
+    ("Solver interrupted") and never reaches the process. The supervisor says so (the node hands the
+    signal on). Real SIGINTs, every 2 ms from a thread, while the main thread solves."""
+    import os
+    import signal
+    import threading
+    import time
+
+    sup = make_supervisor(make, payload_shape=format_shape_spec(PAYLOAD.envelope))
+    sup.on_description(run.urdf)
+    drive(sup, messages, T0, T0 + 1.0)
+    assert sup.stream.estimator.name == "pmd" and not sup.solver_interrupted
+    outside: list[int] = []  # SIGINTs that arrived between two solves reach Python's handler
+    previous = signal.signal(signal.SIGINT, lambda *_: outside.append(1))
+    stop = threading.Event()
+
+    def ctrl_c() -> None:
+        while not stop.wait(0.002):
+            os.kill(os.getpid(), signal.SIGINT)
+
+    sender = threading.Thread(target=ctrl_c, daemon=True)
+    sender.start()
+    solves = 0
+    try:
+        deadline = time.monotonic() + 30.0
+        while not sup.solver_interrupted and time.monotonic() < deadline:
+            sup.stream.estimator.estimate()
+            solves += 1
+    finally:
+        stop.set()
+        sender.join()
+        signal.signal(signal.SIGINT, previous)
+    assert sup.solver_interrupted, f"no SIGINT landed in {solves} solves ({len(outside)} outside them)"
+    sup.stream.estimator.estimate()  # the next solve, undisturbed
+    assert not sup.solver_interrupted

@@ -227,6 +227,14 @@ class Supervisor:
     def running(self) -> bool:
         return self.driver is not None
 
+    @property
+    def solver_interrupted(self) -> bool:
+        """Whether the estimator's last solve was interrupted by SIGINT. OSQP (PMD's QP) replaces the
+        process's SIGINT handler while it solves, prints "Solver interrupted", returns, and the process
+        never sees the signal: whoever runs the loop must hand it on (the node raises it again)."""
+        stream = self.stream
+        return stream is not None and getattr(stream.estimator, "last_solve_status", "") == "interrupted"
+
     # ------------------------------------------------------------- parameters
     @staticmethod
     def check_parameters(parameters: Mapping[str, Any]) -> str | None:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import gc
 import logging
+import signal
 import threading
 import time
 import traceback
@@ -219,6 +220,7 @@ class EstimatorNode(Node):
         self._queue = InputQueue()
         self._tf = _TfFrames(self)
         self._internal_errors: set[str] = set()
+        self._signal_handed_on = False
 
         # ---- parameters in
         self._declare_parameters()
@@ -317,6 +319,12 @@ class EstimatorNode(Node):
                 self._parameters_pending = False
                 self._parameters_changed([])
             out = self.supervisor.tick(time.monotonic(), items, self._queue.take_overflow())
+            if self.supervisor.solver_interrupted and not self._signal_handed_on:
+                # Ctrl-C (or ros2 launch's SIGINT) landed while OSQP solved, which took it: hand it on
+                self._signal_handed_on = True
+                self.get_logger().info("SIGINT arrived during a solve: shutting down")
+                signal.raise_signal(signal.SIGINT)
+                return
             if out is None:
                 return
             self._estimate_pub.publish(out.estimate)
