@@ -296,8 +296,10 @@ def check_physical_consistency(params: InertialParameters, rtol: float = 1e-9) -
 
     ``Pi >= 0`` implies positive principal moments that satisfy the triangle
     inequalities (Wensing et al. 2017); both are reported separately because
-    rviz and the robot vendors check them. ``rtol`` is relative to the largest
-    eigenvalue, to absorb rounding.
+    rviz and the robot vendors check them. ``rtol`` absorbs rounding: relative to
+    the largest eigenvalue of ``Pi``, and for the principal moments to the larger
+    of the largest moment and the inertia about the origin they are computed from
+    (a point mass off the origin has moments that are zero up to that rounding).
     """
     finite = bool(np.all(np.isfinite(params.phi)))
     if not finite:
@@ -307,7 +309,8 @@ def check_physical_consistency(params: InertialParameters, rtol: float = 1e-9) -
     scale = max(abs(eig[-1]), np.finfo(float).tiny)
     min_rel = float(eig[0] / scale)
     pm = params.principal_moments() if m_pos else np.full(3, np.nan)
-    tol = rtol * max(float(np.max(np.abs(pm))) if m_pos else 0.0, np.finfo(float).tiny)
+    rounding_scale = max(float(np.max(np.abs(pm))), float(np.max(np.abs(params.inertia_origin)))) if m_pos else 0.0
+    tol = rtol * max(rounding_scale, np.finfo(float).tiny)
     tri = bool(m_pos and pm[0] >= -tol and pm[0] + pm[1] >= pm[2] - tol)
     consistent = bool(m_pos and min_rel >= -rtol and tri)
     return ConsistencyCheck(m_pos, min_rel, pm, tri, consistent)

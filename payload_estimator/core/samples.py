@@ -22,10 +22,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["SensorSamples", "STANDARD_GRAVITY"]
+__all__ = ["SensorSamples", "STANDARD_GRAVITY", "MAX_ABS_VALUE", "MIN_ABS_VALUE"]
 
 STANDARD_GRAVITY = 9.80665
 """Standard acceleration of gravity, m/s²."""
+
+MAX_ABS_VALUE = 1e6
+"""Largest magnitude of a measured value, in SI units (m/s², rad/s, rad/s², N, N·m; also rad
+for joint positions). No robot or sensor reports a million of any of these: beyond it a value is
+a glitch or a unit error, and the statistics, which hold up to fourth powers of the kinematics,
+would be swamped by it or overflow. Samples with such a value are dropped like non-finite ones."""
+
+MIN_ABS_VALUE = 1e-30
+"""Smallest non-zero magnitude a measured value is taken at, in SI units; smaller ones count as 0.
+No sensor resolves 1e-30 of anything, and the solvers multiply values up to eight at a time: with
+every value 0 or between this and :data:`MAX_ABS_VALUE`, those products stay within floating
+point's normal range (below it they turn denormal, lose their precision and blow solutions up)."""
 
 
 def _as_rows(x: np.ndarray, width: int, name: str) -> np.ndarray:
@@ -95,9 +107,28 @@ class SensorSamples:
 
     def finite_mask(self) -> np.ndarray:
         """(N,) True where every value of the sample is finite."""
-        rows = np.hstack(
+        return np.isfinite(self.t) & np.isfinite(self._values()).all(axis=1)
+
+    def usable_mask(self) -> np.ndarray:
+        """(N,) True where the stamp is finite and every value finite and at most
+        :data:`MAX_ABS_VALUE` in magnitude: the samples an estimator may take."""
+        in_range = (np.abs(self._values()) <= MAX_ABS_VALUE).all(axis=1)  # False for NaN too
+        return np.isfinite(self.t) & in_range
+
+    def with_tiny_values_zeroed(self) -> SensorSamples:
+        """The same samples with every value smaller than :data:`MIN_ABS_VALUE` in magnitude set to 0
+        (``self`` when there is none)."""
+        values = self._values()
+        tiny = (np.abs(values) < MIN_ABS_VALUE) & (values != 0.0)
+        if not tiny.any():
+            return self
+        v = np.where(tiny, 0.0, values)
+        return SensorSamples(self.t, v[:, 0:3], v[:, 3:6], v[:, 6:9], v[:, 9:12], v[:, 12:18])
+
+    def _values(self) -> np.ndarray:
+        """(N, 18) every value but the stamp."""
+        return np.hstack(
             (
-                self.t[:, None],
                 self.lin_acc_in_sensor,
                 self.ang_vel_in_sensor,
                 self.ang_acc_in_sensor,
@@ -105,7 +136,6 @@ class SensorSamples:
                 self.wrench_in_sensor,
             )
         )
-        return np.isfinite(rows).all(axis=1)
 
     def select(self, index: np.ndarray | slice) -> SensorSamples:
         """A new batch holding the samples picked by a boolean mask, indices or a slice."""

@@ -7,9 +7,9 @@ The adapters are duck-typed: they read the fields of ``sensor_msgs/JointState``,
 ``geometry_msgs/WrenchStamped`` and ``sensor_msgs/Imu`` from rclpy messages,
 ``rosbags`` dataclasses or anything with the same attributes, and push them
 into the stream. They never raise on bad data: what the stream can judge
-(lengths, NaN, missing joints, wrong frames, saturation) it counts; what only
-the message layer sees is counted here under :data:`UNSTAMPED`,
-:data:`IMU_FIELD_ABSENT` and :data:`MALFORMED`.
+(lengths, NaN, ranges, missing joints, wrong frames, saturation) it counts where
+its input enters (``push_*``); what only the message layer sees is counted here
+under :data:`UNSTAMPED`, :data:`IMU_FIELD_ABSENT` and :data:`MALFORMED`.
 
 Units are the messages' (SI): rad, rad/s, N, N·m, m/s². Frames: a wrench or
 IMU sample is in its ``header.frame_id`` (a leading ``/`` is ignored), which
@@ -28,7 +28,6 @@ from typing import Any
 import numpy as np
 
 from payload_estimator.io.ros_factories import stamp_to_sec
-from payload_estimator.pipeline.health import NON_FINITE
 from payload_estimator.pipeline.stream import IMU, JOINTS, WRENCH, EstimationStream
 
 __all__ = [
@@ -52,6 +51,10 @@ IMU_FIELD_ABSENT = "imu_field_absent"
 """An IMU message whose gyro or accelerometer covariance[0] is -1 (the field is absent); dropped."""
 MALFORMED = "malformed_message"
 """A message whose fields cannot be read as numbers of the expected shape; dropped."""
+
+_UNREADABLE = (AttributeError, TypeError, ValueError, IndexError, OverflowError)
+"""What reading a field that is absent, None, not a number or a sequence of another shape raises
+(OverflowError: an integer beyond any float, e.g. a stamp's ``sec``)."""
 
 # ----------------------------------------------------------------- one by one
 
@@ -103,12 +106,9 @@ def feed_joint_state(stream: EstimationStream, msg: Any, wall_time: float | None
         names = [str(n) for n in msg.name]
         positions = _floats(msg.position)
         velocities = _floats(msg.velocity) if stream.config.use_joint_velocities else None
-    except (AttributeError, TypeError, ValueError) as exc:
+    except _UNREADABLE as exc:
         return _malformed(stream, JOINTS, "JointState", exc)
-    try:
-        return stream.push_joint_states(stamp, positions, names, velocities, wall_time=wall_time)
-    except (TypeError, ValueError, IndexError) as exc:
-        return _malformed(stream, JOINTS, "JointState", exc)
+    return stream.push_joint_states(stamp, positions, names, velocities, wall_time=wall_time) > 0
 
 
 def feed_wrench(stream: EstimationStream, msg: Any, wall_time: float | None = None) -> bool:
@@ -122,16 +122,9 @@ def feed_wrench(stream: EstimationStream, msg: Any, wall_time: float | None = No
             return False
         force, torque = _xyz(msg.wrench.force), _xyz(msg.wrench.torque)
         frame_id = _frame(msg.header.frame_id)
-    except (AttributeError, TypeError, ValueError) as exc:
+    except _UNREADABLE as exc:
         return _malformed(stream, WRENCH, "WrenchStamped", exc)
-    if not (np.all(np.isfinite(force)) and np.all(np.isfinite(torque))):
-        # counted here: the saturation check would otherwise call a NaN sample saturated
-        stream.health.report(NON_FINITE, "1 samples with NaN/inf dropped", WRENCH)
-        return False
-    try:
-        return stream.push_wrench(stamp, force, torque, frame_id=frame_id, wall_time=wall_time) > 0
-    except (TypeError, ValueError, IndexError) as exc:
-        return _malformed(stream, WRENCH, "WrenchStamped", exc)
+    return stream.push_wrench(stamp, force, torque, frame_id=frame_id, wall_time=wall_time) > 0
 
 
 def feed_imu(stream: EstimationStream, msg: Any, wall_time: float | None = None) -> bool:
@@ -155,12 +148,9 @@ def feed_imu(stream: EstimationStream, msg: Any, wall_time: float | None = None)
             return False
         gyro, accel = _xyz(msg.angular_velocity), _xyz(msg.linear_acceleration)
         frame_id = _frame(msg.header.frame_id)
-    except (AttributeError, TypeError, ValueError, IndexError) as exc:
+    except _UNREADABLE as exc:
         return _malformed(stream, IMU, "Imu", exc)
-    try:
-        return stream.push_imu(stamp, gyro, accel, frame_id=frame_id, wall_time=wall_time)
-    except (TypeError, ValueError, IndexError) as exc:
-        return _malformed(stream, IMU, "Imu", exc)
+    return stream.push_imu(stamp, gyro, accel, frame_id=frame_id, wall_time=wall_time) > 0
 
 
 _FEEDERS: dict[str, Callable[[EstimationStream, Any, float | None], bool]] = {
@@ -231,7 +221,7 @@ def _batch_key(kind: str, msg: Any) -> Any:
             return tuple(msg.name)
         if kind == WRENCH:
             return _frame(msg.header.frame_id)
-    except (AttributeError, TypeError):
+    except _UNREADABLE:
         return None
     return None
 
@@ -250,10 +240,9 @@ def _flush_joint_states(stream: EstimationStream, names: tuple[str, ...], run: l
             if any(len(v) != n for v in velocities):
                 raise ValueError("uneven")
             dq = np.array(velocities, dtype=float).reshape(len(run), n)
-    except (AttributeError, TypeError, ValueError):
+    except _UNREADABLE:
         return sum(bool(feed_joint_state(stream, msg, wall)) for msg, wall in run)
-    ok = stream.push_joint_states(stamps, q, [str(x) for x in names], dq, wall_time=run[-1][1])
-    return len(run) if ok else 0
+    return stream.push_joint_states(stamps, q, [str(x) for x in names], dq, wall_time=run[-1][1])
 
 
 def _flush_wrenches(stream: EstimationStream, frame_id: str, run: list) -> int:
@@ -261,14 +250,6 @@ def _flush_wrenches(stream: EstimationStream, frame_id: str, run: list) -> int:
         stamps = np.array([stamp_to_sec(msg.header.stamp) for msg, _ in run])
         w = np.array([(m.wrench.force.x, m.wrench.force.y, m.wrench.force.z,
                        m.wrench.torque.x, m.wrench.torque.y, m.wrench.torque.z) for m, _ in run], dtype=float)
-    except (AttributeError, TypeError, ValueError):
+    except _UNREADABLE:
         return sum(bool(feed_wrench(stream, msg, wall)) for msg, wall in run)
-    finite = np.all(np.isfinite(w), axis=1)
-    bad = int((~finite).sum())
-    if bad:
-        # counted here, as feed_wrench does: the saturation check would call NaN saturated
-        stream.health.report(NON_FINITE, f"{bad} samples with NaN/inf dropped", WRENCH, bad)
-        stamps, w = stamps[finite], w[finite]
-    if len(stamps) == 0:
-        return 0
     return stream.push_wrench(stamps, w[:, :3], w[:, 3:], frame_id=frame_id, wall_time=run[-1][1])

@@ -20,8 +20,11 @@ Rules
   of order by less than ``reorder_window_s`` is still used, and the output does
   not depend on how the input was split into batches or when ``pull`` is called.
 * Data problems never raise; the samples concerned are dropped and counted
-  through :class:`~payload_estimator.pipeline.health.InputHealth`: rows with
-  NaN/inf (``NON_FINITE``), values of the wrong width (``LENGTH_MISMATCH``), a
+  through :class:`~payload_estimator.pipeline.health.InputHealth`, as they are
+  pushed: rows with NaN/inf (``NON_FINITE``), stamps beyond :data:`MAX_STAMP_S`
+  or values beyond ``max_abs_value`` (``OUT_OF_RANGE``: no time in seconds, no
+  measurement; the grid index of such a stamp would overflow), values of the
+  wrong width (``LENGTH_MISMATCH``); when merged into the buffers, a
   stamp equal to one already received (``DUPLICATE_STAMP``, the first one
   wins), a stamp at or before the last decided grid time (``TOO_LATE``).
   Samples older than their predecessors but still usable are reordered and
@@ -58,11 +61,17 @@ from payload_estimator.pipeline.health import (
     LENGTH_MISMATCH,
     NON_FINITE,
     OUT_OF_ORDER,
+    OUT_OF_RANGE,
     TOO_LATE,
     InputHealth,
 )
 
-__all__ = ["AlignedBatch", "StreamAligner"]
+__all__ = ["AlignedBatch", "StreamAligner", "MAX_STAMP_S"]
+
+MAX_STAMP_S = 1e11
+"""Largest magnitude of a stamp, s (3,000 years). Clocks in seconds (ROS time, 1.7e9 s now; a
+simulation's or a bag's own clock) stay far below; stamps in ms, us or ns since 1970 (1.7e12 and
+up) do not, nor does garbage: such stamps are dropped (``OUT_OF_RANGE``)."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +138,8 @@ class StreamAligner:
         clock_jump_s: a stamp this much older than the newest of its stream
             restarts the alignment, s.
         health: where to count dropped samples; a private one if None.
+        max_abs_value: samples with a value beyond this magnitude are dropped
+            (``OUT_OF_RANGE``); inf: only NaN/inf values are.
     """
 
     _MERGE_ROWS = 2048  # merge pending pushes into the buffer beyond this many rows
@@ -143,6 +154,7 @@ class StreamAligner:
         max_buffer_s: float = 5.0,
         clock_jump_s: float = 1.0,
         health: InputHealth | None = None,
+        max_abs_value: float = math.inf,
     ) -> None:
         if not streams:
             raise ValueError("StreamAligner needs at least one stream")
@@ -165,6 +177,9 @@ class StreamAligner:
         self.max_gap_s = float(max_gap_s)
         self.reorder_window_s = float(reorder_window_s)
         self.max_buffer_s = float(max_buffer_s)
+        if not max_abs_value > 0:
+            raise ValueError(f"max_abs_value must be positive, got {max_abs_value}")
+        self.max_abs_value = float(max_abs_value)
         self.clock_jump_s = float(clock_jump_s)
         self.health = health if health is not None else InputHealth()
         self._streams: dict[str, _Stream] = {}
@@ -203,12 +218,13 @@ class StreamAligner:
         self._k_done = None
         self._k_last_emitted = None
 
-    def push(self, name: str, t: np.ndarray | float, values: np.ndarray) -> None:
+    def push(self, name: str, t: np.ndarray | float, values: np.ndarray) -> int:
         """Add samples of stream ``name``: stamps ``t`` (N,) s, ``values`` (N, C).
 
         A single sample may be given as a scalar stamp and (C,) values. Bad
-        samples are dropped and counted, never raised about; an unknown stream
-        name is a programming error (KeyError).
+        samples are dropped and counted at once, never raised about; an unknown
+        stream name is a programming error (KeyError). Returns how many samples
+        were kept.
         """
         s = self._streams.get(name)
         if s is None:
@@ -216,17 +232,19 @@ class StreamAligner:
         c = s.channels
         v = np.array(values, dtype=float)
         if isinstance(t, float) and v.shape == (c,):  # fast path: one sample
-            if not math.isfinite(t):
-                pass  # dropped and counted when merged
-            elif t > s.newest_pushed:
+            largest = float(np.abs(v).max())  # NaN if any is
+            if not (abs(t) <= MAX_STAMP_S and math.isfinite(largest) and largest <= self.max_abs_value):
+                self._drop_bad(name, np.array((t,)), v.reshape(1, c))
+                return 0
+            if t > s.newest_pushed:
                 s.newest_pushed = t
             elif t < s.newest_pushed - self.clock_jump_s:
                 self._restart(name, s.newest_pushed, t)
                 s.newest_pushed = t
             self._add_pending(name, s, np.array((t,)), v.reshape(1, c))
-            return
-        t = np.array(t, dtype=float).reshape(-1)
-        n = t.shape[0]
+            return 1
+        ts = np.array(t, dtype=float).reshape(-1)
+        n = ts.shape[0]
         if v.ndim == 1:
             if n == 1 and v.shape[0] == c:
                 v = v.reshape(1, c)
@@ -241,22 +259,36 @@ class StreamAligner:
                 name,
                 bad,
             )
-            return
+            return 0
+        ok = (np.abs(ts) <= MAX_STAMP_S) & np.isfinite(v).all(axis=1) & (np.abs(v) <= self.max_abs_value).all(axis=1)
+        if not ok.all():
+            self._drop_bad(name, ts[~ok], v[~ok])
+            ts, v = ts[ok], v[ok]
+            n = ts.shape[0]
+        kept = n
         while n:
-            finite = np.isfinite(t)  # NaN/inf stamps are dropped and counted when merged
-            finite_t = np.where(finite, t, -math.inf)
-            running = np.fmax.accumulate(np.concatenate(([s.newest_pushed], finite_t)))
-            jumps = finite & (t < running[:-1] - self.clock_jump_s)
+            running = np.maximum.accumulate(np.concatenate(([s.newest_pushed], ts)))
+            jumps = ts < running[:-1] - self.clock_jump_s
             jump_at = int(np.argmax(jumps)) if jumps.any() else -1
             s.newest_pushed = float(running[jump_at if jump_at >= 0 else n])
             if jump_at < 0:
-                self._add_pending(name, s, t, v)
-                return
+                self._add_pending(name, s, ts, v)
+                return kept
             if jump_at > 0:
-                self._add_pending(name, s, t[:jump_at], v[:jump_at])
-            self._restart(name, s.newest_pushed, float(t[jump_at]))
-            t, v = t[jump_at:], v[jump_at:]
-            n = t.shape[0]
+                self._add_pending(name, s, ts[:jump_at], v[:jump_at])
+            self._restart(name, s.newest_pushed, float(ts[jump_at]))
+            ts, v = ts[jump_at:], v[jump_at:]
+            n = ts.shape[0]
+        return kept
+
+    def _drop_bad(self, name: str, t: np.ndarray, v: np.ndarray) -> None:
+        """Count samples with a NaN/inf (NON_FINITE) or an out-of-range stamp or value (OUT_OF_RANGE)."""
+        finite = int((np.isfinite(t) & np.isfinite(v).all(axis=1)).sum())
+        if len(t) - finite:
+            self.health.report(NON_FINITE, f"{len(t) - finite} samples with NaN/inf dropped", name, len(t) - finite)
+        if finite:
+            self.health.report(OUT_OF_RANGE, f"{finite} samples stamped beyond {MAX_STAMP_S:g} s or with a value "
+                               f"beyond {self.max_abs_value:g} dropped", name, finite)
 
     def pull(self) -> AlignedBatch | None:
         """Interpolated values at every grid time decidable now, or None if there is none."""
@@ -367,13 +399,7 @@ class StreamAligner:
         s.pending_v.clear()
         s.pending_rows = 0
 
-        if not (np.isfinite(nt).all() and np.isfinite(nv).all()):
-            ok = np.isfinite(nt) & np.isfinite(nv).all(axis=1)
-            bad = int(nt.shape[0] - ok.sum())
-            self.health.report(NON_FINITE, f"{bad} samples with NaN/inf dropped", name, bad)
-            nt, nv = nt[ok], nv[ok]
-            if nt.shape[0] == 0:
-                return
+        # push kept only finite, in-range samples.
         # Fast path: strictly increasing and newer than anything merged before.
         if nt[0] > s.newest_merged and (nt.shape[0] == 1 or (nt[1:] > nt[:-1]).all()):
             s.newest_merged = float(nt[-1])

@@ -32,6 +32,7 @@ __all__ = [
     "InputHealth",
     "LOGGER_NAME",
     "NON_FINITE",
+    "OUT_OF_RANGE",
     "DUPLICATE_STAMP",
     "OUT_OF_ORDER",
     "TOO_LATE",
@@ -51,6 +52,9 @@ LOGGER_NAME = "payload_estimator"
 
 NON_FINITE = "non_finite"
 """A sample with a NaN or infinite value (or stamp); dropped."""
+OUT_OF_RANGE = "out_of_range"
+"""A sample with a value no sensor reports (beyond ``core.samples.MAX_ABS_VALUE`` in SI units) or
+a stamp that is no time in seconds (beyond ``pipeline.align.MAX_STAMP_S``); dropped."""
 DUPLICATE_STAMP = "duplicate_stamp"
 """A sample with the same stamp as one already received on that stream; dropped."""
 OUT_OF_ORDER = "out_of_order"
@@ -81,6 +85,7 @@ SOLVER_FAILURE = "solver_failure"
 REASONS: tuple[str, ...] = (
     SOLVER_FAILURE,
     NON_FINITE,
+    OUT_OF_RANGE,
     DUPLICATE_STAMP,
     OUT_OF_ORDER,
     TOO_LATE,

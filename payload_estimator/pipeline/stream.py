@@ -35,8 +35,8 @@ from payload_estimator.core.convergence import ConvergenceCriteria, ConvergenceM
 from payload_estimator.core.estimate import Estimate
 from payload_estimator.core.estimators import Estimator, InsufficientData
 from payload_estimator.core.inertia import InertialParameters
-from payload_estimator.core.samples import STANDARD_GRAVITY, SensorSamples
-from payload_estimator.pipeline.align import StreamAligner
+from payload_estimator.core.samples import MAX_ABS_VALUE, STANDARD_GRAVITY, SensorSamples
+from payload_estimator.pipeline.align import MAX_STAMP_S, StreamAligner
 from payload_estimator.pipeline.filters import (
     MatchedDelay,
     MatchedDifferentiator,
@@ -46,6 +46,7 @@ from payload_estimator.pipeline.health import (
     LENGTH_MISMATCH,
     MISSING_JOINT,
     NON_FINITE,
+    OUT_OF_RANGE,
     SOLVER_FAILURE,
     WRONG_FRAME,
     InputHealth,
@@ -58,6 +59,17 @@ __all__ = ["StreamConfig", "EstimationStream", "StreamEstimate", "JOINTS", "WREN
 
 JOINTS, WRENCH, IMU = "joint_states", "wrench", "imu"
 """Stream names, as they appear in diagnostics."""
+
+
+def _paired_vectors(t: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """(N, 6) ``[a, b]`` for ``N`` stamps ``t`` and two arrays of 3-vectors, each (N, 3) or, for one
+    stamp, (3,); None when the shapes do not pair up with the stamps."""
+    n = len(t)
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    shapes = {(n, 3)} | ({(3,)} if n == 1 else set())
+    if a.shape not in shapes or b.shape not in shapes:
+        return None
+    return np.hstack([a.reshape(n, 3), b.reshape(n, 3)])
 
 
 @dataclass(frozen=True)
@@ -194,6 +206,7 @@ class EstimationStream:
             reorder_window_s=config.reorder_window_s,
             clock_jump_s=config.clock_jump_s,
             health=self.health,
+            max_abs_value=MAX_ABS_VALUE,
         )
         args = (config.cutoff_hz, config.rate_hz)
         self._joint_filter: PositionVelocityDifferentiator | MatchedDifferentiator
@@ -242,6 +255,15 @@ class EstimationStream:
         return ImuMount(R[0], p[0])
 
     # ------------------------------------------------------------------- input
+    #
+    # push_joint_states, push_wrench and push_imu are where input enters the pipeline. Each
+    # checks what only it can (shapes, joint names, frames; a wrench's NaN/inf and range
+    # before its saturation check) and counts what it drops; the rest is counted as received
+    # (rates, staleness) and goes to the aligner, which at once drops and counts samples with
+    # a NaN/inf or an out-of-range stamp or value. Before the call returns, every sample sent
+    # is counted as received or as dropped (by reason), and every received one the aligner
+    # dropped is counted too.
+
     def push_joint_states(
         self,
         stamps: float | np.ndarray,
@@ -249,7 +271,7 @@ class EstimationStream:
         names: Sequence[str] | None = None,
         velocities: np.ndarray | None = None,
         wall_time: float | None = None,
-    ) -> bool:
+    ) -> int:
         """Joint states, one (``stamps`` a number, ``positions`` (k,)) or a batch (``stamps`` (N,),
         ``positions`` (N, k)), all sharing one ``names`` list.
 
@@ -258,7 +280,9 @@ class EstimationStream:
         None: the columns are :attr:`joint_names`. ``velocities`` (same shape)
         are needed when the driver's velocities are used. ``wall_time`` is the
         receive time for rate and staleness bookkeeping (default: now; playback
-        passes the recorded time). Returns False when the batch was dropped.
+        passes the recorded time). Returns how many samples were received (0:
+        all dropped, and counted); of those, the aligner drops and counts the ones
+        with a NaN/inf or an out-of-range stamp or position.
         """
         t = np.atleast_1d(np.asarray(stamps, dtype=float)).reshape(-1)
         q = np.asarray(positions, dtype=float)
@@ -267,9 +291,10 @@ class EstimationStream:
         columns = tuple(names) if names is not None else self.joint_names
         what = f"{len(columns)} names" if names is not None else f"{len(columns)} joints"
         if q.ndim != 2 or q.shape[1] != len(columns) or len(q) != len(t):
+            n = max(len(t), 1)  # a call whose arrays do not pair up drops at least one message
             self.health.report(LENGTH_MISMATCH, f"{what} but positions of shape {np.shape(positions)} for "
-                               f"{len(t)} stamps; {len(t)} messages dropped", JOINTS, len(t))
-            return False
+                               f"{len(t)} stamps; {n} messages dropped", JOINTS, n)
+            return 0
         dq = None
         if self.config.use_joint_velocities:
             if velocities is not None and np.size(velocities) == q.size:
@@ -277,18 +302,15 @@ class EstimationStream:
             else:
                 self.health.report(LENGTH_MISMATCH, f"{what} but velocities of another length; "
                                    f"{len(t)} messages dropped", JOINTS, len(t))
-                return False
+                return 0
         if names is not None:
-            index = self._joint_index(columns)
+            index = self._joint_index(columns, len(t))
             if index is None:
-                return False
+                return 0
             q = q[:, index]
             dq = None if dq is None else dq[:, index]
         rows = q if dq is None else np.hstack([q, dq])
-        if len(t):
-            self.health.note_sample(JOINTS, float(t[-1]), self._wall(wall_time), count=len(t))
-            self.aligner.push(JOINTS, t, rows)
-        return True
+        return self._take(JOINTS, t, rows, wall_time)
 
     def push_wrench(
         self,
@@ -301,29 +323,31 @@ class EstimationStream:
         """One wrench sample (or a batch: ``stamp`` (N,), ``force``/``torque`` (N, 3)) as the source reports it.
 
         ``frame_id`` (the message header's) must be the configured wrench frame,
-        or empty. Returns how many samples were accepted (0: all dropped).
+        or empty. Samples with a NaN/inf or an out-of-range value are dropped
+        before the saturation check (which would call them saturated). Returns
+        how many samples were taken (0: all dropped, and counted).
         """
-        t = np.atleast_1d(np.asarray(stamp, dtype=float))
+        t = np.atleast_1d(np.asarray(stamp, dtype=float)).reshape(-1)
+        n = max(len(t), 1)
         if frame_id and frame_id != self.wrench_convention.expressed_in:
             self.health.report(
                 WRONG_FRAME,
                 f"wrench in frame {frame_id!r}, expected {self.wrench_convention.expressed_in!r}; dropped "
                 "(set the wrench frame parameter to the sensor's frame)",
                 WRENCH,
-                len(t),
+                n,
             )
             return 0
-        w = np.hstack([np.asarray(force, dtype=float).reshape(-1, 3), np.asarray(torque, dtype=float).reshape(-1, 3)])
-        if len(w) != len(t):
-            self.health.report(LENGTH_MISMATCH, "wrench batch with mismatched lengths dropped", WRENCH)
+        w = _paired_vectors(t, force, torque)
+        if w is None:
+            self.health.report(LENGTH_MISMATCH, f"wrench batch of {len(t)} stamps with force of shape "
+                               f"{np.shape(force)} and torque of shape {np.shape(torque)}; dropped", WRENCH, n)
             return 0
+        t, w = self._admit(WRENCH, t, w)
         if self.config.saturation is not None:
             keep = self.config.saturation.keep(w, self.health, WRENCH)
             t, w = t[keep], w[keep]
-        if len(t):
-            self.health.note_sample(WRENCH, float(t[-1]), self._wall(wall_time), count=len(t))
-            self.aligner.push(WRENCH, t, w)
-        return int(len(t))
+        return self._take(WRENCH, t, w, wall_time)
 
     def push_imu(
         self,
@@ -332,31 +356,60 @@ class EstimationStream:
         linear_acceleration: np.ndarray,
         frame_id: str = "",
         wall_time: float | None = None,
-    ) -> bool:
-        """IMU sample(s): gyro (rad/s) and accelerometer specific force (m/s², +g up at rest), IMU frame."""
+    ) -> int:
+        """IMU sample(s): gyro (rad/s) and accelerometer specific force (m/s², +g up at rest), IMU frame.
+
+        Returns how many samples were received (0: all dropped and counted, or the stream uses
+        no IMU); the aligner drops and counts those with a NaN/inf or an out-of-range value.
+        """
         if self._imu is None:
-            return False
+            return 0
+        t = np.atleast_1d(np.asarray(stamp, dtype=float)).reshape(-1)
+        n = max(len(t), 1)
         expected = self.config.imu_frame
         if frame_id and expected and frame_id != expected:
-            self.health.report(WRONG_FRAME, f"IMU in frame {frame_id!r}, expected {expected!r}; dropped", IMU)
-            return False
-        t = np.atleast_1d(np.asarray(stamp, dtype=float))
-        v = np.hstack([np.asarray(angular_velocity, dtype=float).reshape(-1, 3),
-                       np.asarray(linear_acceleration, dtype=float).reshape(-1, 3)])
-        if len(v) != len(t):
-            self.health.report(LENGTH_MISMATCH, "IMU batch with mismatched lengths dropped", IMU)
-            return False
-        self.health.note_sample(IMU, float(t[-1]), self._wall(wall_time), count=len(t))
-        self.aligner.push(IMU, t, v)
-        return True
+            self.health.report(WRONG_FRAME, f"IMU in frame {frame_id!r}, expected {expected!r}; dropped", IMU, n)
+            return 0
+        v = _paired_vectors(t, angular_velocity, linear_acceleration)
+        if v is None:
+            self.health.report(LENGTH_MISMATCH, f"IMU batch of {len(t)} stamps with angular velocity of shape "
+                               f"{np.shape(angular_velocity)} and linear acceleration of shape "
+                               f"{np.shape(linear_acceleration)}; dropped", IMU, n)
+            return 0
+        return self._take(IMU, t, v, wall_time)
 
-    def _joint_index(self, names: tuple[str, ...]) -> np.ndarray | None:
+    def _admit(self, stream: str, t: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The samples the aligner would keep; the others dropped and counted here: a NaN/inf stamp
+        or value (``NON_FINITE``), a value beyond ``MAX_ABS_VALUE`` or a stamp beyond
+        ``MAX_STAMP_S`` (``OUT_OF_RANGE``: a glitch or a unit error)."""
+        finite = np.isfinite(t) & np.isfinite(rows).all(axis=1)
+        in_range = (np.abs(t) <= MAX_STAMP_S) & (np.abs(rows) <= MAX_ABS_VALUE).all(axis=1)
+        if in_range.all():  # in range implies finite
+            return t, rows
+        bad = int((~finite).sum())
+        if bad:
+            self.health.report(NON_FINITE, f"{bad} samples with NaN/inf dropped", stream, bad)
+        far = int((finite & ~in_range).sum())
+        if far:
+            self.health.report(OUT_OF_RANGE, f"{far} samples with a value beyond {MAX_ABS_VALUE:g} (SI units) "
+                               f"or a stamp beyond {MAX_STAMP_S:g} s dropped", stream, far)
+        return t[in_range], rows[in_range]
+
+    def _take(self, stream: str, t: np.ndarray, rows: np.ndarray, wall_time: float | None) -> int:
+        """Count samples as received and hand them to the aligner; returns how many."""
+        if len(t):
+            self.health.note_sample(stream, float(t[-1]), self._wall(wall_time), count=len(t))
+            self.aligner.push(stream, t, rows)
+        return int(len(t))
+
+    def _joint_index(self, names: tuple[str, ...], messages: int) -> np.ndarray | None:
         if self._name_cache is not None and self._name_cache[0] == names:
             return self._name_cache[1]
         try:
             index = self.kinematics.map_joint_names(names)
         except ValueError as exc:
-            self.health.report(MISSING_JOINT, f"{exc}; message dropped", JOINTS)
+            dropped = "message dropped" if messages == 1 else f"{messages} messages dropped"
+            self.health.report(MISSING_JOINT, f"{exc}; {dropped}", JOINTS, messages)
             return None
         self._name_cache = (names, index)
         return index
@@ -427,7 +480,8 @@ class EstimationStream:
         self.estimator.update(samples)
         rejected = self.estimator.rejected_samples - before
         if rejected:
-            self.health.report(NON_FINITE, f"{rejected} samples with non-finite kinematics dropped", None, rejected)
+            self.health.report(NON_FINITE, f"{rejected} samples with non-finite or out-of-range kinematics dropped",
+                               None, rejected)
         return len(samples) - rejected
 
     # ------------------------------------------------------------- offline

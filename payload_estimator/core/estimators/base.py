@@ -206,7 +206,9 @@ class Estimator(abc.ABC):
 
     Feed it batches of :class:`SensorSamples` with :meth:`update`; ask for an
     :class:`Estimate` whenever you like with :meth:`estimate`. Samples with a
-    non-finite value are dropped and counted in :attr:`rejected_samples`.
+    non-finite value, or one beyond :data:`~payload_estimator.core.samples.MAX_ABS_VALUE`,
+    are dropped and counted in :attr:`rejected_samples`; values below
+    :data:`~payload_estimator.core.samples.MIN_ABS_VALUE` count as 0.
 
     A subclass implements ``_accumulate`` (samples into its statistics),
     ``_reset`` and ``_solve`` (a :class:`Solution`); this class turns the
@@ -258,12 +260,13 @@ class Estimator(abc.ABC):
 
     def update(self, samples: SensorSamples) -> None:
         """Take in a batch of samples (vectorised; any size, including one)."""
-        ok = samples.finite_mask()
+        ok = samples.usable_mask()
         if not ok.all():
             self.rejected_samples += int((~ok).sum())
             samples = samples.select(ok)
         if len(samples) == 0:
             return
+        samples = samples.with_tiny_values_zeroed()
         self._dynamism_sum += float(samples.dynamism().sum())
         self._n_seen += len(samples)
         if len(samples) <= _CHUNK:

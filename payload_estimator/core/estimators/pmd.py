@@ -287,8 +287,13 @@ class PointMassDiscretization(Estimator):
         prior on the free point masses has precision ``kappa = lambda / m_bar²``.
         Masses at their bound are held fixed. By the push-through identity the
         10 x 10 covariance ``P_F (kappa I + P_F^T H P_F)^-1 P_F^T`` equals
-        ``(kappa I + G H)^-1 G`` with ``G = P_F P_F^T``: no n x n inverse. The F/T
-        offsets are marginalised through the Schur complement of ``H``.
+        ``R (kappa I + R^T H R)^-1 R^T`` with ``G = P_F P_F^T = R R^T``: no n x n
+        inverse. The middle matrix is symmetric with eigenvalues of at least
+        ``kappa``, which its inverse enforces: the covariance stays finite however
+        large the information (zero residuals) and however few the points (a
+        rank-deficient ``G``), where solving ``(kappa I + G H) C = G`` can meet a
+        numerically singular matrix. The F/T offsets are marginalised through the
+        Schur complement of ``H``.
         """
         if self.regularization <= 0.0:
             return None
@@ -300,7 +305,11 @@ class PointMassDiscretization(Estimator):
         if not np.any(free):
             return None
         P_F = self.P[:, free]
-        G = P_F @ P_F.T
-        kappa = self.regularization / m_bar**2
-        cov = np.linalg.solve(kappa * np.eye(N_PARAMS) + G @ H, G)
+        lam_G, U = np.linalg.eigh(P_F @ P_F.T)
+        R = U * np.sqrt(np.clip(lam_G, 0.0, None))
+        kappa = self.regularization / (m_bar * m_bar)
+        M = R.T @ H @ R
+        lam, V = np.linalg.eigh(0.5 * (M + M.T))
+        W = R @ V
+        cov = (W / np.maximum(lam + kappa, kappa)) @ W.T
         return 0.5 * (cov + cov.T)
