@@ -726,3 +726,20 @@ def test_a_sigint_taken_by_the_qp_solver_is_reported(make, run, messages):
     assert sup.solver_interrupted, f"no SIGINT landed in {solves} solves ({len(outside)} outside them)"
     sup.stream.estimator.estimate()  # the next solve, undisturbed
     assert not sup.solver_interrupted
+
+
+def test_the_convergence_history_stays_bounded_while_no_new_sample_arrives():
+    """Estimates re-taken at the same sample time (a silent input, hours of them) are one entry, not many."""
+    from payload_estimator.core.convergence import ConvergenceMonitor
+    from payload_estimator.core.estimate import Estimate
+    from payload_estimator.core.inertia import InertialParameters
+
+    params = InertialParameters.from_mass_com_inertia(0.8, np.array([0.0, 0.0, 0.1]), np.diag([1e-3, 1e-3, 1e-3]))
+    est = Estimate("ols", params, np.eye(10) * 1e-10, None, np.zeros(6), 10.0, 500, True)
+    monitor = ConvergenceMonitor()
+    for k in range(20):
+        monitor.update(100.0 + 0.1 * k, est)
+    assert monitor.converged
+    for _ in range(10_000):  # 1000 s of estimates at 10 Hz without a new sample
+        monitor.update(101.9, est)
+    assert monitor.converged and len(monitor._history) <= 20

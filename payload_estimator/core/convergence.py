@@ -58,6 +58,8 @@ class ConvergenceMonitor:
             return self._set(False, "the estimate is not finite")
         if self._history and t < self._history[-1][0]:
             self._history.clear()  # the clock went back (a restarted recording or simulator): start over
+        elif self._history and t == self._history[-1][0]:
+            self._history.pop()  # no new sample since (an input is silent): the same instant, not a new one
         self._history.append((t, estimate.mass, estimate.com.copy()))
         while self._history and self._history[0][0] < t - c.window_s:
             self._history.popleft()
