@@ -33,7 +33,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
             "Estimate the payload from SAMPLES, a CSV with a header row or an NPZ with the "
             f"columns {' '.join(COLUMNS)} (sensor frame, SI units; f, t: the wrench the payload "
             "exerts on the sensor, torque about the sensor origin; a: gravity excluded; g: the "
-            "gravity vector in the sensor frame). Rows with NaN/inf are skipped and counted."
+            "gravity vector in the sensor frame). Rows with NaN/inf or values beyond 1e6 are skipped and "
+            "counted; a UTF-8 BOM and extra columns are fine."
         ),
     )
     p.add_argument("samples", help="CSV or NPZ sample table")
@@ -130,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
 
     console = Console()
     if loaded.skipped_rows:
-        console.print(f"[yellow]skipped {loaded.skipped_rows} row(s) with NaN/inf values[/]")
+        console.print(f"[yellow]skipped {loaded.skipped_rows} row(s) with NaN/inf or out-of-range values[/]")
     console.print(estimate_table(est))
     console.print(quality_table(est))
     console.print("URDF fragment (sensor frame):")
