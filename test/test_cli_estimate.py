@@ -42,7 +42,11 @@ def test_estimate_json_for_every_method(tmp_path, capsys, samples, suffix):
             assert key in out
         assert out["method"] == method and out["samples_used"] == len(samples)
         assert out["mass"] == pytest.approx(HAMMER.mass, rel=0.02)
-        assert np.asarray(out["inertia_com"]).shape == (3, 3)
+        # the inertia is a number only where the data or a prior determine it (1.5 s of motion: not always)
+        if out["identification"]["inertia"] == "not identified":
+            assert out["inertia_com"] is None
+        else:
+            assert np.asarray(out["inertia_com"]).shape == (3, 3)
         assert len(out["phi"]) == 10
     assert out["physically_consistent"] is True  # pmd
 

@@ -10,7 +10,82 @@ import numpy as np
 
 from payload_estimator.core.inertia import InertialParameters, check_physical_consistency
 
-__all__ = ["Estimate"]
+__all__ = ["Estimate", "Identification", "ModelFit", "IDENTIFIED", "FROM_PRIOR", "NOT_IDENTIFIED"]
+
+IDENTIFIED = "identified"
+"""The data determine the quantity (its standard deviation from the data alone is within bounds)."""
+FROM_PRIOR = "prior"
+"""The data do not, and the value comes from the estimator's prior (PMD: the shape, uniform density)."""
+NOT_IDENTIFIED = "not identified"
+"""The data do not, and there is no prior: the value means nothing (a minimum-norm solution)."""
+
+
+@dataclass(frozen=True)
+class Identification:
+    """What the data determine, quantity by quantity.
+
+    Attributes:
+        mass, inertia: :data:`IDENTIFIED`, :data:`FROM_PRIOR` or :data:`NOT_IDENTIFIED`.
+        com: the same for each COM axis (x, y, z of the estimate's frame). A payload
+            held in one orientation shows its mass and the two COM components across
+            gravity only.
+    """
+
+    mass: str = IDENTIFIED
+    com: tuple[str, str, str] = (IDENTIFIED, IDENTIFIED, IDENTIFIED)
+    inertia: str = IDENTIFIED
+
+    @property
+    def mass_and_com(self) -> bool:
+        """Mass and every COM axis determined by the data."""
+        return self.mass == IDENTIFIED and all(c == IDENTIFIED for c in self.com)
+
+    def missing(self, inertia: bool = True) -> list[str]:
+        """The quantities the data do not determine (``inertia``: count the inertia too)."""
+        out = [] if self.mass == IDENTIFIED else ["mass"]
+        out += [f"COM {axis}" for axis, c in zip("xyz", self.com) if c != IDENTIFIED]
+        if inertia and self.inertia == NOT_IDENTIFIED:
+            out.append("inertia")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mass": self.mass, "com": list(self.com), "inertia": self.inertia}
+
+
+@dataclass(frozen=True)
+class ModelFit:
+    """Whether the model explains the data at the noise level the estimator itself assumes.
+
+    Attributes:
+        checked: there were enough data to tell (else ``good`` is True and nothing is known).
+        good: neither test failed.
+        persistence: how much longer the residuals stay correlated than noise does
+            (long-block over short-block correlation factor, median over the channels;
+            about 1 when the model is right, large when the residual follows the motion:
+            a contact, a wrong frame or sign).
+        excess: for estimators with constraints or a prior (PMD), how far the estimate is
+            from the unconstrained least-squares fit, as a chi-square per unknown under
+            the data's own covariance (about 1 when the shape can hold the data).
+        cause: what probably went wrong and what to do, when not good.
+    """
+
+    checked: bool = False
+    good: bool = True
+    persistence: float = float("nan")
+    excess: float = float("nan")
+    cause: str = ""
+
+    @property
+    def label(self) -> str:
+        """``good``, ``poor`` or ``unknown`` (too few data)."""
+        return "unknown" if not self.checked else "good" if self.good else "poor"
+
+    def to_dict(self) -> dict[str, Any]:
+        def num(x: float) -> float | None:
+            return float(x) if np.isfinite(x) else None
+
+        return {"fit": self.label, "persistence": num(self.persistence), "excess": num(self.excess),
+                "cause": self.cause}
 
 
 @dataclass(frozen=True)
@@ -33,6 +108,8 @@ class Estimate:
         dynamism: mean dynamism ``nu`` of the samples, paper 004 eq. (4).
         extras: estimator-specific arrays, e.g. PMD's ``points_in_sensor`` (n, 3), m,
             and ``point_masses`` (n,), kg (what the rviz markers draw).
+        identification: which quantities the data determine.
+        model_fit: whether the model explains the data.
         physically_consistent: see :func:`~payload_estimator.core.inertia.check_physical_consistency`.
     """
 
@@ -46,6 +123,8 @@ class Estimate:
     inertia_identifiable: bool
     dynamism: float = 0.0
     extras: Mapping[str, np.ndarray] = field(default_factory=dict)
+    identification: Identification = field(default_factory=Identification)
+    model_fit: ModelFit = field(default_factory=ModelFit)
     physically_consistent: bool = field(init=False)
 
     def __post_init__(self) -> None:
@@ -101,9 +180,24 @@ class Estimate:
         """(3,) standard deviation of the COM, m."""
         return np.sqrt(np.clip(np.diag(self.com_covariance), 0.0, None))
 
+    @property
+    def inertia_com_covariance(self) -> np.ndarray:
+        """(6, 6) covariance of the inertia about the COM, entries ``xx, yy, zz, xy, xz, yz``
+        (kg² m⁴), first-order propagation of ``I_c = J - (|h|² I - h h^T) / m``, ``h = m c``."""
+        if self.covariance is None or self.mass <= 0.0:
+            return np.full((6, 6), np.nan)
+        Jac = _inertia_com_jacobian(self.params.phi)
+        return Jac @ self.covariance @ Jac.T
+
+    @property
+    def inertia_com_std(self) -> np.ndarray:
+        """(6,) standard deviation of the inertia about the COM, ``xx, yy, zz, xy, xz, yz``, kg m²."""
+        return np.sqrt(np.clip(np.diag(self.inertia_com_covariance), 0.0, None))
+
     # ------------------------------------------------------------------ output
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dictionary (SI units, sensor frame)."""
+        """A JSON-ready dictionary (SI units, sensor frame). Quantities the data do not
+        determine and no prior supplies (:data:`NOT_IDENTIFIED`) are null, not a number."""
 
         def arr(x: np.ndarray | None) -> Any:
             if x is None:
@@ -113,11 +207,19 @@ class Estimate:
         def num(x: float) -> float | None:
             return float(x) if np.isfinite(x) else None
 
+        ident = self.identification
+        com: Any = [float(c) if status != NOT_IDENTIFIED and np.isfinite(c) else None
+                    for c, status in zip(self.com, ident.com)]
+        inertia_known = ident.inertia != NOT_IDENTIFIED
         return {
             "method": self.method,
-            "mass": self.mass,
-            "com": arr(self.com),
-            "inertia_com": arr(self.inertia_com),
+            "mass": self.mass if ident.mass != NOT_IDENTIFIED else None,
+            "com": com,
+            "inertia_com": arr(self.inertia_com) if inertia_known else None,
+            "inertia_com_std": (arr(self.inertia_com_std) if inertia_known and self.covariance is not None
+                                else None),
+            "identification": ident.to_dict(),
+            "model_fit": self.model_fit.to_dict(),
             "phi": arr(self.phi),
             "phi_std": arr(self.phi_std) if self.covariance is not None else None,
             "mass_std": num(self.mass_std),
@@ -130,3 +232,27 @@ class Estimate:
             "physically_consistent": bool(self.physically_consistent),
             "dynamism": num(self.dynamism),
         }
+
+
+_ENTRIES = ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))
+_PHI_INDEX = {(0, 0): 4, (0, 1): 5, (0, 2): 6, (1, 1): 7, (1, 2): 8, (2, 2): 9}
+
+
+def _inertia_com_jacobian(phi: np.ndarray) -> np.ndarray:
+    """(6, 10) derivative of the inertia about the COM (entries xx, yy, zz, xy, xz, yz) by ``phi``.
+
+    ``I_c = J - S(h) / m`` with ``S(h) = |h|² I - h h^T``: by ``J`` the identity on its
+    entry, by ``m`` ``S(h) / m²``, by ``h_k`` ``-(2 h_k I - e_k h^T - h e_k^T) / m``.
+    """
+    m, h = float(phi[0]), np.asarray(phi[1:4], dtype=float)
+    S = float(h @ h) * np.eye(3) - np.outer(h, h)
+    Jac = np.zeros((6, 10))
+    for row, (i, j) in enumerate(_ENTRIES):
+        Jac[row, _PHI_INDEX[(i, j)]] = 1.0
+        Jac[row, 0] = S[i, j] / m**2
+        for k in range(3):
+            e = np.zeros(3)
+            e[k] = 1.0
+            dS = 2.0 * h[k] * np.eye(3) - np.outer(e, h) - np.outer(h, e)
+            Jac[row, 1 + k] = -dS[i, j] / m
+    return Jac

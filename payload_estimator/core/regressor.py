@@ -36,6 +36,12 @@ __all__ = [
     "bias_regressor",
     "samples_regressor",
     "predict_wrench",
+    "regressor_noise_gram",
+    "regressor_features",
+    "samples_features",
+    "FEATURE_MATRIX",
+    "features_regressor",
+    "N_FEATURES",
 ]
 
 N_PARAMS = 10
@@ -138,6 +144,52 @@ def _feature_matrix() -> np.ndarray:
 
 
 _K = _feature_matrix()
+N_FEATURES = 12
+FEATURE_MATRIX = _K.copy()
+"""(12, 60): ``Y.reshape(N, 60) = regressor_features(...) @ FEATURE_MATRIX`` (channel-major)."""
+FEATURE_MATRIX.setflags(write=False)
+
+
+def regressor_features(
+    lin_acc_in_sensor: np.ndarray,
+    ang_vel_in_sensor: np.ndarray,
+    ang_acc_in_sensor: np.ndarray,
+    gravity_in_sensor: np.ndarray,
+) -> np.ndarray:
+    """(N, 12) ``[g - a, alpha, omega_x², omega_y², omega_z², omega_x omega_y, omega_x omega_z, omega_y omega_z]``.
+
+    Every channel's regressor row is a fixed linear map of them, so their Gram is enough
+    to form the Gram of any two channels' rows (the cross-channel terms of a covariance).
+    """
+    a = np.atleast_2d(np.asarray(lin_acc_in_sensor, dtype=float))
+    w = np.atleast_2d(np.asarray(ang_vel_in_sensor, dtype=float))
+    al = np.atleast_2d(np.asarray(ang_acc_in_sensor, dtype=float))
+    g = np.atleast_2d(np.asarray(gravity_in_sensor, dtype=float))
+    features = np.empty((a.shape[0], N_FEATURES))
+    features[:, 0:3] = g - a
+    features[:, 3:6] = al
+    features[:, 6:9] = w * w
+    features[:, 9] = w[:, 0] * w[:, 1]
+    features[:, 10] = w[:, 0] * w[:, 2]
+    features[:, 11] = w[:, 1] * w[:, 2]
+    return features
+
+
+def features_regressor(features: np.ndarray) -> np.ndarray:
+    """(N, 6, 10) regressor from (N, 12) :func:`regressor_features`."""
+    return (np.asarray(features, dtype=float) @ _K).reshape(-1, 6, N_PARAMS)
+
+
+def samples_features(samples: SensorSamples, apparent_gravity: np.ndarray | None = None) -> np.ndarray:
+    """(N, 12) features of a batch; with ``apparent_gravity`` (N, 3), those of the reduced
+    model (:func:`reduced_regressor` of it: every other feature 0)."""
+    if apparent_gravity is not None:
+        f = np.zeros((len(samples), N_FEATURES))
+        f[:, 0:3] = apparent_gravity
+        return f
+    return regressor_features(
+        samples.lin_acc_in_sensor, samples.ang_vel_in_sensor, samples.ang_acc_in_sensor, samples.gravity_in_sensor
+    )
 
 
 def regressor(
@@ -153,17 +205,7 @@ def regressor(
     ``[g - a, alpha, omega_x², omega_y², omega_z², omega_x omega_y, omega_x omega_z, omega_y omega_z]``
     with a constant matrix.
     """
-    a = np.atleast_2d(np.asarray(lin_acc_in_sensor, dtype=float))
-    w = np.atleast_2d(np.asarray(ang_vel_in_sensor, dtype=float))
-    al = np.atleast_2d(np.asarray(ang_acc_in_sensor, dtype=float))
-    g = np.atleast_2d(np.asarray(gravity_in_sensor, dtype=float))
-    features = np.empty((a.shape[0], 12))
-    features[:, 0:3] = g - a
-    features[:, 3:6] = al
-    features[:, 6:9] = w * w
-    features[:, 9] = w[:, 0] * w[:, 1]
-    features[:, 10] = w[:, 0] * w[:, 2]
-    features[:, 11] = w[:, 1] * w[:, 2]
+    features = regressor_features(lin_acc_in_sensor, ang_vel_in_sensor, ang_acc_in_sensor, gravity_in_sensor)
     return (features @ _K).reshape(-1, 6, N_PARAMS)
 
 
@@ -205,3 +247,22 @@ def predict_wrench(
     if bias is not None:
         w = w + np.asarray(bias, dtype=float)
     return w
+
+
+def regressor_noise_gram(lin_acc_std: float, ang_acc_std: float, reduced: bool = False) -> np.ndarray:
+    """(6, 10, 10) expected ``dY_k^T dY_k`` per sample and wrench channel ``k`` (errors in variables).
+
+    ``Y`` is linear in the measured ``a`` and ``alpha`` (the first six features), so white noise
+    of std ``lin_acc_std`` (m/s²) and ``ang_acc_std`` (rad/s²) per axis in them perturbs every row
+    by ``dY = dfeatures @ K`` whatever the motion: the Gram of a batch of ``N`` noisy rows exceeds
+    the noise-free one by ``N`` times this matrix on average, which biases least squares towards
+    zero (attenuation). The reduced model (``f = m (g - a)``, ``tau = m c x (g - a)``) carries the
+    ``a`` noise only. Gravity (from the orientation) and the F/T offset columns are taken as exact;
+    noise in ``omega`` is not modelled (gyro and encoder rates are orders of magnitude cleaner).
+    """
+    var = np.r_[np.full(3, float(lin_acc_std) ** 2), np.full(3, 0.0 if reduced else float(ang_acc_std) ** 2)]
+    K = _K[:6].reshape(6, 6, N_PARAMS)  # feature, channel, parameter
+    if reduced:
+        K = K.copy()
+        K[:, :, 4:] = 0.0  # the reduced regressor has no inertia columns
+    return np.einsum("f,fki,fkj->kij", var, K, K)

@@ -20,9 +20,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from payload_estimator.core.regressor import N_BIAS, N_PARAMS
+from payload_estimator.core.regressor import FEATURE_MATRIX, N_BIAS, N_FEATURES, N_PARAMS
 
-__all__ = ["RegressorStatistics", "NormalEquations", "N_AUGMENTED", "WRENCH_COLUMN", "unknown_indices"]
+__all__ = [
+    "RegressorStatistics",
+    "NormalEquations",
+    "N_AUGMENTED",
+    "WRENCH_COLUMN",
+    "unknown_indices",
+    "BLOCK_SECONDS",
+    "CORRELATION_BLOCK",
+    "SLOW_BLOCK",
+]
 
 N_AUGMENTED = N_PARAMS + N_BIAS + 1
 """Columns of the augmented row: 10 parameters, 6 offsets, 1 measurement."""
@@ -30,6 +39,81 @@ WRENCH_COLUMN = N_AUGMENTED - 1
 _DATA = np.r_[np.arange(N_PARAMS), WRENCH_COLUMN]
 """Columns of the augmented row that carry data: the regressor and the measurement."""
 _N_DATA = _DATA.shape[0]
+_N_FEATURE_ROW = N_FEATURES + 6 + 1
+"""Columns of a feature row: the 12 regressor features, the 6 measured channels and a 1."""
+_K_FEATURES = FEATURE_MATRIX.reshape(N_FEATURES, 6, N_PARAMS)
+_N_BLOCK = _N_DATA + 1
+"""Columns of a block-sum row: the regressor, the measurement and a 1 (the offset)."""
+
+CORRELATION_BLOCK = 0.1
+"""Short block (s of sample time): long enough to hold the correlation of filtered noise (the
+pipeline's 10 Hz low-pass: ~0.02 s), short enough for the regressor to stay nearly constant."""
+SLOW_BLOCK = 0.5
+"""Long block (s): residuals that stay correlated this long are model error, not noise."""
+BLOCK_SECONDS = (CORRELATION_BLOCK, SLOW_BLOCK)
+
+
+class _BlockSums:
+    """Gram of the sums of augmented rows over consecutive blocks of sample time (batch means).
+
+    For residuals ``r_j = z_j . v``, ``sum_b (sum_{j in b} r_j)²`` over blocks much longer than
+    the noise's correlation time estimates the long-run variance, ``sum_L rho_L`` times the
+    per-sample variance: it needs only ``(6, 12, 12)`` numbers, and ``v`` may be chosen later.
+    """
+
+    def __init__(self, length_s: float) -> None:
+        self.length_s = float(length_s)
+        self.gram = np.zeros((6, _N_BLOCK, _N_BLOCK))
+        self.n_blocks = 0.0
+        self._key: float | None = None
+        self._carry = np.zeros((6, _N_BLOCK))
+
+    def reset(self) -> None:
+        self.gram[:] = 0.0
+        self.n_blocks = 0.0
+        self._key = None
+        self._carry[:] = 0.0
+
+    def add(self, rows: np.ndarray, t: np.ndarray) -> None:
+        """``rows`` (n, 6, 12), already scaled by the square roots of the sample weights."""
+        with np.errstate(over="ignore", invalid="ignore"):  # absurd stamps make blocks of their own
+            keys = np.floor(np.asarray(t, dtype=float) / self.length_s)
+        starts = np.r_[0, np.flatnonzero(keys[1:] != keys[:-1]) + 1]
+        sums = np.add.reduceat(rows, starts, axis=0)
+        first_key = keys[0]
+        if self._key is not None and first_key == self._key:
+            sums[0] += self._carry
+        elif self._key is not None:
+            self._close(self._carry)
+        for block in sums[:-1]:
+            self._close(block)
+        self._carry = sums[-1].copy()
+        self._key = float(keys[-1])
+
+    def _close(self, block: np.ndarray) -> None:
+        self.gram += block[:, :, None] * block[:, None, :]
+        self.n_blocks += 1.0
+
+    def decay(self, factor: float) -> None:
+        self.gram *= factor
+        self.n_blocks *= factor
+        self._carry *= np.sqrt(factor)
+
+    def merge(self, other: _BlockSums) -> None:
+        """Add ``other``'s blocks (its open block counted as closed)."""
+        self.gram += other.gram
+        self.n_blocks += other.n_blocks
+        if other._key is not None:
+            self._close(other._carry)
+
+    def sums_of_squares(self, V: np.ndarray) -> tuple[np.ndarray, float]:
+        """(6,) ``sum_b (S_bk . v_k)²`` for the per-channel vectors ``V`` (6, 12), and the block count."""
+        total = np.einsum("ki,kij,kj->k", V, self.gram, V)
+        n = self.n_blocks
+        if self._key is not None:
+            total = total + np.einsum("ki,ki->k", V, self._carry) ** 2
+            n += 1.0
+        return total, n
 
 
 @dataclass(frozen=True)
@@ -82,6 +166,8 @@ class RegressorStatistics:
         self.n_samples = 0
         self.weight_sum = 0.0
         self._gram: np.ndarray | None = None
+        self._blocks = tuple(_BlockSums(length) for length in BLOCK_SECONDS)
+        self._feature_gram: np.ndarray | None = np.zeros((_N_FEATURE_ROW, _N_FEATURE_ROW))
 
     def reset(self) -> None:
         """Forget every sample."""
@@ -90,19 +176,35 @@ class RegressorStatistics:
         self.n_samples = 0
         self.weight_sum = 0.0
         self._gram = None
+        for blocks in self._blocks:
+            blocks.reset()
+        self._feature_gram = np.zeros((_N_FEATURE_ROW, _N_FEATURE_ROW))
 
     def copy(self) -> RegressorStatistics:
         other = RegressorStatistics()
         other += self
         return other
 
-    def add(self, Y: np.ndarray, wrench: np.ndarray, weights: np.ndarray | None = None) -> None:
+    def add(
+        self,
+        Y: np.ndarray,
+        wrench: np.ndarray,
+        weights: np.ndarray | None = None,
+        t: np.ndarray | None = None,
+        features: np.ndarray | None = None,
+    ) -> None:
         """Accumulate a batch.
 
         Args:
             Y: (N, 6, 10) regressor of the batch.
             wrench: (N, 6) measured wrench on the sensor.
             weights: (N,) non-negative per-sample weights, default 1.
+            t: (N,) sample times, s: with them the block sums that measure how long
+                residuals stay correlated (:meth:`correlation_factors`) are kept too.
+            features: (N, 12) the features ``Y`` was made of
+                (:func:`~payload_estimator.core.regressor.regressor_features`): with them the
+                cross-channel terms of the covariance (:meth:`score_covariance`) are kept.
+                Statistics that miss them for any batch fall back to independent channels.
         """
         n = Y.shape[0]
         if n == 0:
@@ -122,8 +224,32 @@ class RegressorStatistics:
             self._data_gram += Zw.transpose(0, 2, 1) @ Z
         self.n_samples += n
         self._gram = None
+        if features is None:
+            self._feature_gram = None
+        elif self._feature_gram is not None:
+            U = np.empty((n, _N_FEATURE_ROW))
+            U[:, :N_FEATURES] = features
+            U[:, N_FEATURES:N_FEATURES + 6] = wrench
+            U[:, -1] = 1.0
+            Uw = U if weights is None else U * weights[:, None]
+            self._feature_gram += Uw.T @ U
+        if t is not None:
+            rows = np.empty((n, 6, _N_BLOCK))
+            rows[:, :, :_N_DATA] = Z.transpose(1, 0, 2)
+            rows[:, :, _N_DATA] = 1.0
+            if weights is not None:
+                rows *= np.sqrt(np.clip(weights, 0.0, None))[:, None, None]
+            for blocks in self._blocks:
+                blocks.add(rows, t)
 
-    def add_with_forgetting(self, Y: np.ndarray, wrench: np.ndarray, forgetting: float) -> float:
+    def add_with_forgetting(
+        self,
+        Y: np.ndarray,
+        wrench: np.ndarray,
+        forgetting: float,
+        t: np.ndarray | None = None,
+        features: np.ndarray | None = None,
+    ) -> float:
         """Accumulate a batch under exponential forgetting; returns the factor old data were decayed by.
 
         With forgetting ``lambda`` per sample, a batch of ``N`` decays what was
@@ -132,11 +258,11 @@ class RegressorStatistics:
         """
         n = Y.shape[0]
         if forgetting >= 1.0 or n == 0:
-            self.add(Y, wrench)
+            self.add(Y, wrench, t=t, features=features)
             return 1.0
         factor = forgetting**n
         self.decay(factor)
-        self.add(Y, wrench, forgetting ** np.arange(n - 1, -1, -1, dtype=float))
+        self.add(Y, wrench, forgetting ** np.arange(n - 1, -1, -1, dtype=float), t=t, features=features)
         return factor
 
     def decay(self, factor: float) -> None:
@@ -145,6 +271,10 @@ class RegressorStatistics:
         self._data_sum *= factor
         self.weight_sum *= factor
         self._gram = None
+        for blocks in self._blocks:
+            blocks.decay(factor)
+        if self._feature_gram is not None:
+            self._feature_gram *= factor
 
     def __iadd__(self, other: RegressorStatistics) -> RegressorStatistics:
         self._data_gram += other._data_gram
@@ -152,6 +282,12 @@ class RegressorStatistics:
         self.n_samples += other.n_samples
         self.weight_sum += other.weight_sum
         self._gram = None
+        for mine, theirs in zip(self._blocks, other._blocks):
+            mine.merge(theirs)
+        if self._feature_gram is None or other._feature_gram is None:
+            self._feature_gram = None
+        else:
+            self._feature_gram += other._feature_gram
         return self
 
     @property
@@ -200,3 +336,143 @@ class RegressorStatistics:
         """(6, p, p) per-channel Gram of the unknowns' columns."""
         idx = unknown_indices(with_bias)
         return self.gram[:, idx][:, :, idx]
+
+    def n_blocks(self, which: int) -> float:
+        """Blocks held (the open one included) of ``BLOCK_SECONDS[which]``."""
+        blocks = self._blocks[which]
+        return blocks.n_blocks + (1.0 if blocks._key is not None else 0.0)
+
+    def correlation_factors(
+        self, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """How much the residuals at ``x`` are correlated in time, per wrench channel.
+
+        Returns ``(tau_short, tau_slow)``, each (6,): the long-run variance of the residual
+        over its per-sample variance, measured by batch means over blocks of
+        :data:`CORRELATION_BLOCK` and :data:`SLOW_BLOCK` seconds (both 1 for white
+        residuals). Least squares treats samples as independent; with correlated residuals
+        (filtered signals) its covariance is ``tau_short`` times too small. A ``tau_slow``
+        well above ``tau_short`` means residuals that persist for seconds: model error.
+
+        ``x`` is taken as the least-squares solution with ``channel_weights``. Its residuals
+        are not the noise: the fit removes what the regressor can explain (``-2 c_k tr(A^-1 G_k)``
+        per channel), and adds back its own error ``Y_k (x - x_true)``, which varies as slowly as
+        the regressor and carries the other channels' noise (``tr(G_k Cov)``). White noise of
+        variances ``s_l²`` would give, per sample and per block set,
+        ``E[rss_k] = sum_l M_kl s_l²`` with ``M_kl = delta_kl (N - 2 c_k tr(A^-1 G_k))
+        + c_l² tr(G_k A^-1 G_l A^-1)``, and the same with the Gram ``G_bk`` of the block sums
+        of the regressor: the per-sample sums give ``s²``, the block sums are compared with
+        what it predicts. NaN where the data cannot tell (fewer than four blocks, or no
+        sample times).
+        """
+        p = x.shape[0]
+        idx = unknown_indices(with_bias)
+        c = np.ones(6) if channel_weights is None else np.asarray(channel_weights, dtype=float)
+        A = self.normal_equations(with_bias, c).A
+        d = np.sqrt(np.clip(np.diag(A), 0.0, None))
+        d[d == 0.0] = 1.0
+        A_inv = np.linalg.pinv(A / np.outer(d, d), hermitian=True) / np.outer(d, d)
+        gram = self.gram[:, idx][:, :, idx]
+        n_w = self.weight_sum
+        nan = np.full(6, np.nan)
+        if n_w <= p:
+            return nan, nan
+        GA = gram @ A_inv  # (6, p, p): G_l A^-1
+
+        def expected(G_k: np.ndarray) -> np.ndarray:
+            """(6, 6) M_kl for the per-channel Grams ``G_k`` (6, p, p)."""
+            GkA = G_k @ A_inv
+            M = np.einsum("kij,lji->kl", GkA, GA) * (c * c)[None, :]
+            M[np.arange(6), np.arange(6)] += n_w - 2.0 * c * np.einsum("kii->k", GkA)
+            return M
+
+        rss = np.clip(self.channel_residuals(x, with_bias), 0.0, None)
+        try:
+            noise_var = np.linalg.solve(expected(gram), rss)
+        except np.linalg.LinAlgError:
+            return nan, nan
+        if not np.all(noise_var > 0.0):
+            return nan, nan
+        V = np.zeros((6, _N_BLOCK))
+        V[:, :N_PARAMS] = x[:N_PARAMS]
+        V[:, _N_DATA - 1] = -1.0
+        if with_bias:
+            V[:, _N_DATA] = x[N_PARAMS:N_PARAMS + N_BIAS]
+        # block-row column of each unknown, per channel (-1: the unknown is not in that channel's rows)
+        cols = np.tile(np.r_[np.arange(N_PARAMS), np.full(p - N_PARAMS, -1)], (6, 1))
+        if with_bias:
+            cols[np.arange(6), N_PARAMS + np.arange(6)] = _N_DATA
+        factors = []
+        for blocks in self._blocks:
+            ss, n_blocks = blocks.sums_of_squares(V)
+            if n_blocks < 4:
+                factors.append(nan)
+                continue
+            G_b = np.zeros((6, p, p))
+            for k in range(6):
+                inside = cols[k] >= 0
+                G_b[k][np.ix_(inside, inside)] = blocks.gram[k][np.ix_(cols[k][inside], cols[k][inside])]
+                if blocks._key is not None:  # the open block too, as sums_of_squares counts it
+                    v = np.zeros(p)
+                    v[inside] = blocks._carry[k][cols[k][inside]]
+                    G_b[k] += np.outer(v, v)
+            white = expected(G_b) @ noise_var
+            factors.append(np.where(white > 0.0, ss / np.where(white > 0.0, white, 1.0), np.nan))
+        return factors[0], factors[1]
+
+    def residual_covariance(self, x: np.ndarray, with_bias: bool) -> np.ndarray | None:
+        """(6, 6) covariance of the wrench residual at ``x`` across channels, or None
+        without features. Noise in the accelerations moves forces and torques together
+        (``m da`` and ``m c x da``; ``[dalpha]x m c`` and ``J dalpha``): the channels'
+        residuals are correlated, which per-channel variances miss."""
+        if self._feature_gram is None:
+            return None
+        B = np.einsum("fkp,p->fk", _K_FEATURES, x[:N_PARAMS])
+        T = np.zeros((6, _N_FEATURE_ROW))
+        T[:, :N_FEATURES] = -B.T
+        T[:, N_FEATURES:N_FEATURES + 6] = np.eye(6)
+        if with_bias:
+            T[:, -1] = -x[N_PARAMS:N_PARAMS + N_BIAS]
+        dof = max(self.weight_sum - x.shape[0] / 6.0, 1.0)
+        C = T @ self._feature_gram @ T.T / dof
+        return 0.5 * (C + C.T)
+
+    def score_covariance(
+        self,
+        x: np.ndarray,
+        with_bias: bool,
+        channel_weights: np.ndarray | None = None,
+        correlation: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """(p, p) ``sum_j D_j^T W Sigma W D_j``: the covariance of the least-squares score at ``x``.
+
+        ``D_j`` (6 x p) is sample ``j``'s design (regressor rows, and the identity of the
+        offsets), ``W`` the channel weights and ``Sigma`` the residuals' covariance across
+        channels (:meth:`residual_covariance`), formed from the feature Gram; without
+        features, each channel's own variance times its Gram. ``correlation`` (6,): each
+        channel's residual correlation factor in time (default 1), which scales its
+        variance (covariances by the geometric mean). The middle of the sandwich
+        covariance ``A^-1 S A^-1``.
+        """
+        c = np.ones(6) if channel_weights is None else np.asarray(channel_weights, dtype=float)
+        tau = np.ones(6) if correlation is None else np.asarray(correlation, dtype=float)
+        Sigma = self.residual_covariance(x, with_bias)
+        if Sigma is None:
+            rss = np.clip(self.channel_residuals(x, with_bias), 0.0, None)
+            var = rss / max(self.weight_sum - x.shape[0] / 6.0, 1.0)
+            return np.tensordot(c * c * var * tau, self.channel_gram(with_bias), axes=1)
+        assert self._feature_gram is not None
+        root = np.sqrt(tau)
+        M = (c * root)[:, None] * Sigma * (c * root)[None, :]
+        F = self._feature_gram
+        p = x.shape[0]
+        S = np.zeros((p, p))
+        S[:N_PARAMS, :N_PARAMS] = np.einsum(
+            "ab,akp,kl,blq->pq", F[:N_FEATURES, :N_FEATURES], _K_FEATURES, M, _K_FEATURES
+        )
+        if with_bias:
+            Spb = np.einsum("a,akp,kl->pl", F[:N_FEATURES, -1], _K_FEATURES, M)
+            S[:N_PARAMS, N_PARAMS:] = Spb
+            S[N_PARAMS:, :N_PARAMS] = Spb.T
+            S[N_PARAMS:, N_PARAMS:] = self.weight_sum * M
+        return 0.5 * (S + S.T)

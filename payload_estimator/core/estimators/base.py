@@ -9,10 +9,18 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from payload_estimator.core.estimate import Estimate
+from payload_estimator.core.estimate import (
+    FROM_PRIOR,
+    IDENTIFIED,
+    NOT_IDENTIFIED,
+    Estimate,
+    Identification,
+    ModelFit,
+)
 from payload_estimator.core.inertia import InertialParameters
-from payload_estimator.core.regressor import N_PARAMS
+from payload_estimator.core.regressor import N_PARAMS, regressor_noise_gram
 from payload_estimator.core.samples import SensorSamples
+from payload_estimator.core.signal_noise import SignalNoise
 from payload_estimator.core.statistics import RegressorStatistics
 
 __all__ = [
@@ -29,10 +37,35 @@ __all__ = [
     "IDENTIFIABLE_REL_STD",
     "channel_weights_from_std",
     "check_forgetting",
+    "KinematicNoise",
+    "effective_variances",
+    "correlation_factors",
+    "sandwich",
+    "compensate_regressor_noise",
+    "EIV_FLOOR",
+    "noise_level_covariance",
+    "identify",
+    "model_fit",
+    "IDENTIFIED_MASS_REL_STD",
+    "IDENTIFIED_COM_STD",
+    "PERSISTENCE_LIMIT",
+    "EXCESS_LIMIT",
 ]
 
 IDENTIFIABLE_REL_STD = 0.25
 """Inertia counts as identified when each principal-moment std is below this fraction."""
+IDENTIFIED_MASS_REL_STD = 0.1
+"""Mass counts as identified when its std (from the data alone) is below this fraction of it."""
+IDENTIFIED_COM_STD = 0.01
+"""A COM component counts as identified when its std (from the data alone) is below this, m."""
+PERSISTENCE_LIMIT = 4.0
+"""Model fit is poor when residuals stay correlated this many times longer than the noise does
+(:class:`~payload_estimator.core.estimate.ModelFit`; chosen with ``benchmarks/model_fit.py``)."""
+EXCESS_LIMIT = 6.0
+"""Model fit is poor when a constrained estimate is this far (chi-square per unknown) from the
+unconstrained fit (chosen with ``benchmarks/model_fit.py``)."""
+_MIN_FIT_BLOCKS = 8
+"""Long blocks needed before the model fit is judged (4 s of data)."""
 _INERTIA_SCALE_FLOOR_M = 0.02
 """Radius (m) of gyration below which inertia uncertainty is judged against ``m r²``."""
 _VARIANCE_FLOOR = 1e-12
@@ -104,6 +137,170 @@ class Solution:
     extras: Mapping[str, np.ndarray] = field(default_factory=dict)
 
 
+EIV_FLOOR = 0.1
+"""Errors-in-variables compensation removes at most this share of the information in any direction
+(:func:`compensate_regressor_noise`): an over-estimated noise level can then at most double an
+estimate, never flip it."""
+
+
+class KinematicNoise:
+    """The noise std of the measured accelerations that build the regressor (errors in variables).
+
+    ``spec``: None (taken as exact: no compensation), ``"auto"`` (measured from the samples'
+    own linear and angular accelerations, :class:`~payload_estimator.core.signal_noise.SignalNoise`),
+    or ``(lin_acc_std, ang_acc_std)`` in m/s² and rad/s² per axis (a data sheet's figures).
+    """
+
+    def __init__(self, spec: Any) -> None:
+        self.auto = isinstance(spec, str)
+        if self.auto and spec != AUTO:
+            raise ValueError(f"kinematic_noise must be None, 'auto' or (lin_acc_std, ang_acc_std), got {spec!r}")
+        self.known: tuple[float, float] | None = None
+        if spec is not None and not self.auto:
+            values = np.asarray(spec, dtype=float)
+            if values.shape != (2,) or np.any(values < 0) or not np.all(np.isfinite(values)):
+                raise ValueError("kinematic_noise must be two non-negative numbers (m/s², rad/s²)")
+            self.known = (float(values[0]), float(values[1]))
+        self._lin_acc = SignalNoise()
+        self._ang_acc = SignalNoise()
+
+    def update(self, samples: SensorSamples) -> None:
+        if self.auto:
+            self._lin_acc.update(samples.lin_acc_in_sensor)
+            self._ang_acc.update(samples.ang_acc_in_sensor)
+
+    def reset(self) -> None:
+        self._lin_acc.reset()
+        self._ang_acc.reset()
+
+    def std(self) -> tuple[float, float] | None:
+        """``(lin_acc_std, ang_acc_std)``, or None when there is nothing to compensate."""
+        if self.known is not None:
+            return self.known
+        if not self.auto:
+            return None
+        lin, ang = self._lin_acc.std(), self._ang_acc.std()
+        if not (np.isfinite(lin) and np.isfinite(ang)):
+            return None
+        return lin, ang
+
+    def terms(
+        self, stats: RegressorStatistics, with_bias: bool, reduced: bool = False
+    ) -> list[tuple[np.ndarray, float]]:
+        """The expected noise part of ``stats``' per-channel Grams of the unknowns, one term per
+        noisy signal (linear, angular acceleration): ``(G_i (6, p, p), v_i)`` with ``v_i`` the
+        relative variance of that signal's estimated noise variance (0 when given)."""
+        std = self.std()
+        if std is None:
+            return []
+        p = N_PARAMS + (6 if with_bias else 0)
+        out = []
+        for signal, (lin, ang) in enumerate(((std[0], 0.0), (0.0, std[1]))):
+            if lin == 0.0 and ang == 0.0:
+                continue
+            D = np.zeros((6, p, p))
+            D[:, :N_PARAMS, :N_PARAMS] = stats.weight_sum * regressor_noise_gram(lin, ang, reduced=reduced)
+            monitor = self._lin_acc if signal == 0 else self._ang_acc
+            out.append((D, monitor.relative_variance() if self.auto else 0.0))
+        return out
+
+    def gram(self, stats: RegressorStatistics, with_bias: bool, reduced: bool = False) -> np.ndarray | None:
+        """(6, p, p) expected noise part of ``stats``' per-channel Grams of the unknowns, or None."""
+        terms = self.terms(stats, with_bias, reduced)
+        return sum((D for D, _ in terms), np.zeros_like(terms[0][0])) if terms else None
+
+
+def noise_level_covariance(
+    A: np.ndarray, x: np.ndarray, channel_weights: np.ndarray, terms: list[tuple[np.ndarray, float]]
+) -> np.ndarray:
+    """(p, p) covariance of the estimate due to the error of a measured noise level.
+
+    Compensation subtracts ``G_i`` per signal; an error ``e`` in the relative variance
+    moves the solution of ``(A - sum G) x = c`` by ``A^-1 (c . G_i) x e``.
+    """
+    p = x.shape[0]
+    cov = np.zeros((p, p))
+    if not terms:
+        return cov
+    A_inv = pinv_psd(A)
+    for G, rel_var in terms:
+        if rel_var > 0.0:
+            j = A_inv @ (np.tensordot(channel_weights, G, axes=1) @ x)
+            cov += rel_var * np.outer(j, j)
+    return cov
+
+
+def compensate_regressor_noise(A: np.ndarray, noise: np.ndarray, floor: float = EIV_FLOOR) -> np.ndarray:
+    """``A - noise``, the Gram of the noise-free regressor (bias-compensated least squares).
+
+    Noise in the regressor adds its own Gram to the data's on average, which pulls least
+    squares towards zero (attenuation); subtracting it removes that bias. Taken in the
+    metric of ``A`` (the pencil ``(A - noise, A)``), the compensated matrix keeps at least
+    ``floor`` of ``A`` in every direction, so a noise level read too high can never make it
+    indefinite. Directions ``A`` does not see stay empty.
+    """
+    d = np.sqrt(np.clip(np.diag(A), 0.0, None))
+    d[d == 0.0] = 1.0
+    As = A / np.outer(d, d)
+    lam, V = np.linalg.eigh(0.5 * (As + As.T))
+    keep = lam > 1e-10 * max(lam[-1], 0.0) if lam[-1] > 0 else np.zeros_like(lam, bool)
+    if not keep.any():
+        return A
+    W = V[:, keep] / np.sqrt(lam[keep])  # A^-1/2 on its range
+    Ns = noise / np.outer(d, d)
+    M = np.eye(int(keep.sum())) - W.T @ Ns @ W
+    mu, U = np.linalg.eigh(0.5 * (M + M.T))
+    M = (U * np.clip(mu, floor, 1.0)) @ U.T
+    R = V[:, keep] * np.sqrt(lam[keep])  # A^1/2 on its range
+    out = R @ M @ R.T
+    return 0.5 * (out + out.T) * np.outer(d, d)
+
+
+def correlation_factors(
+    stats: RegressorStatistics, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray | None = None
+) -> np.ndarray:
+    """(6,) how many samples count as one independent sample, per wrench channel (>= 1).
+
+    Samples of filtered signals are not independent: the covariance of an estimate from
+    ``N`` of them is that of ``N / tau`` independent ones, with ``tau`` the long-run variance
+    ratio of the residuals (:meth:`RegressorStatistics.correlation_factors`). Each channel's
+    own factor is noisy over few blocks, so it is pulled halfway (geometrically) towards
+    the median of the six (the pipeline filters every signal alike); a channel with almost
+    no noise, whose residual is smooth, cannot inflate the others. 1 until it can be measured.
+    """
+    tau, _ = stats.correlation_factors(x, with_bias, channel_weights)
+    if not np.all(np.isfinite(tau)):
+        return np.ones(6)
+    tau = np.clip(tau, 1e-6, None)
+    return np.maximum(np.sqrt(tau * float(np.median(tau))), 1.0)
+
+
+def effective_variances(
+    stats: RegressorStatistics, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray | None = None
+) -> np.ndarray:
+    """(6,) residual variance per channel times the residuals' :func:`correlation_factors`."""
+    return channel_variances(stats, x, with_bias) * correlation_factors(stats, x, with_bias, channel_weights)
+
+
+def sandwich(
+    stats: RegressorStatistics, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray, A: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Covariance ``A^+ S A^+`` of the estimate ``x`` solving ``A x = c``, and its information ``A S^+ A``.
+
+    ``S`` is the covariance of the score (:meth:`RegressorStatistics.score_covariance`: the
+    residuals' covariance across channels, from the data, and their
+    :func:`correlation_factors` in time). Neither assumes the weights were the inverse
+    noise variances, nor that the regressor was exact: the residuals carry the regressor's
+    noise too.
+    """
+    tau = correlation_factors(stats, x, with_bias, channel_weights)
+    S = stats.score_covariance(x, with_bias, channel_weights, tau)
+    A_inv = pinv_psd(A)
+    cov = A_inv @ S @ A_inv
+    information = A @ pinv_psd(S) @ A
+    return 0.5 * (cov + cov.T), 0.5 * (information + information.T)
+
+
 def check_forgetting(forgetting: float) -> float:
     """A per-sample forgetting factor, validated to lie in (0, 1]."""
     if not 0.0 < forgetting <= 1.0:
@@ -169,6 +366,110 @@ def channel_variances(
     return np.maximum(rss / dof, _VARIANCE_FLOOR)
 
 
+def _data_covariance(information: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Marginal data-only covariance of phi from the information of ``[phi; beta]``:
+    ``(cov (10, 10), null (10, k) basis of what the data do not see, d (10,) scaling)``."""
+    H = information
+    if H.shape[0] > N_PARAMS:
+        Hpp, Hpb, Hbb = H[:N_PARAMS, :N_PARAMS], H[:N_PARAMS, N_PARAMS:], H[N_PARAMS:, N_PARAMS:]
+        H = Hpp - Hpb @ pinv_psd(Hbb) @ Hpb.T
+    d = np.sqrt(np.clip(np.diag(H), 0.0, None))
+    d[d == 0.0] = 1.0
+    lam, V = np.linalg.eigh(0.5 * (H + H.T) / np.outer(d, d))
+    seen = lam > 1e-10 * max(lam[-1], 0.0) if lam[-1] > 0 else np.zeros_like(lam, bool)
+    cov = (V[:, seen] / lam[seen]) @ V[:, seen].T / np.outer(d, d)
+    return cov, V[:, ~seen], d
+
+
+def identify(information: np.ndarray, params: InertialParameters, has_prior: bool) -> Identification:
+    """Which quantities the data determine (:class:`~payload_estimator.core.estimate.Identification`).
+
+    From the data's information alone (never the prior's): a quantity ``q(phi)`` is
+    identified when its gradient has no component the data do not see and its standard
+    deviation ``sqrt(grad^T C grad)`` is within bounds: the mass within
+    :data:`IDENTIFIED_MASS_REL_STD` of itself, each COM axis within :data:`IDENTIFIED_COM_STD`,
+    the inertia as :func:`inertia_identifiable`. A payload held still shows ``m g`` and
+    ``m c x g``: the COM along gravity and the inertia are not seen. What is not identified
+    comes from the prior when the estimator has one (``has_prior``), else from nothing.
+    """
+    otherwise = FROM_PRIOR if has_prior else NOT_IDENTIFIED
+    if not np.all(np.isfinite(information)) or not np.isfinite(params.mass) or params.mass <= 0.0:
+        return Identification(otherwise, (otherwise, otherwise, otherwise), otherwise)
+    cov, null, d = _data_covariance(information)
+
+    def std(grad: np.ndarray) -> float:
+        scaled = grad / d  # the gradient in the Jacobi-scaled coordinates of the eigenvectors
+        if null.shape[1] and np.linalg.norm(null.T @ scaled) > 1e-6 * np.linalg.norm(scaled):
+            return float("inf")
+        return float(np.sqrt(max(grad @ cov @ grad, 0.0)))
+
+    m, c = params.mass, params.com
+    grad_m = np.zeros(N_PARAMS)
+    grad_m[0] = 1.0
+    mass = IDENTIFIED if std(grad_m) < IDENTIFIED_MASS_REL_STD * m else otherwise
+    com = []
+    for i in range(3):
+        g = np.zeros(N_PARAMS)
+        g[0], g[1 + i] = -c[i] / m, 1.0 / m
+        com.append(IDENTIFIED if std(g) < IDENTIFIED_COM_STD else otherwise)
+    inertia = IDENTIFIED if inertia_identifiable(information, params) else otherwise
+    return Identification(mass, (com[0], com[1], com[2]), inertia)
+
+
+def model_fit(
+    stats: RegressorStatistics | None,
+    theta: np.ndarray,
+    with_bias: bool,
+    channel_weights: np.ndarray | None,
+    information: np.ndarray,
+    normal: tuple[np.ndarray, np.ndarray] | None = None,
+) -> ModelFit:
+    """Test whether the model explains the data (:class:`~payload_estimator.core.estimate.ModelFit`).
+
+    * Persistence (every estimator): residuals of a right model are the sensors' noise,
+      correlated over the filters' memory only; a wrong one leaves a residual that follows
+      the motion. The ratio of the residuals' correlation factors over long and short blocks
+      (:meth:`RegressorStatistics.correlation_factors`), median over the channels, is about
+      1 for noise and grows with the block length for model error; poor above
+      :data:`PERSISTENCE_LIMIT`.
+    * Excess (``normal = (A, c)`` given: estimators whose constraints or prior can keep them
+      from the least-squares fit, PMD): ``(theta - x_ls)^T I (theta - x_ls)`` per unknown the
+      data see, with ``I`` the data's information; about 1 when the constraints hold the
+      truth (a shape that contains the payload), poor above :data:`EXCESS_LIMIT`.
+
+    Judged only after :data:`_MIN_FIT_BLOCKS` long blocks (4 s of data).
+    """
+    if stats is None or not np.all(np.isfinite(theta)):
+        return ModelFit()
+    tau_short, tau_slow = stats.correlation_factors(theta, with_bias, channel_weights)
+    n_slow = stats.n_blocks(1)
+    if n_slow < _MIN_FIT_BLOCKS or not (np.all(np.isfinite(tau_short)) and np.all(np.isfinite(tau_slow))):
+        return ModelFit()
+    persistence = float(np.median(tau_slow / np.maximum(tau_short, 1.0)))
+    excess = float("nan")
+    if normal is not None:
+        A, c = normal
+        x_ls, _ = solve_psd(A, c)
+        # mass and first moment: what every sufficiently varied motion determines well, and
+        # where a misplaced shape shows first (all ten would dilute it with poorly seen inertia)
+        cov, _, _ = _data_covariance(information)
+        block = cov[:4, :4]
+        diff = (theta - x_ls)[:4]
+        excess = float(diff @ pinv_psd(block) @ diff) / 4.0
+    causes = []
+    if persistence > PERSISTENCE_LIMIT:
+        causes.append(
+            f"the residuals follow the motion ({persistence:.1f}x longer than noise): the payload may be "
+            "touching something or loose, or the sensor frame, the wrench sign or the gravity direction is wrong"
+        )
+    if np.isfinite(excess) and excess > EXCESS_LIMIT:
+        causes.append(
+            f"the shape cannot hold the payload the data show (excess {excess:.1f}): it is too small, misplaced "
+            "or turned; check --shape and its pose in the sensor frame, or estimate without a shape (wls)"
+        )
+    return ModelFit(True, not causes, persistence, excess, "; ".join(causes))
+
+
 def inertia_identifiable(
     information: np.ndarray, params: InertialParameters, rel_std: float = IDENTIFIABLE_REL_STD
 ) -> bool:
@@ -227,6 +528,8 @@ class Estimator(abc.ABC):
     """True when the constructor's first argument is ``points_in_sensor`` (n, 3)."""
     settings_options: ClassVar[Mapping[str, str]] = {}
     """Constructor option -> ``Settings`` field it is read from."""
+    has_prior: ClassVar[bool] = False
+    """True when a prior fills in what the data do not determine (PMD: the shape)."""
 
     @classmethod
     def options_from(cls, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -244,8 +547,9 @@ class Estimator(abc.ABC):
             raise ValueError(f"{cls.name} needs point-mass positions (a shape or a points file)")
         return make(points_in_sensor, bias=bias, **options)
 
-    def __init__(self, *, bias: bool = False) -> None:
+    def __init__(self, *, bias: bool = False, kinematic_noise: Any = None) -> None:
         self.with_bias = bool(bias)
+        self.kinematic_noise = KinematicNoise(kinematic_noise)
         self.rejected_samples = 0
         self._dynamism_sum = 0.0
         self._n_seen = 0
@@ -267,6 +571,7 @@ class Estimator(abc.ABC):
         if len(samples) == 0:
             return
         samples = samples.with_tiny_values_zeroed()
+        self.kinematic_noise.update(samples)
         self._dynamism_sum += float(samples.dynamism().sum())
         self._n_seen += len(samples)
         if len(samples) <= _CHUNK:
@@ -281,14 +586,21 @@ class Estimator(abc.ABC):
         self.rejected_samples = 0
         self._dynamism_sum = 0.0
         self._n_seen = 0
+        self.kinematic_noise.reset()
         self._reset()
 
     def estimate(self) -> Estimate:
         """The current estimate; raises :class:`InsufficientData` before any sample."""
         if self._n_seen == 0:
             raise InsufficientData(f"{self.name}: no samples yet")
+        p = N_PARAMS + (6 if self.with_bias else 0)
+        if 6 * self._n_seen < p:
+            raise InsufficientData(
+                f"{self.name}: {self._n_seen} sample(s) give {6 * self._n_seen} equations for {p} unknowns"
+            )
         sol = self._solve()
         params = InertialParameters(sol.theta[:N_PARAMS])
+        stats, weights, normal = self._fit_inputs()
         return Estimate(
             method=self.name,
             params=params,
@@ -300,7 +612,17 @@ class Estimator(abc.ABC):
             inertia_identifiable=inertia_identifiable(sol.information, params),
             dynamism=self.mean_dynamism,
             extras=dict(sol.extras),
+            identification=identify(sol.information, params, self.has_prior),
+            model_fit=model_fit(stats, sol.theta, self.with_bias, weights, sol.information, normal),
         )
+
+    def _fit_inputs(
+        self,
+    ) -> tuple[RegressorStatistics | None, np.ndarray | None, tuple[np.ndarray, np.ndarray] | None]:
+        """What :func:`model_fit` needs: the statistics, their channel weights, and the
+        normal equations ``(A, c)`` of the unconstrained fit when the estimator has a prior
+        or constraints (else None). Default: no test."""
+        return None, None, None
 
     @abc.abstractmethod
     def _accumulate(self, samples: SensorSamples) -> None: ...

@@ -8,6 +8,8 @@ residuals), or by a noise level the user knows.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from payload_estimator.core.estimators.base import (
@@ -16,10 +18,12 @@ from payload_estimator.core.estimators.base import (
     Estimator,
     Solution,
     channel_variances,
-    pinv_psd,
+    compensate_regressor_noise,
+    noise_level_covariance,
+    sandwich,
     solve_psd,
 )
-from payload_estimator.core.regressor import samples_regressor
+from payload_estimator.core.regressor import features_regressor, samples_features
 from payload_estimator.core.samples import SensorSamples
 from payload_estimator.core.statistics import RegressorStatistics
 
@@ -31,7 +35,7 @@ def linear_solution(
     with_bias: bool,
     channel_weights: np.ndarray | None,
     prior_information: np.ndarray | None = None,
-    weights_are_inverse_variances: bool = False,
+    regressor_noise: list[tuple[np.ndarray, float]] | None = None,
 ) -> Solution:
     """Solve the (channel-weighted, optionally regularised) normal equations.
 
@@ -39,27 +43,30 @@ def linear_solution(
         channel_weights: (6,) weight of each wrench channel, or None for 1.
         prior_information: (p, p) information added to the normal equations
             (a zero-mean prior, e.g. the initial covariance of RLS).
-        weights_are_inverse_variances: the channel weights are ``1 / sigma_k²`` of a
-            known noise level; the covariance is then ``A^-1``.
+        regressor_noise: the expected noise Gram of the regressor per channel, one term
+            per noisy signal (:meth:`KinematicNoise.terms`), subtracted from the normal
+            equations (bias-compensated least squares, :func:`compensate_regressor_noise`);
+            the uncertainty of a measured noise level enters the covariance.
 
-    Otherwise the covariance is the sandwich ``A^+ (sum_k c_k² s_k² G_k) A^+``
-    with the residual variance ``s_k²`` of each channel, which is right
-    whatever the weights were.
+    The covariance is the sandwich ``A^+ S A^+`` (:func:`sandwich`): right whatever the
+    weights were, with the residuals' correlation across channels and in time.
     """
     ne = stats.normal_equations(with_bias, channel_weights)
-    A = ne.A if prior_information is None else ne.A + prior_information
-    x, rank = solve_psd(A, ne.c)
-    var = channel_variances(stats, x, with_bias)
-    G = stats.channel_gram(with_bias)
     cw = np.ones(6) if channel_weights is None else np.asarray(channel_weights, dtype=float)
-    cov = None
-    if rank == x.shape[0]:
-        A_inv = pinv_psd(A)
-        cov = A_inv if weights_are_inverse_variances else A_inv @ np.tensordot(cw**2 * var, G, axes=1) @ A_inv
+    A = ne.A
+    terms = regressor_noise or []
+    if terms:
+        A = compensate_regressor_noise(A, np.tensordot(cw, sum(D for D, _ in terms), axes=1))
+    if prior_information is not None:
+        A = A + prior_information
+    x, rank = solve_psd(A, ne.c)
+    covariance, information = sandwich(stats, x, with_bias, cw, A)
+    if terms:
+        covariance = covariance + noise_level_covariance(A, x, cw, terms)
     return Solution(
         theta=x,
-        information=np.tensordot(1.0 / var, G, axes=1),
-        covariance=cov,
+        information=information,
+        covariance=covariance if rank == x.shape[0] else None,
         residual_ss=stats.channel_residuals(x, with_bias),
         weight_sum=stats.weight_sum,
         normal_matrix=ne.A,
@@ -71,18 +78,24 @@ class OrdinaryLeastSquares(Estimator):
 
     Args:
         bias: also estimate the six F/T offsets.
+        kinematic_noise: noise of the measured accelerations, compensated in the
+            normal equations (:class:`~payload_estimator.core.estimators.base.KinematicNoise`):
+            ``"auto"`` (default: measured from the samples), None (exact) or
+            ``(lin_acc_std, ang_acc_std)``.
     """
 
     name = "ols"
     summary = "ordinary least squares, full model (Atkeson et al. 1986)"
 
-    def __init__(self, *, bias: bool = False) -> None:
-        super().__init__(bias=bias)
+    def __init__(self, *, bias: bool = False, kinematic_noise: Any = AUTO) -> None:
+        super().__init__(bias=bias, kinematic_noise=kinematic_noise)
         self.stats = RegressorStatistics()
         self.weighting = ChannelWeighting()
 
     def _accumulate(self, samples: SensorSamples) -> None:
-        self.stats.add(samples_regressor(samples), samples.wrench_in_sensor)
+        features = samples_features(samples)
+        Y = features_regressor(features)
+        self.stats.add(Y, samples.wrench_in_sensor, t=samples.t, features=features)
 
     def _reset(self) -> None:
         self.stats.reset()
@@ -94,12 +107,15 @@ class OrdinaryLeastSquares(Estimator):
         x, _ = solve_psd(ne.A, ne.c)
         return 1.0 / channel_variances(self.stats, x, self.with_bias)
 
+    def _fit_inputs(self) -> tuple[RegressorStatistics, np.ndarray | None, None]:
+        return self.stats, self._channel_weights(), None
+
     def _solve(self) -> Solution:
         return linear_solution(
             self.stats,
             self.with_bias,
             self._channel_weights(),
-            weights_are_inverse_variances=self.weighting.known is not None,
+            regressor_noise=self.kinematic_noise.terms(self.stats, self.with_bias),
         )
 
 
@@ -111,12 +127,15 @@ class WeightedLeastSquares(OrdinaryLeastSquares):
         channel_std: ``"auto"`` (default: each channel's variance from the
             residuals of an OLS solution), (6,) known noise std of
             ``[fx, fy, fz, tx, ty, tz]`` (N, N·m), or None (uniform: OLS).
+        kinematic_noise: as for :class:`OrdinaryLeastSquares`.
     """
 
     name = "wls"
     summary = "channel-weighted least squares (weights from OLS residuals or known noise)"
 
-    def __init__(self, *, bias: bool = False, channel_std: np.ndarray | str | None = AUTO) -> None:
-        super().__init__(bias=bias)
+    def __init__(
+        self, *, bias: bool = False, channel_std: np.ndarray | str | None = AUTO, kinematic_noise: Any = AUTO
+    ) -> None:
+        super().__init__(bias=bias, kinematic_noise=kinematic_noise)
         self.weighting = ChannelWeighting.parse(channel_std, allow_auto=True, who=self.name)
         self.channel_std = None if self.weighting.known is None else np.asarray(channel_std, dtype=float)

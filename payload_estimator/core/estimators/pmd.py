@@ -38,6 +38,8 @@ solution (see :mod:`~payload_estimator.core.estimators.qp`).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from payload_estimator.core.estimators.base import (
@@ -46,20 +48,33 @@ from payload_estimator.core.estimators.base import (
     Estimator,
     Solution,
     channel_variances,
+    compensate_regressor_noise,
+    effective_variances,
     pinv_psd,
+    sandwich,
     solve_psd,
 )
 from payload_estimator.core.estimators.qp import LiftedPointMassQP
 from payload_estimator.core.regressor import (
     N_BIAS,
     N_PARAMS,
+    features_regressor,
     reduced_regressor,
-    samples_regressor,
+    samples_features,
 )
 from payload_estimator.core.samples import STANDARD_GRAVITY, SensorSamples
 from payload_estimator.core.statistics import RegressorStatistics
 
-__all__ = ["PointMassDiscretization", "point_mass_matrix", "dynamism_weight", "C1_PAPER", "C1_PIPELINE"]
+__all__ = [
+    "PointMassDiscretization",
+    "point_mass_matrix",
+    "dynamism_weight",
+    "density_parts",
+    "C1_PAPER",
+    "C1_PIPELINE",
+    "DENSITY_SPREAD",
+    "SHAPE_INERTIA_SPREAD",
+]
 
 C1_PAPER = 300.0
 """Paper 004's dynamism scale ``c1`` (eq. 9) for its simulations: sensor-level samples whose
@@ -73,16 +88,28 @@ mass error on the simulated arms and c1 = 3 gave 0.07-0.7 % (``benchmarks/end_to
 On a real xArm with noisy kinematics the paper needed 5e3-25e3."""
 
 
-def point_mass_matrix(points: np.ndarray) -> np.ndarray:
-    """``P`` (10 x n): column ``i`` is ``phi`` of a unit point mass at ``points[i]``.
+SHAPE_INERTIA_SPREAD = 0.25
+"""Relative std, in units of the uniform body's mean principal moment, of each inertia entry
+about what the points can represent, in PMD's covariance."""
+DENSITY_SPREAD = 1.0
+"""Relative std of the density of each eighth of the shape in PMD's covariance (the prior a
+real, non-uniform object needs: a steel head on a wooden handle is ~5x the mean density, a
+handle ~0.3x; see :meth:`PointMassDiscretization._posterior_covariance`)."""
 
-    ``phi = [1, p, vech(|p|² I - p p^T)]`` (paper 004 eq. (5) with ``k`` = 0, 1, 2).
+
+def point_mass_matrix(points: np.ndarray, cell_size: float = 0.0) -> np.ndarray:
+    """``P`` (10 x n): column ``i`` is ``phi`` of a unit mass at ``points[i]``.
+
+    ``phi = [1, p, vech(|p|² I - p p^T)]`` (paper 004 eq. (5) with ``k`` = 0, 1, 2) for a
+    point; with ``cell_size`` ``h`` > 0, of a uniform cube of side ``h`` centred there (its
+    own inertia ``h²/6`` per unit mass on each axis added).
     """
     p = np.asarray(points, dtype=float)
     x, y, z = p[:, 0], p[:, 1], p[:, 2]
     r2 = x * x + y * y + z * z
+    own = float(cell_size) ** 2 / 6.0
     return np.stack(
-        [np.ones_like(x), x, y, z, r2 - x * x, -x * y, -x * z, r2 - y * y, -y * z, r2 - z * z]
+        [np.ones_like(x), x, y, z, r2 - x * x + own, -x * y, -x * z, r2 - y * y + own, -y * z, r2 - z * z + own]
     )
 
 
@@ -116,11 +143,15 @@ class PointMassDiscretization(Estimator):
             multiplies only the mass and COM, so keeping it removes the reduced
             model's bias at higher speeds (mass error at 2 rad/s: 2.0 % -> 0.5 %
             in ``benchmarks/accuracy.py``); False is the paper's eq. (6) exactly.
+        kinematic_noise: noise of the measured accelerations, compensated in the data
+            term (:class:`~payload_estimator.core.estimators.base.KinematicNoise`):
+            ``"auto"`` (default), None or ``(lin_acc_std, ang_acc_std)``.
     """
 
     name = "pmd"
     summary = "point-mass discretisation, physically consistent QP (paper 004)"
     needs_points = True
+    has_prior = True
     settings_options = {"c1": "c1", "regularization": "regularization"}
 
     def __init__(
@@ -135,8 +166,9 @@ class PointMassDiscretization(Estimator):
         solver: str = "osqp",
         solver_options: dict | None = None,
         reduced_with_linear_acceleration: bool = True,
+        kinematic_noise: Any = AUTO,
     ) -> None:
-        super().__init__(bias=bias)
+        super().__init__(bias=bias, kinematic_noise=kinematic_noise)
         self.reduced_with_linear_acceleration = bool(reduced_with_linear_acceleration)
         points = np.asarray(points_in_sensor, dtype=float)
         if points.ndim != 2 or points.shape[1] != 3 or len(points) < 1:
@@ -147,6 +179,7 @@ class PointMassDiscretization(Estimator):
             raise ValueError("c1 must be positive and regularization non-negative")
         self.points = points
         self.P = point_mass_matrix(points)
+        self._parts = density_parts(points)
         self.c1 = float(c1)
         self.regularization = float(regularization)
         weighting = ChannelWeighting.parse(channel_std, allow_auto=True, who=self.name)
@@ -165,6 +198,7 @@ class PointMassDiscretization(Estimator):
         self.masses: np.ndarray = np.zeros(len(points))
         self.last_solve_status: str = "not solved"
         self.last_solve_iterations = 0
+        self._fit: tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None = None
 
     @property
     def n_points(self) -> int:
@@ -177,10 +211,13 @@ class PointMassDiscretization(Estimator):
         apparent = samples.gravity_in_sensor
         if self.reduced_with_linear_acceleration:
             apparent = apparent - samples.lin_acc_in_sensor
+        reduced = samples_features(samples, apparent_gravity=apparent)
         self.stats_reduced.add(
-            reduced_regressor(apparent), samples.wrench_in_sensor, (1.0 - w) ** 2
+            reduced_regressor(apparent), samples.wrench_in_sensor, (1.0 - w) ** 2, t=samples.t, features=reduced
         )
-        self.stats_full.add(samples_regressor(samples), samples.wrench_in_sensor, w**2)
+        features = samples_features(samples)
+        Y = features_regressor(features)
+        self.stats_full.add(Y, samples.wrench_in_sensor, w**2, t=samples.t, features=features)
         self._force_norm_sum += float(np.linalg.norm(samples.wrench_in_sensor[:, :3], axis=1).sum())
         self._gravity_norm_sum += float(np.linalg.norm(samples.gravity_in_sensor, axis=1).sum())
 
@@ -193,6 +230,7 @@ class PointMassDiscretization(Estimator):
         self._weights = None
         self.masses = np.zeros(self.n_points)
         self.last_solve_status = "not solved"
+        self._fit = None
 
     # ------------------------------------------------------------------- solve
     def _mass_scale(self, H: np.ndarray, h: np.ndarray) -> float:
@@ -215,7 +253,15 @@ class PointMassDiscretization(Estimator):
         """``H`` (p x p) and ``h`` (p,) of the data term in ``theta = [phi; beta]``."""
         ne_r = self.stats_reduced.normal_equations(self.with_bias, channel_weights)
         ne_f = self.stats_full.normal_equations(self.with_bias, channel_weights)
-        return ne_r.A + ne_f.A, ne_r.c + ne_f.c
+        H = ne_r.A + ne_f.A
+        noise_f = self.kinematic_noise.gram(self.stats_full, self.with_bias)
+        if noise_f is not None:
+            noise = noise_f
+            if self.reduced_with_linear_acceleration:  # the reduced model's g - a carries the a noise
+                noise_r = self.kinematic_noise.gram(self.stats_reduced, self.with_bias, reduced=True)
+                noise = noise + (0.0 if noise_r is None else noise_r)
+            H = compensate_regressor_noise(H, np.tensordot(channel_weights, noise, axes=1))
+        return H, ne_r.c + ne_f.c
 
     def _solve_qp(self, H: np.ndarray, h: np.ndarray, m_bar: float) -> np.ndarray:
         """Solve the lifted QP (:mod:`~payload_estimator.core.estimators.qp`); returns ``x = [u; beta]``."""
@@ -233,9 +279,10 @@ class PointMassDiscretization(Estimator):
         x = self._solve_qp(H, h, m_bar)
         if self.auto_weights:
             # Re-weight each channel by the residual variance at this solution (one pass).
-            new_weights = 1.0 / self._residual_variances(x, m_bar)
+            new_weights = 1.0 / self._residual_variances(x, m_bar, effective=False)
             if self._weights is None or not np.allclose(new_weights, weights, rtol=0.2):
-                H, h = self._objective(new_weights)
+                weights = new_weights
+                H, h = self._objective(weights)
                 m_bar = self._mass_scale(H, h) / self.n_points
                 x = self._solve_qp(H, h, m_bar)
             self._weights = new_weights
@@ -245,14 +292,17 @@ class PointMassDiscretization(Estimator):
         phi = self.P @ self.masses
         beta = x[n:] if self.with_bias else None
         theta = phi if beta is None else np.r_[phi, beta]
-        var = self._residual_variances(theta, None)
-        G_r = self.stats_reduced.channel_gram(self.with_bias)
-        G_f = self.stats_full.channel_gram(self.with_bias)
-        information = np.tensordot(1.0 / var, G_r + G_f, axes=1)
+        # The data's information about theta, as least squares with these weights would have it
+        # (sandwich: correlated channels and samples, noisy regressor); the prior adds its own.
+        _, information = sandwich(self._combined_stats(), theta, self.with_bias, weights, H)
+        self._fit = (weights, (H, h))
+        covariance = self._posterior_covariance(information, u, m_bar)
+        if covariance is not None:
+            covariance = covariance + self._prior_bias(theta, information, H, h)
         return Solution(
             theta=theta,
             information=information,
-            covariance=self._posterior_covariance(information, u, m_bar),
+            covariance=covariance,
             residual_ss=self.stats_reduced.channel_residuals(theta, self.with_bias)
             + self.stats_full.channel_residuals(theta, self.with_bias),
             weight_sum=self.stats_reduced.weight_sum + self.stats_full.weight_sum,
@@ -260,12 +310,21 @@ class PointMassDiscretization(Estimator):
             extras={"points_in_sensor": self.points, "point_masses": self.masses.copy()},
         )
 
+    def _fit_inputs(
+        self,
+    ) -> tuple[RegressorStatistics | None, np.ndarray | None, tuple[np.ndarray, np.ndarray] | None]:
+        if self._fit is None:
+            return None, None, None
+        return self._combined_stats(), self._fit[0], self._fit[1]
+
     def _initial_weights(self) -> np.ndarray:
         """Before any residual is known: torques count as forces at a 0.1 m lever arm."""
         return np.array([1.0, 1.0, 1.0, 100.0, 100.0, 100.0])
 
-    def _residual_variances(self, x: np.ndarray, m_bar: float | None) -> np.ndarray:
-        """(6,) residual variance per channel of Problem 1 at ``x``."""
+    def _residual_variances(self, x: np.ndarray, m_bar: float | None, effective: bool = True) -> np.ndarray:
+        """(6,) residual variance per channel of Problem 1 at ``x``; ``effective``: times the
+        residuals' correlation factor (for the covariance; the weights of the QP use the plain one,
+        so that ``lambda`` keeps its meaning whatever the sampling)."""
         n = self.n_points
         if m_bar is not None:  # x = [u; beta]
             theta = self.P @ (np.clip(x[:n], 0.0, None) * m_bar)
@@ -273,27 +332,65 @@ class PointMassDiscretization(Estimator):
                 theta = np.r_[theta, x[n:]]
         else:
             theta = x
+        if effective:
+            return effective_variances(self._combined_stats(), theta, self.with_bias)
+        return channel_variances(self._combined_stats(), theta, self.with_bias)
+
+    def _combined_stats(self) -> RegressorStatistics:
         combined = RegressorStatistics()
         combined += self.stats_reduced
         combined += self.stats_full
-        return channel_variances(combined, theta, self.with_bias)
+        return combined
+
+    def _inertia_scale(self, m_bar: float) -> float:
+        """Mean principal moment (kg m²) of the points at the uniform mass ``m_bar`` each."""
+        p = self.points - self.points.mean(axis=0)
+        return float(m_bar * 2.0 * np.sum(p * p) / 3.0)
+
+    def _prior_bias(self, theta: np.ndarray, information: np.ndarray, H: np.ndarray, h: np.ndarray) -> np.ndarray:
+        """(10, 10) ``b b^T``: the pull of the prior on the estimate, as far as the data see it.
+
+        The estimate is the QP's, whose point prior is narrower than the covariance's; where
+        the data determine a direction, the unconstrained fit ``x_ls`` shows how far the prior
+        pulled the estimate there. In the data's whitened coordinates ``z = C^-1/2 (theta - x_ls)``
+        the noise of ``x_ls`` accounts for ``z_i² = 1`` on average; what exceeds it is bias:
+        ``b = C^1/2 sign(z) sqrt(max(z² - 1, 0))`` (positive part, direction by direction).
+        """
+        x_ls, _ = solve_psd(H, h)
+        d = np.sqrt(np.clip(np.diag(information), 0.0, None))
+        d[d == 0.0] = 1.0
+        lam, V = np.linalg.eigh(0.5 * (information + information.T) / np.outer(d, d))
+        seen = lam > 1e-10 * max(lam[-1], 0.0) if lam[-1] > 0 else np.zeros_like(lam, bool)
+        V, lam = V[:, seen], lam[seen]
+        z = (V.T @ ((theta - x_ls) * d)) * np.sqrt(lam)  # C = (D V lam V^T D)^-1 -> C^-1/2 = sqrt(lam) V^T D
+        excess = np.sign(z) * np.sqrt(np.clip(z * z - 1.0, 0.0, None))
+        b = (V @ (excess / np.sqrt(lam))) / d
+        return np.outer(b[:N_PARAMS], b[:N_PARAMS])
 
     def _posterior_covariance(
         self, information: np.ndarray, u: np.ndarray, m_bar: float
     ) -> np.ndarray | None:
-        """Covariance of ``phi`` under the Gaussian reading of Problem 1.
+        """Covariance of ``phi``: the Gaussian posterior of Problem 1, with an honest prior.
 
-        With whitened residuals the objective is ``-2 log`` of a posterior whose
-        prior on the free point masses has precision ``kappa = lambda / m_bar²``.
-        Masses at their bound are held fixed. By the push-through identity the
-        10 x 10 covariance ``P_F (kappa I + P_F^T H P_F)^-1 P_F^T`` equals
-        ``R (kappa I + R^T H R)^-1 R^T`` with ``G = P_F P_F^T = R R^T``: no n x n
-        inverse. The middle matrix is symmetric with eigenvalues of at least
-        ``kappa``, which its inverse enforces: the covariance stays finite however
-        large the information (zero residuals) and however few the points (a
-        rank-deficient ``G``), where solving ``(kappa I + G H) C = G`` can meet a
-        numerically singular matrix. The F/T offsets are marginalised through the
-        Schur complement of ``H``.
+        With whitened residuals the objective is ``-2 log`` of a posterior whose prior
+        gives each free point mass the std ``m_bar / sqrt(lambda)``, independently. That
+        prior suits the estimate (it spreads mass evenly) but not its uncertainty: real
+        objects are not uniform point by point but part by part (a steel head on a
+        wooden handle), and independent point deviations average out over hundreds of
+        points, so the posterior it gives claims to know the inertia of an object whose
+        density it never measured. The covariance therefore adds, to the point prior,
+        a prior on the density of each eighth of the shape (:data:`DENSITY_SPREAD`
+        relative std, the eighths split at the centroid along the points' principal
+        axes): ``S0 = (m_bar² / lambda) P_F P_F^T + sum_c q_c q_c^T``, ``q_c`` the ``phi``
+        of eighth ``c`` at its uniform mass, plus an independent spread of
+        :data:`SHAPE_INERTIA_SPREAD` times the uniform body's mean principal moment on each
+        inertia entry (what no arrangement of the points can show: the mass within each
+        point's cell, the density within an eighth; without it the posterior of an object
+        sampled by a few dozen points knows its products of inertia ten times better than
+        the data do). Masses at their bound are held fixed in the
+        point term. With ``S0 = R R^T`` (10 x r) the posterior covariance is
+        ``R (I + R^T H R)^-1 R^T``: no n x n inverse, and finite however large the
+        information. The F/T offsets are marginalised through the Schur complement of ``H``.
         """
         if self.regularization <= 0.0:
             return None
@@ -305,11 +402,26 @@ class PointMassDiscretization(Estimator):
         if not np.any(free):
             return None
         P_F = self.P[:, free]
-        lam_G, U = np.linalg.eigh(P_F @ P_F.T)
-        R = U * np.sqrt(np.clip(lam_G, 0.0, None))
-        kappa = self.regularization / (m_bar * m_bar)
+        Q = m_bar * DENSITY_SPREAD * np.stack([self.P[:, part].sum(axis=1) for part in self._parts], axis=1)
+        S0 = (m_bar * m_bar / self.regularization) * (P_F @ P_F.T) + Q @ Q.T
+        # What no arrangement of these points shows: the mass within each point's cell, and a
+        # density that varies within the eighths. Each inertia entry gets its own spread.
+        S0[4:, 4:] += np.eye(6) * (SHAPE_INERTIA_SPREAD * self._inertia_scale(m_bar)) ** 2
+        lam_S, U = np.linalg.eigh(0.5 * (S0 + S0.T))
+        R = U * np.sqrt(np.clip(lam_S, 0.0, None))
         M = R.T @ H @ R
         lam, V = np.linalg.eigh(0.5 * (M + M.T))
         W = R @ V
-        cov = (W / np.maximum(lam + kappa, kappa)) @ W.T
+        cov = (W / np.maximum(lam + 1.0, 1.0)) @ W.T
         return 0.5 * (cov + cov.T)
+
+
+def density_parts(points: np.ndarray) -> list[np.ndarray]:
+    """Indices of the points in each eighth of the cloud: split at the centroid along its principal axes."""
+    centred = points - points.mean(axis=0)
+    if len(points) < 2:
+        return [np.arange(len(points))]
+    _, _, Vt = np.linalg.svd(centred, full_matrices=False)
+    signs = (centred @ Vt.T > 0.0).astype(int)
+    code = signs @ (2 ** np.arange(signs.shape[1]))
+    return [np.flatnonzero(code == c) for c in np.unique(code)]

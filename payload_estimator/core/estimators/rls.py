@@ -18,11 +18,13 @@ covariance bounded when the excitation stops for long (covariance wind-up).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from payload_estimator.core.estimators.base import ChannelWeighting, Estimator, Solution, check_forgetting
+from payload_estimator.core.estimators.base import AUTO, ChannelWeighting, Estimator, Solution, check_forgetting
 from payload_estimator.core.estimators.least_squares import linear_solution
-from payload_estimator.core.regressor import N_BIAS, N_PARAMS, samples_regressor
+from payload_estimator.core.regressor import N_BIAS, N_PARAMS, features_regressor, samples_features
 from payload_estimator.core.samples import SensorSamples
 from payload_estimator.core.statistics import RegressorStatistics
 
@@ -43,6 +45,7 @@ class RecursiveLeastSquares(Estimator):
         channel_std: (6,) noise std of each wrench channel to weight by, or None
             (uniform weights, textbook).
         bias: also estimate the six F/T offsets.
+        kinematic_noise: as for :class:`~payload_estimator.core.estimators.least_squares.OrdinaryLeastSquares`.
     """
 
     name = "rls"
@@ -57,8 +60,9 @@ class RecursiveLeastSquares(Estimator):
         min_information: float = 1e-12,
         channel_std: np.ndarray | None = None,
         bias: bool = False,
+        kinematic_noise: Any = AUTO,
     ) -> None:
-        super().__init__(bias=bias)
+        super().__init__(bias=bias, kinematic_noise=kinematic_noise)
         if initial_covariance <= 0.0:
             raise ValueError("initial_covariance must be positive")
         self.forgetting = check_forgetting(forgetting)
@@ -69,11 +73,17 @@ class RecursiveLeastSquares(Estimator):
         self._prior_scale = 1.0
 
     def _accumulate(self, samples: SensorSamples) -> None:
-        Y = samples_regressor(samples)
-        self._prior_scale *= self.stats.add_with_forgetting(Y, samples.wrench_in_sensor, self.forgetting)
+        features = samples_features(samples)
+        Y = features_regressor(features)
+        self._prior_scale *= self.stats.add_with_forgetting(
+            Y, samples.wrench_in_sensor, self.forgetting, t=samples.t, features=features
+        )
 
     def _reset(self) -> None:
         self.stats.reset()
+
+    def _fit_inputs(self) -> tuple[RegressorStatistics, np.ndarray | None, None]:
+        return self.stats, self.channel_weights, None
         self._prior_scale = 1.0
 
     def _solve(self) -> Solution:
@@ -82,4 +92,7 @@ class RecursiveLeastSquares(Estimator):
         if self.min_information > 0.0:
             A = self.stats.normal_equations(self.with_bias, self.channel_weights).A
             prior += np.eye(p) * self.min_information * max(float(np.max(np.diag(A))), 0.0)
-        return linear_solution(self.stats, self.with_bias, self.channel_weights, prior_information=prior)
+        return linear_solution(
+            self.stats, self.with_bias, self.channel_weights, prior_information=prior,
+            regressor_noise=self.kinematic_noise.terms(self.stats, self.with_bias),
+        )

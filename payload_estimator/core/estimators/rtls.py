@@ -25,11 +25,11 @@ from payload_estimator.core.estimators.base import (
     ChannelWeighting,
     Estimator,
     Solution,
-    channel_variances,
     check_forgetting,
+    effective_variances,
     pinv_psd,
 )
-from payload_estimator.core.regressor import N_BIAS, N_PARAMS, samples_regressor
+from payload_estimator.core.regressor import N_BIAS, N_PARAMS, features_regressor, samples_features
 from payload_estimator.core.samples import SensorSamples
 from payload_estimator.core.statistics import WRENCH_COLUMN, RegressorStatistics
 
@@ -74,10 +74,15 @@ class RecursiveTotalLeastSquares(Estimator):
         self.stats = RegressorStatistics()
 
     def _accumulate(self, samples: SensorSamples) -> None:
-        self.stats.add_with_forgetting(samples_regressor(samples), samples.wrench_in_sensor, self.forgetting)
+        features = samples_features(samples)
+        Y = features_regressor(features)
+        self.stats.add_with_forgetting(Y, samples.wrench_in_sensor, self.forgetting, t=samples.t, features=features)
 
     def _reset(self) -> None:
         self.stats.reset()
+
+    def _fit_inputs(self) -> tuple[RegressorStatistics, np.ndarray | None, None]:
+        return self.stats, self.channel_weights, None
 
     def solve(self) -> tuple[np.ndarray, np.ndarray | None]:
         """The TLS solution: (phi (10,), offsets (6,) or None)."""
@@ -110,7 +115,7 @@ class RecursiveTotalLeastSquares(Estimator):
     def _solve(self) -> Solution:
         phi, bias = self.solve()
         x = phi if bias is None else np.r_[phi, bias]
-        var = channel_variances(self.stats, x, self.with_bias)
+        var = effective_variances(self.stats, x, self.with_bias)
         information = np.tensordot(1.0 / var, self.stats.channel_gram(self.with_bias), axes=1)
         return Solution(
             theta=x,
