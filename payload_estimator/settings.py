@@ -20,13 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from payload_estimator.core.estimators import METHODS
-from payload_estimator.core.estimators.pmd import C1_PIPELINE
+from payload_estimator.core.estimators.pmd import C1_DEFAULT
 from payload_estimator.robots.spec import ROBOT_NAMES, ROBOTS
 
 __all__ = [
     "Settings",
     "WRENCH_SOURCES",
     "APPLY_TARGETS",
+    "TARGETS_WITHOUT_INERTIA",
+    "CONVERGE_ON",
     "settings_for_robot",
     "render_parameters_yaml",
     "load_parameters_yaml",
@@ -36,6 +38,9 @@ __all__ = [
 NODE_NAME = "payload_estimator"
 WRENCH_SOURCES = ("ft_sensor", "franka_base", "franka_stiffness")
 APPLY_TARGETS = ("none", "franka", "xarm", "gravity_compensation")
+TARGETS_WITHOUT_INERTIA = ("xarm", "gravity_compensation")
+"""Apply targets that take mass and COM only (``SetTcpLoad``; ``tool.mass``, ``tool.CoG``)."""
+CONVERGE_ON = ("auto", "all", "mass_com")
 MOTION_SOURCES = ("joints", "imu")
 
 
@@ -92,7 +97,7 @@ class Settings:
     # ------------------------------------------------------------- estimator
     estimator: str = _p("pmd", "estimator: " + ", ".join(METHODS), METHODS)
     estimate_bias: bool = _p(True, "also estimate the six F/T offsets")
-    c1: float = _p(C1_PIPELINE, "PMD dynamism scale c1 of paper 004 eq. (9) (see pmd.C1_PIPELINE)")
+    c1: float = _p(C1_DEFAULT, "PMD dynamism scale c1 of paper 004 eq. (9) (see pmd.C1_DEFAULT)")
     regularization: float = _p(1.0, "PMD regularisation lambda")
     forgetting: float = _p(0.999, "per-sample forgetting factor of rls/rtls (1: none)")
     payload_shape: str = _p(
@@ -111,6 +116,15 @@ class Settings:
     stale_after_s: float = _p(0.5, "an input silent this long is reported stale, s")
     # --------------------------------------------------------------- output
     publish_rate_hz: float = _p(10.0, "rate of ~/estimate, ~/inertia and ~/markers, Hz")
+    # ---------------------------------------------------------- convergence
+    converge_on: str = _p(
+        "auto", "what must be identified, certain and steady before the estimate counts as converged (and "
+        "~/apply sends it): all (mass, COM and inertia), mass_com, or auto (mass_com for the xarm and "
+        "gravity_compensation targets, which take no inertia; all otherwise)", CONVERGE_ON)
+    max_mass_rel_std: float = _p(0.02, "converged needs the mass's standard deviation below this fraction of it")
+    max_com_std: float = _p(0.005, "converged needs each COM component's standard deviation below this, m")
+    max_inertia_rel_std: float = _p(0.25, "converged (with the inertia) needs each inertia entry's standard "
+                                          "deviation below this fraction of the mean principal moment")
     # ---------------------------------------------------------------- apply
     apply_target: str = _p("none", "where ~/apply sends the estimate: none, franka, xarm, gravity_compensation",
                            APPLY_TARGETS)
@@ -130,10 +144,19 @@ class Settings:
                 raise ValueError(f"{name} must have 3 numbers")
         if self.publish_rate_hz <= 0 or self.grid_rate_hz <= 0 or self.estimator_rate_hz <= 0:
             raise ValueError("rates must be positive")
+        if not (self.max_mass_rel_std > 0 and self.max_com_std > 0 and self.max_inertia_rel_std > 0):
+            raise ValueError("max_mass_rel_std, max_com_std and max_inertia_rel_std must be positive")
         if self.max_points < 1 or self.point_density <= 0:
             raise ValueError("max_points and point_density must be positive")
         if not self.robot and self.use_builtin_description:
             raise ValueError("use_builtin_description needs a built-in robot preset")
+
+    @property
+    def converge_on_inertia(self) -> bool:
+        """Whether the inertia is handed over, so must converge too (``converge_on``)."""
+        if self.converge_on == "auto":
+            return self.apply_target not in TARGETS_WITHOUT_INERTIA
+        return self.converge_on == "all"
 
     # ----------------------------------------------------------- conversions
     @classmethod

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import yaml
 
-from payload_estimator.core.estimate import Estimate
+from payload_estimator.core.estimate import FROM_PRIOR, IDENTIFIED, NOT_IDENTIFIED, Estimate, Identification, ModelFit
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.outputs.apply import build_apply_request
 from payload_estimator.pipeline.stream import StreamEstimate
@@ -23,7 +25,7 @@ def _out(mass=0.8, converged=True, com=(0.0, 0.01, 0.06)):
 def test_franka_request_is_in_the_flange_frame():
     s = settings_for_robot("panda")
     req, reason = build_apply_request(s, _out())
-    assert req is not None and reason == "converged and physically consistent"
+    assert req is not None and reason == "converged, physically consistent, identified and fitting"
     assert req.service_type == "franka_msgs/srv/SetLoad" and req.service_name == "/service_server/set_load"
     assert np.isclose(req.fields["mass"], 0.8)
     assert np.allclose(req.fields["center_of_mass"], [0.0, 0.01, 0.16])
@@ -59,3 +61,31 @@ def test_refusals():
     assert build_apply_request(s, _out(converged=False), force=True)[0] is not None
     req, why = build_apply_request(s, _out(mass=5.0), force=True)
     assert req is None and "exceeds" in why
+
+
+def _with(out, **changes):
+    return replace(out, estimate=replace(out.estimate, **changes))
+
+
+def test_nothing_unsafe_leaves_without_force():
+    """A poor model fit, an unidentified COM axis or inertia (for the targets that take it): refused, with
+    the reason; forced, sent and said to be forced. Not even force sends a non-physical mass."""
+    franka, xarm = settings_for_robot("panda"), settings_for_robot("xarm7")
+    poor = _with(_out(), model_fit=ModelFit(True, False, 6.0, float("nan"), "the residuals follow the motion"))
+    req, why = build_apply_request(franka, poor)
+    assert req is None and "does not fit" in why and "follow the motion" in why and "force" in why
+    req, why = build_apply_request(franka, poor, force=True)
+    assert req is not None and why.startswith("forced: ") and "does not fit" in why
+    static = _with(_out(), identification=Identification(IDENTIFIED, (IDENTIFIED, IDENTIFIED, NOT_IDENTIFIED),
+                                                         NOT_IDENTIFIED))
+    req, why = build_apply_request(xarm, static)
+    assert req is None and "COM z" in why
+    no_inertia = _with(_out(), identification=Identification(inertia=NOT_IDENTIFIED))
+    assert build_apply_request(xarm, no_inertia)[0] is not None  # SetTcpLoad takes no inertia
+    req, why = build_apply_request(franka, no_inertia)
+    assert req is None and "inertia" in why  # SetLoad does
+    prior = _with(_out(), identification=Identification(inertia=FROM_PRIOR))
+    assert build_apply_request(franka, prior)[0] is not None  # PMD's shape prior may supply the inertia
+    negative = _out(mass=-0.1)
+    req, why = build_apply_request(franka, negative, force=True)
+    assert req is None and "not positive" in why and "force" not in why

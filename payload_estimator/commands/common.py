@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from payload_estimator.commands import CommandError
-from payload_estimator.core.estimators import C1_PIPELINE, ESTIMATORS, Estimator
+from payload_estimator.core.estimators import C1_DEFAULT, ESTIMATORS, Estimator
 from payload_estimator.core.shapes import Shape, sample_points
 from payload_estimator.robots import get_robot
 
@@ -224,7 +224,7 @@ def build_estimator(
     method: str,
     shape: Shape | None,
     bias: bool = True,
-    c1: float = C1_PIPELINE,
+    c1: float = C1_DEFAULT,
     regularization: float = 1.0,
     forgetting: float | None = None,
     density: float | None = None,

@@ -29,7 +29,7 @@ from payload_estimator.commands.common import (
     stream_for_run,
     wrench_rate,
 )
-from payload_estimator.core.estimators import C1_PIPELINE, ESTIMATORS
+from payload_estimator.core.estimators import C1_DEFAULT, ESTIMATORS
 
 __all__ = ["add_parser", "run"]
 
@@ -60,10 +60,14 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--wrench-rate", type=wrench_rate, default=None,
                    help=f"F/T rate, Hz, a divisor of the {SIM_RATE_HZ:g} Hz joint-state rate (default {SIM_RATE_HZ:g})")
     p.add_argument("--no-bias", action="store_true", help="do not estimate the F/T offsets")
-    p.add_argument("--c1", type=positive_float, default=C1_PIPELINE,
-                   help=f"PMD c1 (default {C1_PIPELINE:g}, pmd.C1_PIPELINE)")
+    p.add_argument("--c1", type=positive_float, default=C1_DEFAULT,
+                   help=f"PMD c1 (default {C1_DEFAULT:g}, pmd.C1_DEFAULT)")
     add_out_dir_argument(p, "demo")
     p.add_argument("--no-plot", action="store_true", help="skip the PNG plot")
+    p.add_argument("--force", action="store_true",
+                   help="write the URDF fragment even when the estimate may not be handed over (physically "
+                        "inconsistent, a poor model fit, mass, COM or inertia not determined by the data); "
+                        "it says so in a comment, and the JSON status says forced")
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of tables")
     return p
 
@@ -110,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
         final, history, stream.config.sensor_frame, stream.config.flange_frame or stream.config.sensor_frame,
         stream.health.counts, title=f"{args.robot} + {args.payload}: {args.method}, {args.trajectory}, "
                                     f"{args.noise} noise",
-        truth=payload.params, bbox_lengths=payload.bbox_lengths, wall_time_s=time.perf_counter() - t_start)
+        truth=payload.params, bbox_lengths=payload.bbox_lengths, wall_time_s=time.perf_counter() - t_start,
+        force=args.force)
     report.write(out_dir, plot=not args.no_plot)
     written = [p.name for p in (report.fragment_path, report.plot_path) if p is not None]
     where = f"wrote {', '.join(written)} in {out_dir}"

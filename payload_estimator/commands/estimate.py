@@ -11,7 +11,7 @@ import numpy as np
 
 from payload_estimator.commands import CommandError
 from payload_estimator.commands.common import forgetting_factor, nonnegative_float, positive_float, positive_int
-from payload_estimator.core.estimators import C1_PAPER, ESTIMATORS
+from payload_estimator.core.estimators import C1_DEFAULT, ESTIMATORS, InsufficientData
 from payload_estimator.core.shapes import (
     DEFAULT_DENSITY,
     DEFAULT_MAX_POINTS,
@@ -21,6 +21,7 @@ from payload_estimator.core.shapes import (
     sample_points,
 )
 from payload_estimator.io.samples_file import COLUMNS, SamplesFileError, read_samples
+from payload_estimator.outputs.handover import check_handover
 
 __all__ = ["add_parser", "run", "points_from_args"]
 
@@ -42,12 +43,17 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="estimator (default: pmd): " + "; ".join(f"{n}: {c.summary}" for n, c in ESTIMATORS.items()))
     add_shape_arguments(p)
     p.add_argument("--bias", action="store_true", help="also estimate the six F/T offsets")
-    p.add_argument("--c1", type=positive_float, default=C1_PAPER,
-                   help=f"PMD dynamism scale c1 of eq. (9) (default {C1_PAPER:g}, pmd.C1_PAPER)")
+    p.add_argument("--c1", type=positive_float, default=C1_DEFAULT,
+                   help=f"PMD dynamism scale c1 of eq. (9) (default {C1_DEFAULT:g}, pmd.C1_DEFAULT: the same "
+                        "everywhere; paper 004's simulations used 300, pmd.C1_PAPER)")
     p.add_argument("--lambda", dest="regularization", type=nonnegative_float, default=1.0,
                    help="PMD regularisation lambda, >= 0 (default 1.0)")
     p.add_argument("--forgetting", type=forgetting_factor, default=None,
                    help="per-sample forgetting factor for rls/rtls, in (0, 1] (default: rls 0.999, rtls 1)")
+    p.add_argument("--force", action="store_true",
+                   help="print the URDF fragment (and a JSON status) even when the estimate may not be handed "
+                        "over: physically inconsistent, a poor model fit, mass, COM or inertia not determined by "
+                        "the data; marked as forced")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     return p
 
@@ -113,11 +119,16 @@ def run(args: argparse.Namespace) -> int:
     try:
         estimator.update(loaded.samples)
         est = estimator.estimate()
+    except InsufficientData as exc:
+        raise CommandError(f"too few samples: {_one_line(exc)}") from None
     except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
         raise CommandError(f"--method {args.method}: no estimate from these samples ({_one_line(exc)})") from None
+    handover = check_handover(est, inertia=True, force=args.force)
 
     if args.json:
         out = est.to_dict()
+        out["status"] = handover.status
+        out["forced"] = handover.forced
         out["skipped_rows"] = loaded.skipped_rows
         out["n_points"] = None if points is None else int(len(points))
         json.dump(out, sys.stdout)
@@ -134,6 +145,14 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"[yellow]skipped {loaded.skipped_rows} row(s) with NaN/inf or out-of-range values[/]")
     console.print(estimate_table(est))
     console.print(quality_table(est))
+    if est.model_fit.checked and not est.model_fit.good:
+        console.print(f"[yellow]warning: the model does not fit the data: {est.model_fit.cause}[/]")
+    if not handover:
+        console.print(f"[yellow]no URDF fragment: {'; '.join(handover.reasons)}"
+                      + ("" if handover.hard else " (--force prints it anyway, marked)") + "[/]")
+        return 0
+    note = f"FORCED: {'; '.join(handover.reasons)}" if handover.forced else ""
     console.print("URDF fragment (sensor frame):")
-    console.print(urdf_inertial(est.params, frame="sensor"), markup=False, highlight=False, soft_wrap=True)
+    console.print(urdf_inertial(est.params, frame="sensor", note=note), markup=False, highlight=False,
+                  soft_wrap=True)
     return 0

@@ -76,6 +76,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="offline: filter the whole recording forward and backward (no phase lag) before "
                         "estimating, instead of the node's causal pipeline; one estimate at the end")
     p.add_argument("--no-plot", action="store_true", help="skip the PNG plot")
+    p.add_argument("--force", action="store_true",
+                   help="write the URDF fragment even when the estimate may not be handed over (physically "
+                        "inconsistent, a poor model fit, mass, COM or inertia not determined by the data); "
+                        "it says so in a comment, and the JSON status says forced")
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of tables")
     return p
 
@@ -370,7 +374,8 @@ def _replay(args: argparse.Namespace, warnings: list[str]) -> int:
     robot_name = settings.robot or "robot"
     report = RunReport(final, history, sensor, flange, stream.health.counts,
                        title=f"{bag.name}: {robot_name}, {settings.estimator}", truth=truth,
-                       bbox_lengths=_bbox_lengths(settings), wall_time_s=time.perf_counter() - t_start)
+                       bbox_lengths=_bbox_lengths(settings), wall_time_s=time.perf_counter() - t_start,
+        force=args.force)
     try:
         report.write(out_dir, plot=not args.no_plot)
     except OSError as exc:  # checked writable before the replay: a full disk, a directory removed meanwhile

@@ -1,4 +1,14 @@
-"""When is an online estimate good enough to use? A convergence monitor over time."""
+"""When is an online estimate good enough to use? A convergence monitor over time.
+
+"Converged" is a promise about every quantity that will be handed over (to a
+controller, a URDF, a gravity-compensation filter): it is determined by the data
+(:class:`~payload_estimator.core.estimate.Identification`; the inertia may come
+from PMD's shape prior), its reported uncertainty is within bounds, it has
+stayed steady for a while, the estimate is physically consistent and the model
+explains the data (:class:`~payload_estimator.core.estimate.ModelFit`).
+Which quantities are handed over is :attr:`ConvergenceCriteria.inertia`: mass
+and COM always, the inertia tensor when the target takes it.
+"""
 
 from __future__ import annotations
 
@@ -20,7 +30,14 @@ class ConvergenceCriteria:
         window_s: how long the estimate must stay steady, s.
         mass_rel: largest mass change over the window, relative.
         com_abs: largest COM displacement over the window, m.
-        mass_rel_std: largest relative standard deviation of the mass (when known).
+        mass_rel_std: largest relative standard deviation of the mass.
+        com_std: largest standard deviation of each COM component, m.
+        inertia: the inertia is handed over too: it must be identified (or come from a
+            shape prior), certain and steady.
+        inertia_rel: largest change of any inertia entry about the COM over the window,
+            relative to the mean principal moment.
+        inertia_rel_std: largest standard deviation of each inertia entry about the COM,
+            relative to the mean principal moment.
         min_samples: samples the estimator must have used.
     """
 
@@ -28,20 +45,27 @@ class ConvergenceCriteria:
     mass_rel: float = 0.01
     com_abs: float = 0.003
     mass_rel_std: float = 0.02
+    com_std: float = 0.005
+    inertia: bool = True
+    inertia_rel: float = 0.05
+    inertia_rel_std: float = 0.25
     min_samples: int = 50
+
+
+_ENTRY_NAMES = ("Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz")
 
 
 class ConvergenceMonitor:
     """Decides, estimate after estimate, whether the estimate has converged.
 
-    Converged means: enough samples, physically consistent, a small mass
-    uncertainty, and mass and COM steady over the last ``window_s`` seconds.
-    :attr:`reason` says what is still missing.
+    Converged means: enough samples, physically consistent, a model that fits, every
+    handed-over quantity identified and within its uncertainty bound, and all of them
+    steady over the last ``window_s`` seconds. :attr:`reason` says what is still missing.
     """
 
     def __init__(self, criteria: ConvergenceCriteria = ConvergenceCriteria()) -> None:
         self.criteria = criteria
-        self._history: deque[tuple[float, float, np.ndarray]] = deque()
+        self._history: deque[tuple[float, float, np.ndarray, np.ndarray]] = deque()
         self.converged = False
         self.reason = "no estimate yet"
 
@@ -60,17 +84,36 @@ class ConvergenceMonitor:
             self._history.clear()  # the clock went back (a restarted recording or simulator): start over
         elif self._history and t == self._history[-1][0]:
             self._history.pop()  # no new sample since (an input is silent): the same instant, not a new one
-        self._history.append((t, estimate.mass, estimate.com.copy()))
+        I = estimate.inertia_com
+        entries = np.array([I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]])
+        self._history.append((t, estimate.mass, estimate.com.copy(), entries))
         while self._history and self._history[0][0] < t - c.window_s:
             self._history.popleft()
         if estimate.samples_used < c.min_samples:
             return self._set(False, f"{estimate.samples_used} of {c.min_samples} samples")
         if not estimate.physically_consistent:
             return self._set(False, "not physically consistent")
-        if estimate.covariance is not None and estimate.mass > 0:
-            rel_std = estimate.mass_std / estimate.mass
-            if rel_std > c.mass_rel_std:
-                return self._set(False, f"mass uncertainty {100 * rel_std:.1f} %")
+        if estimate.model_fit.checked and not estimate.model_fit.good:
+            return self._set(False, f"model fit poor: {estimate.model_fit.cause}")
+        missing = estimate.identification.missing(inertia=c.inertia)
+        if missing:
+            return self._set(False, f"not identified from the data: {', '.join(missing)} "
+                                    "(move the payload through more orientations, or faster)")
+        if estimate.covariance is None:
+            return self._set(False, "uncertainty unknown")
+        rel_std = estimate.mass_std / estimate.mass
+        if not rel_std <= c.mass_rel_std:
+            return self._set(False, f"mass uncertainty {100 * rel_std:.1f} %")
+        com_std = estimate.com_std
+        if not np.all(com_std <= c.com_std):
+            k = int(np.argmax(com_std))
+            return self._set(False, f"COM {'xyz'[k]} uncertainty {1e3 * com_std[k]:.1f} mm")
+        scale = _inertia_scale(estimate)
+        if c.inertia:
+            istd = estimate.inertia_com_std / scale
+            if not np.all(istd <= c.inertia_rel_std):
+                k = int(np.argmax(istd))
+                return self._set(False, f"inertia uncertainty {_ENTRY_NAMES[k]} {100 * istd[k]:.0f} %")
         span = self._history[-1][0] - self._history[0][0]
         if span < 0.9 * c.window_s:
             return self._set(False, f"steady for {span:.1f} of {c.window_s:.1f} s")
@@ -82,9 +125,20 @@ class ConvergenceMonitor:
         com_change = float(np.max(np.linalg.norm(coms - coms[-1], axis=1)))
         if com_change > c.com_abs:
             return self._set(False, f"COM still moving ({1e3 * com_change:.1f} mm in {c.window_s:.1f} s)")
+        if c.inertia:
+            inertias = np.array([h[3] for h in self._history])
+            change = np.max(inertias.max(axis=0) - inertias.min(axis=0)) / scale
+            if change > c.inertia_rel:
+                return self._set(False, f"inertia still moving ({100 * change:.0f} % in {c.window_s:.1f} s)")
         return self._set(True, "converged")
 
     def _set(self, value: bool, reason: str) -> bool:
         self.converged = value
         self.reason = reason
         return value
+
+
+def _inertia_scale(estimate: Estimate) -> float:
+    """Mean principal moment about the COM, floored at ``m (2 cm)²`` (a point-like payload)."""
+    moments = estimate.params.principal_moments()
+    return max(float(np.mean(moments)), estimate.mass * 0.02**2, 1e-12)

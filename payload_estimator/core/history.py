@@ -24,8 +24,11 @@ class EstimateHistory:
     consistent: list[bool] = field(default_factory=list)
     converged: list[bool] = field(default_factory=list)
     samples: list[int] = field(default_factory=list)
+    mass_com_converged: list[bool] = field(default_factory=list)
 
-    def append(self, t: float, estimate: Estimate, converged: bool) -> None:
+    def append(self, t: float, estimate: Estimate, converged: bool, mass_com_converged: bool | None = None) -> None:
+        """Record ``estimate`` at ``t``; ``mass_com_converged``: whether mass and COM alone had
+        converged (default: ``converged``)."""
         self.t.append(float(t))
         self.mass.append(estimate.mass)
         self.mass_std.append(estimate.mass_std)
@@ -35,16 +38,19 @@ class EstimateHistory:
         self.consistent.append(bool(estimate.physically_consistent))
         self.converged.append(bool(converged))
         self.samples.append(int(estimate.samples_used))
+        self.mass_com_converged.append(bool(converged if mass_com_converged is None else mass_com_converged))
 
     def __len__(self) -> int:
         return len(self.t)
 
-    def first_converged_time(self) -> float | None:
-        """Time of the first estimate after which every estimate stayed converged, or None."""
-        if not self.converged or not self.converged[-1]:
+    def first_converged_time(self, mass_com: bool = False) -> float | None:
+        """Time of the first estimate after which every estimate stayed converged (``mass_com``:
+        mass and COM only), or None."""
+        flags = self.mass_com_converged if mass_com else self.converged
+        if not flags or not flags[-1]:
             return None
-        k = len(self.converged) - 1
-        while k > 0 and self.converged[k - 1]:
+        k = len(flags) - 1
+        while k > 0 and flags[k - 1]:
             k -= 1
         return self.t[k]
 
@@ -59,5 +65,6 @@ class EstimateHistory:
             "inertia_com": np.array(self.inertia_com).reshape(-1, 3, 3),
             "consistent": np.array(self.consistent),
             "converged": np.array(self.converged),
+            "mass_com_converged": np.array(self.mass_com_converged),
             "samples": np.array(self.samples),
         }

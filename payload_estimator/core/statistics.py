@@ -31,6 +31,7 @@ __all__ = [
     "BLOCK_SECONDS",
     "CORRELATION_BLOCK",
     "SLOW_BLOCK",
+    "Correlation",
 ]
 
 N_AUGMENTED = N_PARAMS + N_BIAS + 1
@@ -51,6 +52,15 @@ pipeline's 10 Hz low-pass: ~0.02 s), short enough for the regressor to stay near
 SLOW_BLOCK = 0.5
 """Long block (s): residuals that stay correlated this long are model error, not noise."""
 BLOCK_SECONDS = (CORRELATION_BLOCK, SLOW_BLOCK)
+
+
+@dataclass(frozen=True)
+class Correlation:
+    """How the residuals are correlated in time (:meth:`RegressorStatistics.correlation_analysis`)."""
+
+    tau_short: np.ndarray
+    tau_slow: np.ndarray
+    slow_score: np.ndarray
 
 
 class _BlockSums:
@@ -345,6 +355,13 @@ class RegressorStatistics:
     def correlation_factors(
         self, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
+        """``(tau_short, tau_slow)`` of :meth:`correlation_analysis`."""
+        analysis = self.correlation_analysis(x, with_bias, channel_weights)
+        return analysis.tau_short, analysis.tau_slow
+
+    def correlation_analysis(
+        self, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray | None = None
+    ) -> Correlation:
         """How much the residuals at ``x`` are correlated in time, per wrench channel.
 
         Returns ``(tau_short, tau_slow)``, each (6,): the long-run variance of the residual
@@ -364,6 +381,14 @@ class RegressorStatistics:
         of the regressor: the per-sample sums give ``s²``, the block sums are compared with
         what it predicts. NaN where the data cannot tell (fewer than four blocks, or no
         sample times).
+
+        ``slow_score`` (p, p) is what the persistent part of the residual adds to the
+        covariance of the least-squares score: the long blocks' residual sums beyond what
+        short-correlated noise explains give a per-sample variance ``v_k`` of a component
+        that stays put for a block, which enters the score through the block sums of the
+        regressor, ``sum_k c_k² v_k G_bk``. A drifting F/T offset moves the mass and the
+        COM (whose regressor, gravity, changes slowly) and barely the inertia (whose
+        regressor, the angular acceleration, averages out within a block).
         """
         p = x.shape[0]
         idx = unknown_indices(with_bias)
@@ -375,8 +400,9 @@ class RegressorStatistics:
         gram = self.gram[:, idx][:, :, idx]
         n_w = self.weight_sum
         nan = np.full(6, np.nan)
+        none = Correlation(nan, nan, np.zeros((p, p)))
         if n_w <= p:
-            return nan, nan
+            return none
         GA = gram @ A_inv  # (6, p, p): G_l A^-1
 
         def expected(G_k: np.ndarray) -> np.ndarray:
@@ -390,9 +416,9 @@ class RegressorStatistics:
         try:
             noise_var = np.linalg.solve(expected(gram), rss)
         except np.linalg.LinAlgError:
-            return nan, nan
+            return none
         if not np.all(noise_var > 0.0):
-            return nan, nan
+            return none
         V = np.zeros((6, _N_BLOCK))
         V[:, :N_PARAMS] = x[:N_PARAMS]
         V[:, _N_DATA - 1] = -1.0
@@ -403,7 +429,8 @@ class RegressorStatistics:
         if with_bias:
             cols[np.arange(6), N_PARAMS + np.arange(6)] = _N_DATA
         factors = []
-        for blocks in self._blocks:
+        slow_score = np.zeros((p, p))
+        for which, blocks in enumerate(self._blocks):
             ss, n_blocks = blocks.sums_of_squares(V)
             if n_blocks < 4:
                 factors.append(nan)
@@ -418,7 +445,13 @@ class RegressorStatistics:
                     G_b[k] += np.outer(v, v)
             white = expected(G_b) @ noise_var
             factors.append(np.where(white > 0.0, ss / np.where(white > 0.0, white, 1.0), np.nan))
-        return factors[0], factors[1]
+            if which == 1 and np.all(np.isfinite(factors[0])):
+                size_sq = blocks.gram[:, _N_DATA, _N_DATA] + (
+                    blocks._carry[:, _N_DATA] ** 2 if blocks._key is not None else 0.0)
+                excess = np.clip(ss - np.maximum(factors[0], 1.0) * white, 0.0, None)
+                v_slow = excess / np.maximum(size_sq, 1e-300)
+                slow_score = np.tensordot(c * c * v_slow, G_b, axes=1)
+        return Correlation(factors[0], factors[1], 0.5 * (slow_score + slow_score.T))
 
     def residual_covariance(self, x: np.ndarray, with_bias: bool) -> np.ndarray | None:
         """(6, 6) covariance of the wrench residual at ``x`` across channels, or None

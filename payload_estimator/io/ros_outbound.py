@@ -108,9 +108,15 @@ def payload_estimate_msg(factory: MessageFactory, out: StreamEstimate, frame_id:
         "dynamism": float(est.dynamism),
         "condition_number": float(est.condition_number),
         "residual_rms": _fixed(est.residual_rms, 6),
+        "inertia_std": _fixed(est.inertia_com_std, 6) if known_covariance else np.full(6, np.nan),
         "inertia_identifiable": bool(est.inertia_identifiable),
+        "inertia_source": est.identification.inertia,
+        "not_identified": ", ".join(est.identification.missing()),
         "physically_consistent": bool(est.physically_consistent),
+        "model_fit": est.model_fit.label,
+        "model_fit_cause": est.model_fit.cause,
         "converged": bool(out.converged),
+        "mass_com_converged": bool(out.mass_com_converged),
         "status": "converged" if out.converged else (out.reason or "not converged"),
         "stale": bool(stale),
         "age": float(max(age, 0.0)) if math.isfinite(age) else 0.0,
@@ -226,9 +232,12 @@ def _rejected_status(diag: Mapping[str, Any], name: str, hardware_id: str) -> di
 def _estimate_status(diag: Mapping[str, Any], name: str, hardware_id: str) -> dict[str, Any]:
     converged = bool(diag.get("converged", False))
     reason = str(diag.get("convergence", ""))
+    fit = str(diag.get("model_fit", "unknown"))
     values = {
         "converged": converged,
         "convergence": reason,
+        "model fit": fit,
+        "not identified": diag.get("not_identified", ""),
         "samples processed": diag.get("samples_processed", 0),
         "samples used": diag.get("samples_used", 0),
         "paused": bool(diag.get("paused", False)),
@@ -239,6 +248,9 @@ def _estimate_status(diag: Mapping[str, Any], name: str, hardware_id: str) -> di
     if diag.get("paused"):
         message = "paused; " + message
     level = DiagnosticLevel.OK if converged else DiagnosticLevel.WARN
+    if fit == "poor":  # not a matter of waiting: something is wrong with the setup or the payload
+        level = DiagnosticLevel.ERROR
+        message = f"model fit poor: {diag.get('model_fit_cause', '')}"
     return {"level": level, "name": f"{name}: estimate", "message": message,
             "hardware_id": hardware_id, "values": _key_values(values)}
 

@@ -24,12 +24,13 @@ from typing import Any
 
 import yaml
 
+from payload_estimator.outputs.handover import check_handover
 from payload_estimator.outputs.robot_load import (
-    check_load,
     franka_set_load_fields,
     gravity_compensation_parameters,
     xarm_set_tcp_load_fields,
 )
+from payload_estimator.settings import TARGETS_WITHOUT_INERTIA
 
 __all__ = ["ApplyRequest", "build_apply_request", "SERVICE_TYPES", "PARAMETER_DOUBLE", "PARAMETER_DOUBLE_ARRAY"]
 
@@ -78,12 +79,14 @@ def build_apply_request(settings: Any, out: Any, force: bool = False) -> tuple[A
         settings: a :class:`~payload_estimator.settings.Settings` (``apply_target``,
             ``max_payload_mass``, service names, ``gravity_compensation_node``).
         out: a :class:`~payload_estimator.pipeline.stream.StreamEstimate`, or None.
-        force: apply even if not converged or not physically consistent (never
-            beyond the mass limit, never non-finite).
+        force: apply even if not converged, not physically consistent, poorly fitting or
+            not identified (never beyond the mass limit, never non-finite):
+            :func:`~payload_estimator.outputs.handover.check_handover`, with the inertia
+            required for the targets that take it (``franka``).
 
     Returns:
-        ``(request, reason)``: the request and why it may be sent (``"converged and
-        physically consistent"`` or ``"forced"``), or ``(None, why not)``.
+        ``(request, reason)``: the request and why it may be sent (``"converged, physically
+        consistent, identified and fitting"`` or ``"forced: ..."``), or ``(None, why not)``.
     """
     target = settings.apply_target
     if target not in SERVICE_TYPES:
@@ -91,12 +94,11 @@ def build_apply_request(settings: Any, out: Any, force: bool = False) -> tuple[A
                       "to hand the estimate to the robot")
     if out is None:
         return None, "no estimate yet"
-    check = check_load(out.estimate.params, bool(out.converged), settings.max_payload_mass, force)
+    check = check_handover(out.estimate, inertia=target not in TARGETS_WITHOUT_INERTIA,
+                           converged=bool(out.converged), convergence_reason=out.reason,
+                           max_mass=settings.max_payload_mass, force=force)
     if not check:
-        reason = check.reason
-        if not out.converged and "converged" in reason and out.reason:
-            reason += f"; convergence: {out.reason}"
-        return None, reason
+        return None, "; ".join(check.reasons) + ("" if check.hard else " (force: true overrides)")
     if target == "franka":
         fields = franka_set_load_fields(out.params_in_flange)
         name = settings.franka_set_load_service
@@ -116,4 +118,5 @@ def build_apply_request(settings: Any, out: Any, force: bool = False) -> tuple[A
             ]
         }
         name = f"{node}/set_parameters"
-    return ApplyRequest(target, SERVICE_TYPES[target], name, fields), check.reason
+    return ApplyRequest(target, SERVICE_TYPES[target], name, fields), (
+        check.status if check.forced else "converged, physically consistent, identified and fitting")

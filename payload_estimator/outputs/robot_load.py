@@ -15,16 +15,12 @@ expects; :meth:`InertialParameters.transformed` moves them there from the estima
 
 from __future__ import annotations
 
-import numpy as np
-
 from payload_estimator.core.inertia import InertialParameters
 
 __all__ = [
     "franka_set_load_fields",
     "xarm_set_tcp_load_fields",
     "gravity_compensation_parameters",
-    "LoadCheck",
-    "check_load",
 ]
 
 
@@ -52,43 +48,3 @@ def gravity_compensation_parameters(params_in_sensor: InertialParameters) -> dic
         "tool.mass": float(params_in_sensor.mass),
         "tool.CoG": [float(x) for x in params_in_sensor.com],
     }
-
-
-class LoadCheck:
-    """Whether a load may be handed to a robot, with the reason when it may not."""
-
-    def __init__(self, ok: bool, reason: str) -> None:
-        self.ok = ok
-        self.reason = reason
-
-    def __bool__(self) -> bool:
-        return self.ok
-
-    def __repr__(self) -> str:  # pragma: no cover
-        return f"LoadCheck({self.ok}, {self.reason!r})"
-
-
-def check_load(
-    params: InertialParameters,
-    converged: bool,
-    max_mass: float,
-    force: bool = False,
-) -> LoadCheck:
-    """Refuse to hand over an estimate that is not converged and physically consistent.
-
-    ``force`` overrides convergence and consistency, never finiteness or the
-    robot's mass limit ``max_mass`` (kg).
-    """
-    if not np.all(np.isfinite(params.phi)):
-        return LoadCheck(False, "the estimate has non-finite values")
-    if params.mass <= 0.0:
-        return LoadCheck(False, f"the estimated mass {params.mass:.3f} kg is not positive")
-    if params.mass > max_mass:
-        return LoadCheck(False, f"the estimated mass {params.mass:.3f} kg exceeds the robot's {max_mass:.1f} kg")
-    if force:
-        return LoadCheck(True, "forced")
-    if not params.is_physically_consistent():
-        return LoadCheck(False, "the estimate is not physically consistent (use force to override)")
-    if not converged:
-        return LoadCheck(False, "the estimate has not converged yet (use force to override)")
-    return LoadCheck(True, "converged and physically consistent")

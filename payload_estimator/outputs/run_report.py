@@ -19,6 +19,7 @@ from payload_estimator.core.history import EstimateHistory
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.metrics import ErrorMetrics, paper_errors
 from payload_estimator.files import write_text_atomic
+from payload_estimator.outputs.handover import Handover, check_handover
 from payload_estimator.outputs.urdf import urdf_inertial
 from payload_estimator.pipeline.stream import StreamEstimate
 
@@ -42,6 +43,8 @@ class RunReport:
         bbox_lengths: (3,) side lengths of the payload's bounding box, m (the
             scale of paper 004's COM and inertia errors), when known.
         wall_time_s: how long the run took.
+        force: write the URDF fragment even if the estimate may not be handed over
+            (:func:`~payload_estimator.outputs.handover.check_handover`), marked as forced.
     """
 
     final: StreamEstimate
@@ -53,6 +56,7 @@ class RunReport:
     truth: InertialParameters | None = None
     bbox_lengths: np.ndarray | None = None
     wall_time_s: float = 0.0
+    force: bool = False
     fragment_path: Path | None = field(default=None, init=False)
     plot_path: Path | None = field(default=None, init=False)
 
@@ -64,20 +68,37 @@ class RunReport:
         return paper_errors(self.final.estimate.params, self.truth, self.bbox_lengths)
 
     @property
-    def fragment(self) -> str:
-        """The URDF ``<inertial>`` of the final estimate, in the flange frame."""
-        return urdf_inertial(self.final.params_in_flange, frame=self.flange_frame)
+    def handover(self) -> Handover:
+        """Whether the final estimate may leave as a URDF fragment (the inertia included)."""
+        return check_handover(self.final.estimate, inertia=True, force=self.force)
+
+    @property
+    def fragment(self) -> str | None:
+        """The URDF ``<inertial>`` of the final estimate in the flange frame, or None when it may not
+        be handed over (:attr:`handover`); a forced one says so."""
+        handover = self.handover
+        if not handover:
+            return None
+        note = f"FORCED: {'; '.join(handover.reasons)}" if handover.forced else ""
+        return urdf_inertial(self.final.params_in_flange, frame=self.flange_frame, note=note)
 
     @property
     def converged_after_s(self) -> float | None:
         return self.history.first_converged_time()
 
     def write(self, out_dir: str | Path, plot: bool = True) -> None:
-        """The URDF fragment and (with ``plot``, when there is a history) the convergence plot."""
+        """The URDF fragment (when it may be handed over) and (with ``plot``, when there is a
+        history) the convergence plot."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        self.fragment_path = out / FRAGMENT_NAME
-        write_text_atomic(self.fragment_path, self.fragment + "\n")
+        fragment = self.fragment
+        stale = out / FRAGMENT_NAME
+        if fragment is None:
+            if stale.exists():
+                stale.unlink()  # never leave an older run's fragment beside this run's results
+        else:
+            self.fragment_path = stale
+            write_text_atomic(self.fragment_path, fragment + "\n")
         if plot and len(self.history):
             from payload_estimator.outputs.plots import plot_convergence
 
@@ -98,8 +119,11 @@ class RunReport:
                                    "inertia_com": flange.inertia_com.tolist()},
             "errors_percent": None if err is None else {"mass": err.mass, "com": err.com, "inertia": err.inertia},
             "converged": bool(final.converged),
-            "status": "converged" if final.converged else final.reason,
+            "convergence": "converged" if final.converged else final.reason,
             "converged_after_s": self.converged_after_s,
+            "mass_com_converged_after_s": self.history.first_converged_time(mass_com=True),
+            "status": self.handover.status,
+            "forced": self.handover.forced,
             "input_problems": dict(self.input_problems),
             "urdf_fragment": None if self.fragment_path is None else str(self.fragment_path),
             "plot": None if self.plot_path is None else str(self.plot_path),
@@ -122,11 +146,24 @@ class RunReport:
         problems = self.input_problems
         console.print("input problems: " + (", ".join(f"{n} {r}" for r, n in sorted(problems.items())) or "none"))
         t_conv = self.converged_after_s
-        conv = (f"converged after {t_conv:.1f} s {what}" if t_conv is not None
-                else f"not converged ({self.final.reason})")
-        console.print(f"{conv}; {self.wall_time_s:.1f} s of wall time")
-        where = f" (also in {self.fragment_path})" if self.fragment_path else ""
-        console.print(f"\nURDF <inertial> in '{self.flange_frame}'{where}:")
-        console.print(self.fragment, markup=False, highlight=False)
+        t_mc = self.history.first_converged_time(mass_com=True)
+        if t_conv is not None:
+            conv = f"converged after {t_conv:.1f} s {what}"
+        else:
+            conv = (f"mass and COM converged after {t_mc:.1f} s {what}; " if t_mc is not None else "") + (
+                f"not converged ({self.final.reason})")
+        console.print(f"{conv}; {self.wall_time_s:.1f} s of wall time", markup=False, highlight=False)
+        fit = est.model_fit
+        if fit.checked and not fit.good:
+            console.print(f"[yellow]warning: the model does not fit the data: {fit.cause}[/]")
+        handover = self.handover
+        fragment = self.fragment
+        if fragment is None:
+            console.print(f"[yellow]no URDF fragment: {'; '.join(handover.reasons)} (--force writes it anyway, "
+                          "marked)[/]")
+        else:
+            where = f" (also in {self.fragment_path})" if self.fragment_path else ""
+            console.print(f"\nURDF <inertial> in '{self.flange_frame}'{where}:")
+            console.print(fragment, markup=False, highlight=False)
         if self.plot_path:
             console.print(f"\nconvergence plot: {self.plot_path}")

@@ -13,12 +13,12 @@ def _num(x: float) -> str:
     return f"{float(x):.6g}"
 
 
-def urdf_inertial(params: InertialParameters, frame: str = "", indent: str = "") -> str:
+def urdf_inertial(params: InertialParameters, frame: str = "", indent: str = "", note: str = "") -> str:
     """A URDF ``<inertial>`` element for a link whose frame the parameters are expressed in.
 
     The ``<origin>`` is the COM (no rotation) and the ``<inertia>`` is about the
     COM in the link's axes, as URDF specifies. ``frame`` names the link frame
-    in a comment.
+    in a comment; ``note`` adds a comment of its own (e.g. that it was forced out).
     """
     com = params.com
     I = params.inertia_com
@@ -35,6 +35,8 @@ def urdf_inertial(params: InertialParameters, frame: str = "", indent: str = "")
         ),
         "</inertial>",
     ]
+    if note:
+        lines.insert(0, "<!-- " + note.replace("--", "- -") + " -->")
     if not np.all(np.isfinite(params.phi)):
         lines.insert(0, "<!-- WARNING: the estimate has non-finite values -->")
     return "\n".join(indent + line for line in lines)

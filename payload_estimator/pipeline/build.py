@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from payload_estimator.core.convergence import ConvergenceCriteria
 from payload_estimator.core.estimators import ESTIMATORS, Estimator
 from payload_estimator.core.shapes import parse_shape_spec, sample_points
 from payload_estimator.pipeline.health import InputHealth
@@ -33,6 +34,7 @@ __all__ = [
     "build_estimator",
     "stream_config",
     "build_stream",
+    "convergence_criteria",
 ]
 
 ExtraFrame = tuple[str, str, Sequence[float], Sequence[float]]
@@ -89,6 +91,16 @@ def build_estimator(settings: Settings) -> Estimator:
     return cls.create(points, bias=settings.estimate_bias, **cls.options_from(settings.to_dict()))
 
 
+def convergence_criteria(settings: Settings) -> ConvergenceCriteria:
+    """What "converged" requires, from the settings (``converge_on`` and the uncertainty bounds)."""
+    return ConvergenceCriteria(
+        mass_rel_std=settings.max_mass_rel_std,
+        com_std=settings.max_com_std,
+        inertia=settings.converge_on_inertia,
+        inertia_rel_std=settings.max_inertia_rel_std,
+    )
+
+
 def stream_config(
     settings: Settings,
     urdf: str,
@@ -130,6 +142,7 @@ def stream_config(
         filter_order=settings.filter_order,
         estimator_rate_hz=settings.estimator_rate_hz,
         max_gap_s=settings.max_gap_s,
+        convergence=convergence_criteria(settings),
         stale_after_s=settings.stale_after_s,
         zero_phase=zero_phase,
     )

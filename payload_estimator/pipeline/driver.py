@@ -137,7 +137,8 @@ class Driver:
         out = self.stream.update_estimate()
         if out is not None:
             if self.history is not None:
-                self.history.append(t - (self.t0 if self.t0 is not None else t), out.estimate, out.converged)
+                self.history.append(t - (self.t0 if self.t0 is not None else t), out.estimate, out.converged,
+                                    out.mass_com_converged)
             if self.on_estimate is not None:
                 self.on_estimate(out)
         return out

@@ -157,6 +157,8 @@ class StreamEstimate:
         t: time of the newest sample in it, s (on the input stamps' clock).
         converged: whether the convergence monitor accepts it; ``reason`` says why not.
         params_in_flange: the parameters in the flange frame.
+        mass_com_converged: whether mass and COM alone have converged (the same as ``converged``
+            when the criteria leave the inertia out).
     """
 
     estimate: Estimate
@@ -164,6 +166,7 @@ class StreamEstimate:
     converged: bool
     reason: str
     params_in_flange: InertialParameters
+    mass_com_converged: bool = False
 
 
 class EstimationStream:
@@ -222,10 +225,8 @@ class EstimationStream:
             else None
         )
         self._decimation = max(1, int(round(config.rate_hz / config.estimator_rate_hz)))
-        # Low-passed samples are correlated: about 2 * cutoff of them per second are
-        # independent, so a covariance computed as if all were is inflated by the excess.
-        self._covariance_inflation = max(1.0, (config.rate_hz / self._decimation) / (2.0 * config.cutoff_hz))
         self.convergence = ConvergenceMonitor(config.convergence)
+        self.mass_com_convergence = ConvergenceMonitor(replace(config.convergence, inertia=False))
         self.paused = False
         self.last_sample_time: float | None = None
         self.samples_processed = 0
@@ -563,12 +564,11 @@ class EstimationStream:
         except (np.linalg.LinAlgError, RuntimeError, ValueError) as exc:
             self.health.report(SOLVER_FAILURE, f"estimator failed ({exc}); keeping the last estimate", None)
             return self._last
-        if est.covariance is not None and self._covariance_inflation > 1.0:
-            est = replace(est, covariance=est.covariance * self._covariance_inflation)
         t = self.last_sample_time if self.last_sample_time is not None else 0.0
         converged = self.convergence.update(t, est)
+        mass_com = self.mass_com_convergence.update(t, est)
         params_in_flange = est.params.transformed(self.R_flange_sensor, self.p_flange_sensor)
-        self._last = StreamEstimate(est, t, converged, self.convergence.reason, params_in_flange)
+        self._last = StreamEstimate(est, t, converged, self.convergence.reason, params_in_flange, mass_com)
         return self._last
 
     @property
@@ -591,6 +591,9 @@ class EstimationStream:
         last = self._last
         snap["converged"] = bool(last.converged) if last else False
         snap["convergence"] = last.reason if last else "no estimate yet"
+        snap["model_fit"] = last.estimate.model_fit.label if last else "unknown"
+        snap["model_fit_cause"] = last.estimate.model_fit.cause if last else ""
+        snap["not_identified"] = ", ".join(last.estimate.identification.missing()) if last else ""
         return snap
 
     def reset(self) -> None:
@@ -599,6 +602,7 @@ class EstimationStream:
         self.aligner.reset()
         self._reset_filters()
         self.convergence.reset()
+        self.mass_com_convergence.reset()
         self._last = None
         self.last_sample_time = None
         self._offline = []

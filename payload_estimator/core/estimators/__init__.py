@@ -21,14 +21,14 @@ from payload_estimator.core.estimators.least_squares import (
     OrdinaryLeastSquares,
     WeightedLeastSquares,
 )
-from payload_estimator.core.estimators.pmd import C1_PAPER, C1_PIPELINE, PointMassDiscretization
+from payload_estimator.core.estimators.pmd import C1_DEFAULT, C1_PAPER, PointMassDiscretization
 from payload_estimator.core.estimators.rls import RecursiveLeastSquares
 from payload_estimator.core.estimators.rtls import RecursiveTotalLeastSquares
 
 __all__ = [
     "AUTO",
     "C1_PAPER",
-    "C1_PIPELINE",
+    "C1_DEFAULT",
     "ESTIMATORS",
     "Estimator",
     "InsufficientData",

@@ -21,7 +21,7 @@ from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.regressor import N_PARAMS, regressor_noise_gram
 from payload_estimator.core.samples import SensorSamples
 from payload_estimator.core.signal_noise import SignalNoise
-from payload_estimator.core.statistics import RegressorStatistics
+from payload_estimator.core.statistics import WRENCH_COLUMN, RegressorStatistics
 
 __all__ = [
     "Estimator",
@@ -49,6 +49,7 @@ __all__ = [
     "IDENTIFIED_MASS_REL_STD",
     "IDENTIFIED_COM_STD",
     "PERSISTENCE_LIMIT",
+    "RESIDUAL_SHARE_LIMIT",
     "EXCESS_LIMIT",
 ]
 
@@ -58,9 +59,13 @@ IDENTIFIED_MASS_REL_STD = 0.1
 """Mass counts as identified when its std (from the data alone) is below this fraction of it."""
 IDENTIFIED_COM_STD = 0.01
 """A COM component counts as identified when its std (from the data alone) is below this, m."""
-PERSISTENCE_LIMIT = 4.0
+PERSISTENCE_LIMIT = 3.0
 """Model fit is poor when residuals stay correlated this many times longer than the noise does
-(:class:`~payload_estimator.core.estimate.ModelFit`; chosen with ``benchmarks/model_fit.py``)."""
+(:class:`~payload_estimator.core.estimate.ModelFit`; chosen with ``benchmarks/model_fit.py``)..."""
+RESIDUAL_SHARE_LIMIT = 0.02
+"""...and the residual is at least this share of the measured force or torque (RMS): a persistent
+residual smaller than that (a drifting F/T offset, the filters' last bit of lag) is not a sign of
+a wrong model."""
 EXCESS_LIMIT = 6.0
 """Model fit is poor when a constrained estimate is this far (chi-square per unknown) from the
 unconstrained fit (chosen with ``benchmarks/model_fit.py``)."""
@@ -263,12 +268,16 @@ def correlation_factors(
 
     Samples of filtered signals are not independent: the covariance of an estimate from
     ``N`` of them is that of ``N / tau`` independent ones, with ``tau`` the long-run variance
-    ratio of the residuals (:meth:`RegressorStatistics.correlation_factors`). Each channel's
-    own factor is noisy over few blocks, so it is pulled halfway (geometrically) towards
-    the median of the six (the pipeline filters every signal alike); a channel with almost
-    no noise, whose residual is smooth, cannot inflate the others. 1 until it can be measured.
+    ratio of the residuals over short blocks (:meth:`RegressorStatistics.correlation_analysis`),
+    which hold the filters' memory. Each channel's own factor is noisy over few blocks, so
+    it is pulled halfway (geometrically) towards the median of the six (the pipeline filters
+    every signal alike); a channel with almost no noise, whose residual is smooth, cannot
+    inflate the others. 1 until it can be measured.
     """
-    tau, _ = stats.correlation_factors(x, with_bias, channel_weights)
+    return _factors(stats.correlation_analysis(x, with_bias, channel_weights).tau_short)
+
+
+def _factors(tau: np.ndarray) -> np.ndarray:
     if not np.all(np.isfinite(tau)):
         return np.ones(6)
     tau = np.clip(tau, 1e-6, None)
@@ -289,12 +298,16 @@ def sandwich(
 
     ``S`` is the covariance of the score (:meth:`RegressorStatistics.score_covariance`: the
     residuals' covariance across channels, from the data, and their
-    :func:`correlation_factors` in time). Neither assumes the weights were the inverse
-    noise variances, nor that the regressor was exact: the residuals carry the regressor's
-    noise too.
+    :func:`correlation_factors` in time), plus what a persistent residual (a drifting F/T
+    offset) adds through the slowly varying regressor columns
+    (:meth:`RegressorStatistics.correlation_analysis`). Neither assumes the weights were the
+    inverse noise variances, nor that the regressor was exact: the residuals carry the
+    regressor's noise too.
     """
-    tau = correlation_factors(stats, x, with_bias, channel_weights)
-    S = stats.score_covariance(x, with_bias, channel_weights, tau)
+    analysis = stats.correlation_analysis(x, with_bias, channel_weights)
+    S = stats.score_covariance(x, with_bias, channel_weights, _factors(analysis.tau_short))
+    if stats.n_blocks(1) >= _MIN_FIT_BLOCKS:
+        S = S + analysis.slow_score
     A_inv = pinv_psd(A)
     cov = A_inv @ S @ A_inv
     information = A @ pinv_psd(S) @ A
@@ -446,6 +459,10 @@ def model_fit(
     if n_slow < _MIN_FIT_BLOCKS or not (np.all(np.isfinite(tau_short)) and np.all(np.isfinite(tau_slow))):
         return ModelFit()
     persistence = float(np.median(tau_slow / np.maximum(tau_short, 1.0)))
+    rss = np.clip(stats.channel_residuals(theta, with_bias), 0.0, None)
+    signal = stats.gram[:, WRENCH_COLUMN, WRENCH_COLUMN]  # (6,) sum of squared measurements
+    share = max(float(np.sqrt(rss[:3].sum() / max(signal[:3].sum(), 1e-300))),
+                float(np.sqrt(rss[3:].sum() / max(signal[3:].sum(), 1e-300))))
     excess = float("nan")
     if normal is not None:
         A, c = normal
@@ -457,9 +474,10 @@ def model_fit(
         diff = (theta - x_ls)[:4]
         excess = float(diff @ pinv_psd(block) @ diff) / 4.0
     causes = []
-    if persistence > PERSISTENCE_LIMIT:
+    if persistence > PERSISTENCE_LIMIT and share > RESIDUAL_SHARE_LIMIT:
         causes.append(
-            f"the residuals follow the motion ({persistence:.1f}x longer than noise): the payload may be "
+            f"the residuals ({100 * share:.0f} % of the wrench) follow the motion ({persistence:.1f}x longer "
+            "than noise): the payload may be "
             "touching something or loose, or the sensor frame, the wrench sign or the gravity direction is wrong"
         )
     if np.isfinite(excess) and excess > EXCESS_LIMIT:

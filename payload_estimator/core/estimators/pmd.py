@@ -71,21 +71,23 @@ __all__ = [
     "dynamism_weight",
     "density_parts",
     "C1_PAPER",
-    "C1_PIPELINE",
+    "C1_DEFAULT",
     "DENSITY_SPREAD",
     "SHAPE_INERTIA_SPREAD",
 ]
 
+C1_DEFAULT = 3.0
+"""``c1``, the one default everywhere (the estimator's, ``estimate``, ``demo``, ``replay``, the node).
+Paper 004 trusted the full model only in clearly dynamic samples because Table II's noise in the
+measured accelerations biases it (errors in variables). Every estimator now removes that bias
+(:class:`~payload_estimator.core.estimators.base.KinematicNoise`), so the full model can be trusted
+at low dynamism, and the gravity-only model, which is wrong whenever the payload accelerates, gets
+little weight: on the simulated arms, c1 = 300 gave 0.6-4.4 % mass error and c1 = 3 0.07-0.7 %
+(``benchmarks/end_to_end.py --c1``); on sensor-level Table II data c1 = 300 left the COM 2-5
+standard deviations off and c1 = 3 within one (``benchmarks/coverage.py --c1``)."""
 C1_PAPER = 300.0
-"""Paper 004's dynamism scale ``c1`` (eq. 9) for its simulations: sensor-level samples whose
-kinematics carry Table II's noise, so the full model is trusted only in clearly dynamic samples.
-The estimator's default, and what ``payload-estimator estimate`` uses on sample files."""
-C1_PIPELINE = 3.0
-"""``c1`` on the robot pipeline (the node, ``replay``, ``demo``; the ``c1`` setting's default).
-Kinematics from joint encoders through the matched filters are far cleaner than Table II, so the
-full model can be trusted at low dynamism: with F/T offsets estimated, c1 = 300 gave 0.6-4.4 %
-mass error on the simulated arms and c1 = 3 gave 0.07-0.7 % (``benchmarks/end_to_end.py --c1``).
-On a real xArm with noisy kinematics the paper needed 5e3-25e3."""
+"""Paper 004's ``c1`` for its simulations (eq. 9), for comparing with its Table III
+(``benchmarks/accuracy.py``). On a real xArm with noisy kinematics the paper needed 5e3-25e3."""
 
 
 SHAPE_INERTIA_SPREAD = 0.25
@@ -124,8 +126,8 @@ class PointMassDiscretization(Estimator):
     Args:
         points_in_sensor: (n, 3) point-mass positions in the sensor frame, m
             (see :func:`payload_estimator.core.shapes.sample_points`).
-        c1: dynamism scale of eq. (9); see :data:`C1_PAPER` (the default) and
-            :data:`C1_PIPELINE`.
+        c1: dynamism scale of eq. (9); see :data:`C1_DEFAULT` (the default) and
+            :data:`C1_PAPER`.
         regularization: ``lambda``, weight of ``sum (m_i / m_bar - 1)²`` relative
             to the channel-weighted squared residuals (the paper's 0.1 belongs to
             its unsquared, unweighted objective; 1.0 is our benchmarked default).
@@ -158,7 +160,7 @@ class PointMassDiscretization(Estimator):
         self,
         points_in_sensor: np.ndarray,
         *,
-        c1: float = C1_PAPER,
+        c1: float = C1_DEFAULT,
         regularization: float = 1.0,
         channel_std: str | np.ndarray | None = AUTO,
         dynamism_scales: tuple[float, float, float] = (1.0, 1.0, 0.5),
@@ -249,19 +251,25 @@ class PointMassDiscretization(Estimator):
             return float(x[0])
         return rough
 
+    def _data_terms(self, channel_weights: np.ndarray) -> list[tuple[RegressorStatistics, np.ndarray, np.ndarray]]:
+        """``(statistics, A, c)`` of the reduced and the full model's data terms, each ``A``
+        compensated for the noise in its regressor (the reduced model's ``g - a`` carries the
+        ``a`` noise only, and none with the paper's ``g``)."""
+        out = []
+        for stats, reduced in ((self.stats_reduced, True), (self.stats_full, False)):
+            ne = stats.normal_equations(self.with_bias, channel_weights)
+            A = ne.A
+            if not reduced or self.reduced_with_linear_acceleration:
+                noise = self.kinematic_noise.gram(stats, self.with_bias, reduced=reduced)
+                if noise is not None:
+                    A = compensate_regressor_noise(A, np.tensordot(channel_weights, noise, axes=1))
+            out.append((stats, A, ne.c))
+        return out
+
     def _objective(self, channel_weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``H`` (p x p) and ``h`` (p,) of the data term in ``theta = [phi; beta]``."""
-        ne_r = self.stats_reduced.normal_equations(self.with_bias, channel_weights)
-        ne_f = self.stats_full.normal_equations(self.with_bias, channel_weights)
-        H = ne_r.A + ne_f.A
-        noise_f = self.kinematic_noise.gram(self.stats_full, self.with_bias)
-        if noise_f is not None:
-            noise = noise_f
-            if self.reduced_with_linear_acceleration:  # the reduced model's g - a carries the a noise
-                noise_r = self.kinematic_noise.gram(self.stats_reduced, self.with_bias, reduced=True)
-                noise = noise + (0.0 if noise_r is None else noise_r)
-            H = compensate_regressor_noise(H, np.tensordot(channel_weights, noise, axes=1))
-        return H, ne_r.c + ne_f.c
+        terms = self._data_terms(channel_weights)
+        return terms[0][1] + terms[1][1], terms[0][2] + terms[1][2]
 
     def _solve_qp(self, H: np.ndarray, h: np.ndarray, m_bar: float) -> np.ndarray:
         """Solve the lifted QP (:mod:`~payload_estimator.core.estimators.qp`); returns ``x = [u; beta]``."""
@@ -293,8 +301,11 @@ class PointMassDiscretization(Estimator):
         beta = x[n:] if self.with_bias else None
         theta = phi if beta is None else np.r_[phi, beta]
         # The data's information about theta, as least squares with these weights would have it
-        # (sandwich: correlated channels and samples, noisy regressor); the prior adds its own.
-        _, information = sandwich(self._combined_stats(), theta, self.with_bias, weights, H)
+        # (sandwich: correlated channels and samples, noisy regressor), model by model: the
+        # reduced model's residuals in dynamic samples are its own error, not the full model's.
+        (stats_r, A_r, _), (stats_f, A_f, _) = self._data_terms(weights)
+        information = (sandwich(stats_r, theta, self.with_bias, weights, A_r)[1]
+                       + sandwich(stats_f, theta, self.with_bias, weights, A_f)[1])
         self._fit = (weights, (H, h))
         covariance = self._posterior_covariance(information, u, m_bar)
         if covariance is not None:
