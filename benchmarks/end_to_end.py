@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from payload_estimator.commands.common import build_estimator, recording_from_run, stream_for_run
-from payload_estimator.core.estimators import C1_PIPELINE, METHODS
+from payload_estimator.core.estimators import C1_DEFAULT, METHODS
 from payload_estimator.core.metrics import paper_errors
 from payload_estimator.pipeline.playback import play
 from payload_estimator.sim.mujoco_sim import simulate
@@ -56,7 +56,7 @@ def main() -> None:
     ap.add_argument("--trajectory", default="paper004", choices=("paper004", "thesis", "pickplace"))
     ap.add_argument("--noise", default="moderate")
     ap.add_argument("--seeds", type=int, default=2)
-    ap.add_argument("--c1", type=float, default=C1_PIPELINE)
+    ap.add_argument("--c1", type=float, default=C1_DEFAULT)
     ap.add_argument("--no-bias", action="store_true", help="do not estimate F/T offsets")
     args = ap.parse_args()
 
