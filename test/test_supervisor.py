@@ -29,6 +29,7 @@ from payload_estimator.node.frames import extra_frame
 from payload_estimator.node.status import CONFIGURATION_ERROR, RUNNING, WAITING_DESCRIPTION, WAITING_FRAMES
 from payload_estimator.node.supervisor import TF_RETRY_S, TF_WAIT_S, ApplyDecision, Supervisor
 from payload_estimator.outputs.apply import ApplyRequest
+from payload_estimator.outputs.handover import check_handover
 from payload_estimator.outputs.urdf import urdf_inertial
 from payload_estimator.pipeline.health import BUFFER_OVERFLOW
 from payload_estimator.settings import settings_for_robot
@@ -325,9 +326,12 @@ def test_an_estimate_is_published_at_the_publish_rate(typestore, make, run, mess
     cloud = [m for m in markers.markers if m.ns == "point_masses"]
     assert len(cloud) == 1 and len(cloud[0].points) == len(est.extras["points_in_sensor"])
     np.testing.assert_allclose([[p.x, p.y, p.z] for p in cloud[0].points], est.extras["points_in_sensor"])
-    # ~/urdf_inertial: the first estimate, then only when it changed noticeably or converged
+    # ~/urdf_inertial: only estimates that may be handed over; the first of them, then only when it
+    # changed noticeably or converged
     urdf = [o.urdf_inertial for _, o in outputs if o.urdf_inertial is not None]
-    assert outputs[0][1].urdf_inertial is not None and 1 < len(urdf) < len(outputs)
+    may = [o for _, o in outputs if check_handover(o.result.estimate)]
+    assert may and may[0].urdf_inertial is not None and 1 <= len(urdf) < len(outputs)
+    assert all(check_handover(o.result.estimate) for _, o in outputs if o.urdf_inertial is not None)
     newest = [o for _, o in outputs if o.urdf_inertial is not None][-1]
     text = roundtrip(typestore, newest.urdf_inertial).data
     assert text.count("<inertial>") == 1
@@ -357,7 +361,8 @@ def test_reset_and_pause(make, run, messages, caplog):
     assert sup.last_output is None and sup.stream.estimator.samples_used == 0
     again = drive(sup, messages, T0 + 2.5, T0 + 3.5)
     assert again and again[-1][1].result.estimate.samples_used < used
-    assert again[0][1].urdf_inertial is not None  # republished from scratch
+    may = [o for _, o in again if check_handover(o.result.estimate)]
+    assert not may or may[0].urdf_inertial is not None  # republished from scratch
 
 
 def test_queue_overflow_is_counted_and_reported(make, run, messages):
@@ -426,32 +431,36 @@ def test_save_urdf_frames(make, run, messages, tmp_path):
 
         return np.array([float(v) for v in ET.fromstring(text).find("origin").get("xyz").split()])
 
-    flange = sup.save_urdf("")
-    assert flange.success and flange.message.startswith("inertial of the payload in panda_link8")
-    assert flange.urdf == sup.save_urdf("flange").urdf
+    # 3 s of RLS: not yet safe to hand over; refused with the reasons, or forced and marked
+    refused = sup.save_urdf("")
+    assert not refused.success and refused.message.startswith("refused: ") and "force" in refused.message
+    flange = sup.save_urdf("", force=True)
+    assert flange.success and flange.message.startswith("inertial of the payload in panda_link8 (forced: ")
+    assert "FORCED:" in flange.urdf
+    assert flange.urdf == sup.save_urdf("flange", force=True).urdf
     np.testing.assert_allclose(com_of(flange.urdf), out.params_in_flange.com, atol=1e-5)
     np.testing.assert_allclose(out.params_in_flange.com, run.payload_params.com, atol=0.02)
-    sensor = sup.save_urdf("sensor")
+    sensor = sup.save_urdf("sensor", force=True)
     assert sensor.message.startswith("inertial of the payload in tool_ft")
-    assert sup.save_urdf("tool_ft").urdf == sensor.urdf
+    assert sup.save_urdf("tool_ft", force=True).urdf == sensor.urdf
     R = Rotation.from_euler("z", 0.5).as_matrix()
     np.testing.assert_allclose(com_of(sensor.urdf), R.T @ (out.params_in_flange.com - [0, 0, 0.05]), atol=1e-5)
     # another frame fixed to the flange: panda_link7 (panda_joint8 is fixed)
-    link7 = sup.save_urdf("panda_link7")
+    link7 = sup.save_urdf("panda_link7", force=True)
     R78, p78 = sup.stream.kinematics.rigid_pose("panda_link8", "panda_link7")
     assert link7.success and "panda_link7" in link7.message
     np.testing.assert_allclose(com_of(link7.urdf), R78 @ out.params_in_flange.com + p78, atol=1e-5)
     # a frame that moves relative to the flange, and one that does not exist
-    moving = sup.save_urdf("panda_link0")
+    moving = sup.save_urdf("panda_link0", force=True)
     assert not moving.success and "moves relative" in moving.message and moving.urdf == ""
-    assert not sup.save_urdf("nowhere").success
+    assert not sup.save_urdf("nowhere", force=True).success
     # the file
     path = tmp_path / "out" / "payload.urdf.xml"
-    saved = sup.save_urdf("", str(path))
+    saved = sup.save_urdf("", str(path), force=True)
     assert saved.success and f"written to {path}" in saved.message
     assert path.read_text().strip() == saved.urdf.strip()
     (tmp_path / "file").write_text("")
-    unwritable = sup.save_urdf("", str(tmp_path / "file" / "x.xml"))
+    unwritable = sup.save_urdf("", str(tmp_path / "file" / "x.xml"), force=True)
     assert not unwritable.success and unwritable.message.startswith("cannot write")
 
 

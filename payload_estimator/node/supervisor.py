@@ -62,6 +62,7 @@ from payload_estimator.node.status import (
     node_status_fields,
 )
 from payload_estimator.outputs.apply import ApplyRequest, build_apply_request
+from payload_estimator.outputs.handover import check_handover
 from payload_estimator.outputs.markers import estimate_markers
 from payload_estimator.outputs.urdf import urdf_inertial
 from payload_estimator.pipeline.build import ExtraFrame, build_stream, builtin_description, flange_frame
@@ -333,7 +334,9 @@ class Supervisor:
         markers = estimate_markers(est.params, est.extras.get("points_in_sensor"), est.extras.get("point_masses"),
                                    est.physically_consistent)
         urdf = None
-        if self._urdf_policy.should_publish(out.params_in_flange, out.converged):
+        # ~/urdf_inertial is read by tools that build robot descriptions: only what may be handed over
+        if check_handover(est, inertia=True) and self._urdf_policy.should_publish(out.params_in_flange,
+                                                                                 out.converged):
             urdf = ros_outbound.string_msg(make, urdf_inertial(out.params_in_flange, frame=flange))
         age = self._age(now)
         outputs = Outputs(
@@ -529,12 +532,17 @@ class Supervisor:
         self.log.info(message)
         return True, message
 
-    def save_urdf(self, frame: str = "", path: str = "") -> SavedUrdf:
+    def save_urdf(self, frame: str = "", path: str = "", force: bool = False) -> SavedUrdf:
         """``~/save_urdf``: the ``<inertial>`` of the last estimate in ``frame`` ("" or "flange": the
-        flange; "sensor": the sensor frame; or any frame fixed to them), written to ``path`` if given."""
+        flange; "sensor": the sensor frame; or any frame fixed to them), written to ``path`` if given.
+        Refused when the estimate may not be handed over (:func:`check_handover`), unless ``force``."""
         out, stream = self.last_output, self.stream
         if out is None or stream is None:
             return SavedUrdf(False, "no estimate yet" if stream is not None else f"no estimate: {self.status.message}")
+        handover = check_handover(out.estimate, inertia=True, force=force)
+        if not handover:
+            return SavedUrdf(False, "refused: " + "; ".join(handover.reasons)
+                             + ("" if handover.hard else " (force: true writes it anyway, marked)"))
         frame = frame or "flange"
         sensor = stream.config.sensor_frame
         try:
@@ -547,8 +555,10 @@ class Supervisor:
                 params = out.estimate.params.transformed(R, p)
         except ValueError as exc:
             return SavedUrdf(False, str(exc))
-        text = urdf_inertial(params, frame=frame)
-        message = f"inertial of the payload in {frame}"
+        text = urdf_inertial(params, frame=frame,
+                             note=f"FORCED: {'; '.join(handover.reasons)}" if handover.forced else "")
+        message = f"inertial of the payload in {frame}" + (" (forced: " + "; ".join(handover.reasons) + ")"
+                                                          if handover.forced else "")
         if path:
             target = Path(path).expanduser()
             try:

@@ -355,7 +355,7 @@ class EstimatorNode(Node):
 
     @_service
     def _on_save_urdf(self, request: SaveUrdf.Request, response: SaveUrdf.Response) -> SaveUrdf.Response:
-        saved = self.supervisor.save_urdf(request.frame, request.path)
+        saved = self.supervisor.save_urdf(request.frame, request.path, request.force)
         response.success, response.message, response.urdf = saved.success, saved.message, saved.urdf
         return response
 
