@@ -88,7 +88,7 @@ def test_rls_forgetting_follows_a_payload_change(exact_motion):
 
 
 def test_rtls_equals_svd_of_scaled_data_matrix(exact_motion, rng):
-    """Batch TLS by SVD of the explicitly stacked, column-scaled [A b] (survey 001)."""
+    """Kubus et al.'s scaling: batch TLS by SVD of the explicitly stacked, column-scaled [A b] (survey 001)."""
     n = len(exact_motion)
     s = SensorSamples(
         exact_motion.t,
@@ -105,9 +105,41 @@ def test_rtls_equals_svd_of_scaled_data_matrix(exact_motion, rng):
     _, _, Vt = np.linalg.svd(C * d, full_matrices=False)
     v = Vt[-1]
     x_ref = -(v[:-1] * d[:-1]) / (v[-1] * d[-1])
-    est = RecursiveTotalLeastSquares()
+    est = RecursiveTotalLeastSquares(column_std="rms")
     est.update(s)
     np.testing.assert_allclose(est.estimate().phi, x_ref, rtol=1e-6, atol=1e-9)
+
+
+def test_rtls_is_generalised_tls_with_the_signals_noise(exact_motion, rng):
+    """The default: the pencil of the stacked [A b] and the noise covariance of its columns (Van Huffel &
+    Vandewalle 1991), the noise levels given; and with them measured from the signals, close to it."""
+    import scipy.linalg
+
+    from payload_estimator.core.regressor import regressor_noise_gram
+
+    n = len(exact_motion)
+    sa, sal, sf, st = 0.05, 0.5, 0.1, 0.005
+    s = SensorSamples(
+        exact_motion.t,
+        exact_motion.lin_acc_in_sensor + rng.normal(0, sa, (n, 3)),
+        exact_motion.ang_vel_in_sensor,
+        exact_motion.ang_acc_in_sensor + rng.normal(0, sal, (n, 3)),
+        exact_motion.gravity_in_sensor,
+        exact_motion.wrench_in_sensor + np.c_[rng.normal(0, sf, (n, 3)), rng.normal(0, st, (n, 3))],
+    )
+    Z = np.column_stack([samples_regressor(s).reshape(-1, 10), s.wrench_in_sensor.reshape(-1)])
+    C = np.zeros((11, 11))
+    C[:10, :10] = n * regressor_noise_gram(sa, sal).sum(axis=0)
+    C[10, 10] = n * 3 * (sf**2 + st**2)
+    _, V = scipy.linalg.eigh(Z.T @ Z, C, subset_by_index=[0, 0])
+    x_ref = -V[:10, 0] / V[10, 0]
+    known = RecursiveTotalLeastSquares(kinematic_noise=(sa, sal), wrench_noise=(sf, st))
+    known.update(s)
+    np.testing.assert_allclose(known.estimate().phi, x_ref, rtol=1e-6, atol=1e-9)
+    measured = RecursiveTotalLeastSquares()
+    measured.update(s)
+    e = measured.estimate()
+    assert abs(e.mass - x_ref[0]) < 3 * e.mass_std
 
 
 def test_wls_with_known_noise_equals_weighted_lstsq(exact_motion, rng):

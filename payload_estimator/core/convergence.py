@@ -47,7 +47,7 @@ class ConvergenceCriteria:
     mass_rel_std: float = 0.02
     com_std: float = 0.005
     inertia: bool = True
-    inertia_rel: float = 0.05
+    inertia_rel: float = 0.1
     inertia_rel_std: float = 0.25
     min_samples: int = 50
 
