@@ -58,7 +58,8 @@ _ENTRY_NAMES = ("Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz")
 class ConvergenceMonitor:
     """Decides, estimate after estimate, whether the estimate has converged.
 
-    Converged means: enough samples, physically consistent, a model that fits, every
+    Converged means: enough samples, physically consistent (a positive mass when the inertia
+    is not handed over), a model that fits, every
     handed-over quantity identified and within its uncertainty bound, and all of them
     steady over the last ``window_s`` seconds. :attr:`reason` says what is still missing.
     """
@@ -91,14 +92,16 @@ class ConvergenceMonitor:
             self._history.popleft()
         if estimate.samples_used < c.min_samples:
             return self._set(False, f"{estimate.samples_used} of {c.min_samples} samples")
-        if not estimate.physically_consistent:
-            return self._set(False, "not physically consistent")
         if estimate.model_fit.checked and not estimate.model_fit.good:
             return self._set(False, f"model fit poor: {estimate.model_fit.cause}")
         missing = estimate.identification.missing(inertia=c.inertia)
         if missing:
             return self._set(False, f"not identified from the data: {', '.join(missing)} "
                                     "(move the payload through more orientations, or faster)")
+        if c.inertia and not estimate.physically_consistent:
+            return self._set(False, "not physically consistent")
+        if estimate.mass <= 0.0:  # all that consistency asks of mass and COM alone
+            return self._set(False, "the mass is not positive")
         if estimate.covariance is None:
             return self._set(False, "uncertainty unknown")
         rel_std = estimate.mass_std / estimate.mass

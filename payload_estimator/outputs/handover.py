@@ -6,7 +6,8 @@ numbers. :func:`check_handover` is the only place that decides whether they may:
 
 * never (not even forced): non-finite values, a mass that is not positive, or
   one beyond the robot's payload limit;
-* not without ``force``: a physically inconsistent estimate, a model that does
+* not without ``force``: a physically inconsistent estimate (when the inertia is
+  handed over), a model that does
   not fit the data, a mass or COM component the data do not determine, an
   inertia neither the data nor a shape prior determine (when the inertia is
   handed over), and, for a controller, an estimate that has not converged.
@@ -82,7 +83,7 @@ def check_handover(
         return Handover(False, False, (f"the estimated mass {params.mass:.3f} kg exceeds the robot's "
                                        f"{max_mass:.1f} kg",), hard=True)
     reasons = []
-    if not estimate.physically_consistent:
+    if inertia and not estimate.physically_consistent:  # mass and COM alone: a positive mass is all it takes
         reasons.append("the estimate is not physically consistent")
     fit = estimate.model_fit
     if fit.checked and not fit.good:

@@ -374,7 +374,7 @@ class PointMassDiscretization(Estimator):
         seen = lam > 1e-10 * max(lam[-1], 0.0) if lam[-1] > 0 else np.zeros_like(lam, bool)
         V, lam = V[:, seen], lam[seen]
         z = (V.T @ ((theta - x_ls) * d)) * np.sqrt(lam)  # C = (D V lam V^T D)^-1 -> C^-1/2 = sqrt(lam) V^T D
-        excess = np.sign(z) * np.sqrt(np.clip(z * z - 1.0, 0.0, None))
+        excess = np.where(np.abs(z) > 3.0, np.sign(z) * np.sqrt(np.clip(z * z - 1.0, 0.0, None)), 0.0)
         b = (V @ (excess / np.sqrt(lam))) / d
         return np.outer(b[:N_PARAMS], b[:N_PARAMS])
 
