@@ -62,10 +62,11 @@ IDENTIFIED_COM_STD = 0.01
 PERSISTENCE_LIMIT = 3.0
 """Model fit is poor when residuals stay correlated this many times longer than the noise does
 (:class:`~payload_estimator.core.estimate.ModelFit`; chosen with ``benchmarks/model_fit.py``)..."""
-RESIDUAL_SHARE_LIMIT = 0.02
+RESIDUAL_SHARE_LIMIT = 0.05
 """...and the residual is at least this share of the measured force or torque (RMS): a persistent
-residual smaller than that (a drifting F/T offset, the filters' last bit of lag) is not a sign of
-a wrong model."""
+residual smaller than that (the filters' last bit of lag; an F/T offset drifting by 1e-3 of the
+payload's weight per second, the simulator's default, reaches 2-3 % in 20 s) is not a sign of a wrong
+model."""
 EXCESS_LIMIT = 6.0
 """Model fit is poor when a constrained estimate is this far (chi-square per unknown) from the
 unconstrained fit (chosen with ``benchmarks/model_fit.py``)."""
@@ -478,7 +479,8 @@ def model_fit(
         causes.append(
             f"the residuals ({100 * share:.0f} % of the wrench) follow the motion ({persistence:.1f}x longer "
             "than noise): the payload may be "
-            "touching something or loose, or the sensor frame, the wrench sign or the gravity direction is wrong"
+            "touching something or loose, the sensor frame, the wrench sign or the gravity direction may be "
+            "wrong, or the F/T offset drifts fast (re-zero the sensor and reset)"
         )
     if np.isfinite(excess) and excess > EXCESS_LIMIT:
         causes.append(
