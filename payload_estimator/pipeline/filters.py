@@ -48,6 +48,7 @@ __all__ = [
     "MatchedDifferentiator",
     "MatchedDelay",
     "PositionVelocityDifferentiator",
+    "second_derivative_noise_gain",
 ]
 
 
@@ -109,6 +110,22 @@ def _as_rows(x: np.ndarray, channels: int, name: str) -> np.ndarray:
     if not np.all(np.isfinite(x)):
         raise ValueError(f"{name} contains NaN or inf; drop such samples before filtering")
     return x
+
+
+def second_derivative_noise_gain(cutoff_hz: float, rate_hz: float, order: int = 4) -> float:
+    """Variance of :class:`MatchedDifferentiator`'s second derivative per unit variance of white input noise.
+
+    The chain is linear: ``ddx = d2 * (G x)`` with ``d2`` the central second difference over
+    ``T²``, so white noise of variance ``s²`` comes out with variance ``s² sum_n k[n]²``, ``k`` the
+    impulse response of the chain (s^-4).
+    """
+    n = int(20 * rate_hz / cutoff_hz) + 16  # the filter's impulse response has died out by then
+    impulse = np.zeros(n)
+    impulse[0] = 1.0
+    h = signal.sosfilt(butter_lowpass_sos(cutoff_hz, rate_hz, order), impulse)
+    T = 1.0 / rate_hz
+    k = (h[2:] - 2.0 * h[1:-1] + h[:-2]) / (T * T)
+    return float(np.sum(k * k) + (h[1] - 2.0 * h[0]) ** 2 / T**4 + h[0] ** 2 / T**4)
 
 
 class LowPassFilter:

@@ -36,11 +36,13 @@ from payload_estimator.core.estimate import Estimate
 from payload_estimator.core.estimators import Estimator, InsufficientData
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.samples import MAX_ABS_VALUE, STANDARD_GRAVITY, SensorSamples
+from payload_estimator.core.signal_noise import SignalNoise
 from payload_estimator.pipeline.align import MAX_STAMP_S, StreamAligner
 from payload_estimator.pipeline.filters import (
     MatchedDelay,
     MatchedDifferentiator,
     PositionVelocityDifferentiator,
+    second_derivative_noise_gain,
 )
 from payload_estimator.pipeline.health import (
     LENGTH_MISMATCH,
@@ -218,6 +220,12 @@ class EstimationStream:
         else:
             self._joint_filter = MatchedDifferentiator(*args, n, config.filter_order)
         self._wrench_filter = MatchedDelay(*args, 6, config.filter_order)
+        # Noise the pipeline puts into the accelerations it differentiates (errors in variables): the
+        # encoders' white noise on the grid, through the matched second derivative and the arm.
+        self._joint_noise = SignalNoise()
+        self._lever_sq: float | None = None
+        self._ddq_gain = (second_derivative_noise_gain(config.cutoff_hz, config.rate_hz, config.filter_order)
+                          if not config.use_joint_velocities else 0.0)
         self._imu = (
             ImuProcessor(self.imu_mount, config.rate_hz, config.cutoff_hz, config.filter_order,
                          gravity_magnitude=config.gravity)
@@ -459,8 +467,39 @@ class EstimationStream:
                 lin_acc = imu_motion.lin_acc_in_sensor[keep]
             else:
                 ang_vel, ang_acc, lin_acc = motion.ang_vel_in_sensor, motion.ang_acc_in_sensor, motion.lin_acc_in_sensor
+            if self._ddq_gain > 0.0 and self.config.motion_source != "imu":
+                self._joint_noise.update(q_raw)
+                self._supply_kinematic_noise(q_raw[-1])
             fed += self._feed(SensorSamples(d.t[keep], lin_acc, ang_vel, ang_acc, motion.gravity_in_sensor, w.x[keep]))
         return fed
+
+    def _supply_kinematic_noise(self, q: np.ndarray) -> None:
+        """Tell the estimator the noise of the accelerations this pipeline makes.
+
+        The joint positions' white noise ``s_q`` (measured on the grid before filtering,
+        :class:`~payload_estimator.core.signal_noise.SignalNoise`) comes out of the matched second
+        derivative with variance ``s_q² g`` (:func:`second_derivative_noise_gain`); the sensor's
+        angular acceleration sums one unit axis per joint, ``s_alpha² = n s_q² g / 3`` per axis, and
+        its linear acceleration adds the lever arms ``r_i`` from each joint to the sensor,
+        ``s_a² = sum r_i² s_q² g / 3``. The samples alone would read the filtered noise as almost none.
+        """
+        s_q = self._joint_noise.std()
+        if not np.isfinite(s_q):
+            return
+        if self._lever_sq is None:
+            _, p = self.kinematics.frame_pose(q, self.config.sensor_frame, self.kinematics.base_frame)
+            arms = []
+            for name in self.joint_names:
+                try:
+                    _, pj = self.kinematics.frame_pose(q, name, self.kinematics.base_frame)
+                except ValueError:
+                    continue
+                arms.append(float(np.sum((p[0] - pj[0]) ** 2)))
+            self._lever_sq = float(np.sum(arms))
+        var_ddq = s_q * s_q * self._ddq_gain
+        n = len(self.joint_names)
+        self.estimator.kinematic_noise.supply(np.sqrt(var_ddq * self._lever_sq / 3.0), np.sqrt(var_ddq * n / 3.0),
+                                              self._joint_noise.relative_variance())
 
     def _gravity_in_sensor(self, q: np.ndarray) -> np.ndarray:
         """(N, 3) gravity in the sensor frame at joint positions ``q``: forward kinematics only."""

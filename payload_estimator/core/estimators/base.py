@@ -169,6 +169,15 @@ class KinematicNoise:
             self.known = (float(values[0]), float(values[1]))
         self._lin_acc = SignalNoise()
         self._ang_acc = SignalNoise()
+        self._supplied: tuple[float, float, float] | None = None
+
+    def supply(self, lin_acc_std: float, ang_acc_std: float, relative_variance: float) -> None:
+        """Noise levels that whoever made the samples knows better than the samples show (``"auto"``
+        only). Accelerations differentiated from filtered encoder positions carry low-passed noise,
+        which the samples' high differences barely see; the robot pipeline knows the filter and the
+        encoders' noise, and supplies what it implies (:meth:`EstimationStream.process`)."""
+        if self.auto and np.isfinite(lin_acc_std) and np.isfinite(ang_acc_std):
+            self._supplied = (float(lin_acc_std), float(ang_acc_std), float(relative_variance))
 
     def update(self, samples: SensorSamples) -> None:
         if self.auto:
@@ -178,6 +187,7 @@ class KinematicNoise:
     def reset(self) -> None:
         self._lin_acc.reset()
         self._ang_acc.reset()
+        self._supplied = None
 
     def std(self) -> tuple[float, float] | None:
         """``(lin_acc_std, ang_acc_std)``, or None when there is nothing to compensate."""
@@ -185,6 +195,8 @@ class KinematicNoise:
             return self.known
         if not self.auto:
             return None
+        if self._supplied is not None:
+            return self._supplied[0], self._supplied[1]
         lin, ang = self._lin_acc.std(), self._ang_acc.std()
         if not (np.isfinite(lin) and np.isfinite(ang)):
             return None
@@ -207,7 +219,13 @@ class KinematicNoise:
             D = np.zeros((6, p, p))
             D[:, :N_PARAMS, :N_PARAMS] = stats.weight_sum * regressor_noise_gram(lin, ang, reduced=reduced)
             monitor = self._lin_acc if signal == 0 else self._ang_acc
-            out.append((D, monitor.relative_variance() if self.auto else 0.0))
+            if not self.auto:
+                rel_var = 0.0
+            elif self._supplied is not None:
+                rel_var = self._supplied[2]
+            else:
+                rel_var = monitor.relative_variance()
+            out.append((D, rel_var))
         return out
 
     def gram(self, stats: RegressorStatistics, with_bias: bool, reduced: bool = False) -> np.ndarray | None:
