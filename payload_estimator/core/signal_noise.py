@@ -34,16 +34,24 @@ _STENCIL = np.array([1.0, -4.0, 6.0, -4.0, 1.0])
 class SignalNoise:
     """Streaming robust estimate of the per-axis white-noise std of a (N, d) signal."""
 
+    _CHUNK = 64
+    """Rows gathered before they are differenced: one row at a time would cost a numpy call each."""
+
     def __init__(self) -> None:
         self._counts = np.zeros(len(_EDGES) + 1, dtype=np.int64)
         self._tail: np.ndarray | None = None
+        self._pending: list[np.ndarray] = []
+        self._n_pending = 0
 
     def reset(self) -> None:
         self._counts[:] = 0
         self._tail = None
+        self._pending = []
+        self._n_pending = 0
 
     @property
     def n_differences(self) -> int:
+        self._flush()
         return int(self._counts.sum())
 
     def update(self, x: np.ndarray) -> None:
@@ -53,6 +61,16 @@ class SignalNoise:
             x = x[:, None]
         if len(x) == 0:
             return
+        self._pending.append(x)
+        self._n_pending += len(x)
+        if self._n_pending >= self._CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        x = self._pending[0] if len(self._pending) == 1 else np.concatenate(self._pending)
+        self._pending, self._n_pending = [], 0
         chain = x if self._tail is None else np.concatenate([self._tail, x])
         k = len(_STENCIL)
         if len(chain) >= k:
@@ -63,7 +81,7 @@ class SignalNoise:
 
     def std(self) -> float:
         """Noise std per axis (the signal's units), NaN before the first 30 differences."""
-        n = self.n_differences
+        n = self.n_differences  # flushes what is pending
         if n < 30:
             return float("nan")
         cum = np.cumsum(self._counts)

@@ -88,7 +88,7 @@ class _BlockSums:
         """``rows`` (n, 6, 12), already scaled by the square roots of the sample weights."""
         with np.errstate(over="ignore", invalid="ignore"):  # absurd stamps make blocks of their own
             keys = np.floor(np.asarray(t, dtype=float) / self.length_s)
-        starts = np.r_[0, np.flatnonzero(keys[1:] != keys[:-1]) + 1]
+        starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
         sums = np.add.reduceat(rows, starts, axis=0)
         first_key = keys[0]
         if self._key is not None and first_key == self._key:
@@ -424,10 +424,12 @@ class RegressorStatistics:
         V[:, _N_DATA - 1] = -1.0
         if with_bias:
             V[:, _N_DATA] = x[N_PARAMS:N_PARAMS + N_BIAS]
-        # block-row column of each unknown, per channel (-1: the unknown is not in that channel's rows)
-        cols = np.tile(np.r_[np.arange(N_PARAMS), np.full(p - N_PARAMS, -1)], (6, 1))
+        # block-row column of each unknown, per channel (_N_BLOCK: a zero column, the unknown is not in
+        # that channel's rows)
+        cols = np.tile(np.r_[np.arange(N_PARAMS), np.full(p - N_PARAMS, _N_BLOCK)], (6, 1))
         if with_bias:
             cols[np.arange(6), N_PARAMS + np.arange(6)] = _N_DATA
+        channel = np.arange(6)[:, None, None]
         factors = []
         slow_score = np.zeros((p, p))
         for which, blocks in enumerate(self._blocks):
@@ -435,14 +437,11 @@ class RegressorStatistics:
             if n_blocks < 4:
                 factors.append(nan)
                 continue
-            G_b = np.zeros((6, p, p))
-            for k in range(6):
-                inside = cols[k] >= 0
-                G_b[k][np.ix_(inside, inside)] = blocks.gram[k][np.ix_(cols[k][inside], cols[k][inside])]
-                if blocks._key is not None:  # the open block too, as sums_of_squares counts it
-                    v = np.zeros(p)
-                    v[inside] = blocks._carry[k][cols[k][inside]]
-                    G_b[k] += np.outer(v, v)
+            padded = np.zeros((6, _N_BLOCK + 1, _N_BLOCK + 1))
+            padded[:, :_N_BLOCK, :_N_BLOCK] = blocks.gram
+            if blocks._key is not None:  # the open block too, as sums_of_squares counts it
+                padded[:, :_N_BLOCK, :_N_BLOCK] += blocks._carry[:, :, None] * blocks._carry[:, None, :]
+            G_b = padded[channel, cols[:, :, None], cols[:, None, :]]
             white = expected(G_b) @ noise_var
             factors.append(np.where(white > 0.0, ss / np.where(white > 0.0, white, 1.0), np.nan))
             if which == 1 and np.all(np.isfinite(factors[0])):
@@ -500,9 +499,10 @@ class RegressorStatistics:
         F = self._feature_gram
         p = x.shape[0]
         S = np.zeros((p, p))
-        S[:N_PARAMS, :N_PARAMS] = np.einsum(
-            "ab,akp,kl,blq->pq", F[:N_FEATURES, :N_FEATURES], _K_FEATURES, M, _K_FEATURES
-        )
+        # sum_ab F_ab K_a^T M K_b, as two products: X_a = K_a^T M (10 x 6), Y_a = sum_b F_ab K_b (6 x 10)
+        X = np.einsum("akp,kl->apl", _K_FEATURES, M)
+        Y = np.tensordot(F[:N_FEATURES, :N_FEATURES], _K_FEATURES, axes=1)
+        S[:N_PARAMS, :N_PARAMS] = X.transpose(1, 0, 2).reshape(N_PARAMS, -1) @ Y.reshape(-1, N_PARAMS)
         if with_bias:
             Spb = np.einsum("a,akp,kl->pl", F[:N_FEATURES, -1], _K_FEATURES, M)
             S[:N_PARAMS, N_PARAMS:] = Spb

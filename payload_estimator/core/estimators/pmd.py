@@ -201,6 +201,7 @@ class PointMassDiscretization(Estimator):
         self.last_solve_status: str = "not solved"
         self.last_solve_iterations = 0
         self._fit: tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None = None
+        self._terms: list[tuple[RegressorStatistics, np.ndarray, np.ndarray]] = []
 
     @property
     def n_points(self) -> int:
@@ -269,6 +270,7 @@ class PointMassDiscretization(Estimator):
     def _objective(self, channel_weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``H`` (p x p) and ``h`` (p,) of the data term in ``theta = [phi; beta]``."""
         terms = self._data_terms(channel_weights)
+        self._terms = terms  # the last objective's terms: the covariance reads them
         return terms[0][1] + terms[1][1], terms[0][2] + terms[1][2]
 
     def _solve_qp(self, H: np.ndarray, h: np.ndarray, m_bar: float) -> np.ndarray:
@@ -303,7 +305,7 @@ class PointMassDiscretization(Estimator):
         # The data's information about theta, as least squares with these weights would have it
         # (sandwich: correlated channels and samples, noisy regressor), model by model: the
         # reduced model's residuals in dynamic samples are its own error, not the full model's.
-        (stats_r, A_r, _), (stats_f, A_f, _) = self._data_terms(weights)
+        (stats_r, A_r, _), (stats_f, A_f, _) = self._terms
         information = (sandwich(stats_r, theta, self.with_bias, weights, A_r)[1]
                        + sandwich(stats_f, theta, self.with_bias, weights, A_f)[1])
         self._fit = (weights, (H, h))
