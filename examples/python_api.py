@@ -23,7 +23,6 @@ from payload_estimator.outputs.urdf import urdf_inertial
 from payload_estimator.pipeline.build import build_stream
 from payload_estimator.settings import settings_for_robot
 
-
 SHAPE = "cylinder:0.015,0.28@0,0,0.14+box:0.1,0.03,0.03@0.02,0,0.265"
 """The claw hammer: its handle and its head. A shape that does not contain the payload (try the handle
 alone, ``cylinder:0.015,0.28@0,0,0.14``) is caught: model fit poor, nothing handed over."""
