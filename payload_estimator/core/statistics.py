@@ -178,6 +178,11 @@ class RegressorStatistics:
         self._gram: np.ndarray | None = None
         self._blocks = tuple(_BlockSums(length) for length in BLOCK_SECONDS)
         self._feature_gram: np.ndarray | None = np.zeros((_N_FEATURE_ROW, _N_FEATURE_ROW))
+        self._t0: float | None = None
+        self._time_ok = True
+        self._time_sum = 0.0
+        self._time_sq = 0.0
+        self._time_data = np.zeros((6, _N_DATA))
 
     def reset(self) -> None:
         """Forget every sample."""
@@ -189,6 +194,11 @@ class RegressorStatistics:
         for blocks in self._blocks:
             blocks.reset()
         self._feature_gram = np.zeros((_N_FEATURE_ROW, _N_FEATURE_ROW))
+        self._t0 = None
+        self._time_ok = True
+        self._time_sum = 0.0
+        self._time_sq = 0.0
+        self._time_data[:] = 0.0
 
     def copy(self) -> RegressorStatistics:
         other = RegressorStatistics()
@@ -243,6 +253,16 @@ class RegressorStatistics:
             U[:, -1] = 1.0
             Uw = U if weights is None else U * weights[:, None]
             self._feature_gram += Uw.T @ U
+        if t is None or not np.all(np.isfinite(t)):
+            self._time_ok = False
+        else:
+            if self._t0 is None:
+                self._t0 = float(t[0])
+            tau = np.asarray(t, dtype=float) - self._t0
+            ws = tau if weights is None else tau * weights
+            self._time_sum += float(ws.sum())
+            self._time_sq += float(ws @ tau)
+            self._time_data += np.einsum("n,knd->kd", ws, Z)
         if t is not None:
             rows = np.empty((n, 6, _N_BLOCK))
             rows[:, :, :_N_DATA] = Z.transpose(1, 0, 2)
@@ -285,8 +305,19 @@ class RegressorStatistics:
             blocks.decay(factor)
         if self._feature_gram is not None:
             self._feature_gram *= factor
+        self._time_sum *= factor
+        self._time_sq *= factor
+        self._time_data *= factor
 
     def __iadd__(self, other: RegressorStatistics) -> RegressorStatistics:
+        self._time_ok = self._time_ok and other._time_ok
+        if other._t0 is not None:
+            if self._t0 is None:
+                self._t0 = other._t0
+            d = other._t0 - self._t0  # other's times on this origin: tau + d
+            self._time_data += other._time_data + d * other._data_sum
+            self._time_sq += other._time_sq + 2.0 * d * other._time_sum + d * d * other.weight_sum
+            self._time_sum += other._time_sum + d * other.weight_sum
         self._data_gram += other._data_gram
         self._data_sum += other._data_sum
         self.n_samples += other.n_samples
@@ -509,3 +540,39 @@ class RegressorStatistics:
             S[N_PARAMS:, :N_PARAMS] = Spb.T
             S[N_PARAMS:, N_PARAMS:] = self.weight_sum * M
         return 0.5 * (S + S.T)
+
+    def drift_covariance(
+        self, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray, A: np.ndarray, tau: np.ndarray
+    ) -> np.ndarray:
+        """(p, p) ``d d^T``: what a linear trend in the residuals (a drifting F/T offset) does to ``x``.
+
+        An offset that drifts by ``rho_k`` per second adds ``rho_k (t - t_mean)`` to channel ``k``;
+        least squares with a constant offset absorbs part of it into the parameters whose
+        regressor changes over the run (gravity: mass and COM), shifting them by
+        ``d = A^-1 sum_k c_k rho_k sum_j (t_j - t_mean) D_jk``. ``rho_k`` is the residuals' trend
+        at ``x`` (from time-weighted sums kept beside the Grams), counted only where it stands out
+        from the noise (``|rho| > 3`` standard errors, the noise correlated by ``tau``) and then
+        shrunk by its noise (``sqrt(z² - 1)`` standard errors). A drift no sample time tells is 0.
+        """
+        p = x.shape[0]
+        n_w = self.weight_sum
+        if not self._time_ok or self._t0 is None or n_w <= p:
+            return np.zeros((p, p))
+        t_mean = self._time_sum / n_w
+        spread = self._time_sq - self._time_sum * t_mean
+        if not spread > 0.0:
+            return np.zeros((p, p))
+        v = np.r_[-x[:N_PARAMS], 1.0]
+        centred = self._time_data - t_mean * self._data_sum  # (6, 11): sum s (t - t_mean) [Y_k, w_k]
+        rho = (centred @ v) / spread
+        var = np.clip(self.channel_residuals(x, with_bias), 0.0, None) / max(n_w - p / 6.0, 1.0)
+        se = np.sqrt(var * np.maximum(tau, 1.0) / spread)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(se > 0.0, rho / se, 0.0)
+        rho = np.where(np.abs(z) > 3.0, np.sign(z) * np.sqrt(np.clip(z * z - 1.0, 0.0, None)) * se, 0.0)
+        if not np.any(rho):
+            return np.zeros((p, p))
+        g = np.zeros(p)
+        g[:N_PARAMS] = np.einsum("k,kd->d", channel_weights * rho, centred[:, :N_PARAMS])
+        d = np.linalg.pinv(A, hermitian=True) @ g
+        return np.outer(d, d)

@@ -319,16 +319,18 @@ def sandwich(
     residuals' covariance across channels, from the data, and their
     :func:`correlation_factors` in time), plus what a persistent residual (a drifting F/T
     offset) adds through the slowly varying regressor columns
-    (:meth:`RegressorStatistics.correlation_analysis`). Neither assumes the weights were the
+    (:meth:`RegressorStatistics.correlation_analysis`); the covariance adds what a linear
+    trend in the residuals shifts (:meth:`RegressorStatistics.drift_covariance`). Neither assumes the weights were the
     inverse noise variances, nor that the regressor was exact: the residuals carry the
     regressor's noise too.
     """
     analysis = stats.correlation_analysis(x, with_bias, channel_weights)
-    S = stats.score_covariance(x, with_bias, channel_weights, _factors(analysis.tau_short))
+    tau = _factors(analysis.tau_short)
+    S = stats.score_covariance(x, with_bias, channel_weights, tau)
     if stats.n_blocks(1) >= _MIN_FIT_BLOCKS:
         S = S + analysis.slow_score
     A_inv = pinv_psd(A)
-    cov = A_inv @ S @ A_inv
+    cov = A_inv @ S @ A_inv + stats.drift_covariance(x, with_bias, channel_weights, A, tau)
     information = A @ pinv_psd(S) @ A
     return 0.5 * (cov + cov.T), 0.5 * (information + information.T)
 

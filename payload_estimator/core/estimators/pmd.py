@@ -49,6 +49,7 @@ from payload_estimator.core.estimators.base import (
     Solution,
     channel_variances,
     compensate_regressor_noise,
+    correlation_factors,
     effective_variances,
     pinv_psd,
     sandwich,
@@ -312,6 +313,10 @@ class PointMassDiscretization(Estimator):
         covariance = self._posterior_covariance(information, u, m_bar)
         if covariance is not None:
             covariance = covariance + self._prior_bias(theta, information, H, h)
+            combined = self._combined_stats()
+            tau = correlation_factors(combined, theta, self.with_bias, weights)
+            covariance = covariance + combined.drift_covariance(theta, self.with_bias, weights, H, tau)[
+                :N_PARAMS, :N_PARAMS]
         return Solution(
             theta=theta,
             information=information,
