@@ -38,7 +38,6 @@ __all__ = [
     "channel_weights_from_std",
     "check_forgetting",
     "KinematicNoise",
-    "effective_variances",
     "correlation_factors",
     "sandwich",
     "compensate_regressor_noise",
@@ -301,13 +300,6 @@ def _factors(tau: np.ndarray) -> np.ndarray:
         return np.ones(6)
     tau = np.clip(tau, 1e-6, None)
     return np.maximum(np.sqrt(tau * float(np.median(tau))), 1.0)
-
-
-def effective_variances(
-    stats: RegressorStatistics, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray | None = None
-) -> np.ndarray:
-    """(6,) residual variance per channel times the residuals' :func:`correlation_factors`."""
-    return channel_variances(stats, x, with_bias) * correlation_factors(stats, x, with_bias, channel_weights)
 
 
 def sandwich(

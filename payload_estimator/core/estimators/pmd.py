@@ -50,7 +50,6 @@ from payload_estimator.core.estimators.base import (
     channel_variances,
     compensate_regressor_noise,
     correlation_factors,
-    effective_variances,
     pinv_psd,
     sandwich,
     solve_psd,
@@ -290,7 +289,7 @@ class PointMassDiscretization(Estimator):
         x = self._solve_qp(H, h, m_bar)
         if self.auto_weights:
             # Re-weight each channel by the residual variance at this solution (one pass).
-            new_weights = 1.0 / self._residual_variances(x, m_bar, effective=False)
+            new_weights = 1.0 / self._residual_variances(x, m_bar)
             if self._weights is None or not np.allclose(new_weights, weights, rtol=0.2):
                 weights = new_weights
                 H, h = self._objective(weights)
@@ -339,19 +338,13 @@ class PointMassDiscretization(Estimator):
         """Before any residual is known: torques count as forces at a 0.1 m lever arm."""
         return np.array([1.0, 1.0, 1.0, 100.0, 100.0, 100.0])
 
-    def _residual_variances(self, x: np.ndarray, m_bar: float | None, effective: bool = True) -> np.ndarray:
-        """(6,) residual variance per channel of Problem 1 at ``x``; ``effective``: times the
-        residuals' correlation factor (for the covariance; the weights of the QP use the plain one,
-        so that ``lambda`` keeps its meaning whatever the sampling)."""
+    def _residual_variances(self, x: np.ndarray, m_bar: float) -> np.ndarray:
+        """(6,) residual variance per channel of Problem 1 at the QP's ``x = [u; beta]`` (the QP's
+        weights; per sample, so that ``lambda`` keeps its meaning whatever the sampling)."""
         n = self.n_points
-        if m_bar is not None:  # x = [u; beta]
-            theta = self.P @ (np.clip(x[:n], 0.0, None) * m_bar)
-            if self.with_bias:
-                theta = np.r_[theta, x[n:]]
-        else:
-            theta = x
-        if effective:
-            return effective_variances(self._combined_stats(), theta, self.with_bias)
+        theta = self.P @ (np.clip(x[:n], 0.0, None) * m_bar)
+        if self.with_bias:
+            theta = np.r_[theta, x[n:]]
         return channel_variances(self._combined_stats(), theta, self.with_bias)
 
     def _combined_stats(self) -> RegressorStatistics:
