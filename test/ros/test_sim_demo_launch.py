@@ -101,20 +101,24 @@ class TestSimDemo(unittest.TestCase):
         return future.result()
 
     def _converged(self):
+        """The first estimate whose mass and COM converged (the inertia, which SetLoad takes too, may need
+        longer than this run gives it: "converged" waits for it)."""
         for t, msg in self.estimates:
-            if msg.converged:
+            if msg.mass_com_converged:
                 return t, msg
         return None
 
     def test_1_converged_estimate_of_the_true_mass(self):
         found = self._wait(self._converged, CONVERGED_WITHIN_S)
-        self.assertIsNotNone(found, f"no converged estimate within {CONVERGED_WITHIN_S} s; last: "
+        self.assertIsNotNone(found, f"no converged mass and COM within {CONVERGED_WITHIN_S} s; last: "
                                     f"{self.estimates[-1][1].status if self.estimates else 'no estimate at all'}")
         t, est = found
         truth = get_payload(PAYLOAD).params
         print(f"converged estimate {t - self.t_start:.1f} s after start-up: mass {est.mass:.4f} kg "
               f"(truth {truth.mass:.4f}), COM [{est.com.x:.4f}, {est.com.y:.4f}, {est.com.z:.4f}] m")
         self.assertTrue(est.physically_consistent)
+        self.assertEqual(est.model_fit, "good")
+        self.assertEqual(est.not_identified, "")
         self.assertEqual(est.header.frame_id, "panda_link8")
         self.assertEqual(est.estimator, "pmd")
         self.assertLess(abs(est.mass - truth.mass), 0.02 * truth.mass)
@@ -156,7 +160,12 @@ class TestSimDemo(unittest.TestCase):
             self.assertEqual(text.strip(), saved.urdf.strip())
 
         apply = self._call(ApplyEstimate, "/payload_estimator/apply", ApplyEstimate.Request(dry_run=True))
-        self.assertTrue(apply.success, apply.message)
+        if not apply.success:  # SetLoad takes the inertia too, which may not have converged yet: refused, said why
+            self.assertIn("not converged", apply.message)
+            apply = self._call(ApplyEstimate, "/payload_estimator/apply",
+                               ApplyEstimate.Request(dry_run=True, force=True))
+            self.assertTrue(apply.success, apply.message)
+            self.assertIn("forced", apply.message)
         self.assertTrue(apply.request.startswith("# franka_msgs/srv/SetLoad on /service_server/set_load"))
         fields = yaml.safe_load(apply.request)
         self.assertLess(abs(fields["mass"] - get_payload(PAYLOAD).params.mass), 0.02 * get_payload(PAYLOAD).mass)

@@ -312,10 +312,12 @@ class PointMassDiscretization(Estimator):
         covariance = self._posterior_covariance(information, u, m_bar)
         if covariance is not None:
             covariance = covariance + self._prior_bias(theta, information, H, h)
+            # A drifting offset shifts mass and first moment as it would shift least squares (the data
+            # hold them); the inertia, which the prior holds where the data do not, it shifts less.
             combined = self._combined_stats()
             tau = correlation_factors(combined, theta, self.with_bias, weights)
-            covariance = covariance + combined.drift_covariance(theta, self.with_bias, weights, H, tau)[
-                :N_PARAMS, :N_PARAMS]
+            drift = combined.drift_covariance(theta, self.with_bias, weights, H, tau)
+            covariance[:4, :4] += drift[:4, :4]
         return Solution(
             theta=theta,
             information=information,
