@@ -407,6 +407,10 @@ def spin_inputs(node: EstimatorNode) -> tuple[SingleThreadedExecutor, threading.
             executor.spin()
         except (KeyboardInterrupt, ExternalShutdownException):
             pass
+        except Exception:
+            if rclpy.ok(context=node.context):
+                raise
+            # shut down between the executor's check and its wait (SIGTERM): rcl says "context not valid"
 
     thread = threading.Thread(target=spin, name="payload_estimator_inputs", daemon=True)
     thread.start()
@@ -425,6 +429,11 @@ def main(args: list[str] | None = None) -> None:
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except Exception:
+        if rclpy.ok(context=node.context):
+            raise
+        # the context was shut down (SIGTERM) between the executor's check and its wait: rcl reports
+        # an invalid context instead of ExternalShutdownException; it is a clean shutdown all the same
     finally:
         try:
             inputs.shutdown()
