@@ -49,6 +49,14 @@ class SignalNoise:
         self._pending = []
         self._n_pending = 0
 
+    SETTLED = 100_000
+    """Differences after which the estimate no longer moves (relative std of the variance 1 %):
+    a monitor of a constant noise (an encoder's) may stop taking rows then."""
+
+    @property
+    def settled(self) -> bool:
+        return self.n_differences >= self.SETTLED
+
     @property
     def n_differences(self) -> int:
         self._flush()

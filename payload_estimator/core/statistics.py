@@ -176,6 +176,8 @@ class RegressorStatistics:
         self.n_samples = 0
         self.weight_sum = 0.0
         self._gram: np.ndarray | None = None
+        self._analysis: tuple[bytes, Correlation] | None = None
+        """The last :meth:`correlation_analysis` and its arguments (an estimate asks several times)."""
         self._blocks = tuple(_BlockSums(length) for length in BLOCK_SECONDS)
         self._feature_gram: np.ndarray | None = np.zeros((_N_FEATURE_ROW, _N_FEATURE_ROW))
         self._t0: float | None = None
@@ -191,6 +193,7 @@ class RegressorStatistics:
         self.n_samples = 0
         self.weight_sum = 0.0
         self._gram = None
+        self._analysis = None
         for blocks in self._blocks:
             blocks.reset()
         self._feature_gram = np.zeros((_N_FEATURE_ROW, _N_FEATURE_ROW))
@@ -244,6 +247,7 @@ class RegressorStatistics:
             self._data_gram += Zw.transpose(0, 2, 1) @ Z
         self.n_samples += n
         self._gram = None
+        self._analysis = None
         if features is None:
             self._feature_gram = None
         elif self._feature_gram is not None:
@@ -301,6 +305,7 @@ class RegressorStatistics:
         self._data_sum *= factor
         self.weight_sum *= factor
         self._gram = None
+        self._analysis = None
         for blocks in self._blocks:
             blocks.decay(factor)
         if self._feature_gram is not None:
@@ -323,6 +328,7 @@ class RegressorStatistics:
         self.n_samples += other.n_samples
         self.weight_sum += other.weight_sum
         self._gram = None
+        self._analysis = None
         for mine, theirs in zip(self._blocks, other._blocks):
             mine.merge(theirs)
         if self._feature_gram is None or other._feature_gram is None:
@@ -391,6 +397,16 @@ class RegressorStatistics:
         return analysis.tau_short, analysis.tau_slow
 
     def correlation_analysis(
+        self, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray | None = None
+    ) -> Correlation:
+        """See :meth:`_correlation_analysis`; the last answer is kept until the statistics change."""
+        key = b"".join((np.asarray(x, dtype=float).tobytes(), bytes([with_bias]),
+                        b"" if channel_weights is None else np.asarray(channel_weights, dtype=float).tobytes()))
+        if self._analysis is None or self._analysis[0] != key:
+            self._analysis = (key, self._correlation_analysis(x, with_bias, channel_weights))
+        return self._analysis[1]
+
+    def _correlation_analysis(
         self, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray | None = None
     ) -> Correlation:
         """How much the residuals at ``x`` are correlated in time, per wrench channel.

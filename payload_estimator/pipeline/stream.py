@@ -468,7 +468,8 @@ class EstimationStream:
             else:
                 ang_vel, ang_acc, lin_acc = motion.ang_vel_in_sensor, motion.ang_acc_in_sensor, motion.lin_acc_in_sensor
             if self._ddq_gain > 0.0 and self.config.motion_source != "imu":
-                self._joint_noise.update(q_raw)
+                if not self._joint_noise.settled:  # the encoders' noise does not change
+                    self._joint_noise.update(q_raw)
                 self._supply_kinematic_noise(q_raw[-1])
             fed += self._feed(SensorSamples(d.t[keep], lin_acc, ang_vel, ang_acc, motion.gravity_in_sensor, w.x[keep]))
         return fed

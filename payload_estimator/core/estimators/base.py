@@ -179,7 +179,7 @@ class KinematicNoise:
             self._supplied = (float(lin_acc_std), float(ang_acc_std), float(relative_variance))
 
     def update(self, samples: SensorSamples) -> None:
-        if self.auto:
+        if self.auto and self._supplied is None:
             self._lin_acc.update(samples.lin_acc_in_sensor)
             self._ang_acc.update(samples.ang_acc_in_sensor)
 

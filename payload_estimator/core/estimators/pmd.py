@@ -202,6 +202,7 @@ class PointMassDiscretization(Estimator):
         self.last_solve_iterations = 0
         self._fit: tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None = None
         self._terms: list[tuple[RegressorStatistics, np.ndarray, np.ndarray]] = []
+        self._combined: RegressorStatistics | None = None
 
     @property
     def n_points(self) -> int:
@@ -221,12 +222,14 @@ class PointMassDiscretization(Estimator):
         features = samples_features(samples)
         Y = features_regressor(features)
         self.stats_full.add(Y, samples.wrench_in_sensor, w**2, t=samples.t, features=features)
+        self._combined = None
         self._force_norm_sum += float(np.linalg.norm(samples.wrench_in_sensor[:, :3], axis=1).sum())
         self._gravity_norm_sum += float(np.linalg.norm(samples.gravity_in_sensor, axis=1).sum())
 
     def _reset(self) -> None:
         self.stats_reduced.reset()
         self.stats_full.reset()
+        self._combined = None
         self._force_norm_sum = 0.0
         self._gravity_norm_sum = 0.0
         self._qp.reset()
@@ -350,10 +353,12 @@ class PointMassDiscretization(Estimator):
         return channel_variances(self._combined_stats(), theta, self.with_bias)
 
     def _combined_stats(self) -> RegressorStatistics:
-        combined = RegressorStatistics()
-        combined += self.stats_reduced
-        combined += self.stats_full
-        return combined
+        """Both models' statistics together (kept until the next sample: read several times a solve)."""
+        if self._combined is None:
+            self._combined = RegressorStatistics()
+            self._combined += self.stats_reduced
+            self._combined += self.stats_full
+        return self._combined
 
     def _inertia_scale(self, m_bar: float) -> float:
         """Mean principal moment (kg m²) of the points at the uniform mass ``m_bar`` each."""
