@@ -264,9 +264,14 @@ class RegressorStatistics:
                 self._t0 = float(t[0])
             tau = np.asarray(t, dtype=float) - self._t0
             ws = tau if weights is None else tau * weights
-            self._time_sum += float(ws.sum())
-            self._time_sq += float(ws @ tau)
-            self._time_data += np.einsum("n,knd->kd", ws, Z)
+            with np.errstate(over="ignore", invalid="ignore"):  # absurd stamps: the trend is not measured
+                moments = (float(ws.sum()), float(ws @ tau), np.einsum("n,knd->kd", ws, Z))
+            if np.isfinite(moments[1]) and np.all(np.isfinite(moments[2])):
+                self._time_sum += moments[0]
+                self._time_sq += moments[1]
+                self._time_data += moments[2]
+            else:
+                self._time_ok = False
         if t is not None:
             rows = np.empty((n, 6, _N_BLOCK))
             rows[:, :, :_N_DATA] = Z.transpose(1, 0, 2)
