@@ -219,3 +219,17 @@ def test_the_driver_publishes_at_the_publish_period_even_when_turns_are_lost(pan
     # one solve per publish period: each in its own 0.1 s slot after the first turn, none missing
     slots = np.floor((np.array(solved) - 100.0 + 0.005) / 0.1)
     assert len(np.unique(slots)) == len(slots) >= 99
+
+
+def test_no_new_sample_no_new_solve(panda_run):
+    """While an input is silent (or the stream paused) nothing has changed: update_estimate hands back the
+    last estimate without solving again (a PMD solve costs milliseconds at every publication)."""
+    stream = _stream(panda_run)
+    play(stream, recording_from_run(panda_run))
+    first = stream.update_estimate()
+    calls = []
+    original = stream.estimator.estimate
+    stream.estimator.estimate = lambda: calls.append(1) or original()  # type: ignore[method-assign]
+    for _ in range(5):
+        assert stream.update_estimate() is first
+    assert calls == []

@@ -592,10 +592,14 @@ class EstimationStream:
         """Solve for the current estimate and advance the convergence monitor with it.
 
         Returns it (None before the estimator has ``min_samples`` samples; the
-        last one if the solve fails). Call it at the publish rate: the
-        convergence criteria count estimates. :attr:`last` reads without solving.
+        last one if the solve fails, or if no sample has entered since it: a
+        silent input or a pause changes nothing, and a solve costs milliseconds).
+        Call it at the publish rate: the convergence criteria count estimates.
+        :attr:`last` reads without solving.
         """
         if self.estimator.samples_used < self.config.min_samples:
+            return self._last
+        if self._last is not None and self._last.estimate.samples_used == self.estimator.samples_used:
             return self._last
         try:
             est = self.estimator.estimate()
