@@ -333,3 +333,22 @@ def test_physics_rate_is_a_common_multiple_of_the_sample_rates() -> None:
     assert run.joint_t.shape == (50,) and run.wrench_t.shape == (20,)
     with pytest.raises(ValueError, match="divide"):
         simulate("panda", "hammer", "paper004", duration=0.2, rate_hz=300.0, physics_rate_hz=1000.0)
+
+
+def test_workshop_tools_are_what_they_say():
+    """Issue 14's tool family: 2-4 parts each, 5 g to 1.1 kg, 8-35 cm, every part a solid of positive mass that
+    no other overlaps (so the truth is the parts' sum), and a bounding box that holds the whole tool."""
+    from payload_estimator.core.shapes import sample_points
+    from payload_estimator.sim.workshop import WORKSHOP_TOOLS, bounding_box
+
+    assert len(WORKSHOP_TOOLS) >= 15
+    masses = [t.mass for t in WORKSHOP_TOOLS]
+    assert min(masses) < 0.01 and 0.9 < max(masses) < 1.2
+    for tool in WORKSHOP_TOOLS:
+        assert 2 <= len(tool.parts) <= 4 and all(p.mass > 0 for p in tool.parts)
+        assert 0.08 <= max(tool.bbox_lengths) <= 0.35 and tool.params.is_physically_consistent()
+        points = sample_points(tool.envelope)
+        inside = [sum(bool(p.shape.contains(points)[i]) for p in tool.parts) for i in range(len(points))]
+        assert max(inside) == 1, f"{tool.name}: parts overlap"
+        box = bounding_box(tool)
+        assert np.all(box.contains(points))

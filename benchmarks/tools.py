@@ -1,0 +1,82 @@
+"""Every estimator on workshop tools moved the way a person shows an object (issue 14's setting).
+
+Eighteen tools of 2-4 parts of different densities (steel heads on wooden or plastic handles,
+thin blades, a 6 g allen key to a 1.1 kg club hammer, 8-35 cm; ``payload_estimator.sim.workshop``)
+are held at the handle on paper 004's wrist, which turns slowly (mean |ω| 0.6 rad/s) for 10 s at
+100 Hz. Wrench and sensor-frame motion come from pinocchio's RNEA, not from our regressor; Table II
+noise is added to the wrench and to the measured linear and angular accelerations. PMD is given
+either the tool's own shape (the union of its parts) or only the box around it. Errors use paper
+004's metrics (eqs. 10-12), averaged over tools and seeds; ``light mass`` is the worst mass error
+on the tools under 20 g.
+
+Run:  python benchmarks/tools.py [--seeds 2] [--noise low moderate high]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from payload_estimator.core.estimators import make_estimator
+from payload_estimator.core.metrics import paper_errors
+from payload_estimator.core.shapes import sample_points
+from payload_estimator.sim.noise import get_noise
+from payload_estimator.sim.workshop import WORKSHOP_TOOLS, bounding_box
+from payload_estimator.sim.wrist import WristTrajectory, simulate_wrist
+
+METHODS: dict[str, tuple[str, dict, str]] = {  # label -> (estimator, options, points: "" / "shape" / "box")
+    "OLS": ("ols", {}, ""),
+    "WLS": ("wls", {}, ""),
+    "RLS": ("rls", {"forgetting": 1.0}, ""),
+    "RTLS": ("rtls", {}, ""),
+    "PMD, shape": ("pmd", {}, "shape"),
+    "PMD, box only": ("pmd", {}, "box"),
+}
+LIGHT_KG = 0.02
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--noise", nargs="+", default=["low", "moderate", "high"])
+    ap.add_argument("--speed", type=float, default=0.6, help="mean angular speed, rad/s")
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    rows: dict[tuple[str, str], list[tuple[float, float, float, bool, float]]] = {}
+    for noise in args.noise:
+        level = get_noise(noise)
+        for k, tool in enumerate(WORKSHOP_TOOLS):
+            points = {"shape": sample_points(tool.envelope), "box": sample_points(bounding_box(tool)), "": None}
+            for seed in range(args.seeds):
+                samples, _ = simulate_wrist(tool.params, WristTrajectory(mean_ang_vel=args.speed), duration=10.0,
+                                            rate_hz=100.0, noise=level, rng=np.random.default_rng(100 * k + seed))
+                for label, (method, options, which) in METHODS.items():
+                    est = make_estimator(method, points[which], **options)
+                    est.update(samples)
+                    e = est.estimate()
+                    err = paper_errors(e.params, tool.params, tool.bbox_lengths)
+                    rows.setdefault((noise, label), []).append(
+                        (err.mass, err.com, err.inertia, e.physically_consistent, tool.mass))
+    print(f"\nWorkshop tools: {len(WORKSHOP_TOOLS)} tools ({1e3 * min(t.mass for t in WORKSHOP_TOOLS):.0f} g to "
+          f"{max(t.mass for t in WORKSHOP_TOOLS):.2f} kg), mean |ω| {args.speed:g} rad/s, 10 s at 100 Hz, "
+          f"{args.seeds} seed(s); errors in % (paper 004 eqs. 10-12), mean over tools and seeds.\n")
+    print("| noise | method | mass % | COM % | inertia % | consistent % | light mass % (worst, < 20 g) |")
+    print("|---|---|---|---|---|---|---|")
+
+    def cell(v: float) -> str:
+        return ">500" if v > 500 else f"{v:.2f}" if v < 100 else f"{v:.0f}"
+
+    for (noise, label), r in rows.items():
+        a = np.array([x[:3] for x in r])
+        light = [x[0] for x in r if x[4] < LIGHT_KG]
+        print(f"| {noise} | {label} | {cell(a[:, 0].mean())} | {cell(a[:, 1].mean())} | {cell(a[:, 2].mean())} | "
+              f"{100 * np.mean([x[3] for x in r]):.0f} | {cell(max(light)) if light else '-'} |")
+    print("\nPublished anchor on such tools (Nadeau et al., ICRA 2023, HPS): mass / COM / inertia 0.51 / 0.3 / 10.8 % "
+          "at moderate noise, 2.8 / 1.2 / 13.7 % at high noise.")
+    print(f"\n({time.perf_counter() - t0:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
