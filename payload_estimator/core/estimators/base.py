@@ -31,6 +31,7 @@ __all__ = [
     "AUTO",
     "solve_psd",
     "pinv_psd",
+    "scaled_eigh",
     "scaled_condition_number",
     "channel_variances",
     "inertia_identifiable",
@@ -262,11 +263,7 @@ def compensate_regressor_noise(A: np.ndarray, noise: np.ndarray, floor: float = 
     ``floor`` of ``A`` in every direction, so a noise level read too high can never make it
     indefinite. Directions ``A`` does not see stay empty.
     """
-    d = np.sqrt(np.clip(np.diag(A), 0.0, None))
-    d[d == 0.0] = 1.0
-    As = A / np.outer(d, d)
-    lam, V = np.linalg.eigh(0.5 * (As + As.T))
-    keep = lam > 1e-10 * max(lam[-1], 0.0) if lam[-1] > 0 else np.zeros_like(lam, bool)
+    d, lam, V, keep = scaled_eigh(A)
     if not keep.any():
         return A
     W = V[:, keep] / np.sqrt(lam[keep])  # A^-1/2 on its range
@@ -338,28 +335,32 @@ class InsufficientData(ValueError):
     """Raised by ``estimate()`` before any usable sample has arrived."""
 
 
-def solve_psd(A: np.ndarray, c: np.ndarray, rcond: float = 1e-10) -> tuple[np.ndarray, int]:
-    """Minimum-norm solution of ``A x = c`` for a symmetric PSD ``A``, with its rank.
+def scaled_eigh(A: np.ndarray, rcond: float = 1e-10) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Eigendecomposition of a symmetric PSD ``A`` after Jacobi scaling: ``(d, lam, V, seen)``.
 
-    Columns are equilibrated first (Jacobi scaling) so that ``rcond`` is relative
+    ``A = D (V diag(lam) V^T) D`` with ``D = diag(d)`` (``d`` the square roots of the diagonal,
+    1 where it is 0), eigenvalues ascending; ``seen`` marks those above ``rcond`` times the
+    largest (none when that is not positive): equilibrated first, so that ``rcond`` is relative
     to a well-scaled matrix.
     """
     d = np.sqrt(np.clip(np.diag(A), 0.0, None))
     d[d == 0.0] = 1.0
     As = A / np.outer(d, d)
     lam, V = np.linalg.eigh(0.5 * (As + As.T))
-    keep = lam > rcond * max(lam[-1], 0.0) if lam[-1] > 0 else np.zeros_like(lam, bool)
+    seen = lam > rcond * max(lam[-1], 0.0) if lam[-1] > 0 else np.zeros_like(lam, bool)
+    return d, lam, V, seen
+
+
+def solve_psd(A: np.ndarray, c: np.ndarray, rcond: float = 1e-10) -> tuple[np.ndarray, int]:
+    """Minimum-norm solution of ``A x = c`` for a symmetric PSD ``A``, with its rank (:func:`scaled_eigh`)."""
+    d, lam, V, keep = scaled_eigh(A, rcond)
     xs = V[:, keep] @ ((V[:, keep].T @ (c / d)) / lam[keep])
     return xs / d, int(keep.sum())
 
 
 def pinv_psd(A: np.ndarray, rcond: float = 1e-10) -> np.ndarray:
     """Pseudo-inverse of a symmetric PSD matrix (Jacobi-scaled, eigenvalue cutoff ``rcond``)."""
-    d = np.sqrt(np.clip(np.diag(A), 0.0, None))
-    d[d == 0.0] = 1.0
-    As = A / np.outer(d, d)
-    lam, V = np.linalg.eigh(0.5 * (As + As.T))
-    keep = lam > rcond * max(lam[-1], 0.0) if lam[-1] > 0 else np.zeros_like(lam, bool)
+    d, lam, V, keep = scaled_eigh(A, rcond)
     inv = (V[:, keep] / lam[keep]) @ V[:, keep].T
     return inv / np.outer(d, d)
 
@@ -399,15 +400,19 @@ def _data_covariance(information: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     if H.shape[0] > N_PARAMS:
         Hpp, Hpb, Hbb = H[:N_PARAMS, :N_PARAMS], H[:N_PARAMS, N_PARAMS:], H[N_PARAMS:, N_PARAMS:]
         H = Hpp - Hpb @ pinv_psd(Hbb) @ Hpb.T
-    d = np.sqrt(np.clip(np.diag(H), 0.0, None))
-    d[d == 0.0] = 1.0
-    lam, V = np.linalg.eigh(0.5 * (H + H.T) / np.outer(d, d))
-    seen = lam > 1e-10 * max(lam[-1], 0.0) if lam[-1] > 0 else np.zeros_like(lam, bool)
+    d, lam, V, seen = scaled_eigh(H)
     cov = (V[:, seen] / lam[seen]) @ V[:, seen].T / np.outer(d, d)
     return cov, V[:, ~seen], d
 
 
-def identify(information: np.ndarray, params: InertialParameters, has_prior: bool) -> Identification:
+DataCovariance = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""What :func:`_data_covariance` returns; an estimate computes it once for :func:`identify` and
+:func:`model_fit`."""
+
+
+def identify(
+    information: np.ndarray, params: InertialParameters, has_prior: bool, data: DataCovariance | None = None
+) -> Identification:
     """Which quantities the data determine (:class:`~payload_estimator.core.estimate.Identification`).
 
     From the data's information alone (never the prior's): a quantity ``q(phi)`` is
@@ -421,7 +426,7 @@ def identify(information: np.ndarray, params: InertialParameters, has_prior: boo
     otherwise = FROM_PRIOR if has_prior else NOT_IDENTIFIED
     if not np.all(np.isfinite(information)) or not np.isfinite(params.mass) or params.mass <= 0.0:
         return Identification(otherwise, (otherwise, otherwise, otherwise), otherwise)
-    cov, null, d = _data_covariance(information)
+    cov, null, d = _data_covariance(information) if data is None else data
 
     def std(grad: np.ndarray) -> float:
         scaled = grad / d  # the gradient in the Jacobi-scaled coordinates of the eigenvectors
@@ -449,6 +454,7 @@ def model_fit(
     channel_weights: np.ndarray | None,
     information: np.ndarray,
     normal: tuple[np.ndarray, np.ndarray] | None = None,
+    data: DataCovariance | None = None,
 ) -> ModelFit:
     """Test whether the model explains the data (:class:`~payload_estimator.core.estimate.ModelFit`).
 
@@ -482,7 +488,7 @@ def model_fit(
         x_ls, _ = solve_psd(A, c)
         # mass and first moment: what every sufficiently varied motion determines well, and
         # where a misplaced shape shows first (all ten would dilute it with poorly seen inertia)
-        cov, _, _ = _data_covariance(information)
+        cov, _, _ = _data_covariance(information) if data is None else data
         block = cov[:4, :4]
         diff = (theta - x_ls)[:4]
         excess = float(diff @ pinv_psd(block) @ diff) / 4.0
@@ -633,6 +639,7 @@ class Estimator(abc.ABC):
         sol = self._solve()
         params = InertialParameters(sol.theta[:N_PARAMS])
         stats, weights, normal = self._fit_inputs()
+        data = _data_covariance(sol.information) if np.all(np.isfinite(sol.information)) else None
         return Estimate(
             method=self.name,
             params=params,
@@ -644,8 +651,8 @@ class Estimator(abc.ABC):
             inertia_identifiable=inertia_identifiable(sol.information, params),
             dynamism=self.mean_dynamism,
             extras=dict(sol.extras),
-            identification=identify(sol.information, params, self.has_prior),
-            model_fit=model_fit(stats, sol.theta, self.with_bias, weights, sol.information, normal),
+            identification=identify(sol.information, params, self.has_prior, data),
+            model_fit=model_fit(stats, sol.theta, self.with_bias, weights, sol.information, normal, data),
         )
 
     def _fit_inputs(

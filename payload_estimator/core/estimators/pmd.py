@@ -52,6 +52,7 @@ from payload_estimator.core.estimators.base import (
     correlation_factors,
     pinv_psd,
     sandwich,
+    scaled_eigh,
     solve_psd,
 )
 from payload_estimator.core.estimators.qp import LiftedPointMassQP
@@ -99,19 +100,16 @@ real, non-uniform object needs: a steel head on a wooden handle is ~5x the mean 
 handle ~0.3x; see :meth:`PointMassDiscretization._posterior_covariance`)."""
 
 
-def point_mass_matrix(points: np.ndarray, cell_size: float = 0.0) -> np.ndarray:
-    """``P`` (10 x n): column ``i`` is ``phi`` of a unit mass at ``points[i]``.
+def point_mass_matrix(points: np.ndarray) -> np.ndarray:
+    """``P`` (10 x n): column ``i`` is ``phi`` of a unit point mass at ``points[i]``.
 
-    ``phi = [1, p, vech(|p|² I - p p^T)]`` (paper 004 eq. (5) with ``k`` = 0, 1, 2) for a
-    point; with ``cell_size`` ``h`` > 0, of a uniform cube of side ``h`` centred there (its
-    own inertia ``h²/6`` per unit mass on each axis added).
+    ``phi = [1, p, vech(|p|² I - p p^T)]`` (paper 004 eq. (5) with ``k`` = 0, 1, 2).
     """
     p = np.asarray(points, dtype=float)
     x, y, z = p[:, 0], p[:, 1], p[:, 2]
     r2 = x * x + y * y + z * z
-    own = float(cell_size) ** 2 / 6.0
     return np.stack(
-        [np.ones_like(x), x, y, z, r2 - x * x + own, -x * y, -x * z, r2 - y * y + own, -y * z, r2 - z * z + own]
+        [np.ones_like(x), x, y, z, r2 - x * x, -x * y, -x * z, r2 - y * y, -y * z, r2 - z * z]
     )
 
 
@@ -375,10 +373,7 @@ class PointMassDiscretization(Estimator):
         ``b = C^1/2 sign(z) sqrt(max(z² - 1, 0))`` (positive part, direction by direction).
         """
         x_ls, _ = solve_psd(H, h)
-        d = np.sqrt(np.clip(np.diag(information), 0.0, None))
-        d[d == 0.0] = 1.0
-        lam, V = np.linalg.eigh(0.5 * (information + information.T) / np.outer(d, d))
-        seen = lam > 1e-10 * max(lam[-1], 0.0) if lam[-1] > 0 else np.zeros_like(lam, bool)
+        d, lam, V, seen = scaled_eigh(information)
         V, lam = V[:, seen], lam[seen]
         z = (V.T @ ((theta - x_ls) * d)) * np.sqrt(lam)  # C = (D V lam V^T D)^-1 -> C^-1/2 = sqrt(lam) V^T D
         excess = np.where(np.abs(z) > 3.0, np.sign(z) * np.sqrt(np.clip(z * z - 1.0, 0.0, None)), 0.0)

@@ -41,6 +41,7 @@ from payload_estimator.core.estimators.base import (
     compensate_regressor_noise,
     pinv_psd,
     sandwich,
+    scaled_eigh,
 )
 from payload_estimator.core.regressor import N_BIAS, N_PARAMS, features_regressor, samples_features
 from payload_estimator.core.samples import SensorSamples
@@ -167,10 +168,8 @@ class RecursiveTotalLeastSquares(Estimator):
             v = V[:, 0] * d
         else:
             # Smallest eigenvalue of M v = lam C v: the largest of C v = mu M v (C may be singular).
-            d = np.sqrt(np.clip(np.diag(Mnn), 0.0, None))
-            d[d == 0.0] = 1.0
-            Ms, Cs = Mnn / np.outer(d, d), C / np.outer(d, d)
-            w, U = np.linalg.eigh(0.5 * (Ms + Ms.T))
+            d, w, U, _ = scaled_eigh(Mnn)
+            Cs = C / np.outer(d, d)
             if w[0] <= 1e-13 * max(w[-1], 0.0):  # the data are consistent: an exact solution, lambda = 0
                 v = U[:, 0] / d
             else:
