@@ -453,7 +453,7 @@ def model_fit(
     with_bias: bool,
     channel_weights: np.ndarray | None,
     information: np.ndarray,
-    normal: tuple[np.ndarray, np.ndarray] | None = None,
+    unconstrained: np.ndarray | None = None,
     data: DataCovariance | None = None,
 ) -> ModelFit:
     """Test whether the model explains the data (:class:`~payload_estimator.core.estimate.ModelFit`).
@@ -464,8 +464,9 @@ def model_fit(
       (:meth:`RegressorStatistics.correlation_factors`), median over the channels, is about
       1 for noise and grows with the block length for model error; poor above
       :data:`PERSISTENCE_LIMIT`.
-    * Excess (``normal = (A, c)`` given: estimators whose constraints or prior can keep them
-      from the least-squares fit, PMD): ``(theta - x_ls)^T I (theta - x_ls)`` per unknown the
+    * Excess (``unconstrained``, the least-squares fit ``x_ls`` of the same data term, given:
+      estimators whose constraints or prior can keep them from it, PMD):
+      ``(theta - x_ls)^T I (theta - x_ls)`` per unknown the
       data see, with ``I`` the data's information; about 1 when the constraints hold the
       truth (a shape that contains the payload), poor above :data:`EXCESS_LIMIT`.
 
@@ -483,9 +484,8 @@ def model_fit(
     share = max(float(np.sqrt(rss[:3].sum() / max(signal[:3].sum(), 1e-300))),
                 float(np.sqrt(rss[3:].sum() / max(signal[3:].sum(), 1e-300))))
     excess = float("nan")
-    if normal is not None:
-        A, c = normal
-        x_ls, _ = solve_psd(A, c)
+    if unconstrained is not None:
+        x_ls = unconstrained
         # mass and first moment: what every sufficiently varied motion determines well, and
         # where a misplaced shape shows first (all ten would dilute it with poorly seen inertia)
         cov, _, _ = _data_covariance(information) if data is None else data
@@ -638,7 +638,7 @@ class Estimator(abc.ABC):
             )
         sol = self._solve()
         params = InertialParameters(sol.theta[:N_PARAMS])
-        stats, weights, normal = self._fit_inputs()
+        stats, weights, unconstrained = self._fit_inputs()
         data = _data_covariance(sol.information) if np.all(np.isfinite(sol.information)) else None
         return Estimate(
             method=self.name,
@@ -652,14 +652,14 @@ class Estimator(abc.ABC):
             dynamism=self.mean_dynamism,
             extras=dict(sol.extras),
             identification=identify(sol.information, params, self.has_prior, data),
-            model_fit=model_fit(stats, sol.theta, self.with_bias, weights, sol.information, normal, data),
+            model_fit=model_fit(stats, sol.theta, self.with_bias, weights, sol.information, unconstrained, data),
         )
 
     def _fit_inputs(
         self,
-    ) -> tuple[RegressorStatistics | None, np.ndarray | None, tuple[np.ndarray, np.ndarray] | None]:
+    ) -> tuple[RegressorStatistics | None, np.ndarray | None, np.ndarray | None]:
         """What :func:`model_fit` needs: the statistics, their channel weights, and the
-        normal equations ``(A, c)`` of the unconstrained fit when the estimator has a prior
+        unconstrained least-squares fit of the same data term when the estimator has a prior
         or constraints (else None). Default: no test."""
         return None, None, None
 

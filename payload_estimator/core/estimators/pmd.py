@@ -198,7 +198,10 @@ class PointMassDiscretization(Estimator):
         self.masses: np.ndarray = np.zeros(len(points))
         self.last_solve_status: str = "not solved"
         self.last_solve_iterations = 0
-        self._fit: tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None = None
+        self._fit: tuple[np.ndarray, np.ndarray] | None = None
+        """The last solve's channel weights and unconstrained least-squares fit (for the model fit)."""
+        self._x_ls = np.zeros(N_PARAMS + (N_BIAS if self.with_bias else 0))
+        """Least squares on the last data term :meth:`_mass_scale` saw."""
         self._terms: list[tuple[RegressorStatistics, np.ndarray, np.ndarray]] = []
         self._combined: RegressorStatistics | None = None
 
@@ -249,6 +252,7 @@ class PointMassDiscretization(Estimator):
         rough = self._force_norm_sum / g
         rough = rough if rough > 1e-6 else 1.0
         x, _ = solve_psd(H, h)
+        self._x_ls = x
         if np.isfinite(x[0]) and rough / 3.0 < x[0] < 3.0 * rough:
             return float(x[0])
         return rough
@@ -309,10 +313,10 @@ class PointMassDiscretization(Estimator):
         (stats_r, A_r, _), (stats_f, A_f, _) = self._terms
         information = (sandwich(stats_r, theta, self.with_bias, weights, A_r)[1]
                        + sandwich(stats_f, theta, self.with_bias, weights, A_f)[1])
-        self._fit = (weights, (H, h))
+        self._fit = (weights, self._x_ls)
         covariance = self._posterior_covariance(information, u, m_bar)
         if covariance is not None:
-            covariance = covariance + self._prior_bias(theta, information, H, h)
+            covariance = covariance + self._prior_bias(theta, information, self._x_ls)
             # A drifting offset shifts mass and first moment as it would shift least squares (the data
             # hold them); the inertia, which the prior holds where the data do not, it shifts less.
             combined = self._combined_stats()
@@ -332,7 +336,7 @@ class PointMassDiscretization(Estimator):
 
     def _fit_inputs(
         self,
-    ) -> tuple[RegressorStatistics | None, np.ndarray | None, tuple[np.ndarray, np.ndarray] | None]:
+    ) -> tuple[RegressorStatistics | None, np.ndarray | None, np.ndarray | None]:
         if self._fit is None:
             return None, None, None
         return self._combined_stats(), self._fit[0], self._fit[1]
@@ -363,7 +367,7 @@ class PointMassDiscretization(Estimator):
         p = self.points - self.points.mean(axis=0)
         return float(m_bar * 2.0 * np.sum(p * p) / 3.0)
 
-    def _prior_bias(self, theta: np.ndarray, information: np.ndarray, H: np.ndarray, h: np.ndarray) -> np.ndarray:
+    def _prior_bias(self, theta: np.ndarray, information: np.ndarray, x_ls: np.ndarray) -> np.ndarray:
         """(10, 10) ``b b^T``: the pull of the prior on the estimate, as far as the data see it.
 
         The estimate is the QP's, whose point prior is narrower than the covariance's; where
@@ -372,7 +376,6 @@ class PointMassDiscretization(Estimator):
         the noise of ``x_ls`` accounts for ``z_i² = 1`` on average; what exceeds it is bias:
         ``b = C^1/2 sign(z) sqrt(max(z² - 1, 0))`` (positive part, direction by direction).
         """
-        x_ls, _ = solve_psd(H, h)
         d, lam, V, seen = scaled_eigh(information)
         V, lam = V[:, seen], lam[seen]
         z = (V.T @ ((theta - x_ls) * d)) * np.sqrt(lam)  # C = (D V lam V^T D)^-1 -> C^-1/2 = sqrt(lam) V^T D
