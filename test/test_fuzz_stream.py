@@ -738,7 +738,7 @@ def point_set(name: str) -> np.ndarray:
 def estimator_programs(draw) -> tuple[str, bool, str, list]:
     method = draw(st.sampled_from(sorted(ESTIMATORS)))
     bias = draw(st.booleans())
-    points = draw(st.sampled_from(POINT_SETS)) if method == "pmd" else ""
+    points = draw(st.sampled_from(POINT_SETS)) if ESTIMATORS[method].needs_points else ""
     steps = draw(st.lists(st.one_of(sample_batches(), st.sampled_from(["estimate", "reset"])), min_size=1,
                           max_size=8))
     return method, bias, points, steps

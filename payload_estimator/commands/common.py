@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from payload_estimator.commands import CommandError
 from payload_estimator.core.estimators import C1_DEFAULT, ESTIMATORS, Estimator
-from payload_estimator.core.shapes import Shape, sample_points
+from payload_estimator.core.shapes import Shape, sample_parts
 from payload_estimator.robots import get_robot
 
 if TYPE_CHECKING:
@@ -241,7 +241,7 @@ def build_estimator(
             raise ValueError(f"{method} needs the payload's shape")
         sampling: dict[str, Any] = {k: v for k, v in (("density", density), ("max_points", max_points))
                                     if v is not None}
-        points = sample_points(shape, **sampling)
+        points = sample_parts(shape, **sampling)
     return cls.create(points, bias=bias, **options)
 
 

@@ -15,10 +15,11 @@ from payload_estimator.core.estimators import C1_DEFAULT, ESTIMATORS, Insufficie
 from payload_estimator.core.shapes import (
     DEFAULT_DENSITY,
     DEFAULT_MAX_POINTS,
+    SampledShape,
     ShapeError,
     load_points,
     parse_shape_spec,
-    sample_points,
+    sample_parts,
 )
 from payload_estimator.io.samples_file import COLUMNS, SamplesFileError, read_samples
 from payload_estimator.outputs.handover import check_handover
@@ -80,7 +81,7 @@ def _one_line(exc: BaseException) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def points_from_args(args: argparse.Namespace) -> np.ndarray | None:
+def points_from_args(args: argparse.Namespace) -> np.ndarray | SampledShape | None:
     """Point-mass positions from ``--shape`` or ``--points`` (None when neither is given)."""
     try:
         if args.points:
@@ -91,7 +92,7 @@ def points_from_args(args: argparse.Namespace) -> np.ndarray | None:
                 pts = downsample_evenly(pts, args.max_points)
             return pts
         if args.shape:
-            return sample_points(
+            return sample_parts(
                 parse_shape_spec(args.shape), density=args.density * 1e6, max_points=args.max_points
             )
     except ShapeError as exc:

@@ -15,7 +15,7 @@ import abc
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -33,6 +33,9 @@ __all__ = [
     "Sphere",
     "Mesh",
     "Union",
+    "part_labels",
+    "sample_parts",
+    "SampledShape",
     "DEFAULT_DENSITY",
     "DEFAULT_MAX_POINTS",
     "sample_points",
@@ -367,6 +370,69 @@ def sample_points(
     if len(points) > max_points:
         points = downsample_evenly(points, max_points)
     return points
+
+
+def part_labels(shape: Shape, points_in_sensor: np.ndarray) -> np.ndarray:
+    """(n,) index of the part of ``shape`` each point lies in (the first that holds it; a point
+    in none, e.g. on a boundary, goes to the nearest part centre). Zeros for a single shape."""
+    pts = np.asarray(points_in_sensor, dtype=float)
+    if not isinstance(shape, Union) or len(shape.parts) < 2:
+        return np.zeros(len(pts), dtype=int)
+    labels = np.full(len(pts), -1)
+    for k, part in enumerate(shape.parts):
+        labels[(labels < 0) & part.contains(pts)] = k
+    if np.any(labels < 0):
+        centres = np.array([0.5 * (lo + hi) for lo, hi in (part.bounds() for part in shape.parts)])
+        lost = labels < 0
+        labels[lost] = np.argmin(np.linalg.norm(pts[lost, None, :] - centres[None], axis=2), axis=1)
+    return labels
+
+
+_MIN_PART_POINTS = 8
+"""Points a part of a union gets at least (a 2 x 2 x 2 grid: its centroid and principal axes)."""
+
+
+class SampledShape(NamedTuple):
+    """Point masses filling a shape, with the part and the volume each stands for."""
+
+    points_in_sensor: np.ndarray
+    """(n, 3) positions, m."""
+    part: np.ndarray
+    """(n,) index of the part each point lies in (zeros for a single shape)."""
+    volume: np.ndarray
+    """(n,) volume each point stands for, m³ (its part's volume shared among its points)."""
+
+
+def sample_parts(
+    shape: Shape,
+    density: float = DEFAULT_DENSITY,
+    max_points: int = DEFAULT_MAX_POINTS,
+    min_points: int = MIN_POINTS,
+) -> SampledShape:
+    """Point masses filling ``shape``, each with its part (:func:`part_labels`) and volume.
+
+    A single shape is :func:`sample_points`. Each part of a union is a density group of PMD (one
+    unknown density) and is sampled on its own grid, centred in the part, so that its points at
+    equal masses have the part's own centroid and nearly its inertia, however thin the part is
+    (a 1 mm ruler blade, a 3 mm shaft): labelling one grid laid over the whole union would leave
+    thin parts without points and shift every part's centroid by up to half a cell. Each part
+    gets its share of ``max_points`` by volume, at least eight points.
+    """
+    parts = shape.parts if isinstance(shape, Union) else (shape,)
+    if len(parts) == 1:
+        points = sample_points(shape, density, max_points, min_points)
+        return SampledShape(points, np.zeros(len(points), dtype=int), np.full(len(points), shape.volume / len(points)))
+    volumes = np.array([p.volume for p in parts])
+    share = volumes / volumes.sum()
+    chunks, labels, cells = [], [], []
+    for k, part in enumerate(parts):
+        most = max(int(max_points * share[k]), _MIN_PART_POINTS)
+        least = min(max(int(np.ceil(min_points * share[k])), _MIN_PART_POINTS), most)
+        pts = sample_points(part, density, most, least)
+        chunks.append(pts)
+        labels.append(np.full(len(pts), k))
+        cells.append(np.full(len(pts), part.volume / len(pts)))
+    return SampledShape(np.concatenate(chunks), np.concatenate(labels), np.concatenate(cells))
 
 
 def downsample_evenly(points: np.ndarray, max_points: int) -> np.ndarray:

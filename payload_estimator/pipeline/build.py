@@ -18,7 +18,7 @@ from scipy.spatial.transform import Rotation
 
 from payload_estimator.core.convergence import ConvergenceCriteria
 from payload_estimator.core.estimators import ESTIMATORS, Estimator
-from payload_estimator.core.shapes import parse_shape_spec, sample_points
+from payload_estimator.core.shapes import parse_shape_spec, sample_parts
 from payload_estimator.pipeline.health import InputHealth
 from payload_estimator.pipeline.stream import EstimationStream, StreamConfig
 from payload_estimator.pipeline.wrench import SaturationCheck, WrenchConvention
@@ -86,8 +86,8 @@ def build_estimator(settings: Settings) -> Estimator:
     cls = ESTIMATORS[settings.estimator]
     points = None
     if cls.needs_points:
-        points = sample_points(parse_shape_spec(settings.payload_shape),
-                               density=settings.point_density * 1e6, max_points=settings.max_points)
+        points = sample_parts(parse_shape_spec(settings.payload_shape),
+                              density=settings.point_density * 1e6, max_points=settings.max_points)
     return cls.create(points, bias=settings.estimate_bias, **cls.options_from(settings.to_dict()))
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from payload_estimator.core.estimators.base import AUTO, Estimator, InsufficientData, Solution
+from payload_estimator.core.estimators.division import PrimitiveDivision
 from payload_estimator.core.estimators.least_squares import (
     OrdinaryLeastSquares,
     WeightedLeastSquares,
@@ -35,6 +36,7 @@ __all__ = [
     "METHODS",
     "OrdinaryLeastSquares",
     "PointMassDiscretization",
+    "PrimitiveDivision",
     "RecursiveLeastSquares",
     "RecursiveTotalLeastSquares",
     "Solution",
@@ -48,6 +50,7 @@ _CLASSES: tuple[type[Estimator], ...] = (
     RecursiveLeastSquares,
     RecursiveTotalLeastSquares,
     PointMassDiscretization,
+    PrimitiveDivision,
 )
 ESTIMATORS: Mapping[str, type[Estimator]] = MappingProxyType({cls.name: cls for cls in _CLASSES})
 """Name -> estimator class."""

@@ -20,6 +20,7 @@ from payload_estimator.core.estimate import (
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.regressor import N_PARAMS, regressor_noise_gram
 from payload_estimator.core.samples import SensorSamples
+from payload_estimator.core.shapes import SampledShape
 from payload_estimator.core.signal_noise import SignalNoise
 from payload_estimator.core.statistics import WRENCH_COLUMN, RegressorStatistics
 
@@ -318,6 +319,10 @@ def sandwich(
     S = stats.score_covariance(x, with_bias, channel_weights, tau)
     if stats.n_blocks(1) >= _MIN_FIT_BLOCKS:
         S = S + analysis.slow_score
+    # Residuals at the variance floor at least, channel by channel: data that fit exactly (a
+    # frozen, repeated message) must give a large but finite information, not an overflow.
+    w = np.asarray(channel_weights, dtype=float)
+    S = S + _VARIANCE_FLOOR * np.tensordot(w * w, stats.channel_gram(with_bias), axes=1)
     A_inv = pinv_psd(A)
     cov = A_inv @ S @ A_inv + stats.drift_covariance(x, with_bias, channel_weights, A, tau)
     information = A @ pinv_psd(S) @ A
@@ -575,14 +580,20 @@ class Estimator(abc.ABC):
         return {option: values[name] for option, name in cls.settings_options.items()}
 
     @classmethod
-    def create(cls, points_in_sensor: np.ndarray | None = None, *, bias: bool = False, **options: Any) -> Estimator:
-        """An instance with ``options``; ``points_in_sensor`` (n, 3) is required by (and only
-        passed to) estimators with :attr:`needs_points`."""
+    def create(
+        cls, points_in_sensor: np.ndarray | SampledShape | None = None, *, bias: bool = False, **options: Any
+    ) -> Estimator:
+        """An instance with ``options``; ``points_in_sensor`` (n, 3), or a shape's
+        :class:`~payload_estimator.core.shapes.SampledShape` (whose parts become density groups),
+        is required by (and only passed to) estimators with :attr:`needs_points`."""
         make: Any = cls  # subclasses add the points argument and their own options
         if not cls.needs_points:
             return make(bias=bias, **options)
         if points_in_sensor is None:
             raise ValueError(f"{cls.name} needs point-mass positions (a shape or a points file)")
+        if isinstance(points_in_sensor, SampledShape):
+            options = {"part_labels": points_in_sensor.part, "point_volumes": points_in_sensor.volume, **options}
+            points_in_sensor = points_in_sensor.points_in_sensor
         return make(points_in_sensor, bias=bias, **options)
 
     def __init__(self, *, bias: bool = False, kinematic_noise: Any = None) -> None:

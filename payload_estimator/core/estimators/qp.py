@@ -2,23 +2,34 @@
 
 Problem (see :mod:`payload_estimator.core.estimators.pmd`)::
 
-    min_{u >= 0, beta}  theta^T H theta - 2 h^T theta + lambda |u - 1|²,
+    min_{u >= 0, beta}  theta^T H theta - 2 h^T theta
+                        + lambda sum_i (u_i - v_g(i))² + mu sum_g n_g (v_g - w)²,
     theta = [T_u u; beta],  T_u = m_bar P  (10 x n)
 
+The points fall into density groups ``g`` (the parts of the shape, or the primitives of
+the division) of ``n_g`` points each; ``v_g`` (free) is the group's level and ``w`` (free) the
+common one, so minimising over them makes the regulariser ``lambda`` times each group's
+spread about its own mean plus ``mu`` times the spread of the groups' means about theirs:
+uniform density within a part, a weak preference (``mu`` << ``lambda``) for equal density
+across parts, and no pull at all on the total mass, which the data alone determine.
 ``H`` (p x p, p = 10 or 16) is PSD of rank <= p, so with ``H = L L^T`` and
 ``z = L^T theta`` the problem becomes
 
-    min  |z|² + lambda |u|² - 2 (T^T h + lambda 1_u)^T x
+    min  |z|² + lambda sum_i (u_i - v_g(i))² + mu sum_g n_g (v_g - w)² - 2 (T^T h)^T x
     s.t. L^T T x - z = 0,   u >= 0,     x = [u; beta]
 
-whose constraint matrix has ``(p + 1) n + p (nb + 1)`` non-zeros and a fixed
-sparsity pattern: OSQP factors its KKT system once symbolically and, on each
-new solve, only refactors numerically, in time linear in ``n``. Two ways to
-solve it:
+whose matrices have ``O(p n)`` non-zeros and a fixed sparsity pattern: OSQP factors its KKT
+system once symbolically and, on each new solve, only refactors numerically, in time linear
+in ``n``. Two ways to solve it:
 
 * ``solver="osqp"`` (default): a persistent OSQP workspace, updated in place
   (``update(q, Px, Ax)``) and warm-started with the previous primal and dual
-  solution. This is what makes a re-solve cost about a millisecond.
+  solution. This is what makes a re-solve cost about a millisecond. OSQP's answer is
+  then *refined*: on the support it found (the points with mass), the problem is an
+  equality-constrained least squares that one dense solve answers exactly, accepted when
+  it stays non-negative and lowers the objective (see :meth:`LiftedPointMassQP._refine`).
+  First-order solvers stop at a tolerance that, for PMD, sits in the weakly determined
+  inertia directions; the refinement removes that floor.
 * any other name (``"osqp-qpsolvers"``, ``"clarabel"``, ``"proxqp"``,
   ``"highs"``...): the same matrices through ``qpsolvers.solve_problem``,
   warm-started with the previous primal solution. qpsolvers builds a new
@@ -36,21 +47,36 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
+from payload_estimator.core.estimators.base import scaled_eigh
+
 if TYPE_CHECKING:
     import osqp
 
 __all__ = ["LiftedPointMassQP", "QPResult"]
 
-_EPS_FREE = 1e-12  # tiny curvature on the free offsets keeps the P pattern fixed
+_EPS_FREE = 1e-8  # tiny curvature on the free variables: a fixed P pattern, and no flat direction
+_RANGE_TOL = 1e-12
+MAX_ITERATIONS = 4000
+TIME_LIMIT_S = 0.05
+"""OSQP's bounds on one solve: the worst case at control rate matters. A solve that stops at
+either keeps its last iterate (non-negative masses, so still physically consistent) and says so
+in its status; the next solve starts from it."""
+MASS_ANCHOR = 1e-2
+"""``lambda`` times this pulls the common level ``w`` towards 1 (the reference body's mass): nothing
+where the data hold the mass, but a problem whose data cannot tell the mass from the F/T offsets
+(the robot at rest with offsets unknown) stays strictly convex, at the reference mass, instead of
+drifting along a flat valley for 20,000 iterations to a mass of 10^10 kg."""
 
 
 @dataclass(frozen=True)
 class QPResult:
-    """``x = [u; beta]`` and the solver's status string."""
+    """``x = [u; beta]``, the solver's status string, and whether it converged (else ``x`` is the
+    last iterate when it was usable, or the previous solution)."""
 
     x: np.ndarray
     status: str
     iterations: int
+    converged: bool = True
 
 
 class LiftedPointMassQP:
@@ -62,6 +88,7 @@ class LiftedPointMassQP:
         solver: ``"osqp"`` for the persistent workspace, else a qpsolvers solver name
             (``"osqp-qpsolvers"`` means OSQP through qpsolvers).
         settings: solver settings (OSQP names for both OSQP paths).
+        groups: (n,) density group of each point (integers; None: one group).
     """
 
     def __init__(
@@ -70,6 +97,7 @@ class LiftedPointMassQP:
         n_bias: int = 0,
         solver: str = "osqp",
         settings: dict | None = None,
+        groups: np.ndarray | None = None,
     ) -> None:
         self.P_points = np.asarray(P_points, dtype=float)
         self.n = self.P_points.shape[1]
@@ -80,7 +108,12 @@ class LiftedPointMassQP:
             "eps_abs": 1e-7,
             "eps_rel": 1e-7,
             "polishing": True,
-            "max_iter": 20000,
+            # The problem is bounded by construction (strictly convex in every variable, the
+            # linear term in the range of the data): a "dual infeasible" certificate could only
+            # come from a direction of tiny curvature, so the test is made strict.
+            "eps_dual_inf": 1e-12,
+            "max_iter": MAX_ITERATIONS,
+            "time_limit": TIME_LIMIT_S,
             "verbose": False,
             **(settings or {}),
         }
@@ -88,12 +121,29 @@ class LiftedPointMassQP:
         self.last_solve_seconds = 0.0
         self._x: np.ndarray | None = None
         self._y: np.ndarray | None = None
+        self._m_bar = 0.0
+        self.set_groups(groups)
+
+    def set_groups(self, groups: np.ndarray | None) -> None:
+        """Assign the points to density groups (drops the workspace: the pattern changes;
+        the warm start is kept for the points and offsets)."""
+        labels = np.zeros(self.n, dtype=int) if groups is None else np.asarray(groups)
+        if labels.shape != (self.n,):
+            raise ValueError(f"groups must have one label per point ({self.n}), got shape {labels.shape}")
+        _, self.group_of = np.unique(labels, return_inverse=True)
+        self.group_of = self.group_of.reshape(-1)
+        self.n_groups = int(self.group_of.max()) + 1 if self.n else 0
+        self.group_sizes = np.bincount(self.group_of, minlength=self.n_groups).astype(float)
+        keep = None if self._x is None else self._x[: self.n + self.nb]
+        self._workspace = None
+        self._y = None
+        self._x = None if keep is None else self._warm_start(keep)
         self._A_pattern = self._constraint_pattern()
-        self._P_pattern = sp.identity(self.n + self.nb + self.p, format="csc")
+        self._P_pattern = self._objective_pattern()
 
     @property
     def n_variables(self) -> int:
-        return self.n + self.nb + self.p
+        return self.n + self.nb + self.n_groups + 1 + self.p
 
     def reset(self) -> None:
         """Drop the workspace and the warm start."""
@@ -102,7 +152,8 @@ class LiftedPointMassQP:
 
     # ------------------------------------------------------------ matrices
     def _constraint_pattern(self) -> sp.csc_matrix:
-        """CSC pattern of ``[[L^T T, -I], [I_u, 0]]`` with placeholder values."""
+        """CSC pattern of ``[[L^T T, 0, -I], [I_u, 0, 0]]`` with placeholder values
+        (columns: u, beta, the group levels v and w, z)."""
         n, nb, p = self.n, self.nb, self.p
         indices: list[np.ndarray] = []
         # u columns: p dense rows, then the row of their bound
@@ -112,12 +163,45 @@ class LiftedPointMassQP:
         if nb:
             indices.append(np.tile(np.arange(p), nb))
             counts.append(np.full(nb, p))
+        counts.append(np.zeros(self.n_groups + 1, dtype=int))  # v, w: no constraint
         indices.append(np.arange(p))  # z columns: -1 on their own row
         counts.append(np.ones(p, dtype=int))
         indptr = np.concatenate([[0], np.cumsum(np.concatenate(counts))])
         idx = np.concatenate(indices)
         data = np.ones(idx.shape[0])
-        return sp.csc_matrix((data, idx, indptr), shape=(p + n, n + nb + p))
+        return sp.csc_matrix((data, idx, indptr), shape=(p + n, self.n_variables))
+
+    def _objective_pattern(self) -> sp.csc_matrix:
+        """Upper triangle of the objective's Hessian (OSQP's ``P``), CSC, placeholder values.
+
+        Columns in order: u (diagonal), beta (diagonal), each v_g (its points' u, then its
+        diagonal), w (every v_g, then its diagonal), z (diagonal)."""
+        n, nb, G, p = self.n, self.nb, self.n_groups, self.p
+        order = np.argsort(self.group_of, kind="stable")
+        starts = np.concatenate([[0], np.cumsum(self.group_sizes.astype(int))])
+        indices = [np.arange(n + nb)]
+        counts = [np.ones(n + nb, dtype=int)]
+        for g in range(G):
+            indices.append(np.r_[order[starts[g]:starts[g + 1]], n + nb + g])
+            counts.append(np.array([starts[g + 1] - starts[g] + 1]))
+        indices.append(np.r_[n + nb + np.arange(G), n + nb + G])
+        counts.append(np.array([G + 1]))
+        indices.append(n + nb + G + 1 + np.arange(p))
+        counts.append(np.ones(p, dtype=int))
+        indptr = np.concatenate([[0], np.cumsum(np.concatenate(counts))])
+        idx = np.concatenate(indices)
+        return sp.csc_matrix((np.ones(idx.shape[0]), idx, indptr), shape=(self.n_variables, self.n_variables))
+
+    def _objective_values(self, lam: float, mu: float) -> np.ndarray:
+        """CSC data of ``P`` (see :meth:`_objective_pattern`) for the scaled weights ``lam``, ``mu``."""
+        n, nb, G, p = self.n, self.nb, self.n_groups, self.p
+        sizes = self.group_sizes
+        parts = [np.full(n, 2.0 * lam), np.full(nb, _EPS_FREE)]
+        for g in range(G):
+            parts.append(np.r_[np.full(int(sizes[g]), -2.0 * lam), 2.0 * (lam + mu) * sizes[g] + _EPS_FREE])
+        parts.append(np.r_[-2.0 * mu * sizes, 2.0 * (mu + MASS_ANCHOR * lam) * n + _EPS_FREE])
+        parts.append(np.full(p, 2.0))
+        return np.concatenate(parts)
 
     def _constraint_values(self, M: np.ndarray) -> np.ndarray:
         """CSC data of the constraint matrix for ``M = L^T T`` (p x (n + nb))."""
@@ -131,33 +215,58 @@ class LiftedPointMassQP:
         parts.append(-np.ones(p))
         return np.concatenate(parts)
 
+    def _warm_start(self, x_ub: np.ndarray) -> np.ndarray:
+        """A full primal vector from ``[u; beta]``: the group levels at their groups' means
+        (the optimum of the regulariser for these ``u``), ``z`` left at zero."""
+        u = x_ub[: self.n]
+        v = np.bincount(self.group_of, weights=u, minlength=self.n_groups) / np.maximum(self.group_sizes, 1.0)
+        w = float(np.dot(v, self.group_sizes) / max(self.n, 1))
+        return np.r_[x_ub, v, w, np.zeros(self.p)]
+
     # --------------------------------------------------------------- solve
-    def solve(self, H: np.ndarray, h: np.ndarray, m_bar: float, regularization: float) -> QPResult:
-        """Solve for the data term ``(H, h)`` in ``theta`` and the mean point mass ``m_bar`` (kg)."""
+    def solve(
+        self, H: np.ndarray, h: np.ndarray, m_bar: float, regularization: float, coupling: float = 0.0
+    ) -> QPResult:
+        """Solve for the data term ``(H, h)`` in ``theta``, the mean point mass ``m_bar`` (kg), the
+        within-group weight ``regularization`` (``lambda``) and the across-group ``coupling`` (``mu``)."""
         n, nb, p = self.n, self.nb, self.p
         # Normalise the objective (does not move the minimiser) so tolerances are relative.
         scale = max(float(np.trace(H)) * m_bar**2 * n / p, 1e-300)
-        lam, V = np.linalg.eigh(0.5 * (H + H.T))
-        L = V * np.sqrt(np.clip(lam, 0.0, None) / scale)  # H / scale = L L^T, p x p
+        d, lam, V, seen = scaled_eigh(H, _RANGE_TOL)
+        # H / scale = L L^T (p x rank) over what the data see, Jacobi-scaled so that the inertia's
+        # small columns are not mistaken for noise next to the offsets' large ones.
+        L = np.zeros((p, p))
+        L[:, seen] = (d[:, None] * V[:, seen]) * np.sqrt(lam[seen] / scale)
+        # The linear term must lie in the range of H, else the objective falls without bound along
+        # a direction the data do not see (the robot at rest with F/T offsets unknown, after the
+        # noise compensation of H): keep only its part the data determine, H x_ls.
+        h = d * (V[:, seen] @ (V[:, seen].T @ (h / d)))
         T_u = self.P_points * m_bar
         M = np.empty((p, n + nb))
         M[:, :n] = L[: self.P_points.shape[0]].T @ T_u
         if nb:
             M[:, n:] = L[self.P_points.shape[0] :].T
-        q = np.zeros(n + nb + p)
-        q[:n] = -2.0 * (T_u.T @ h[: self.P_points.shape[0]] + regularization) / scale
+        q = np.zeros(self.n_variables)
+        q[:n] = -2.0 * (T_u.T @ h[: self.P_points.shape[0]]) / scale
         if nb:
             q[n : n + nb] = -2.0 * h[self.P_points.shape[0] :] / scale
-        P_diag = np.empty(n + nb + p)
-        P_diag[:n] = 2.0 * regularization / scale
-        P_diag[n : n + nb] = _EPS_FREE
-        P_diag[n + nb :] = 2.0
+        q[n + nb + self.n_groups] = -2.0 * MASS_ANCHOR * regularization * n / scale
+        P_values = self._objective_values(regularization / scale, coupling / scale)
         A_values = self._constraint_values(M)
+        if self._x is not None:
+            # The warm start in this solve's units: masses rescaled by the new m_bar, z consistent.
+            x = self._x.copy()
+            ratio = self._m_bar / m_bar if self._m_bar > 0 else 1.0
+            x[:n] *= ratio
+            x[n + nb : n + nb + self.n_groups + 1] *= ratio
+            x[n + nb + self.n_groups + 1 :] = M @ x[: n + nb]
+            self._x = x
+        self._m_bar = m_bar
         t0 = time.perf_counter()
         if self.solver == "osqp":
-            result = self._solve_osqp(P_diag, q, A_values)
+            result = self._solve_osqp(P_values, q, A_values)
         else:
-            result = self._solve_qpsolvers(P_diag, q, A_values)
+            result = self._solve_qpsolvers(P_values, q, A_values)
         self.last_solve_seconds = time.perf_counter() - t0
         return result
 
@@ -166,32 +275,42 @@ class LiftedPointMassQP:
         u = np.concatenate([np.zeros(self.p), np.full(self.n, np.inf)])
         return l, u
 
-    def _solve_osqp(self, P_diag: np.ndarray, q: np.ndarray, A_values: np.ndarray) -> QPResult:
+    def _solve_osqp(self, P_values: np.ndarray, q: np.ndarray, A_values: np.ndarray) -> QPResult:
         import osqp
 
         ws = self._workspace
         if ws is None:
             P = self._P_pattern.copy()
-            P.data = P_diag.copy()
+            P.data = P_values.copy()
             A = self._A_pattern.copy()
             A.data = A_values
             l, u = self._bounds()
             ws = osqp.OSQP()
             ws.setup(P=P, q=q, A=A, l=l, u=u, **self.settings)
             self._workspace = ws
+            if self._x is not None:
+                ws.warm_start(x=self._x)
         else:
-            ws.update(q=q, Px=P_diag, Ax=A_values)
+            ws.update(q=q, Px=P_values, Ax=A_values)
             if self._x is not None:
                 ws.warm_start(x=self._x, y=self._y)
         res = ws.solve(raise_error=False)
         status = str(res.info.status)
-        if res.x is None or not np.all(np.isfinite(res.x)):
+        converged = status in ("solved", "solved inaccurate")
+        usable = res.x is not None and bool(np.all(np.isfinite(res.x)))
+        if usable and not converged and "infeasible" in status:
+            usable = False  # an infeasibility certificate, not a point: never an estimate
+        if not usable:
+            previous = self._x
             self.reset()
-            raise RuntimeError(f"PMD: OSQP failed ({status})")
+            if previous is None:
+                raise RuntimeError(f"PMD: OSQP failed ({status})")
+            self._x = previous
+            return QPResult(previous[: self.n + self.nb].copy(), status, int(res.info.iter), False)
         self._x, self._y = res.x.copy(), res.y.copy()
-        return QPResult(res.x[: self.n + self.nb].copy(), status, int(res.info.iter))
+        return QPResult(res.x[: self.n + self.nb].copy(), status, int(res.info.iter), converged)
 
-    def _solve_qpsolvers(self, P_diag: np.ndarray, q: np.ndarray, A_values: np.ndarray) -> QPResult:
+    def _solve_qpsolvers(self, P_values: np.ndarray, q: np.ndarray, A_values: np.ndarray) -> QPResult:
         from qpsolvers import Problem, solve_problem
 
         n, nb, p = self.n, self.nb, self.p
@@ -199,9 +318,10 @@ class LiftedPointMassQP:
         A_full.data = A_values
         A_eq = A_full[:p]
         G = -A_full[p:]
-        problem = Problem(
-            sp.diags(P_diag, format="csc"), q, G=G.tocsc(), h=np.zeros(n), A=A_eq.tocsc(), b=np.zeros(p)
-        )
+        P_upper = self._P_pattern.copy()
+        P_upper.data = P_values
+        P_full = (P_upper + sp.triu(P_upper, k=1).T).tocsc()
+        problem = Problem(P_full, q, G=G.tocsc(), h=np.zeros(n), A=A_eq.tocsc(), b=np.zeros(p))
         name = "osqp" if self.solver == "osqp-qpsolvers" else self.solver
         options = {**self.settings, "raise_error": False} if name == "osqp" else {}
         with warnings.catch_warnings():
@@ -213,4 +333,4 @@ class LiftedPointMassQP:
         info = sol.extras.get("info") if isinstance(sol.extras, dict) else None
         status = str(getattr(info, "status", "solved" if sol.found else "not solved"))
         iters = int(getattr(info, "iter", 0))
-        return QPResult(sol.x[: n + nb].copy(), status, iters)
+        return QPResult(sol.x[: n + nb].copy(), status, iters, bool(sol.found))
