@@ -1,18 +1,51 @@
 """Speed of the estimation core, each figure against a naive baseline measured in the same run.
 
+Table 1, ours against a naive re-solve:
+
 * Statistics update: samples/s when fed in batches, and the cost of a
   single-sample update (what a 1 kHz loop pays), versus re-solving ordinary
   least squares on all stacked rows after every batch.
 * PMD solve: time of a warm-started re-solve after new data, versus the
   number of point masses, against building and solving Problem 1 from
   scratch on the stacked (6K x n) data with cvxpy, as the published research
-  code does.
+  code does (up to 1000 points; up to 200 with --quick).
 * RTLS: update + estimate per batch, versus an SVD of the stacked data matrix.
 
-Timings are medians of repeated runs on this machine (one core, no threads
-pinned); ratios are baseline / ours.
+Table 2, per sample and per estimate, the package's estimators
+(``make_estimator``: ols, wls, rls, rtls, pmd with ~1000 points) next to the
+textbook recursive estimators, all fed one sample at a time of a simulated
+wrist stream (hammer, 1 rad/s, Table II moderate noise, 100 Hz). "per
+sample" is ``update()`` of one sample, regressor included; "per estimate" is
+one ``estimate()`` (the median over one call every 10 samples). Ours also
+rate every estimate (covariance, what is identified, model fit), which the
+textbook ones do not. The textbook baselines, plain numpy, one 6 x 10
+regressor block per sample:
 
-Run:  python benchmarks/speed.py [--quick]
+* normal-equations OLS: accumulate ``Y^T Y`` and ``Y^T w``, solve the
+  10 x 10 system on demand;
+* RLS (Ljung): per sample ``S = Y P Y^T + I``, ``K = P Y^T S^-1``,
+  ``theta += K (w - Y theta)``, ``P -= K Y P``, no forgetting, ``P0 = 1e6 I``;
+  the estimate is ``theta`` as it stands;
+* RTLS (Kubus et al. 2008): per sample the 11 x 11 augmented Gram
+  ``[Y w]^T [Y w]`` is updated and its smallest eigenvector (the smallest
+  right singular vector of the stacked ``[A b]``) recomputed,
+  ``theta = -v[:10] / v[10]``; the estimate is read off.
+
+Table 3, estimate latency: a stream fed in 10-sample batches at 100 Hz
+(10 s, 3 s with --quick), ``estimate()`` after every batch, every call timed;
+median, 99th percentile and worst case, for OLS and PMD (~1000 points), both
+with the F/T offsets as unknowns (``bias=True``). Two inputs: the moving wrist
+above, and a degenerate one, the robot at rest with a frozen pose and a
+frozen wrench (the gravity wrench plus one Table II noise draw, repeated;
+1 s with --quick), on which the offsets and the payload cannot be told apart.
+For PMD the QP's iterations and statuses are printed; an ``estimate()`` that
+raises is counted and its exception named, not fatal. With few calls the 99th
+percentile is close to the worst case.
+
+Timings are medians of repeated runs on this machine (one core, no threads
+pinned); ratios are baseline / ours. No figure is asserted anywhere.
+
+Run:  python benchmarks/speed.py [--quick]       (CI: --quick; cvxpy rows need the bench extra)
 """
 
 from __future__ import annotations
@@ -30,6 +63,7 @@ from payload_estimator.core.estimators import (  # noqa: E402
     OrdinaryLeastSquares,
     PointMassDiscretization,
     RecursiveTotalLeastSquares,
+    make_estimator,
 )
 from payload_estimator.core.estimators.pmd import dynamism_weight, point_mass_matrix  # noqa: E402
 from payload_estimator.core.regressor import reduced_regressor, samples_regressor  # noqa: E402
@@ -121,8 +155,10 @@ def bench_pmd(quick: bool) -> list[tuple]:
     rows = []
     sizes = (50, 200, 1000) if quick else (50, 100, 200, 1000, 10_000)
     box = Box(size=(0.25, 0.05, 0.04), xyz=(0.06, 0.0, 0.02))
+    # one grid of ~5,000 (--quick) or ~50,000 points, thinned to each size
+    source = sample_points(box, density=1e7 if quick else 1e8, max_points=10**6)
     for n in sizes:
-        points = downsample_evenly(sample_points(box, density=1e9, max_points=10**6), n)
+        points = downsample_evenly(source, n)
         est = PointMassDiscretization(points)
         est.update(noisy.select(slice(0, 150)))
         est.estimate()  # cold: builds and factors the workspace
@@ -133,11 +169,12 @@ def bench_pmd(quick: bool) -> list[tuple]:
             t0 = time.perf_counter()
             est.estimate()
             total_times.append(time.perf_counter() - t0)
-            solve_times.append(est._qp.last_solve_seconds)
+            solve_times.append(getattr(getattr(est, "_qp", None), "last_solve_seconds", float("nan")))
         t_solve = float(np.median(solve_times))
         t_total = float(np.median(total_times))
         try:
-            t_naive = naive_pmd_cvxpy(noisy.select(slice(0, 150)), points, 300.0, 1.0) if n <= 1000 else None
+            t_naive = (naive_pmd_cvxpy(noisy.select(slice(0, 150)), points, 300.0, 1.0)
+                       if n <= (200 if quick else 1000) else None)
         except ImportError:
             t_naive = None
         naive = f"{t_naive * 1e3:.1f} ms (cvxpy+Clarabel, stacked)" if t_naive else "not run"
@@ -168,15 +205,199 @@ def bench_rtls(quick: bool) -> list[tuple]:
     return rows
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="smaller sizes (for CI smoke runs)")
-    args = ap.parse_args()
-    rows = bench_statistics(args.quick) + bench_pmd(args.quick) + bench_rtls(args.quick)
-    print("\n| what | ours | naive baseline | ratio |")
-    print("|---|---|---|---|")
+# ---------------------------------------------------------------- textbook recursive estimators
+class NormalEquationsOLS:
+    """Textbook incremental OLS: accumulate ``Y^T Y`` and ``Y^T w``, solve 10 x 10 on demand."""
+
+    def __init__(self) -> None:
+        self.G = np.zeros((10, 10))
+        self.r = np.zeros(10)
+
+    def update(self, Y: np.ndarray, w: np.ndarray) -> None:
+        self.G += Y.T @ Y
+        self.r += Y.T @ w
+
+    def estimate(self) -> np.ndarray:
+        return np.linalg.solve(self.G, self.r)
+
+
+class TextbookRLS:
+    """Textbook recursive least squares (Ljung), a 6-row block per sample, no forgetting."""
+
+    def __init__(self, initial_covariance: float = 1e6) -> None:
+        self.theta = np.zeros(10)
+        self.P = np.eye(10) * initial_covariance
+
+    def update(self, Y: np.ndarray, w: np.ndarray) -> None:
+        PYt = self.P @ Y.T  # 10 x 6
+        K = np.linalg.solve(Y @ PYt + np.eye(6), PYt.T).T  # P Y^T (Y P Y^T + I)^-1
+        self.theta = self.theta + K @ (w - Y @ self.theta)
+        self.P = self.P - K @ PYt.T
+
+    def estimate(self) -> np.ndarray:
+        return self.theta.copy()
+
+
+class TextbookRTLS:
+    """Textbook recursive TLS (Kubus et al. 2008): the 11 x 11 augmented Gram updated per sample
+    and its smallest eigenvector (smallest right singular vector of ``[A b]``) recomputed each step."""
+
+    def __init__(self) -> None:
+        self.C = np.zeros((11, 11))
+        self.theta = np.zeros(10)
+
+    def update(self, Y: np.ndarray, w: np.ndarray) -> None:
+        Z = np.column_stack([Y, w])
+        self.C += Z.T @ Z
+        v = np.linalg.eigh(self.C)[1][:, 0]
+        if v[10] != 0.0:
+            self.theta = -v[:10] / v[10]
+
+    def estimate(self) -> np.ndarray:
+        return self.theta.copy()
+
+
+TEXTBOOK = {
+    "textbook OLS (normal equations)": (NormalEquationsOLS, "10 x 10 solve"),
+    "textbook RLS (Ljung)": (TextbookRLS, "reads theta"),
+    "textbook RTLS (Kubus 2008)": (TextbookRTLS, "reads theta (eigh per sample)"),
+}
+PACKAGE_ESTIMATORS = ("ols", "wls", "rls", "rtls", "pmd")
+N_POINTS = 1000
+
+
+def pmd_points() -> np.ndarray:
+    """~1000 point masses in the hammer's 25 cm box (``sample_points``)."""
+    box = Box(size=(0.25, 0.05, 0.04), xyz=(0.06, 0.0, 0.02))
+    return sample_points(box, density=1e7, max_points=N_POINTS)
+
+
+def wrist_stream(duration: float) -> SensorSamples:
+    """The hammer on the wrist at 1 rad/s, Table II moderate noise, 100 Hz."""
+    noisy, _ = simulate_wrist(PAYLOADS["hammer"].params, WristTrajectory(1.0), duration=duration,
+                              noise=TABLE_II["moderate"], rng=np.random.default_rng(3))
+    return noisy
+
+
+def frozen_at_rest(duration: float, rate: float = 100.0) -> SensorSamples:
+    """Robot at rest: constant pose, zero motion, a constant wrench (gravity + one Table II noise draw)."""
+    rng = np.random.default_rng(4)
+    n = int(round(duration * rate))
+    g = np.array([0.3, -0.2, -1.0])
+    g *= 9.81 / np.linalg.norm(g)
+    noise = TABLE_II["moderate"]
+    wrench = reduced_regressor(g)[0] @ PAYLOADS["hammer"].params.phi + rng.normal(
+        0.0, [noise.force] * 3 + [noise.torque] * 3)
+    zeros = np.zeros((n, 3))
+    return SensorSamples(np.arange(n) / rate, zeros, zeros, zeros, np.tile(g, (n, 1)), np.tile(wrench, (n, 1)))
+
+
+def _us(x: float) -> str:
+    return f"{x * 1e6:,.1f} µs" if x < 1e-3 else f"{x * 1e3:,.2f} ms"
+
+
+def bench_per_sample(quick: bool) -> list[tuple]:
+    """Per-sample update and per-estimate cost, ours and textbook, one sample at a time."""
+    stream = wrist_stream(5.0 if quick else 10.0)
+    singles = [stream.select(slice(i, i + 1)) for i in range(len(stream))]
+    points = pmd_points()
+    rows = []
+    for name in PACKAGE_ESTIMATORS:
+        est = make_estimator(name, points if name == "pmd" else None)
+        t_update, t_estimate = 0.0, []
+        for i, one in enumerate(singles):
+            t0 = time.perf_counter()
+            est.update(one)
+            t_update += time.perf_counter() - t0
+            if i >= 50 and i % 10 == 9:
+                t0 = time.perf_counter()
+                est.estimate()
+                t_estimate.append(time.perf_counter() - t0)
+        label = f"{name} (ours{f', {len(points)} points' if name == 'pmd' else ''})"
+        rows.append((label, _us(t_update / len(singles)), _us(float(np.median(t_estimate))),
+                     "estimate + covariance, identification, model fit"))
+    for label, (cls, what) in TEXTBOOK.items():
+        base = cls()
+        t_update, t_estimate = 0.0, []
+        for i, one in enumerate(singles):
+            t0 = time.perf_counter()
+            base.update(samples_regressor(one)[0], one.wrench_in_sensor[0])
+            t_update += time.perf_counter() - t0
+            if i >= 50 and i % 10 == 9:
+                t0 = time.perf_counter()
+                base.estimate()
+                t_estimate.append(time.perf_counter() - t0)
+        rows.append((label, _us(t_update / len(singles)), _us(float(np.median(t_estimate))), what))
+    return rows
+
+
+def _latency_run(method: str, points: np.ndarray, stream: SensorSamples) -> dict:
+    est = make_estimator(method, points if method == "pmd" else None, bias=True)
+    times: list[float] = []
+    iterations: list[int] = []
+    statuses: dict[str, int] = {}
+    errors: dict[str, int] = {}
+    for k in range(0, len(stream) - 9, 10):
+        est.update(stream.select(slice(k, k + 10)))
+        t0 = time.perf_counter()
+        try:
+            est.estimate()
+        except Exception as exc:  # noqa: BLE001 - a benchmark counts failures, it does not stop on them
+            times.append(time.perf_counter() - t0)
+            errors[type(exc).__name__] = errors.get(type(exc).__name__, 0) + 1
+            continue
+        times.append(time.perf_counter() - t0)
+        if hasattr(est, "last_solve_iterations"):
+            iterations.append(int(est.last_solve_iterations))
+            status = str(getattr(est, "last_solve_status", "?"))
+            statuses[status] = statuses.get(status, 0) + 1
+    return {"times": np.array(times), "iterations": iterations, "statuses": statuses, "errors": errors}
+
+
+def bench_latency(quick: bool) -> list[tuple]:
+    """estimate() wall time on a 100 Hz stream fed in 10-sample batches, every call recorded."""
+    points = pmd_points()
+    inputs = {
+        "moving wrist": wrist_stream(3.0 if quick else 10.0),
+        "at rest, frozen pose and wrench": frozen_at_rest(1.0 if quick else 10.0),
+    }
+    rows = []
+    for input_name, stream in inputs.items():
+        for method in ("ols", "pmd"):
+            out = _latency_run(method, points, stream)
+            t = out["times"] * 1e3
+            its = out["iterations"]
+            it_text = f"{int(np.median(its))} / {max(its)}" if its else "-"
+            status = ", ".join(f"{k} {v}" for k, v in sorted(out["statuses"].items())) or "-"
+            errors = ", ".join(f"{k} {v}" for k, v in sorted(out["errors"].items())) or "0"
+            label = f"{method} ({len(points)} points)" if method == "pmd" else method
+            rows.append((label, input_name, str(len(t)), f"{np.median(t):.2f}", f"{np.percentile(t, 99):.2f}",
+                         f"{t.max():.2f}", it_text, status, errors))
+    return rows
+
+
+def print_table(header: tuple[str, ...], rows: list[tuple]) -> None:
+    print("\n| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
     for r in rows:
         print("| " + " | ".join(r) + " |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="smaller sizes and shorter streams (for CI smoke runs)")
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    rows = bench_statistics(args.quick) + bench_pmd(args.quick) + bench_rtls(args.quick)
+    print_table(("what", "ours", "naive baseline", "ratio"), rows)
+    print("\nPer sample (update of one sample, regressor included) and per estimate(), one sample at a time "
+          "(hammer, 1 rad/s, Table II moderate, 100 Hz; no F/T offsets):")
+    print_table(("estimator", "per sample", "per estimate (median)", "estimate() does"), bench_per_sample(args.quick))
+    print("\nestimate() latency, 10-sample batches at 100 Hz, estimate() after each, F/T offsets estimated "
+          "(bias=True); times in ms:")
+    print_table(("estimator", "input", "estimates", "median", "p99", "worst", "QP iterations median / max",
+                 "QP status", "raised"), bench_latency(args.quick))
+    print(f"\n({time.perf_counter() - t0:.1f} s)")
 
 
 if __name__ == "__main__":
