@@ -29,7 +29,7 @@ def test_one_typed_parameter_per_setting():
     assert specs["max_points"].type == "integer"
     assert specs["gravity"].type == "double"
     assert specs["estimate_bias"].type == "bool"
-    assert specs["estimator"].choices == ("ols", "wls", "rls", "rtls", "pmd")
+    assert specs["estimator"].choices == ("ols", "wls", "rls", "rtls", "pmd", "pmd-divide")
     assert "one of: ols, wls" in specs["estimator"].description
     # defaults have the declared type (rclpy refuses a mismatch)
     py = {"bool": bool, "integer": int, "double": float, "string": str, "string_array": list, "double_array": list}
