@@ -23,7 +23,7 @@ from payload_estimator.core.estimators import ESTIMATORS
 from payload_estimator.core.estimators.pmd import point_mass_matrix
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.metrics import paper_errors
-from payload_estimator.core.shapes import sample_parts, sample_points
+from payload_estimator.core.shapes import sample_parts
 from payload_estimator.sim.noise import get_noise
 from payload_estimator.sim.workshop import WORKSHOP_TOOLS, bounding_box
 from payload_estimator.sim.wrist import WristTrajectory, simulate_wrist
@@ -38,7 +38,7 @@ METHODS: dict[str, tuple[str, dict, str]] = {  # label -> (estimator, options, p
     "PMD, box only": ("pmd", {}, "box"),
     "PMD-divide, box only": ("pmd-divide", {}, "box"),
 }
-REFERENCE = "equal masses on the shape, true mass"
+REFERENCE = "the shape at uniform density, true mass"
 """No data at all: what the uniform prior alone scores (the true mass spread evenly over the shape)."""
 LIGHT_KG = 0.02
 
@@ -56,10 +56,10 @@ def main() -> None:
         level = get_noise(noise)
         for k, tool in enumerate(WORKSHOP_TOOLS):
             parts = sample_parts(tool.envelope)
-            points = {"parts": parts, "shape": parts.points_in_sensor,
-                      "box": sample_points(bounding_box(tool)), "": None}
+            points = {"parts": parts, "shape": parts._replace(part=np.zeros_like(parts.part)),
+                      "box": sample_parts(bounding_box(tool)), "": None}
             uniform = tool.mass * parts.volume / parts.volume.sum()
-            prior = InertialParameters(point_mass_matrix(parts.points_in_sensor) @ uniform)
+            prior = InertialParameters(point_mass_matrix(parts.points_in_sensor, parts.own_inertia) @ uniform)
             for seed in range(args.seeds):
                 samples, _ = simulate_wrist(tool.params, WristTrajectory(mean_ang_vel=args.speed), duration=10.0,
                                             rate_hz=100.0, noise=level, rng=np.random.default_rng(100 * k + seed))

@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.spatial.transform import Rotation
 
-from payload_estimator.core.inertia import InertialParameters
+from payload_estimator.core.inertia import InertialParameters, vech
 
 if TYPE_CHECKING:
     import trimesh
@@ -36,6 +36,7 @@ __all__ = [
     "part_labels",
     "sample_parts",
     "SampledShape",
+    "own_inertia",
     "DEFAULT_DENSITY",
     "DEFAULT_MAX_POINTS",
     "sample_points",
@@ -329,13 +330,14 @@ class Union(Shape):
 
 
 # ------------------------------------------------------------------ point masses
-def _grid_inside(shape: Shape, spacing: float) -> np.ndarray:
+def _grid_inside(shape: Shape, spacing: float) -> tuple[np.ndarray, np.ndarray]:
+    """Cell centres inside ``shape`` of a grid over its bounding box, and the cells' (3,) size."""
     lo, hi = shape.bounds()
     extent = hi - lo
     counts = np.maximum(np.ceil(extent / spacing).astype(int), 2)
     axes = [lo[i] + (np.arange(counts[i]) + 0.5) * extent[i] / counts[i] for i in range(3)]
     grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
-    return grid[shape.contains(grid)]
+    return grid[shape.contains(grid)], extent / counts
 
 
 def sample_points(
@@ -354,22 +356,30 @@ def sample_points(
     Args:
         density: points per m³ (default 0.04 points/cm³).
     """
+    return _sample_cells(shape, density, max_points, min_points)[0]
+
+
+def _sample_cells(shape: Shape, density: float, max_points: int, min_points: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`sample_points` and the (3,) size of the grid cell each point stands for (grown
+    in proportion when the grid was thinned)."""
     if not density > 0:
         raise ShapeError("point density must be positive")
     if shape.volume <= 0:
         raise ShapeError("the shape encloses no volume")
     spacing = density ** (-1.0 / 3.0)
-    points = _grid_inside(shape, spacing)
+    points, cell = _grid_inside(shape, spacing)
     for _ in range(12):
         if len(points) >= min_points:
             break
         spacing /= 1.5
-        points = _grid_inside(shape, spacing)
+        points, cell = _grid_inside(shape, spacing)
     if len(points) < min(min_points, 4):
         raise ShapeError("could not place points inside the shape (is it degenerate?)")
     if len(points) > max_points:
-        points = downsample_evenly(points, max_points)
-    return points
+        thinned = downsample_evenly(points, max_points)
+        cell = cell * (len(points) / len(thinned)) ** (1.0 / 3.0)
+        points = thinned
+    return points, cell
 
 
 def part_labels(shape: Shape, points_in_sensor: np.ndarray) -> np.ndarray:
@@ -401,6 +411,14 @@ class SampledShape(NamedTuple):
     """(n,) index of the part each point lies in (zeros for a single shape)."""
     volume: np.ndarray
     """(n,) volume each point stands for, m³ (its part's volume shared among its points)."""
+    own_inertia: np.ndarray
+    """(n, 6) ``vech`` of the inertia each point carries about itself per kg of its mass, m²: what
+    its part's solid has beyond its bare points (the spread within each grid cell, the round of a
+    cylinder the grid squares off), so that points of equal mass in a part have exactly the part's
+    solid inertia (see :func:`own_inertia`). Zeros for a single shape: one shape is most often an
+    envelope (a box around the payload), which real objects do not fill, and there the bare
+    points' smaller inertia is the better prior (workshop tools, box only: 10.9 % inertia error
+    with bare points, 12.4 % with the box's exact solid inertia; ``benchmarks/tools.py``)."""
 
 
 def sample_parts(
@@ -419,20 +437,41 @@ def sample_parts(
     gets its share of ``max_points`` by volume, at least eight points.
     """
     parts = shape.parts if isinstance(shape, Union) else (shape,)
-    if len(parts) == 1:
-        points = sample_points(shape, density, max_points, min_points)
-        return SampledShape(points, np.zeros(len(points), dtype=int), np.full(len(points), shape.volume / len(points)))
     volumes = np.array([p.volume for p in parts])
     share = volumes / volumes.sum()
-    chunks, labels, cells = [], [], []
+    chunks, labels, cells, own = [], [], [], []
     for k, part in enumerate(parts):
-        most = max(int(max_points * share[k]), _MIN_PART_POINTS)
-        least = min(max(int(np.ceil(min_points * share[k])), _MIN_PART_POINTS), most)
+        if len(parts) == 1:
+            most, least = max_points, min_points
+        else:
+            most = max(int(max_points * share[k]), _MIN_PART_POINTS)
+            least = min(max(int(np.ceil(min_points * share[k])), _MIN_PART_POINTS), most)
         pts = sample_points(part, density, most, least)
         chunks.append(pts)
         labels.append(np.full(len(pts), k))
         cells.append(np.full(len(pts), part.volume / len(pts)))
-    return SampledShape(np.concatenate(chunks), np.concatenate(labels), np.concatenate(cells))
+        own.append(np.tile(own_inertia(part, pts) if len(parts) > 1 else np.zeros(6), (len(pts), 1)))
+    return SampledShape(np.concatenate(chunks), np.concatenate(labels), np.concatenate(cells), np.concatenate(own))
+
+
+def own_inertia(shape: Shape, points_in_sensor: np.ndarray) -> np.ndarray:
+    """(6,) ``vech`` of the inertia per kg (m²) that each of ``points`` (equal masses, filling
+    ``shape``) must carry about itself for them to have the solid's inertia about their centroid.
+
+    The solid's inertia per kg about its centre, less the points' own, made physically valid (a
+    rigid body's: its second moment ``tr(D)/2 I - D`` positive semi-definite, clipped where the
+    points already exceed the solid along some axis).
+    """
+    pts = np.asarray(points_in_sensor, dtype=float)
+    d = pts - pts.mean(axis=0)
+    second = d.T @ d / len(pts)
+    bare = np.trace(second) * np.eye(3) - second
+    D = shape.solid_inertia(1.0).inertia_com - bare
+    sigma = 0.5 * np.trace(D) * np.eye(3) - D
+    lam, V = np.linalg.eigh(0.5 * (sigma + sigma.T))
+    sigma = (V * np.clip(lam, 0.0, None)) @ V.T
+    D = np.trace(sigma) * np.eye(3) - sigma
+    return vech(D)
 
 
 def downsample_evenly(points: np.ndarray, max_points: int) -> np.ndarray:

@@ -592,7 +592,8 @@ class Estimator(abc.ABC):
         if points_in_sensor is None:
             raise ValueError(f"{cls.name} needs point-mass positions (a shape or a points file)")
         if isinstance(points_in_sensor, SampledShape):
-            options = {"part_labels": points_in_sensor.part, "point_volumes": points_in_sensor.volume, **options}
+            options = {"part_labels": points_in_sensor.part, "point_volumes": points_in_sensor.volume,
+                       "own_inertia": points_in_sensor.own_inertia, **options}
             points_in_sensor = points_in_sensor.points_in_sensor
         return make(points_in_sensor, bias=bias, **options)
 

@@ -120,17 +120,23 @@ real, non-uniform object needs: a steel head on a wooden handle is ~5x the mean 
 handle ~0.3x; see :meth:`PointMassDiscretization._posterior_covariance`)."""
 
 
-def point_mass_matrix(points: np.ndarray) -> np.ndarray:
+def point_mass_matrix(points: np.ndarray, own_inertia: np.ndarray | None = None) -> np.ndarray:
     """``P`` (10 x n): column ``i`` is ``phi`` of a unit point mass at ``points[i]``.
 
-    ``phi = [1, p, vech(|p|² I - p p^T)]`` (paper 004 eq. (5) with ``k`` = 0, 1, 2).
+    ``phi = [1, p, vech(|p|² I - p p^T)]`` (paper 004 eq. (5) with ``k`` = 0, 1, 2). With
+    ``own_inertia`` (n, 6), m², each point also carries that inertia per kg about itself
+    (:func:`~payload_estimator.core.shapes.own_inertia`): points of equal mass then have their
+    solid's inertia, where bare points miss the spread within each grid cell (a tool sampled by
+    a few dozen points: several percent of its inertia, which noise-free data would otherwise
+    "correct" by making a uniform part non-uniform).
     """
     p = np.asarray(points, dtype=float)
     x, y, z = p[:, 0], p[:, 1], p[:, 2]
     r2 = x * x + y * y + z * z
-    return np.stack(
-        [np.ones_like(x), x, y, z, r2 - x * x, -x * y, -x * z, r2 - y * y, -y * z, r2 - z * z]
-    )
+    P = np.stack([np.ones_like(x), x, y, z, r2 - x * x, -x * y, -x * z, r2 - y * y, -y * z, r2 - z * z])
+    if own_inertia is not None:
+        P[4:] += np.asarray(own_inertia, dtype=float).T
+    return P
 
 
 def dynamism_weight(nu: np.ndarray, c1: float) -> np.ndarray:
@@ -156,6 +162,8 @@ class PointMassDiscretization(Estimator):
             equal ``u`` means equal density where the points are not evenly spaced (a thin
             part sampled more finely than the rest);
             :func:`~payload_estimator.core.shapes.sample_parts` gives them.
+        own_inertia: (n, 6) inertia per kg each point carries about itself, m² (None: bare
+            points); see :func:`point_mass_matrix`.
         part_coupling: ``mu / lambda``, the weak preference for equal density across
             groups (it picks the most uniform of the solutions the data cannot tell apart).
         channel_std: ``"auto"`` (estimate each channel's residual std from the
@@ -191,6 +199,7 @@ class PointMassDiscretization(Estimator):
         regularization: float = 1.0,
         part_labels: np.ndarray | None = None,
         point_volumes: np.ndarray | None = None,
+        own_inertia: np.ndarray | None = None,
         part_coupling: float = PART_COUPLING,
         channel_std: str | np.ndarray | None = AUTO,
         dynamism_scales: tuple[float, float, float] = (1.0, 1.0, 0.5),
@@ -215,7 +224,10 @@ class PointMassDiscretization(Estimator):
         cells = np.ones(len(points)) if point_volumes is None else np.asarray(point_volumes, dtype=float)
         if cells.shape != (len(points),) or not np.all(np.isfinite(cells)) or np.any(cells <= 0):
             raise ValueError("point_volumes must be one positive volume per point")
-        self.P = point_mass_matrix(points)
+        if own_inertia is not None and (np.shape(own_inertia) != (len(points), 6)
+                                        or not np.all(np.isfinite(own_inertia))):
+            raise ValueError("own_inertia must be (n, 6) finite vech rows, one per point")
+        self.P = point_mass_matrix(points, own_inertia)
         self.cell_share = cells * (len(points) / float(cells.sum()))
         """(n,) each point's share of the volume, relative to the mean: ``u = 1`` everywhere is uniform density."""
         self.P_cells = self.P * self.cell_share

@@ -32,8 +32,8 @@ in ``n``. Two ways to solve it:
   inertia directions; the refinement removes that floor.
 * any other name (``"osqp-qpsolvers"``, ``"clarabel"``, ``"proxqp"``,
   ``"highs"``...): the same matrices through ``qpsolvers.solve_problem``,
-  warm-started with the previous primal solution. qpsolvers builds a new
-  solver instance on every call, so it is slower; it is there to cross-check
+  warm-started with the previous primal solution, and refined the same way. qpsolvers
+  builds a new solver instance on every call, so it is slower; it is there to cross-check
   OSQP and to let users pick another solver.
 """
 
@@ -61,6 +61,11 @@ TIME_LIMIT_S = 0.05
 """OSQP's bounds on one solve: the worst case at control rate matters. A solve that stops at
 either keeps its last iterate (non-negative masses, so still physically consistent) and says so
 in its status; the next solve starts from it."""
+EPS = 1e-5
+"""OSQP's absolute and relative tolerance: it has only to find the support (which points carry
+mass); :meth:`LiftedPointMassQP._refine` then solves exactly on it."""
+REFINE_STEPS = 8
+_SUPPORT_TOL = 1e-6
 MASS_ANCHOR = 1e-2
 """``lambda`` times this pulls the common level ``w`` towards 1 (the reference body's mass): nothing
 where the data hold the mass, but a problem whose data cannot tell the mass from the F/T offsets
@@ -105,8 +110,8 @@ class LiftedPointMassQP:
         self.p = self.P_points.shape[0] + self.nb
         self.solver = solver
         self.settings = {
-            "eps_abs": 1e-7,
-            "eps_rel": 1e-7,
+            "eps_abs": EPS,
+            "eps_rel": EPS,
             "polishing": True,
             # The problem is bounded by construction (strictly convex in every variable, the
             # linear term in the range of the data): a "dual infeasible" certificate could only
@@ -307,8 +312,70 @@ class LiftedPointMassQP:
                 raise RuntimeError(f"PMD: OSQP failed ({status})")
             self._x = previous
             return QPResult(previous[: self.n + self.nb].copy(), status, int(res.info.iter), False)
-        self._x, self._y = res.x.copy(), res.y.copy()
-        return QPResult(res.x[: self.n + self.nb].copy(), status, int(res.info.iter), converged)
+        x = res.x
+        refined = self._refine(P_values, q, A_values, x)  # also from an iterate a limit stopped
+        if refined is not None:
+            x = refined
+        self._x, self._y = x.copy(), res.y.copy()
+        return QPResult(x[: self.n + self.nb].copy(), status, int(res.info.iter), converged)
+
+    def _refine(self, P_values: np.ndarray, q: np.ndarray, A_values: np.ndarray, x: np.ndarray) -> np.ndarray | None:
+        """The exact minimiser on the support OSQP found, or None when it is no better.
+
+        With the points of zero mass held at zero, the problem is an equality-constrained least
+        squares: one sparse solve of its KKT system ``[[P, C^T], [C, -I/2]]`` (``z = C x``
+        eliminated). Points whose mass comes out negative leave the support and it is solved
+        again; points held at zero whose gradient pulls them below it join it (a primal
+        active-set method, at most :data:`REFINE_STEPS` solves). Accepted only when
+        the objective does not rise. OSQP stops at a tolerance relative to the whole problem,
+        which leaves the weakly determined inertia directions short of the optimum (noise-free
+        data: 9.6 % inertia error where the exact optimum is at 0.6 %).
+        """
+        from scipy.sparse.linalg import spsolve
+
+        n, nb, G, p = self.n, self.nb, self.n_groups, self.p
+        nx = n + nb + G + 1
+        P_up = self._P_pattern.copy()
+        P_up.data = P_values
+        P_full = (P_up + sp.triu(P_up, k=1).T).tocsc()
+        A = self._A_pattern.copy()
+        A.data = A_values
+        C = sp.hstack([A[:p, : n + nb], sp.csc_matrix((p, G + 1))]).tocsc()
+
+        def objective(y: np.ndarray) -> float:
+            full = np.r_[y, C @ y]
+            return float(0.5 * full @ (P_full @ full) + q @ full)
+
+        u = x[:n]
+        support = u > _SUPPORT_TOL * max(float(u.max()), 1e-300)
+        Pxx = P_full[:nx, :nx]
+        y = np.zeros(nx)
+        for _ in range(REFINE_STEPS):
+            idx = np.flatnonzero(np.r_[support, np.ones(nb + G + 1, dtype=bool)])
+            K = sp.bmat([[Pxx[idx][:, idx], C[:, idx].T], [C[:, idx], -0.5 * sp.identity(p)]], format="csc")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                sol = spsolve(K, np.r_[-q[idx], np.zeros(p)])
+            if not np.all(np.isfinite(sol)):
+                return None
+            y = np.zeros(nx)
+            y[idx] = sol[: idx.size]
+            negative = y[:n] < 0.0
+            if np.any(negative):  # leave the support
+                support &= ~negative
+                continue
+            # Held at zero but pulling below it (negative gradient): join the support.
+            gradient = Pxx @ y + q[:nx] + 2.0 * (C.T @ (C @ y))
+            scale = float(np.max(np.abs(gradient[:n]))) if n else 0.0
+            joining = ~support & (gradient[:n] < -_SUPPORT_TOL * max(scale, 1e-300))
+            if not np.any(joining):
+                break
+            support |= joining
+        else:  # out of steps: the last point made feasible; the objective decides
+            y = np.r_[np.clip(y[:n], 0.0, None), y[n:]]
+        if objective(y) > objective(x[:nx]) + 1e-12 * abs(objective(x[:nx])):
+            return None
+        return np.r_[y, C @ y]
 
     def _solve_qpsolvers(self, P_values: np.ndarray, q: np.ndarray, A_values: np.ndarray) -> QPResult:
         from qpsolvers import Problem, solve_problem
@@ -329,8 +396,10 @@ class LiftedPointMassQP:
             sol = solve_problem(problem, solver=name, initvals=self._x, **options)
         if sol.x is None or not np.all(np.isfinite(sol.x)):
             raise RuntimeError(f"PMD: {name} found no solution")
-        self._x = sol.x.copy()
+        refined = self._refine(P_values, q, A_values, sol.x)
+        x = sol.x if refined is None else refined
+        self._x = x.copy()
         info = sol.extras.get("info") if isinstance(sol.extras, dict) else None
         status = str(getattr(info, "status", "solved" if sol.found else "not solved"))
         iters = int(getattr(info, "iter", 0))
-        return QPResult(sol.x[: n + nb].copy(), status, iters, bool(sol.found))
+        return QPResult(x[: n + nb].copy(), status, iters, bool(sol.found))
