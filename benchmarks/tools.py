@@ -5,7 +5,10 @@ thin blades, a 6 g allen key to a 1.1 kg club hammer, 8-35 cm; ``payload_estimat
 are held at the handle on paper 004's wrist, which turns slowly (mean |ω| 0.6 rad/s) for 10 s at
 100 Hz. Wrench and sensor-frame motion come from pinocchio's RNEA, not from our regressor; Table II
 noise is added to the wrench and to the measured linear and angular accelerations. PMD is given
-either the tool's own shape (the union of its parts) or only the box around it. Errors use paper
+the tool's own shape as its parts (one unknown density each, what ``--shape A+B`` gives), the same
+shape as one material (the parts' points, one density group), or only the box around it (``pmd``
+and ``pmd-divide``, paper 002's division from that box); the last row is no estimator but the
+prior alone: the shape at uniform density with the true mass. Errors use paper
 004's metrics (eqs. 10-12), averaged over tools and seeds; ``light mass`` is the worst mass error
 on the tools under 20 g.
 
@@ -34,7 +37,7 @@ METHODS: dict[str, tuple[str, dict, str]] = {  # label -> (estimator, options, p
     "RLS": ("rls", {"forgetting": 1.0}, ""),
     "RTLS": ("rtls", {}, ""),
     "PMD, shape of parts": ("pmd", {}, "parts"),
-    "PMD, shape, one density": ("pmd", {}, "shape"),
+    "PMD, shape as one material": ("pmd", {}, "shape"),
     "PMD, box only": ("pmd", {}, "box"),
     "PMD-divide, box only": ("pmd-divide", {}, "box"),
 }
@@ -56,7 +59,8 @@ def main() -> None:
         level = get_noise(noise)
         for k, tool in enumerate(WORKSHOP_TOOLS):
             parts = sample_parts(tool.envelope)
-            points = {"parts": parts, "shape": parts._replace(part=np.zeros_like(parts.part)),
+            one_material = parts._replace(part=np.zeros_like(parts.part), own_inertia=np.zeros_like(parts.own_inertia))
+            points = {"parts": parts, "shape": one_material,
                       "box": sample_parts(bounding_box(tool)), "": None}
             uniform = tool.mass * parts.volume / parts.volume.sum()
             prior = InertialParameters(point_mass_matrix(parts.points_in_sensor, parts.own_inertia) @ uniform)
