@@ -14,6 +14,7 @@ The choices it offers come from the registries: estimators from
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -100,6 +101,8 @@ class Settings:
     c1: float = _p(C1_DEFAULT, "PMD dynamism scale c1 of paper 004 eq. (9) (see pmd.C1_DEFAULT)")
     regularization: float = _p(1.0, "PMD regularisation lambda")
     forgetting: float = _p(0.999, "per-sample forgetting factor of rls/rtls (1: none)")
+    ft_noise_std: list[float] = _p([0.0, 0.0], "F/T noise std from the sensor's data sheet, [force N, torque N m], "
+                                               "for rtls's noise model; zeros: measured from the signal")
     payload_shape: str = _p(
         "box:0.1,0.1,0.1@0,0,0.05",
         "payload shape for PMD in the sensor frame: box:SX,SY,SZ@X,Y,Z[,R,P,Y], cylinder:R,H@..., "
@@ -142,6 +145,9 @@ class Settings:
         for name in ("sensor_xyz", "sensor_rpy", "base_rpy"):
             if len(getattr(self, name)) != 3:
                 raise ValueError(f"{name} must have 3 numbers")
+        noise = self.ft_noise_std
+        if len(noise) != 2 or not all(math.isfinite(v) and v >= 0 for v in noise) or (0.0 in noise and any(noise)):
+            raise ValueError("ft_noise_std must be two positive numbers [N, N m], or both 0 (measured)")
         if self.publish_rate_hz <= 0 or self.grid_rate_hz <= 0 or self.estimator_rate_hz <= 0:
             raise ValueError("rates must be positive")
         if not (self.max_mass_rel_std > 0 and self.max_com_std > 0 and self.max_inertia_rel_std > 0):

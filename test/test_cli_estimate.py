@@ -35,7 +35,7 @@ def _run_json(capsys, argv):
 def test_estimate_json_for_every_method(tmp_path, capsys, samples, suffix):
     path = tmp_path / f"s{suffix}"
     write_samples(path, samples)
-    for method in ("ols", "wls", "rls", "rtls", "pmd"):
+    for method in ("ols", "wls", "rls", "rtls", "pmd", "pmd-divide"):
         out = _run_json(capsys, ["estimate", str(path), "--method", method, "--shape", SHAPE, "--json"])
         for key in ("method", "mass", "com", "inertia_com", "phi", "physically_consistent",
                     "samples_used", "condition_number"):
@@ -48,7 +48,25 @@ def test_estimate_json_for_every_method(tmp_path, capsys, samples, suffix):
         else:
             assert np.asarray(out["inertia_com"]).shape == (3, 3)
         assert len(out["phi"]) == 10
-    assert out["physically_consistent"] is True  # pmd
+    assert out["physically_consistent"] is True  # pmd-divide
+
+
+def test_rtls_takes_the_sensors_noise_from_its_data_sheet(tmp_path, capsys, samples):
+    path = tmp_path / "s.csv"
+    write_samples(path, samples)
+    measured = _run_json(capsys, ["estimate", str(path), "--method", "rtls", "--json"])
+    # the simulated wrench noise (Table II moderate: 0.1 N, 0.005 N·m), stated instead of measured
+    sheet = _run_json(capsys, ["estimate", str(path), "--method", "rtls", "--ft-noise", "0.1,0.005", "--json"])
+    assert sheet["mass"] == pytest.approx(HAMMER.mass, rel=0.02)
+    assert sheet["phi"] != measured["phi"]  # the option reaches the estimator
+    # wildly overstated noise makes TLS take much of the data for noise: a different answer
+    loud = _run_json(capsys, ["estimate", str(path), "--method", "rtls", "--ft-noise", "10,1", "--json"])
+    assert loud["phi"] != sheet["phi"]
+    for bad in ("0.1", "0.1,0", "a,b", "0.1,0.2,0.3"):
+        with pytest.raises(SystemExit) as exit_:
+            main(["estimate", str(path), "--method", "rtls", "--ft-noise", bad])
+        assert exit_.value.code == 2
+        assert "--ft-noise" in capsys.readouterr().err
 
 
 def test_points_file_and_bias(tmp_path, capsys, samples):

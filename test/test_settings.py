@@ -46,6 +46,18 @@ def test_validation_names_the_problem():
         Settings.from_dict({"estimate_bias": "yes"})
     with pytest.raises(ValueError, match="3 numbers"):
         Settings.from_dict({"sensor_xyz": [0.0, 1.0]})
+    for bad in ([0.1, 0.0], [0.1], [-0.1, 0.01], [float("nan"), 0.01]):
+        with pytest.raises(ValueError, match="ft_noise_std"):
+            Settings.from_dict({"ft_noise_std": bad})
+
+
+def test_the_data_sheet_noise_reaches_rtls_through_the_settings():
+    from payload_estimator.pipeline.build import build_estimator
+
+    measured = build_estimator(Settings.from_dict({"estimator": "rtls"}))
+    given = build_estimator(Settings.from_dict({"estimator": "rtls", "ft_noise_std": [0.1, 0.005]}))
+    assert measured.wrench_auto and not given.wrench_auto
+    np.testing.assert_allclose(given.wrench_std, [0.1, 0.005])
 
 
 def test_stream_from_settings_for_each_wrench_source():

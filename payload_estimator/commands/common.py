@@ -108,6 +108,15 @@ def nonnegative_int(text: str) -> int:
     return value
 
 
+def noise_pair(text: str) -> tuple[float, float]:
+    """``FORCE,TORQUE``: two finite noise stds > 0 (N, N·m)."""
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"must be FORCE,TORQUE (two numbers), got {text!r}")
+    force, torque = (positive_float(p) for p in parts)
+    return force, torque
+
+
 def forgetting_factor(text: str) -> float:
     """A per-sample forgetting factor in (0, 1]."""
     value = _finite(text)
@@ -233,7 +242,7 @@ def build_estimator(
     """An estimator of the registry by name, with the pipeline's options; those that need point
     masses (PMD) get points filling ``shape`` (in the sensor frame)."""
     cls = ESTIMATORS[method]
-    values = {"c1": c1, "regularization": regularization, "forgetting": forgetting}
+    values = {"c1": c1, "regularization": regularization, "forgetting": forgetting, "ft_noise_std": None}
     options = {k: v for k, v in cls.options_from(values).items() if v is not None}
     points = None
     if cls.needs_points:

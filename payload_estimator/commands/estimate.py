@@ -10,7 +10,13 @@ import sys
 import numpy as np
 
 from payload_estimator.commands import CommandError
-from payload_estimator.commands.common import forgetting_factor, nonnegative_float, positive_float, positive_int
+from payload_estimator.commands.common import (
+    forgetting_factor,
+    noise_pair,
+    nonnegative_float,
+    positive_float,
+    positive_int,
+)
 from payload_estimator.core.estimators import C1_DEFAULT, ESTIMATORS, InsufficientData
 from payload_estimator.core.shapes import (
     DEFAULT_DENSITY,
@@ -51,6 +57,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="PMD regularisation lambda, >= 0 (default 1.0)")
     p.add_argument("--forgetting", type=forgetting_factor, default=None,
                    help="per-sample forgetting factor for rls/rtls, in (0, 1] (default: rls 0.999, rtls 1)")
+    p.add_argument("--ft-noise", dest="ft_noise_std", type=noise_pair, default=None, metavar="FORCE,TORQUE",
+                   help="F/T noise std from the sensor's data sheet, N and N·m, for rtls's noise model "
+                        "(default: measured from the wrench samples)")
     p.add_argument("--force", action="store_true",
                    help="print the URDF fragment (and a JSON status) even when the estimate may not be handed "
                         "over: physically inconsistent, a poor model fit, mass, COM or inertia not determined by "

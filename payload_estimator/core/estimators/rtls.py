@@ -152,7 +152,8 @@ class RecursiveTotalLeastSquares(Estimator):
         kinematic_noise: noise of the measured accelerations (``"auto"``: measured from
             the samples; None: exact; or ``(lin_acc_std, ang_acc_std)``, m/s², rad/s²).
         wrench_noise: ``"auto"`` (measured from the wrench samples, forces and torques
-            apart) or ``(force_std, torque_std)`` (N, N·m, the sensor's data sheet).
+            apart) or ``(force_std, torque_std)`` (N, N·m, the sensor's data sheet); ``(0, 0)``
+            (the settings' ``ft_noise_std`` default) means measured.
         floor: share of the data Gram the noise correction leaves at least in every
             direction (module docstring); None: plain GTLS, the pencil's eigenvector.
         bias: also estimate the six F/T offsets (as exact columns).
@@ -160,7 +161,7 @@ class RecursiveTotalLeastSquares(Estimator):
 
     name = "rtls"
     summary = "recursive total least squares (Kubus et al. 2008), generalised by the signals' noise"
-    settings_options = {"forgetting": "forgetting"}
+    settings_options = {"forgetting": "forgetting", "wrench_noise": "ft_noise_std"}
 
     def __init__(
         self,
@@ -183,6 +184,8 @@ class RecursiveTotalLeastSquares(Estimator):
             self.column_std.shape != (11,) or np.any(self.column_std <= 0)
         ):
             raise ValueError("column_std must be 11 positive numbers")
+        if not isinstance(wrench_noise, str) and np.all(np.asarray(wrench_noise, dtype=float) == 0.0):
+            wrench_noise = AUTO  # zeros (the settings' default): not given, measure it
         self.wrench_auto = isinstance(wrench_noise, str)
         if self.wrench_auto and wrench_noise != AUTO:
             raise ValueError(f"wrench_noise must be 'auto' or (force_std, torque_std), got {wrench_noise!r}")
