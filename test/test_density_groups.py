@@ -219,3 +219,28 @@ def test_regrouping_keeps_the_warm_start():
     est._qp.set_groups(np.arange(est.n_points) % 2)
     np.testing.assert_array_equal(est._qp._x[: est.n_points], before)
     assert est._qp.n_groups == 2 and est._qp._workspace is None
+
+
+def test_a_stopped_division_is_tried_again_once_the_data_have_doubled():
+    class Counting(PrimitiveDivision):
+        attempts = 0
+
+        def _evidence(self, before, after):
+            Counting.attempts += 1
+            return super()._evidence(before, after)
+
+    tool = get_tool("ws_mallet")
+    samples = _motion(tool, noise="moderate", seed=2)
+    est = Counting(sample_points(bounding_box(tool)), evidence=1e12)  # no split is ever paid for
+    est.update(samples.select(slice(0, 50)))
+    est.estimate()
+    assert Counting.attempts == 0  # too few samples to judge a split
+    est.update(samples.select(slice(50, 200)))
+    est.estimate()
+    assert Counting.attempts == 1 and est.divisions_converged and len(est.primitives) == 1
+    est.update(samples.select(slice(200, 300)))
+    est.estimate()
+    assert Counting.attempts == 1  # 300 < 2 x 200: not yet
+    est.update(samples.select(slice(300, 400)))
+    est.estimate()
+    assert Counting.attempts == 2 and len(est.primitives) == 1

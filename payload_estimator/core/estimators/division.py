@@ -26,7 +26,10 @@ Choices where the paper leaves them open, stated once:
   enough points to split.
 * Online, the primitives persist between estimates: each estimate re-solves with the current
   primitives and divides at most :data:`MAX_DIVISIONS_PER_ESTIMATE` times more while the
-  estimate still changes, so the work per estimate is bounded.
+  estimate still changes, so the work per estimate is bounded; a division that stopped is tried
+  again once the data have doubled (:data:`RETRY_GROWTH`).
+* A division is kept only when the data pay for it (:data:`SPLIT_EVIDENCE`, BIC's price):
+  the paper's tolerance alone lets noise split a slowly moved payload ever finer.
 """
 
 from __future__ import annotations
@@ -51,6 +54,11 @@ split the primitives ever finer (on workshop tools: 16 % inertia error where one
 MAX_PRIMITIVES = 16
 MAX_DIVISIONS_PER_ESTIMATE = 8
 MIN_POINTS_PER_PRIMITIVE = 4
+MIN_SAMPLES_TO_DIVIDE = 100
+"""No division before this many samples (1 s at 100 Hz): the evidence of a handful is noise."""
+RETRY_GROWTH = 2.0
+"""Once the division has stopped, it is tried again when the samples have grown this much: early
+data rarely pay for a split that later data do."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +123,7 @@ class PrimitiveDivision(PointMassDiscretization):
         self._length = max(0.5 * float(np.max(extent)), 1e-6)
         self._spacing = self._point_spacing()
         self.divisions_converged = False
+        self._converged_at_samples = 1
         self.primitives: list[Primitive] = self._initial_primitives()
         self._apply_groups()
 
@@ -176,7 +185,10 @@ class PrimitiveDivision(PointMassDiscretization):
     # -------------------------------------------------------------------- solve
     def _solve(self) -> Solution:
         solution = super()._solve()
-        if self.divisions_converged:
+        n = self._combined_stats().n_samples
+        if self.divisions_converged and n >= RETRY_GROWTH * self._converged_at_samples:
+            self.divisions_converged = False  # twice the data since: they may now pay for a split
+        if self.divisions_converged or n < MIN_SAMPLES_TO_DIVIDE:
             return solution
         for _ in range(MAX_DIVISIONS_PER_ESTIMATE):
             if len(self.primitives) >= self.max_primitives:
@@ -203,6 +215,8 @@ class PrimitiveDivision(PointMassDiscretization):
             if self._change(previous, solution.theta) < self.tolerance:
                 self.divisions_converged = True
                 break
+        if self.divisions_converged:
+            self._converged_at_samples = max(n, 1)
         return solution
 
     def _evidence(self, before: np.ndarray, after: np.ndarray) -> float:
@@ -224,4 +238,5 @@ class PrimitiveDivision(PointMassDiscretization):
         super()._reset()
         self.primitives = self._initial_primitives()
         self.divisions_converged = False
+        self._converged_at_samples = 1
         self._apply_groups()
