@@ -185,7 +185,7 @@ class PrimitiveDivision(PointMassDiscretization):
     # -------------------------------------------------------------------- solve
     def _solve(self) -> Solution:
         solution = super()._solve()
-        n = self._combined_stats().n_samples
+        n = self.stats_full.n_samples  # (the combined statistics count each sample twice)
         if self.divisions_converged and n >= RETRY_GROWTH * self._converged_at_samples:
             self.divisions_converged = False  # twice the data since: they may now pay for a split
         if self.divisions_converged or n < MIN_SAMPLES_TO_DIVIDE:
@@ -231,7 +231,7 @@ class PrimitiveDivision(PointMassDiscretization):
 
         weights = self._fit[0] if self._fit is not None else np.ones(6)
         tau = float(np.median(correlation_factors(self._combined_stats(), after, self.with_bias, weights)))
-        n_eff = max(6.0 * self._combined_stats().n_samples / tau, 2.0)
+        n_eff = max(6.0 * self.stats_full.n_samples / tau, 2.0)
         return (data_term(before) - data_term(after)) / tau / np.log(n_eff)
 
     def _reset(self) -> None:
