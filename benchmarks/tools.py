@@ -12,7 +12,12 @@ prior alone: the shape at uniform density with the true mass. Errors use paper
 004's metrics (eqs. 10-12), averaged over tools and seeds; ``light mass`` is the worst mass error
 on the tools under 20 g.
 
-Run:  python benchmarks/tools.py [--seeds 2] [--noise low moderate high]
+``--convergence`` instead shows PMD learning from the data: noise-free, 1.5 rad/s, 1.5 / 10 / 60 s,
+inertia error of OSQP's own answer, of the same refined on its support (the default), and of
+Clarabel's interior point (through qpsolvers), for a few tools given as one material, as parts, and
+as a box divided by ``pmd-divide``.
+
+Run:  python benchmarks/tools.py [--seeds 3] [--noise low moderate high] [--convergence]
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.metrics import paper_errors
 from payload_estimator.core.shapes import sample_parts
 from payload_estimator.sim.noise import get_noise
-from payload_estimator.sim.workshop import WORKSHOP_TOOLS, bounding_box
+from payload_estimator.sim.workshop import WORKSHOP_TOOLS, bounding_box, get_tool
 from payload_estimator.sim.wrist import WristTrajectory, simulate_wrist
 
 METHODS: dict[str, tuple[str, dict, str]] = {  # label -> (estimator, options, points: "" / "parts" / "shape" / "box")
@@ -51,7 +56,11 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--noise", nargs="+", default=["low", "moderate", "high"])
     ap.add_argument("--speed", type=float, default=0.6, help="mean angular speed, rad/s")
+    ap.add_argument("--convergence", action="store_true", help="noise-free data of growing length instead")
     args = ap.parse_args()
+    if args.convergence:
+        convergence()
+        return
     t0 = time.perf_counter()
     rows: dict[tuple[str, str], list[tuple[float, float, float, bool, float]]] = {}
     seconds: dict[str, list[float]] = {}
@@ -97,6 +106,36 @@ def main() -> None:
     print("\n| method | estimate() median, ms | worst, ms |\n|---|---|---|")
     for label, sec in seconds.items():
         print(f"| {label} | {1e3 * np.median(sec):.1f} | {1e3 * max(sec):.1f} |")
+    print(f"\n({time.perf_counter() - t0:.0f} s)")
+
+
+CONVERGENCE_TOOLS = ("ws_claw_hammer", "ws_clamp", "ws_file", "ws_mallet")
+CONVERGENCE_SECONDS = (1.5, 10.0, 60.0)
+
+
+def convergence() -> None:
+    """Noise-free data of growing length: does PMD reach the truth the points can hold?"""
+    t0 = time.perf_counter()
+    print("\nNoise-free, mean |ω| 1.5 rad/s, 100 Hz; inertia error % (paper 004 eq. 12) after "
+          + " / ".join(f"{s:g}" for s in CONVERGENCE_SECONDS) + " s.\n")
+    print("| tool | shape | OSQP alone | OSQP, refined (default) | Clarabel |\n|---|---|---|---|---|")
+    for name in CONVERGENCE_TOOLS:
+        tool = get_tool(name)
+        parts = sample_parts(tool.envelope)
+        one = parts._replace(part=np.zeros_like(parts.part), own_inertia=np.zeros_like(parts.own_inertia))
+        runs = [simulate_wrist(tool.params, WristTrajectory(mean_ang_vel=1.5), duration=s, rate_hz=100.0,
+                               noise=None, rng=np.random.default_rng(0))[0] for s in CONVERGENCE_SECONDS]
+        for label, method, points in (("one material", "pmd", one), ("parts", "pmd", parts),
+                                      ("box, divided", "pmd-divide", sample_parts(bounding_box(tool)))):
+            cells = []
+            for options in ({"solver_options": {"refine": False}}, {}, {"solver": "clarabel"}):
+                errs = []
+                for samples in runs:
+                    est = ESTIMATORS[method].create(points, **options)
+                    est.update(samples)
+                    errs.append(paper_errors(est.estimate().params, tool.params, tool.bbox_lengths).inertia)
+                cells.append(" / ".join(f"{e:.2f}" for e in errs))
+            print(f"| {name} | {label} | " + " | ".join(cells) + " |")
     print(f"\n({time.perf_counter() - t0:.0f} s)")
 
 

@@ -99,7 +99,7 @@ class LiftedPointMassQP:
         n_bias: 0, or 6 when the F/T offsets are unknowns.
         solver: ``"osqp"`` for the persistent workspace, else a qpsolvers solver name
             (``"osqp-qpsolvers"`` means OSQP through qpsolvers).
-        settings: solver settings (OSQP names for both OSQP paths).
+        settings: solver settings (OSQP names for both OSQP paths), and ``refine`` (default True).
         groups: (n,) density group of each point (integers; None: one group).
     """
 
@@ -129,6 +129,9 @@ class LiftedPointMassQP:
             "verbose": False,
             **(settings or {}),
         }
+        self.refine = bool(self.settings.pop("refine", True))
+        """Refine every solution on its support (:meth:`_refine`); ``solver_options={"refine": False}``
+        leaves the solver's own answer (for comparison: ``benchmarks/tools.py --convergence``)."""
         self._workspace: osqp.OSQP | None = None
         self.last_solve_seconds = 0.0
         self._x: np.ndarray | None = None
@@ -321,7 +324,7 @@ class LiftedPointMassQP:
             self._x = previous
             return QPResult(previous[: self.n + self.nb].copy(), status, int(res.info.iter), False)
         x = res.x
-        refined = self._refine(P_values, q, M, x)  # also from an iterate a limit stopped
+        refined = self._refine(P_values, q, M, x) if self.refine else None  # also from a limit's iterate
         if refined is not None:
             x = refined
         self._x, self._y = x.copy(), res.y.copy()
@@ -450,7 +453,7 @@ class LiftedPointMassQP:
             sol = solve_problem(problem, solver=name, initvals=self._x, **options)
         if sol.x is None or not np.all(np.isfinite(sol.x)):
             raise RuntimeError(f"PMD: {name} found no solution")
-        refined = self._refine(P_values, q, M, sol.x)
+        refined = self._refine(P_values, q, M, sol.x) if self.refine else None
         x = sol.x if refined is None else refined
         self._x = x.copy()
         info = sol.extras.get("info") if isinstance(sol.extras, dict) else None
