@@ -1,0 +1,344 @@
+"""Following the payload through a work cycle: contacts are held out, payload changes restart.
+
+Conventions: every vector in the sensor frame S; the wrench is the one the payload exerts on the
+sensor (at rest ``f = m g``), SI units; ``phi`` in paper 004's order.
+
+The current estimate predicts each sample's wrench, ``w_hat = Y phi_hat + beta_hat``, and the
+residual ``r = w - w_hat`` has the covariance ``R = diag(s²) + Y C Y^T``: ``s`` each channel's
+residual RMS at the estimate (the sensor's noise and what the model leaves) and ``C`` the
+estimate's own covariance (an estimate from little data predicts loosely). Without a change or a
+contact, ``d² = r^T R^-1 r`` follows a chi-square with six degrees of freedom; a sample above
+:data:`GATE_CHI2` (its 0.999 quantile) is *suspect* and is held out of the estimate.
+
+A run of suspect samples is an *episode*. It ends after :data:`EPISODE_END_S` of normal samples;
+its samples are then dropped as a contact (a bump, a push), and the estimate never saw them.
+Once an episode has lasted :data:`JUDGE_S` with most of its samples suspect, it is judged, the
+generalised likelihood ratio way: the episode's residuals are fitted by a change of mass and
+first moment, ``r = Y_red(g - a) [dm; d(mc)]`` (what a new payload does in slow motion). If
+that explains them (:data:`EXPLAINED_CHI2` per sample, a quarter of what they were at most) and
+the mass change is significant, the payload has *changed*: the estimator restarts from the
+episode's first sample, keeping the F/T offsets it had found (they belong to the sensor, not to
+the payload), and the flag is raised at once. A force that no rigid body explains (a push
+sideways) stays a *contact* for as long as it lasts; a persistent vertical contact (the object
+set down on a table while held) looks like a lighter payload and ends as a change: either way
+it is flagged, never a silently wrong mass.
+
+After a restart the new estimate predicts nothing until it has :data:`REFERENCE_AFTER_S` of data
+and has identified mass and COM; meanwhile every sample is taken (the new payload's own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from payload_estimator.core.estimate import Estimate
+from payload_estimator.core.estimators.base import Estimator, InsufficientData
+from payload_estimator.core.regressor import samples_regressor
+from payload_estimator.core.samples import SensorSamples
+
+__all__ = [
+    "PayloadTracker",
+    "TrackEvent",
+    "TrackingCounts",
+    "CHANGE",
+    "CONTACT",
+    "GATE_CHI2",
+    "JUDGE_S",
+]
+
+CHANGE = "change"
+CONTACT = "contact"
+
+GATE_CHI2 = 22.46
+"""A sample whose ``d²`` exceeds this (chi-square, 6 dof, 0.999 quantile) is held out."""
+JUDGE_S = 0.3
+"""An episode is judged (change or contact) once it has lasted this long."""
+SUSPECT_SHARE = 0.7
+"""... with at least this share of its samples suspect."""
+EPISODE_END_S = 0.05
+"""An episode ends after this long of normal samples."""
+EXPLAINED_CHI2 = 18.0
+"""A change of mass and first moment explains an episode when its residuals' mean ``d²`` falls to
+this (3x the noise's 6) and to a quarter of what it was at most."""
+MIN_MASS_CHANGE_Z = 5.0
+"""... and the mass change is this many standard deviations from zero."""
+REFERENCE_AFTER_S = 0.5
+"""A new estimate gates and judges only after this much data (and mass and COM identified)."""
+REFRESH_S = 0.1
+"""The reference estimate is refreshed after this much new accepted data."""
+MAX_EPISODE_S = 5.0
+"""Samples of a contact older than this are dropped from the episode (memory stays bounded)."""
+
+
+@dataclass(frozen=True)
+class TrackEvent:
+    """A detected payload change or contact: its kind, the time it began and was decided (s)."""
+
+    kind: str
+    t_start: float
+    t_decided: float
+    mass_change: float = float("nan")
+    """kg, for a change: the fitted change of mass."""
+
+
+@dataclass
+class TrackingCounts:
+    changes: int = 0
+    contacts: int = 0
+    held_out_samples: int = 0
+    """Samples never given to the estimator (contacts and isolated outliers)."""
+    gated_samples: int = 0
+    """Samples whose residual was implausible (suspect)."""
+
+
+@dataclass
+class _Episode:
+    t_start: float
+    batches: list[SensorSamples] = field(default_factory=list)
+    suspect: list[np.ndarray] = field(default_factory=list)
+    last_judged: float = -np.inf
+
+    def samples(self) -> SensorSamples:
+        return SensorSamples.concatenate(self.batches)
+
+
+class PayloadTracker:
+    """An estimator that follows the payload: gates contacts, detects changes and restarts.
+
+    Args:
+        make_estimator: builds a fresh estimator; called with ``bias`` (estimate the F/T
+            offsets): True at the start when ``bias``, False after a change (the offsets found
+            so far are kept and subtracted).
+        bias: estimate the F/T offsets.
+        detect: detect changes and gate contacts (False: a plain estimator).
+    """
+
+    def __init__(self, make_estimator: Callable[[bool], Estimator], bias: bool = True, detect: bool = True) -> None:
+        self._make = make_estimator
+        self.bias = bool(bias)
+        self.detect = bool(detect)
+        self.estimator = make_estimator(self.bias)
+        self.offsets_in_sensor = np.zeros(6)
+        """F/T offsets subtracted before the estimator (found before the last change)."""
+        self.events: list[TrackEvent] = []
+        self.counts = TrackingCounts()
+        self._episode: _Episode | None = None
+        self._normal_run_s = 0.0
+        self._reference: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._since_refresh_s = 0.0
+        self._data_s = 0.0
+        self._last_t: float | None = None
+
+    # --------------------------------------------------------------------- state
+    @property
+    def contact(self) -> bool:
+        """True while an episode is being held out as a contact."""
+        return self._episode is not None
+
+    def estimate(self) -> Estimate:
+        """The current payload's estimate (its offsets are those kept across changes when the
+        estimator no longer estimates them)."""
+        est = self.estimator.estimate()
+        if not self.estimator.with_bias and self.bias:
+            from dataclasses import replace
+
+            est = replace(est, bias=self.offsets_in_sensor.copy())
+        return est
+
+    # -------------------------------------------------------------------- intake
+    def update(self, samples: SensorSamples) -> list[TrackEvent]:
+        """Take a batch of samples (time-ordered); returns the events decided in it."""
+        if len(samples) == 0:
+            return []
+        samples = self._corrected(samples)
+        if not self.detect:
+            self._feed(samples)
+            return []
+        dt = self._sample_periods(samples)
+        d2 = self._d2(samples)
+        if d2 is None:  # no estimate to judge by yet (the start, or just after a change): take all
+            self._feed(samples)
+            return []
+        decided: list[TrackEvent] = []
+        start = 0
+        for i in range(len(samples)):
+            suspect = bool(d2[i] > GATE_CHI2)
+            if suspect:
+                self.counts.gated_samples += 1
+            if self._episode is None:
+                if not suspect:
+                    continue
+                self._feed(samples.select(slice(start, i)))
+                start = i
+                self._episode = _Episode(float(samples.t[i]))
+                self._normal_run_s = 0.0
+                continue
+            # inside an episode
+            self._normal_run_s = 0.0 if suspect else self._normal_run_s + dt[i]
+            if self._normal_run_s >= EPISODE_END_S:
+                ended = self._close_as_contact(samples.select(slice(start, i + 1)), d2[start : i + 1],
+                                               float(samples.t[i]))
+                start = i + 1
+                if ended is not None:
+                    decided.append(ended)
+                continue
+            t_now = float(samples.t[i])
+            if t_now - self._episode.t_start >= JUDGE_S and t_now - self._episode.last_judged >= JUDGE_S:
+                self._episode.batches.append(samples.select(slice(start, i + 1)))
+                self._episode.suspect.append(d2[start : i + 1] > GATE_CHI2)
+                start = i + 1
+                event = self._judge(t_now)
+                if event is not None:
+                    decided.append(event)
+                    # the rest of this batch belongs to the new payload, not yet predicted
+                    rest = samples.select(slice(start, None))
+                    self._feed(rest)
+                    return decided
+        if self._episode is None:
+            self._feed(samples.select(slice(start, None)))
+        else:
+            self._episode.batches.append(samples.select(slice(start, None)))
+            self._episode.suspect.append(d2[start:] > GATE_CHI2)
+            self._trim_episode()
+        return decided
+
+    # ------------------------------------------------------------------ internals
+    def _corrected(self, samples: SensorSamples) -> SensorSamples:
+        if not np.any(self.offsets_in_sensor):
+            return samples
+        from dataclasses import replace
+
+        return replace(samples, wrench_in_sensor=samples.wrench_in_sensor - self.offsets_in_sensor)
+
+    def _sample_periods(self, samples: SensorSamples) -> np.ndarray:
+        t = samples.t
+        previous = t[0] if self._last_t is None else self._last_t
+        dt = np.diff(np.r_[previous, t])
+        self._last_t = float(t[-1])
+        positive = dt[dt > 0]
+        return np.where(dt > 0, dt, float(np.median(positive)) if positive.size else 0.01)
+
+    def _feed(self, samples: SensorSamples) -> None:
+        if len(samples) == 0:
+            return
+        self.estimator.update(samples)
+        step = float(np.median(np.diff(samples.t))) if len(samples) > 1 else 0.01
+        span = float(samples.t[-1] - samples.t[0]) + step
+        self._data_s += span
+        self._since_refresh_s += span
+        if self._reference is None or self._since_refresh_s >= REFRESH_S:
+            self._refresh()
+
+    def _refresh(self) -> None:
+        self._since_refresh_s = 0.0
+        if self._data_s < REFERENCE_AFTER_S:
+            self._reference = None
+            return
+        try:
+            est = self.estimator.estimate()
+        except (InsufficientData, ValueError, ArithmeticError, np.linalg.LinAlgError):
+            self._reference = None
+            return
+        if est.identification.missing(inertia=False) or est.covariance is None:
+            self._reference = None
+            return
+        bias = np.zeros(6) if est.bias is None else np.asarray(est.bias, dtype=float)
+        s2 = np.maximum(np.asarray(est.residual_rms, dtype=float) ** 2, 1e-12)
+        self._reference = (np.asarray(est.phi, dtype=float), bias, np.asarray(est.covariance, dtype=float), s2)
+
+    def _d2(self, samples: SensorSamples) -> np.ndarray | None:
+        if self._reference is None:
+            return None
+        phi, bias, C, s2 = self._reference
+        Y = samples_regressor(samples)
+        r = samples.wrench_in_sensor - Y @ phi - bias
+        R = np.einsum("nki,ij,nlj->nkl", Y, C, Y) + np.diag(s2)
+        return np.einsum("nk,nk->n", r, np.linalg.solve(R, r[:, :, None])[:, :, 0])
+
+    def _close_as_contact(self, tail: SensorSamples, d2_tail: np.ndarray, t_end: float) -> TrackEvent | None:
+        """The episode ended: its samples (with ``tail``) were a contact, dropped; the trailing
+        normal samples go to the estimator."""
+        assert self._episode is not None
+        normal_tail = int(np.argmax((d2_tail > GATE_CHI2)[::-1])) if np.any(d2_tail > GATE_CHI2) else len(d2_tail)
+        n_tail = len(tail)
+        held = n_tail - normal_tail + sum(len(b) for b in self._episode.batches)
+        self.counts.held_out_samples += held
+        event = None
+        if held > 1:  # an isolated outlier is no contact
+            self.counts.contacts += 1
+            event = TrackEvent(CONTACT, self._episode.t_start, t_end)
+            self.events.append(event)
+        self._episode = None
+        self._feed(tail.select(slice(n_tail - normal_tail, None)))
+        return event
+
+    def _trim_episode(self) -> None:
+        ep = self._episode
+        assert ep is not None
+        while len(ep.batches) > 1 and float(ep.batches[-1].t[-1] - ep.batches[0].t[-1]) > MAX_EPISODE_S:
+            dropped = ep.batches.pop(0)
+            ep.suspect.pop(0)
+            self.counts.held_out_samples += len(dropped)
+
+    def _judge(self, t_now: float) -> TrackEvent | None:
+        """Change or contact? (See the module docstring.) Returns the change, or None."""
+        ep = self._episode
+        assert ep is not None and self._reference is not None
+        ep.last_judged = t_now
+        suspect = np.concatenate(ep.suspect)
+        if suspect.mean() < SUSPECT_SHARE:
+            return None
+        samples = ep.samples()
+        phi, bias, C, s2 = self._reference
+        Y = samples_regressor(samples)
+        r = samples.wrench_in_sensor - Y @ phi - bias
+        R = np.einsum("nki,ij,nlj->nkl", Y, C, Y) + np.diag(s2)
+        W = np.linalg.inv(R)
+        before = float(np.mean(np.einsum("nk,nkl,nl->n", r, W, r)))
+        apparent = samples.gravity_in_sensor - samples.lin_acc_in_sensor
+        Y4 = samples_regressor(_with_gravity(samples, apparent), reduced=True)[:, :, :4]
+        A = np.einsum("nki,nkl,nlj->ij", Y4, W, Y4)
+        c = np.einsum("nki,nkl,nl->i", Y4, W, r)
+        try:
+            delta = np.linalg.solve(A, c)
+            cov = np.linalg.inv(A)
+        except np.linalg.LinAlgError:
+            return None
+        fit = r - Y4 @ delta
+        after = float(np.mean(np.einsum("nk,nkl,nl->n", fit, W, fit)))
+        z_mass = abs(delta[0]) / np.sqrt(max(cov[0, 0], 1e-300))
+        if not (after <= EXPLAINED_CHI2 and after <= 0.25 * before and z_mass >= MIN_MASS_CHANGE_Z):
+            return None
+        return self._restart(samples, ep.t_start, t_now, float(delta[0]))
+
+    def _restart(self, samples: SensorSamples, t_start: float, t_now: float, mass_change: float) -> TrackEvent:
+        if self.estimator.with_bias:
+            try:
+                est = self.estimator.estimate()
+                if est.bias is not None and not est.identification.missing(inertia=False):
+                    self.offsets_in_sensor = self.offsets_in_sensor + np.asarray(est.bias, dtype=float)
+                    from dataclasses import replace
+
+                    samples = replace(samples, wrench_in_sensor=samples.wrench_in_sensor - np.asarray(est.bias))
+            except (InsufficientData, ValueError, ArithmeticError, np.linalg.LinAlgError):
+                pass
+        keep_bias = self.bias and not np.any(self.offsets_in_sensor)
+        self.estimator = self._make(keep_bias)
+        self._episode = None
+        self._reference = None
+        self._data_s = 0.0
+        self._since_refresh_s = 0.0
+        event = TrackEvent(CHANGE, t_start, t_now, mass_change)
+        self.events.append(event)
+        self.counts.changes += 1
+        self._feed(samples)
+        return event
+
+
+def _with_gravity(samples: SensorSamples, gravity_in_sensor: np.ndarray) -> SensorSamples:
+    from dataclasses import replace
+
+    return replace(samples, gravity_in_sensor=gravity_in_sensor)
