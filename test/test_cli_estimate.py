@@ -127,3 +127,30 @@ def test_console_script_runs_without_traceback(tmp_path, samples):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "<inertial>" in proc.stdout and "physically consistent" in proc.stdout
+
+
+def test_track_prints_a_line_per_slice_and_flags_the_change(tmp_path, capsys):
+    """Two payloads one after the other (a hammer, then a drill): one JSON line per 0.5 s of data,
+    the change flagged on the line whose slice holds it, the last line the drill's estimate."""
+    from payload_estimator.core.samples import SensorSamples
+    from payload_estimator.sim.payloads import get_payload
+
+    hammer, drill = get_payload("claw_hammer"), get_payload("drill")
+    rng = np.random.default_rng(0)
+    first, _ = simulate_wrist(hammer.params, WristTrajectory(0.6), duration=6.0, noise=TABLE_II["moderate"], rng=rng)
+    second, _ = simulate_wrist(drill.params, WristTrajectory(0.6), duration=6.0, noise=TABLE_II["moderate"], rng=rng,
+                               t_start=6.0)
+    path = tmp_path / "cycle.csv"
+    write_samples(path, SensorSamples.concatenate([first, second]))
+    assert main(["estimate", str(path), "--method", "wls", "--bias", "--track", "--every", "0.5", "--json"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    track, final = lines[:-1], lines[-1]
+    assert len(track) == 24 and all(set(x) == {"t", "mass", "com", "changed", "contact", "status"} for x in track)
+    changed = [x["t"] for x in track if x["changed"]]
+    assert len(changed) == 1 and 6.0 < changed[0] <= 6.5 + 1e-9
+    assert final["mass"] == pytest.approx(drill.mass, rel=0.01)
+    assert track[-1]["mass"] == pytest.approx(final["mass"])
+    # readable table without --json
+    assert main(["estimate", str(path), "--method", "wls", "--bias", "--track", "--every", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "CHANGE" in out and out.count("\n") > 6

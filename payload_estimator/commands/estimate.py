@@ -6,6 +6,7 @@ import argparse
 import csv
 import json
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -18,6 +19,8 @@ from payload_estimator.commands.common import (
     positive_int,
 )
 from payload_estimator.core.estimators import C1_DEFAULT, ESTIMATORS, InsufficientData
+from payload_estimator.core.estimators.base import Estimator
+from payload_estimator.core.samples import SensorSamples
 from payload_estimator.core.shapes import (
     DEFAULT_DENSITY,
     DEFAULT_MAX_POINTS,
@@ -27,6 +30,7 @@ from payload_estimator.core.shapes import (
     parse_shape_spec,
     sample_parts,
 )
+from payload_estimator.core.tracking import CHANGE, CONTACT, PayloadTracker
 from payload_estimator.io.samples_file import COLUMNS, SamplesFileError, read_samples
 from payload_estimator.outputs.handover import check_handover
 
@@ -65,6 +69,13 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "over: physically inconsistent, a poor model fit, mass, COM or inertia not determined by "
                         "the data; marked as forced")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    p.add_argument("--track", action="store_true",
+                   help="follow the payload through the samples: contacts held out, payload changes detected "
+                        "and the estimate restarted (the F/T offsets kept); prints one line per --every "
+                        f"seconds of data ({', '.join(TRACK_COLUMNS)}; JSON lines with --json), then the final "
+                        "estimate of the last payload as without --track")
+    p.add_argument("--every", type=positive_float, default=0.1, metavar="S",
+                   help="seconds of data per --track line (default 0.1)")
     return p
 
 
@@ -109,6 +120,62 @@ def points_from_args(args: argparse.Namespace) -> np.ndarray | SampledShape | No
     return None
 
 
+def _positions(points: np.ndarray | SampledShape) -> np.ndarray:
+    return points.points_in_sensor if isinstance(points, SampledShape) else points
+
+
+TRACK_COLUMNS = ("t", "mass", "com", "changed", "contact", "status")
+"""What each ``--track`` line carries (JSON keys, table columns)."""
+
+
+def _track(tracker: PayloadTracker, samples: SensorSamples, every_s: float, as_json: bool, force: bool) -> Any:
+    """Feed the samples in slices of ``every_s`` seconds of data and print one line per slice;
+    returns what estimates the final line (the tracker's current estimator)."""
+    t = samples.t
+    edges = np.searchsorted(t, np.arange(t[0] + every_s, t[-1] + every_s, every_s), side="right")
+    start = 0
+    console = None
+    if not as_json:
+        from rich.console import Console
+
+        console = Console()
+        console.print(" ".join(f"{c:>9}" for c in ("t (s)", "mass (kg)")) + "  " + f"{'COM (mm)':>24}"
+                      + "  changed  contact  status")
+    for stop in [*edges, len(samples)]:
+        if stop <= start:
+            continue
+        events = tracker.update(samples.select(slice(start, stop)))
+        start = stop
+        changed = any(e.kind == CHANGE for e in events)
+        contact = tracker.contact or any(e.kind == CONTACT for e in events)
+        try:
+            est = tracker.estimate()
+            mass: float | None = est.params.mass
+            com: list[float] | None = [float(c) for c in est.params.com]
+            status = check_handover(est, inertia=True, force=force).status
+        except (InsufficientData, ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+            mass, com, status = None, None, f"no estimate: {_one_line(exc)}"
+        line = dict(zip(TRACK_COLUMNS, (float(t[stop - 1]), mass, com, changed, contact, status)))
+        if console is None:
+            sys.stdout.write(json.dumps(line) + "\n")
+        else:
+            com_text = "-" if com is None else " ".join(f"{1e3 * c:+7.1f}" for c in com)
+            mass_text = "-" if mass is None else f"{mass:9.4f}"
+            console.print(f"{line['t']:9.2f} {mass_text:>9}  {com_text:>24}  {'CHANGE' if changed else '':>7}  "
+                          f"{'contact' if contact else '':>7}  {status.split(':')[0]}", markup=False, highlight=False)
+    return _TrackedEstimate(tracker)
+
+
+class _TrackedEstimate:
+    """The tracker as the final line's estimator (its current payload's estimate)."""
+
+    def __init__(self, tracker: PayloadTracker) -> None:
+        self.tracker = tracker
+
+    def estimate(self) -> Any:
+        return self.tracker.estimate()
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         loaded = read_samples(args.samples)
@@ -126,8 +193,14 @@ def run(args: argparse.Namespace) -> int:
         estimator = cls.create(points, bias=args.bias, **options)
     except ValueError as exc:
         raise CommandError(f"--method {args.method}: {exc}") from None
+    if args.track:
+        def make(bias: bool) -> Estimator:
+            return cls.create(points, bias=bias, **options)
+
+        estimator = _track(PayloadTracker(make, bias=args.bias), loaded.samples, args.every, args.json, args.force)
     try:
-        estimator.update(loaded.samples)
+        if not args.track:
+            estimator.update(loaded.samples)
         est = estimator.estimate()
     except InsufficientData as exc:
         raise CommandError(f"too few samples: {_one_line(exc)}") from None
@@ -140,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
         out["status"] = handover.status
         out["forced"] = handover.forced
         out["skipped_rows"] = loaded.skipped_rows
-        out["n_points"] = None if points is None else int(len(points))
+        out["n_points"] = None if points is None else int(len(_positions(points)))
         json.dump(out, sys.stdout)
         sys.stdout.write("\n")
         return 0
