@@ -71,6 +71,12 @@ REFRESH_S = 0.1
 """The reference estimate is refreshed after this much new accepted data."""
 MAX_EPISODE_S = 5.0
 """Samples of a contact older than this are dropped from the episode (memory stays bounded)."""
+MIN_RESIDUALS = 200
+"""Accepted samples before the residual covariance is measured rather than taken as diagonal."""
+RESIDUAL_MEMORY = 3000
+"""Samples the running residual covariance remembers (30 s at 100 Hz)."""
+MIN_CONTACT_SAMPLES = 3
+"""An episode with fewer suspect samples is an outlier, not a contact (held out, not reported)."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +98,8 @@ class TrackingCounts:
     """Samples never given to the estimator (contacts and isolated outliers)."""
     gated_samples: int = 0
     """Samples whose residual was implausible (suspect)."""
+    outliers: int = 0
+    """Episodes of fewer than :data:`MIN_CONTACT_SAMPLES` suspect samples (held out, not contacts)."""
 
 
 @dataclass
@@ -131,6 +139,8 @@ class PayloadTracker:
         self._since_refresh_s = 0.0
         self._data_s = 0.0
         self._last_t: float | None = None
+        self._residual_cov = np.zeros((6, 6))
+        self._residual_n = 0
 
     # --------------------------------------------------------------------- state
     @property
@@ -224,6 +234,7 @@ class PayloadTracker:
     def _feed(self, samples: SensorSamples) -> None:
         if len(samples) == 0:
             return
+        self._learn_noise(samples)
         self.estimator.update(samples)
         step = float(np.median(np.diff(samples.t))) if len(samples) > 1 else 0.01
         span = float(samples.t[-1] - samples.t[0]) + step
@@ -249,14 +260,41 @@ class PayloadTracker:
         s2 = np.maximum(np.asarray(est.residual_rms, dtype=float) ** 2, 1e-12)
         self._reference = (np.asarray(est.phi, dtype=float), bias, np.asarray(est.covariance, dtype=float), s2)
 
+    def _noise_covariance(self) -> np.ndarray:
+        """(6, 6) covariance of a sample's residual at a known payload: measured from the accepted
+        samples (the channels are correlated through the accelerations' noise), the estimate's
+        residual RMS until enough are in."""
+        assert self._reference is not None
+        if self._residual_n >= MIN_RESIDUALS:
+            return self._residual_cov
+        return np.diag(self._reference[3])
+
+    def _residuals(self, samples: SensorSamples) -> tuple[np.ndarray, np.ndarray]:
+        """``(r (n, 6), R (n, 6, 6))``: residuals against the reference and their covariance."""
+        assert self._reference is not None
+        phi, bias, C, _ = self._reference
+        Y = samples_regressor(samples)
+        r = samples.wrench_in_sensor - Y @ phi - bias
+        return r, np.einsum("nki,ij,nlj->nkl", Y, C, Y) + self._noise_covariance()
+
     def _d2(self, samples: SensorSamples) -> np.ndarray | None:
         if self._reference is None:
             return None
-        phi, bias, C, s2 = self._reference
-        Y = samples_regressor(samples)
-        r = samples.wrench_in_sensor - Y @ phi - bias
-        R = np.einsum("nki,ij,nlj->nkl", Y, C, Y) + np.diag(s2)
+        r, R = self._residuals(samples)
         return np.einsum("nk,nk->n", r, np.linalg.solve(R, r[:, :, None])[:, :, 0])
+
+    def _learn_noise(self, samples: SensorSamples) -> None:
+        """Fold accepted samples' residuals into the running residual covariance."""
+        if self._reference is None or len(samples) == 0:
+            return
+        phi, bias, _, _ = self._reference
+        r = samples.wrench_in_sensor - samples_regressor(samples) @ phi - bias
+        n = len(samples)
+        if self._residual_n == 0:
+            self._residual_cov = np.zeros((6, 6))
+        a = n / min(self._residual_n + n, RESIDUAL_MEMORY)
+        self._residual_cov = (1.0 - a) * self._residual_cov + a * (r.T @ r) / n
+        self._residual_n += n
 
     def _close_as_contact(self, tail: SensorSamples, d2_tail: np.ndarray, t_end: float) -> TrackEvent | None:
         """The episode ended: its samples (with ``tail``) were a contact, dropped; the trailing
@@ -267,7 +305,10 @@ class PayloadTracker:
         held = n_tail - normal_tail + sum(len(b) for b in self._episode.batches)
         self.counts.held_out_samples += held
         event = None
-        if held > 1:  # an isolated outlier is no contact
+        suspects = int(sum(int(np.sum(s)) for s in self._episode.suspect) + np.sum(d2_tail > GATE_CHI2))
+        if suspects < MIN_CONTACT_SAMPLES:  # an isolated outlier is no contact
+            self.counts.outliers += 1
+        else:
             self.counts.contacts += 1
             event = TrackEvent(CONTACT, self._episode.t_start, t_end)
             self.events.append(event)
@@ -292,10 +333,7 @@ class PayloadTracker:
         if suspect.mean() < SUSPECT_SHARE:
             return None
         samples = ep.samples()
-        phi, bias, C, s2 = self._reference
-        Y = samples_regressor(samples)
-        r = samples.wrench_in_sensor - Y @ phi - bias
-        R = np.einsum("nki,ij,nlj->nkl", Y, C, Y) + np.diag(s2)
+        r, R = self._residuals(samples)
         W = np.linalg.inv(R)
         before = float(np.mean(np.einsum("nk,nkl,nl->n", r, W, r)))
         apparent = samples.gravity_in_sensor - samples.lin_acc_in_sensor
@@ -329,6 +367,7 @@ class PayloadTracker:
         self.estimator = self._make(keep_bias)
         self._episode = None
         self._reference = None
+        self._residual_n = 0
         self._data_s = 0.0
         self._since_refresh_s = 0.0
         event = TrackEvent(CHANGE, t_start, t_now, mass_change)
