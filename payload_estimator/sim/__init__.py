@@ -1,4 +1,4 @@
-"""Simulation: payload catalogue, sensor-level ground truth and the MuJoCo robot simulator.
+"""Simulation: payload catalogue, sensor-level ground truth, work cycles and the MuJoCo robot simulator.
 
 Submodules import their heavy dependencies (pinocchio, MuJoCo) themselves, so
 importing this package costs nothing.

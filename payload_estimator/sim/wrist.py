@@ -19,7 +19,7 @@ from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.samples import STANDARD_GRAVITY, SensorSamples
 from payload_estimator.sim.noise import NoiseLevel
 
-__all__ = ["WristTrajectory", "simulate_wrist", "PAPER_FREQUENCIES_HZ"]
+__all__ = ["WristTrajectory", "simulate_wrist", "sensor_rotations", "PAPER_FREQUENCIES_HZ"]
 
 PAPER_FREQUENCIES_HZ = np.array([0.1, 0.13, 0.16])
 """Relative joint frequencies of paper 004's excitation (joints 4-6)."""
@@ -55,7 +55,8 @@ def _build_model(payload: InertialParameters):
     model.addFrame(pin.Frame("sensor", j3, 0, sensor_in_j3, pin.FrameType.OP_FRAME))
     # Payload inertia, given in the sensor frame, moved into joint 3's frame.
     p = payload
-    inertia_s = pin.Inertia(p.mass, p.com, p.inertia_com)
+    # No payload (mass 0, whose COM is undefined): a zero inertia, so the wrench is exactly zero.
+    inertia_s = pin.Inertia.Zero() if p.mass == 0.0 else pin.Inertia(p.mass, p.com, p.inertia_com)
     model.appendBodyToJoint(j3, sensor_in_j3.act(inertia_s), pin.SE3.Identity())
     return model, j3, sensor_in_j3
 
@@ -77,7 +78,9 @@ def simulate_wrist(
         duration: seconds of data; ``rate_hz``: sampling rate (paper 004: ~150 samples).
         noise: Table II level added to linear/angular acceleration and wrench (None: exact).
         ft_bias: (6,) constant F/T offset added to the measured wrench.
-        t_start: time of the first sample on the trajectory.
+        t_start: time of the first sample on the trajectory. The trajectory's time scale is set
+            over this call's window, so separate calls do not join up into one motion
+            (:mod:`payload_estimator.sim.cycle` simulates one window and cuts it).
     """
     import pinocchio as pin
 
@@ -85,27 +88,8 @@ def simulate_wrist(
     model, j3, sensor_in_j3 = _build_model(payload)
     data = model.createData()
     fid = model.getFrameId("sensor")
-    f = np.asarray(trajectory.frequencies_hz, dtype=float)
-    A = trajectory.amplitude
-    q0 = np.asarray(trajectory.q0, dtype=float)
-
-    def joint_states(k: float, t: np.ndarray):
-        w = 2 * np.pi * k * f
-        arg = np.outer(t, w)
-        return q0 + A * np.sin(arg), A * w * np.cos(arg), -A * w**2 * np.sin(arg)
-
-    def ang_speed(k: float, t: np.ndarray) -> float:
-        q, dq, _ = joint_states(k, t)
-        speeds = []
-        for qi, dqi in zip(q, dq):
-            pin.forwardKinematics(model, data, qi, dqi)
-            speeds.append(np.linalg.norm(pin.getFrameVelocity(model, data, fid, pin.LOCAL).angular))
-        return float(np.mean(speeds))
-
-    t = t_start + np.arange(int(round(duration * rate_hz))) / rate_hz
-    # Angular speed is linear in the time scale k: one evaluation sets it.
-    k = trajectory.mean_ang_vel / ang_speed(1.0, np.linspace(t[0], t[-1], 200) if len(t) > 1 else t)
-    q, dq, ddq = joint_states(k, t)
+    t = _time_grid(duration, rate_hz, t_start)
+    q, dq, ddq = _joint_trajectory(model, data, fid, trajectory, t)
 
     n = len(t)
     a_s, w_s, al_s, g_s = (np.zeros((n, 3)) for _ in range(4))
@@ -139,3 +123,60 @@ def simulate_wrist(
         meas_wrench,
     )
     return noisy, exact
+
+
+def _time_grid(duration: float, rate_hz: float, t_start: float) -> np.ndarray:
+    return t_start + np.arange(int(round(duration * rate_hz))) / rate_hz
+
+
+def _joint_trajectory(model, data, fid: int, trajectory: WristTrajectory, t: np.ndarray):
+    """Joint positions, velocities and accelerations (each (N, 3)) at the times ``t``.
+
+    The time scale ``k`` is set so that the sensor's mean angular speed over ``[t[0], t[-1]]``
+    is ``trajectory.mean_ang_vel``: it depends on the window, so two windows of one trajectory
+    only join up when they are cut from one call.
+    """
+    import pinocchio as pin
+
+    f = np.asarray(trajectory.frequencies_hz, dtype=float)
+    A = trajectory.amplitude
+    q0 = np.asarray(trajectory.q0, dtype=float)
+
+    def joint_states(k: float, t: np.ndarray):
+        w = 2 * np.pi * k * f
+        arg = np.outer(t, w)
+        return q0 + A * np.sin(arg), A * w * np.cos(arg), -A * w**2 * np.sin(arg)
+
+    def ang_speed(k: float, t: np.ndarray) -> float:
+        q, dq, _ = joint_states(k, t)
+        speeds = []
+        for qi, dqi in zip(q, dq):
+            pin.forwardKinematics(model, data, qi, dqi)
+            speeds.append(np.linalg.norm(pin.getFrameVelocity(model, data, fid, pin.LOCAL).angular))
+        return float(np.mean(speeds))
+
+    # Angular speed is linear in the time scale k: one evaluation sets it.
+    k = trajectory.mean_ang_vel / ang_speed(1.0, np.linspace(t[0], t[-1], 200) if len(t) > 1 else t)
+    return joint_states(k, t)
+
+
+def sensor_rotations(
+    trajectory: WristTrajectory = WristTrajectory(),
+    duration: float = 1.5,
+    rate_hz: float = 100.0,
+    t_start: float = 0.0,
+) -> np.ndarray:
+    """(N, 3, 3) orientation ``R_world_sensor`` of the sensor at the samples of :func:`simulate_wrist`
+    called with the same trajectory, duration, rate and start (``v_world = R @ v_sensor``)."""
+    import pinocchio as pin
+
+    model, _, _ = _build_model(InertialParameters.zero())
+    data = model.createData()
+    fid = model.getFrameId("sensor")
+    t = _time_grid(duration, rate_hz, t_start)
+    q, _, _ = _joint_trajectory(model, data, fid, trajectory, t)
+    R = np.zeros((len(t), 3, 3))
+    for i, qi in enumerate(q):
+        pin.framesForwardKinematics(model, data, qi)
+        R[i] = data.oMf[fid].rotation
+    return R
