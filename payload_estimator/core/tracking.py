@@ -24,7 +24,7 @@ set down on a table while held) looks like a lighter payload and ends as a chang
 it is flagged, never a silently wrong mass.
 
 After a restart the new estimate predicts nothing until it has :data:`REFERENCE_AFTER_S` of data
-and has identified mass and COM; meanwhile every sample is taken (the new payload's own).
+and has identified the mass; meanwhile every sample is taken (the new payload's own).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from payload_estimator.core.estimate import Estimate
+from payload_estimator.core.estimate import IDENTIFIED, Estimate
 from payload_estimator.core.estimators.base import Estimator, InsufficientData
 from payload_estimator.core.regressor import samples_regressor
 from payload_estimator.core.samples import SensorSamples
@@ -66,7 +66,9 @@ this (3x the noise's 6) and to a quarter of what it was at most."""
 MIN_MASS_CHANGE_Z = 5.0
 """... and the mass change is this many standard deviations from zero."""
 REFERENCE_AFTER_S = 0.5
-"""A new estimate gates and judges only after this much data (and mass and COM identified)."""
+"""A new estimate gates and judges only after this much data (and the mass identified)."""
+REFERENCE_MASS_STD_KG = 0.01
+"""... or its mass known this well in kg (an empty gripper: 0 kg, never "identified" relatively)."""
 REFRESH_S = 0.1
 """The reference estimate is refreshed after this much new accepted data."""
 MAX_EPISODE_S = 5.0
@@ -253,7 +255,11 @@ class PayloadTracker:
         except (InsufficientData, ValueError, ArithmeticError, np.linalg.LinAlgError):
             self._reference = None
             return
-        if est.identification.missing(inertia=False) or est.covariance is None:
+        # Only the predicted wrench matters here, and its uncertainty enters R: the mass must be
+        # determined (in kg: an empty gripper's is 0 +- a few grams), the COM need not be.
+        if est.covariance is None or not (
+            est.identification.mass == IDENTIFIED or est.mass_std <= REFERENCE_MASS_STD_KG
+        ):
             self._reference = None
             return
         bias = np.zeros(6) if est.bias is None else np.asarray(est.bias, dtype=float)
