@@ -30,7 +30,7 @@ and has identified the mass; meanwhile every sample is taken (the new payload's 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -65,7 +65,7 @@ EXPLAINED_CHI2 = 18.0
 this (3x the noise's 6) and to a quarter of what it was at most."""
 MIN_MASS_CHANGE_Z = 5.0
 """... and the mass change is this many standard deviations from zero."""
-REFERENCE_AFTER_S = 0.5
+REFERENCE_AFTER_S = 0.25
 """A new estimate gates and judges only after this much data (and the mass identified)."""
 REFERENCE_MASS_STD_KG = 0.01
 """... or its mass known this well in kg (an empty gripper: 0 kg, never "identified" relatively)."""
@@ -143,6 +143,7 @@ class PayloadTracker:
         self._last_t: float | None = None
         self._residual_cov = np.zeros((6, 6))
         self._residual_n = 0
+        self._offsets_added = np.zeros(6)
 
     # --------------------------------------------------------------------- state
     @property
@@ -155,8 +156,6 @@ class PayloadTracker:
         estimator no longer estimates them)."""
         est = self.estimator.estimate()
         if not self.estimator.with_bias and self.bias:
-            from dataclasses import replace
-
             est = replace(est, bias=self.offsets_in_sensor.copy())
         return est
 
@@ -205,9 +204,10 @@ class PayloadTracker:
                 event = self._judge(t_now)
                 if event is not None:
                     decided.append(event)
-                    # the rest of this batch belongs to the new payload, not yet predicted
+                    # the rest of this batch belongs to the new payload, not yet predicted; it was
+                    # corrected with the offsets before the change
                     rest = samples.select(slice(start, None))
-                    self._feed(rest)
+                    self._feed(replace(rest, wrench_in_sensor=rest.wrench_in_sensor - self._offsets_added))
                     return decided
         if self._episode is None:
             self._feed(samples.select(slice(start, None)))
@@ -221,8 +221,6 @@ class PayloadTracker:
     def _corrected(self, samples: SensorSamples) -> SensorSamples:
         if not np.any(self.offsets_in_sensor):
             return samples
-        from dataclasses import replace
-
         return replace(samples, wrench_in_sensor=samples.wrench_in_sensor - self.offsets_in_sensor)
 
     def _sample_periods(self, samples: SensorSamples) -> np.ndarray:
@@ -257,9 +255,7 @@ class PayloadTracker:
             return
         # Only the predicted wrench matters here, and its uncertainty enters R: the mass must be
         # determined (in kg: an empty gripper's is 0 +- a few grams), the COM need not be.
-        if est.covariance is None or not (
-            est.identification.mass == IDENTIFIED or est.mass_std <= REFERENCE_MASS_STD_KG
-        ):
+        if est.covariance is None or not _mass_known(est):
             self._reference = None
             return
         bias = np.zeros(6) if est.bias is None else np.asarray(est.bias, dtype=float)
@@ -359,14 +355,14 @@ class PayloadTracker:
         return self._restart(samples, ep.t_start, t_now, float(delta[0]))
 
     def _restart(self, samples: SensorSamples, t_start: float, t_now: float, mass_change: float) -> TrackEvent:
+        self._offsets_added = np.zeros(6)
         if self.estimator.with_bias:
             try:
                 est = self.estimator.estimate()
-                if est.bias is not None and not est.identification.missing(inertia=False):
-                    self.offsets_in_sensor = self.offsets_in_sensor + np.asarray(est.bias, dtype=float)
-                    from dataclasses import replace
-
-                    samples = replace(samples, wrench_in_sensor=samples.wrench_in_sensor - np.asarray(est.bias))
+                if est.bias is not None and _mass_known(est):
+                    self._offsets_added = np.asarray(est.bias, dtype=float)
+                    self.offsets_in_sensor = self.offsets_in_sensor + self._offsets_added
+                    samples = replace(samples, wrench_in_sensor=samples.wrench_in_sensor - self._offsets_added)
             except (InsufficientData, ValueError, ArithmeticError, np.linalg.LinAlgError):
                 pass
         keep_bias = self.bias and not np.any(self.offsets_in_sensor)
@@ -383,7 +379,11 @@ class PayloadTracker:
         return event
 
 
-def _with_gravity(samples: SensorSamples, gravity_in_sensor: np.ndarray) -> SensorSamples:
-    from dataclasses import replace
+def _mass_known(est: Estimate) -> bool:
+    """The mass (and with it the offsets, which only its motion tells apart) is determined:
+    relatively, or to :data:`REFERENCE_MASS_STD_KG` (an empty gripper's 0 kg)."""
+    return est.identification.mass == IDENTIFIED or est.mass_std <= REFERENCE_MASS_STD_KG
 
+
+def _with_gravity(samples: SensorSamples, gravity_in_sensor: np.ndarray) -> SensorSamples:
     return replace(samples, gravity_in_sensor=gravity_in_sensor)
