@@ -191,3 +191,16 @@ def test_a_shape_too_short_for_the_payload_is_not_handed_over(bags, tmp_path, ca
                          "--force")
     assert forced["status"].startswith("forced: ") and forced["forced"] is True
     assert "<!-- FORCED: " in (tmp_path / "b" / "payload_inertial.urdf.xml").read_text()
+
+
+def test_replay_track_follows_the_payload(bags, tmp_path, capsys):
+    """--track: the tracker runs inside the robot pipeline; a steady run has no change, and the
+    summary lists the counts (contacts held out, if any, leave the mass right)."""
+    s = replay_json(capsys, bags["panda", "mcap"], "--out", tmp_path / "t", "--no-plot", "--track",
+                    "--set", "converge_on=mass_com")
+    assert s["tracking"]["changes"] == 0 and isinstance(s["tracking"]["events"], list)
+    assert s["errors_percent"]["mass"] < 1.0
+    plain = replay_json(capsys, bags["panda", "mcap"], "--out", tmp_path / "p", "--no-plot")
+    assert "tracking" not in plain
+    assert main(["replay", str(bags["panda", "mcap"]), "--out", str(tmp_path / "q"), "--no-plot", "--track"]) == 0
+    assert "followed the payload: 0 change(s)" in capsys.readouterr().out

@@ -234,6 +234,13 @@ def test_diagnostics_levels(typestore, make, played):
     assert {kv.key: kv.value for kv in status[1].values} == {"total non_finite": "5", "recent non_finite": "2"}
     # old problems alone do not warn (a snapshot cannot tell when they happened)
     assert _levels(typestore, make, dict(diag, recent_counts={}))[0][1] == OK
+    # the payload followed (track_payload): its counts shown, a contact named in the message
+    tracked = dict(stream.diagnostics(now), payload_changes=2, contacts=3, contact_now=True, held_out_samples=41)
+    levels, status = _levels(typestore, make, tracked)
+    values = {kv.key: kv.value for kv in status[2].values}
+    assert values["payload changes"] == "2" and values["contacts"] == "3" and values["held out samples"] == "41"
+    assert status[2].message.startswith("contact: samples held out")
+    assert "payload changes" not in {kv.key for kv in _levels(typestore, make, stream.diagnostics(now))[1][2].values}
     # one stream stale: WARN, not STALE
     partial = dict(stream.diagnostics(now), stale_streams=["wrench"])
     assert _levels(typestore, make, partial)[0][:2] == [WARN, WARN]

@@ -139,3 +139,40 @@ def test_detection_off_is_a_plain_estimator():
     plain = make_estimator("wls", bias=True)
     plain.update(samples)
     np.testing.assert_allclose(tracker.estimate().phi, plain.estimate().phi, rtol=1e-9)
+
+
+def test_bad_samples_are_the_estimators_to_drop_not_contacts():
+    """NaN and absurd rows in the stream: dropped and counted by the estimator, never a contact, a
+    change, or a poisoned residual covariance."""
+    samples = _cycle([(DRILL, 8.0)], seed=4)
+    w = samples.wrench_in_sensor.copy()
+    w[300:305, 2] = np.nan
+    w[500, :] = np.inf
+    g = samples.gravity_in_sensor.copy()
+    g[600:602] = np.nan
+    from dataclasses import replace
+
+    bad = replace(samples, wrench_in_sensor=w, gravity_in_sensor=g)
+    tracker = _tracker()
+    masses, _ = _run(tracker, bad)
+    assert tracker.counts.changes == 0 and tracker.counts.contacts == 0
+    assert tracker.rejected_samples == 8
+    assert np.all(np.isfinite(tracker._residual_cov))
+    assert tracker.estimate().params.mass == pytest.approx(DRILL.mass, rel=0.01)
+
+
+def test_the_pipeline_takes_a_tracker_as_its_estimator():
+    """Settings track_payload=True: the stream's estimator is a tracker (same interface)."""
+    from payload_estimator.pipeline.build import build_estimator
+    from payload_estimator.settings import Settings
+
+    tracked = build_estimator(Settings.from_dict({"estimator": "wls", "track_payload": True}))
+    plain = build_estimator(Settings.from_dict({"estimator": "wls"}))
+    assert isinstance(tracked, PayloadTracker) and not isinstance(plain, PayloadTracker)
+    samples = _cycle([(HAMMER, 3.0)])
+    tracked.update(samples)
+    plain.update(samples)
+    np.testing.assert_allclose(tracked.estimate().phi, plain.estimate().phi, rtol=1e-6, atol=1e-9)
+    noise = tracked.kinematic_noise
+    tracked.reset()
+    assert tracked.kinematic_noise is noise and tracked.samples_used == 0

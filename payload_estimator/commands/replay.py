@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from payload_estimator.commands import CommandError
+from payload_estimator.core.tracking import CHANGE, PayloadTracker
 
 __all__ = ["add_parser", "run", "detect_robot"]
 
@@ -81,6 +82,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "inconsistent, a poor model fit, mass, COM or inertia not determined by the data); "
                         "it says so in a comment, and the JSON status says forced")
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of tables")
+    p.add_argument("--track", action="store_true",
+                   help="follow the payload (--set track_payload=true): contacts held out, payload changes "
+                        "detected and the estimate restarted; the summary lists the events (times from the "
+                        "bag's start) and counts")
     return p
 
 
@@ -161,6 +166,7 @@ def _settings(args: argparse.Namespace, urdf: str | None, info, bag: Path):
     """(settings, where they came from, how the robot was chosen)."""
     import yaml
 
+    from payload_estimator.core.estimators import ESTIMATORS
     from payload_estimator.core.shapes import ShapeError, parse_shape_spec
     from payload_estimator.io.bag import CUSTOM_DATA_PREFIX
     from payload_estimator.settings import Settings, load_parameters_yaml, settings_for_robot
@@ -189,6 +195,8 @@ def _settings(args: argparse.Namespace, urdf: str | None, info, bag: Path):
         overrides["estimator"] = args.estimator
     if args.shape:
         overrides["payload_shape"] = args.shape
+    if args.track:
+        overrides["track_payload"] = True
     hint = info.custom_data.get(CUSTOM_DATA_PREFIX + "payload_shape")
     if hint and not args.config and "payload_shape" not in overrides:
         overrides["payload_shape"] = hint  # a simulated bag knows its payload's envelope
@@ -200,7 +208,7 @@ def _settings(args: argparse.Namespace, urdf: str | None, info, bag: Path):
             raise CommandError(_one_line(exc) if name in str(exc) else f"{name}={value!r}: {_one_line(exc)}") from None
     try:
         settings = Settings.from_dict({**base.to_dict(), **overrides})
-        if settings.estimator == "pmd":
+        if ESTIMATORS[settings.estimator].needs_points:
             parse_shape_spec(settings.payload_shape)
     except (ValueError, ShapeError, TypeError) as exc:
         raise CommandError(_one_line(exc)) from None
@@ -244,6 +252,17 @@ def _bbox_lengths(settings) -> np.ndarray | None:
 
 
 # ------------------------------------------------------------------------- run
+
+
+def _tracking(stream, t0: float) -> dict | None:
+    """The payload tracker's events (times from the bag's start) and counts, when it ran."""
+    tracker = stream.estimator
+    if not isinstance(tracker, PayloadTracker):
+        return None
+    events = [{"kind": e.kind, "t_start": e.t_start - t0, "t_decided": e.t_decided - t0,
+               "mass_change": None if e.kind != CHANGE else e.mass_change} for e in tracker.events]
+    c = tracker.counts
+    return {"changes": c.changes, "contacts": c.contacts, "held_out_samples": c.held_out_samples, "events": events}
 
 
 def _warn(line: str) -> None:
@@ -382,6 +401,7 @@ def _replay(args: argparse.Namespace, warnings: list[str]) -> int:
         raise CommandError(f"--out: cannot write the results: {_one_line(exc)}") from None
     for line in warnings:
         _warn(line)
+    tracking = _tracking(stream, driver.t0 or 0.0)
     if args.json:
         summary = report.summary(
             bag=str(bag), robot=settings.robot, settings=origin, estimator=settings.estimator,
@@ -390,9 +410,17 @@ def _replay(args: argparse.Namespace, warnings: list[str]) -> int:
             duration_s=info.duration, messages=counts, accepted=accepted, bag_files=list(info.files),
             bag_warnings=warnings,
             input_problems_by_stream=stream.health.snapshot()["counts_by_stream"])
+        if tracking is not None:
+            summary["tracking"] = tracking
         json.dump(summary, sys.stdout)
         sys.stdout.write("\n")
         return 0
     report.print(console, headline=f"{bag}: {info.duration:.1f} s; settings: {origin}; "
                  + ", ".join(f"{n} {k}" for k, n in counts.items() if n), what="of the recording")
+    if tracking is not None:
+        console.print(f"followed the payload: {tracking['changes']} change(s), {tracking['contacts']} contact(s), "
+                      f"{tracking['held_out_samples']} sample(s) held out")
+        for e in tracking["events"]:
+            extra = f", mass {e['mass_change']:+.3f} kg" if e["kind"] == CHANGE else ""
+            console.print(f"  {e['kind']} at {e['t_start']:.2f} s (decided at {e['t_decided']:.2f} s{extra})")
     return 0

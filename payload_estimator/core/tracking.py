@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -40,6 +41,7 @@ from payload_estimator.core.regressor import samples_regressor
 from payload_estimator.core.samples import SensorSamples
 
 __all__ = [
+    "PayloadModel",
     "PayloadTracker",
     "TrackEvent",
     "TrackingCounts",
@@ -79,6 +81,26 @@ RESIDUAL_MEMORY = 3000
 """Samples the running residual covariance remembers (30 s at 100 Hz)."""
 MIN_CONTACT_SAMPLES = 3
 """An episode with fewer suspect samples is an outlier, not a contact (held out, not reported)."""
+
+
+class PayloadModel(Protocol):
+    """What the robot pipeline asks of an estimator: an :class:`Estimator` or a
+    :class:`PayloadTracker` around one."""
+
+    @property
+    def samples_used(self) -> int: ...
+
+    @property
+    def rejected_samples(self) -> int: ...
+
+    @property
+    def kinematic_noise(self) -> Any: ...
+
+    def update(self, samples: SensorSamples) -> Any: ...
+
+    def estimate(self) -> Estimate: ...
+
+    def reset(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -135,6 +157,7 @@ class PayloadTracker:
         """F/T offsets subtracted before the estimator (found before the last change)."""
         self.events: list[TrackEvent] = []
         self.counts = TrackingCounts()
+        self._rejected_before = 0
         self._episode: _Episode | None = None
         self._normal_run_s = 0.0
         self._reference: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -144,6 +167,41 @@ class PayloadTracker:
         self._residual_cov = np.zeros((6, 6))
         self._residual_n = 0
         self._offsets_added = np.zeros(6)
+
+    # ------------------------------------------- what the pipeline asks of an estimator
+    @property
+    def samples_used(self) -> int:
+        """Samples the current payload's estimate holds."""
+        return self.estimator.samples_used
+
+    @property
+    def rejected_samples(self) -> int:
+        """Non-finite samples the estimators dropped, over every payload (only ever grows)."""
+        return self._rejected_before + self.estimator.rejected_samples
+
+    @property
+    def kinematic_noise(self) -> Any:
+        """The estimator's :class:`~payload_estimator.core.estimators.base.KinematicNoise`
+        (shared by every estimator after a change: the pipeline supplies it once)."""
+        return self.estimator.kinematic_noise
+
+    @property
+    def with_bias(self) -> bool:
+        return self.bias
+
+    def reset(self) -> None:
+        """Start afresh (a new payload the caller knows of): the offsets are estimated again."""
+        noise = self.estimator.kinematic_noise
+        self._rejected_before += self.estimator.rejected_samples
+        self.estimator = self._make(self.bias)
+        self.estimator.kinematic_noise = noise
+        self.offsets_in_sensor = np.zeros(6)
+        self._episode = None
+        self._reference = None
+        self._residual_n = 0
+        self._data_s = 0.0
+        self._since_refresh_s = 0.0
+        self._last_t = None
 
     # --------------------------------------------------------------------- state
     @property
@@ -211,7 +269,7 @@ class PayloadTracker:
                     return decided
         if self._episode is None:
             self._feed(samples.select(slice(start, None)))
-        else:
+        elif start < len(samples):
             self._episode.batches.append(samples.select(slice(start, None)))
             self._episode.suspect.append(d2[start:] > GATE_CHI2)
             self._trim_episode()
@@ -283,7 +341,11 @@ class PayloadTracker:
         if self._reference is None:
             return None
         r, R = self._residuals(samples)
-        return np.einsum("nk,nk->n", r, np.linalg.solve(R, r[:, :, None])[:, :, 0])
+        finite = np.all(np.isfinite(r), axis=1) & np.all(np.isfinite(R), axis=(1, 2))
+        d2 = np.zeros(len(samples))  # a non-finite sample is the estimator's to drop (and count), not a contact
+        if np.any(finite):
+            d2[finite] = np.einsum("nk,nk->n", r[finite], np.linalg.solve(R[finite], r[finite][:, :, None])[:, :, 0])
+        return d2
 
     def _learn_noise(self, samples: SensorSamples) -> None:
         """Fold accepted samples' residuals into the running residual covariance."""
@@ -291,7 +353,10 @@ class PayloadTracker:
             return
         phi, bias, _, _ = self._reference
         r = samples.wrench_in_sensor - samples_regressor(samples) @ phi - bias
-        n = len(samples)
+        r = r[np.all(np.isfinite(r), axis=1) & np.all(np.abs(r) < 1e6, axis=1)]
+        n = len(r)
+        if n == 0:
+            return
         if self._residual_n == 0:
             self._residual_cov = np.zeros((6, 6))
         a = n / min(self._residual_n + n, RESIDUAL_MEMORY)
@@ -366,7 +431,10 @@ class PayloadTracker:
             except (InsufficientData, ValueError, ArithmeticError, np.linalg.LinAlgError):
                 pass
         keep_bias = self.bias and not np.any(self.offsets_in_sensor)
+        noise = self.estimator.kinematic_noise
+        self._rejected_before += self.estimator.rejected_samples
         self.estimator = self._make(keep_bias)
+        self.estimator.kinematic_noise = noise
         self._episode = None
         self._reference = None
         self._residual_n = 0

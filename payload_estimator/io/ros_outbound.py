@@ -244,9 +244,16 @@ def _estimate_status(diag: Mapping[str, Any], name: str, hardware_id: str) -> di
     }
     for stream, size in (diag.get("buffer_sizes", {}) or {}).items():
         values[f"{stream} buffered"] = size
+    if "payload_changes" in diag:  # the payload is being followed (track_payload)
+        values["payload changes"] = diag["payload_changes"]
+        values["contacts"] = diag.get("contacts", 0)
+        values["in contact"] = bool(diag.get("contact_now", False))
+        values["held out samples"] = diag.get("held_out_samples", 0)
     message = "converged" if converged else (reason or "not converged")
     if diag.get("paused"):
         message = "paused; " + message
+    if diag.get("contact_now"):
+        message = "contact: samples held out; " + message
     level = DiagnosticLevel.OK if converged else DiagnosticLevel.WARN
     if fit == "poor":  # not a matter of waiting: something is wrong with the setup or the payload
         level = DiagnosticLevel.ERROR

@@ -19,6 +19,7 @@ from scipy.spatial.transform import Rotation
 from payload_estimator.core.convergence import ConvergenceCriteria
 from payload_estimator.core.estimators import ESTIMATORS, Estimator
 from payload_estimator.core.shapes import parse_shape_spec, sample_parts
+from payload_estimator.core.tracking import PayloadModel, PayloadTracker
 from payload_estimator.pipeline.health import InputHealth
 from payload_estimator.pipeline.stream import EstimationStream, StreamConfig
 from payload_estimator.pipeline.wrench import SaturationCheck, WrenchConvention
@@ -81,14 +82,22 @@ def wrench_convention(settings: Settings, base_frame: str) -> WrenchConvention:
     return WrenchConvention(settings.wrench_frame or k, None, -1.0)
 
 
-def build_estimator(settings: Settings) -> Estimator:
-    """The configured estimator, its options read from the settings as its class declares them."""
+def build_estimator(settings: Settings) -> PayloadModel:
+    """The configured estimator, its options read from the settings as its class declares them;
+    inside a :class:`~payload_estimator.core.tracking.PayloadTracker` when ``track_payload``."""
     cls = ESTIMATORS[settings.estimator]
     points = None
     if cls.needs_points:
         points = sample_parts(parse_shape_spec(settings.payload_shape),
                               density=settings.point_density * 1e6, max_points=settings.max_points)
-    return cls.create(points, bias=settings.estimate_bias, **cls.options_from(settings.to_dict()))
+    options = cls.options_from(settings.to_dict())
+
+    def make(bias: bool) -> Estimator:
+        return cls.create(points, bias=bias, **options)
+
+    if settings.track_payload:
+        return PayloadTracker(make, bias=settings.estimate_bias)
+    return make(settings.estimate_bias)
 
 
 def convergence_criteria(settings: Settings) -> ConvergenceCriteria:

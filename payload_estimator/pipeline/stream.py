@@ -33,10 +33,11 @@ import numpy as np
 
 from payload_estimator.core.convergence import ConvergenceCriteria, ConvergenceMonitor
 from payload_estimator.core.estimate import Estimate
-from payload_estimator.core.estimators import Estimator, InsufficientData
+from payload_estimator.core.estimators import InsufficientData
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.samples import MAX_ABS_VALUE, STANDARD_GRAVITY, SensorSamples
 from payload_estimator.core.signal_noise import SignalNoise
+from payload_estimator.core.tracking import PayloadModel, PayloadTracker
 from payload_estimator.pipeline.align import MAX_STAMP_S, StreamAligner
 from payload_estimator.pipeline.filters import (
     MatchedDelay,
@@ -181,10 +182,11 @@ class EstimationStream:
     """
 
     def __init__(
-        self, config: StreamConfig, estimator: Estimator, health: InputHealth | None = None
+        self, config: StreamConfig, estimator: PayloadModel, health: InputHealth | None = None
     ) -> None:
         self.config = config
         self.estimator = estimator
+        self._changes_seen = 0
         self.kinematics = SensorKinematics(
             config.urdf,
             config.sensor_frame,
@@ -601,6 +603,11 @@ class EstimationStream:
             return self._last
         if self._last is not None and self._last.estimate.samples_used == self.estimator.samples_used:
             return self._last
+        if isinstance(self.estimator, PayloadTracker) and self.estimator.counts.changes != self._changes_seen:
+            # a new payload: what was converged was the old one's
+            self._changes_seen = self.estimator.counts.changes
+            self.convergence.reset()
+            self.mass_com_convergence.reset()
         try:
             est = self.estimator.estimate()
         except InsufficientData:
@@ -638,6 +645,12 @@ class EstimationStream:
         snap["model_fit"] = last.estimate.model_fit.label if last else "unknown"
         snap["model_fit_cause"] = last.estimate.model_fit.cause if last else ""
         snap["not_identified"] = ", ".join(last.estimate.identification.missing()) if last else ""
+        if isinstance(self.estimator, PayloadTracker):
+            counts = self.estimator.counts
+            snap["payload_changes"] = counts.changes
+            snap["contacts"] = counts.contacts
+            snap["contact_now"] = self.estimator.contact
+            snap["held_out_samples"] = counts.held_out_samples
         return snap
 
     def reset(self) -> None:
