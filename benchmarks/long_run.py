@@ -315,6 +315,11 @@ def run_simulated(hours: float, stale_minutes: float, feed: str, quick: bool, ro
         if i == back_turns:
             mark("wrench back", now, t_run)
     _print_simulated(rows, hours, feed, robot, payload, estimator, simulated_s, t_end, quick)
+    diag = loop.stream().diagnostics()
+    if "payload_changes" in diag:  # track_payload: one payload all along, every flag is a false alarm
+        print(f"\nFollowing the payload (track_payload): {diag['payload_changes']} change(s), {diag['contacts']} "
+              f"contact(s), {diag['held_out_samples']} sample(s) held out, over {hours * 60:g} min of one payload "
+              "(the looped run restarts its motion every 20 s).")
 
 
 def _print_simulated(rows: list[Row], hours: float, feed: str, robot: str, payload: str, estimator: str,

@@ -3,7 +3,9 @@
 Conventions: every vector in the sensor frame S; the wrench is the one the payload exerts on the
 sensor (at rest ``f = m g``), SI units; ``phi`` in paper 004's order.
 
-The current estimate predicts each sample's wrench, ``w_hat = Y phi_hat + beta_hat``, and the
+The current estimate predicts each sample's wrench, ``w_hat = Y phi_hat + beta_hat`` (for an
+estimator with a prior, PMD, the weighted least squares of the same samples predicts: a prior that
+does not fit would hold out the very data that correct it), and the
 residual ``r = w - w_hat`` has the covariance ``R = diag(s²) + Y C Y^T``: ``s`` each channel's
 residual RMS at the estimate (the sensor's noise and what the model leaves) and ``C`` the
 estimate's own covariance (an estimate from little data predicts loosely). Without a change or a
@@ -21,7 +23,9 @@ episode's first sample, keeping the F/T offsets it had found (they belong to the
 the payload), and the flag is raised at once. A force that no rigid body explains (a push
 sideways) stays a *contact* for as long as it lasts; a persistent vertical contact (the object
 set down on a table while held) looks like a lighter payload and ends as a change: either way
-it is flagged, never a silently wrong mass.
+it is flagged, never a silently wrong mass. Anything held out for :data:`PERSISTENT_S` that no
+change explains (something leaning on the payload, an F/T offset that drifted far) becomes the new
+normal: the estimate restarts from it, offsets included, as a change.
 
 After a restart the new estimate predicts nothing until it has :data:`REFERENCE_AFTER_S` of data
 and has identified the mass; meanwhile every sample is taken (the new payload's own).
@@ -37,6 +41,7 @@ import numpy as np
 
 from payload_estimator.core.estimate import IDENTIFIED, Estimate
 from payload_estimator.core.estimators.base import Estimator, InsufficientData
+from payload_estimator.core.estimators.least_squares import WeightedLeastSquares
 from payload_estimator.core.regressor import samples_regressor
 from payload_estimator.core.samples import SensorSamples
 
@@ -79,6 +84,10 @@ MIN_RESIDUALS = 200
 """Accepted samples before the residual covariance is measured rather than taken as diagonal."""
 RESIDUAL_MEMORY = 3000
 """Samples the running residual covariance remembers (30 s at 100 Hz)."""
+MAX_PAYLOAD_SIZE_M = 0.4
+"""Largest payload size the gate allows for what the data do not yet determine."""
+PERSISTENT_S = 3.0
+"""An episode held out this long, and no payload change, restarts the estimate (offsets too)."""
 MIN_CONTACT_SAMPLES = 3
 """An episode with fewer suspect samples is an outlier, not a contact (held out, not reported)."""
 
@@ -153,6 +162,7 @@ class PayloadTracker:
         self.bias = bool(bias)
         self.detect = bool(detect)
         self.estimator = make_estimator(self.bias)
+        self._referee = self._new_referee(self.bias)
         self.offsets_in_sensor = np.zeros(6)
         """F/T offsets subtracted before the estimator (found before the last change)."""
         self.events: list[TrackEvent] = []
@@ -195,6 +205,7 @@ class PayloadTracker:
         self._rejected_before += self.estimator.rejected_samples
         self.estimator = self._make(self.bias)
         self.estimator.kinematic_noise = noise
+        self._referee = self._new_referee(self.bias)
         self.offsets_in_sensor = np.zeros(6)
         self._episode = None
         self._reference = None
@@ -289,11 +300,27 @@ class PayloadTracker:
         positive = dt[dt > 0]
         return np.where(dt > 0, dt, float(np.median(positive)) if positive.size else 0.01)
 
+    def _new_referee(self, bias: bool) -> Estimator | None:
+        """The estimator that predicts the wrench for the gate: the estimator itself, or beside an
+        estimator with a prior (PMD), weighted least squares on the same samples. A prior that
+        does not fit the payload (a shape's uniform density) mispredicts dynamic samples, and the
+        gate would hold out the data that should correct it."""
+        if not type(self.estimator).has_prior:
+            return None
+        referee = WeightedLeastSquares(bias=bias)
+        referee.kinematic_noise = self.estimator.kinematic_noise
+        return referee
+
+    def _judge_by(self) -> Estimator:
+        return self.estimator if self._referee is None else self._referee
+
     def _feed(self, samples: SensorSamples) -> None:
         if len(samples) == 0:
             return
         self._learn_noise(samples)
         self.estimator.update(samples)
+        if self._referee is not None:
+            self._referee.update(samples)
         step = float(np.median(np.diff(samples.t))) if len(samples) > 1 else 0.01
         span = float(samples.t[-1] - samples.t[0]) + step
         self._data_s += span
@@ -307,7 +334,7 @@ class PayloadTracker:
             self._reference = None
             return
         try:
-            est = self.estimator.estimate()
+            est = self._judge_by().estimate()
         except (InsufficientData, ValueError, ArithmeticError, np.linalg.LinAlgError):
             self._reference = None
             return
@@ -318,7 +345,7 @@ class PayloadTracker:
             return
         bias = np.zeros(6) if est.bias is None else np.asarray(est.bias, dtype=float)
         s2 = np.maximum(np.asarray(est.residual_rms, dtype=float) ** 2, 1e-12)
-        self._reference = (np.asarray(est.phi, dtype=float), bias, np.asarray(est.covariance, dtype=float), s2)
+        self._reference = (np.asarray(est.phi, dtype=float), bias, _prediction_covariance(est), s2)
 
     def _noise_covariance(self) -> np.ndarray:
         """(6, 6) covariance of a sample's residual at a known payload: measured from the accepted
@@ -400,6 +427,11 @@ class PayloadTracker:
         if suspect.mean() < SUSPECT_SHARE:
             return None
         samples = ep.samples()
+        if t_now - ep.t_start >= PERSISTENT_S:
+            # Held out this long and no rigid body explains it: whatever it is (something leaning
+            # on the payload, an offset that drifted), it is the new normal. Start again from it,
+            # offsets included, and say so: never a silently frozen or wrong estimate.
+            return self._restart(samples, ep.t_start, t_now, float("nan"), keep_offsets=False)
         r, R = self._residuals(samples)
         W = np.linalg.inv(R)
         before = float(np.mean(np.einsum("nk,nkl,nl->n", r, W, r)))
@@ -419,11 +451,18 @@ class PayloadTracker:
             return None
         return self._restart(samples, ep.t_start, t_now, float(delta[0]))
 
-    def _restart(self, samples: SensorSamples, t_start: float, t_now: float, mass_change: float) -> TrackEvent:
+    def _restart(
+        self, samples: SensorSamples, t_start: float, t_now: float, mass_change: float, keep_offsets: bool = True
+    ) -> TrackEvent:
         self._offsets_added = np.zeros(6)
-        if self.estimator.with_bias:
+        if not keep_offsets and np.any(self.offsets_in_sensor):
+            # estimate the offsets again: put back the ones subtracted so far
+            samples = replace(samples, wrench_in_sensor=samples.wrench_in_sensor + self.offsets_in_sensor)
+            self._offsets_added = -self.offsets_in_sensor
+            self.offsets_in_sensor = np.zeros(6)
+        elif keep_offsets and self.estimator.with_bias:
             try:
-                est = self.estimator.estimate()
+                est = self._judge_by().estimate()
                 if est.bias is not None and _mass_known(est):
                     self._offsets_added = np.asarray(est.bias, dtype=float)
                     self.offsets_in_sensor = self.offsets_in_sensor + self._offsets_added
@@ -435,6 +474,7 @@ class PayloadTracker:
         self._rejected_before += self.estimator.rejected_samples
         self.estimator = self._make(keep_bias)
         self.estimator.kinematic_noise = noise
+        self._referee = self._new_referee(keep_bias)
         self._episode = None
         self._reference = None
         self._residual_n = 0
@@ -445,6 +485,26 @@ class PayloadTracker:
         self.counts.changes += 1
         self._feed(samples)
         return event
+
+
+def _prediction_covariance(est: Estimate) -> np.ndarray:
+    """The estimate's covariance of ``phi``, with what the data do not determine made uncertain:
+    a least-squares covariance gives a direction the data never saw no variance at all, and a
+    motion that then explores it (the inertia, early on) would look like a contact. A COM axis or
+    the inertia not identified gets the spread of a body of this mass and ``L`` = the larger of
+    0.1 m and twice its COM's distance when that is known (at most :data:`MAX_PAYLOAD_SIZE_M`):
+    ``(m L)²`` per first moment, ``(m L²)²`` per inertia entry."""
+    C = np.array(est.covariance, dtype=float)
+    m = max(abs(est.params.mass), 0.05)
+    size = 0.1
+    if est.params.mass > 1e-6 and est.identification.com == (IDENTIFIED,) * 3:
+        size = min(max(size, 2.0 * float(np.linalg.norm(est.params.com))), MAX_PAYLOAD_SIZE_M)
+    for axis, status in enumerate(est.identification.com):
+        if status != IDENTIFIED:
+            C[1 + axis, 1 + axis] += (m * size) ** 2
+    if est.identification.inertia != IDENTIFIED:
+        C[4:, 4:] += np.eye(6) * (m * size * size) ** 2
+    return C
 
 
 def _mass_known(est: Estimate) -> bool:
