@@ -102,8 +102,8 @@ class Settings:
     regularization: float = _p(1.0, "PMD regularisation lambda")
     forgetting: float = _p(0.999, "per-sample forgetting factor of rls/rtls (1: none)")
     track_payload: bool = _p(False, "follow the payload: hold out contacts, detect payload changes and restart the "
-                                    "estimate, keeping the F/T offsets (core/tracking.py); off by default until the "
-                                    "node's start-up transients are handled (issue 8)")
+                                    "estimate, keeping the F/T offsets (core/tracking.py); off by default until it is "
+                                    "validated in the node (issue 8)")
     ft_noise_std: list[float] = _p([0.0, 0.0], "F/T noise std from the sensor's data sheet, [force N, torque N m], "
                                                "for rtls's noise model; zeros: measured from the signal")
     payload_shape: str = _p(
