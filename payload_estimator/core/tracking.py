@@ -80,6 +80,9 @@ REFRESH_S = 0.1
 """The reference estimate is refreshed after this much new accepted data."""
 MAX_EPISODE_S = 5.0
 """Samples of a contact older than this are dropped from the episode (memory stays bounded)."""
+EARLY_NOISE_FACTOR = 4.0
+"""Until :data:`MIN_RESIDUALS` samples are in, the estimate's residual variance times this (a fit
+of 16 unknowns to a few dozen filtered samples leaves residuals well below the noise)."""
 MIN_RESIDUALS = 200
 """Accepted samples before the residual covariance is measured rather than taken as diagonal."""
 RESIDUAL_MEMORY = 3000
@@ -198,6 +201,16 @@ class PayloadTracker:
     @property
     def with_bias(self) -> bool:
         return self.bias
+
+    @property
+    def last_solve_status(self) -> str:
+        """The estimator's last solver status (PMD's QP), "" for the closed-form estimators."""
+        return str(getattr(self.estimator, "last_solve_status", ""))
+
+    @property
+    def name(self) -> str:
+        """The estimator's name (``pmd``...): the tracker is a way of running it."""
+        return self.estimator.name
 
     def reset(self) -> None:
         """Start afresh (a new payload the caller knows of): the offsets are estimated again."""
@@ -354,7 +367,8 @@ class PayloadTracker:
         assert self._reference is not None
         if self._residual_n >= MIN_RESIDUALS:
             return self._residual_cov
-        return np.diag(self._reference[3])
+        # An early estimate fits its few samples too well: its residuals understate the noise.
+        return EARLY_NOISE_FACTOR * np.diag(self._reference[3])
 
     def _residuals(self, samples: SensorSamples) -> tuple[np.ndarray, np.ndarray]:
         """``(r (n, 6), R (n, 6, 6))``: residuals against the reference and their covariance."""
