@@ -162,12 +162,12 @@ def test_bad_samples_are_the_estimators_to_drop_not_contacts():
 
 
 def test_the_pipeline_takes_a_tracker_as_its_estimator():
-    """Settings track_payload (default true): the stream's estimator is a tracker (same interface)."""
+    """Settings track_payload=true: the stream's estimator is a tracker (same interface)."""
     from payload_estimator.pipeline.build import build_estimator
     from payload_estimator.settings import Settings
 
-    tracked = build_estimator(Settings.from_dict({"estimator": "wls"}))  # on by default
-    plain = build_estimator(Settings.from_dict({"estimator": "wls", "track_payload": False}))
+    tracked = build_estimator(Settings.from_dict({"estimator": "wls", "track_payload": True}))
+    plain = build_estimator(Settings.from_dict({"estimator": "wls"}))  # off by default, for now
     assert isinstance(tracked, PayloadTracker) and not isinstance(plain, PayloadTracker)
     samples = _cycle([(HAMMER, 3.0)])
     tracked.update(samples)

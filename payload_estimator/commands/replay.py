@@ -83,9 +83,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "it says so in a comment, and the JSON status says forced")
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of tables")
     p.add_argument("--track", action="store_true",
-                   help="follow the payload (--set track_payload=true, the default): contacts held out, payload "
-                        "changes detected and the estimate restarted; the summary lists the events (times from "
-                        "the bag's start) and counts")
+                   help="follow the payload (--set track_payload=true): contacts held out, payload changes "
+                        "detected and the estimate restarted; the summary lists the events (times from the "
+                        "bag's start) and counts")
     return p
 
 
