@@ -6,7 +6,6 @@ import argparse
 import csv
 import json
 import sys
-from typing import Any
 
 import numpy as np
 
@@ -30,7 +29,7 @@ from payload_estimator.core.shapes import (
     parse_shape_spec,
     sample_parts,
 )
-from payload_estimator.core.tracking import CHANGE, CONTACT, PayloadTracker
+from payload_estimator.core.tracking import CHANGE, CONTACT, PayloadModel, PayloadTracker
 from payload_estimator.io.samples_file import COLUMNS, SamplesFileError, read_samples
 from payload_estimator.outputs.handover import check_handover
 
@@ -128,9 +127,11 @@ TRACK_COLUMNS = ("t", "mass", "com", "changed", "contact", "status")
 """What each ``--track`` line carries (JSON keys, table columns)."""
 
 
-def _track(tracker: PayloadTracker, samples: SensorSamples, every_s: float, as_json: bool, force: bool) -> Any:
+def _track(
+    tracker: PayloadTracker, samples: SensorSamples, every_s: float, as_json: bool, force: bool
+) -> PayloadTracker:
     """Feed the samples in slices of ``every_s`` seconds of data and print one line per slice;
-    returns what estimates the final line (the tracker's current estimator)."""
+    returns the tracker, whose estimate is the final line's."""
     t = samples.t
     edges = np.searchsorted(t, np.arange(t[0] + every_s, t[-1] + every_s, every_s), side="right")
     start = 0
@@ -163,17 +164,7 @@ def _track(tracker: PayloadTracker, samples: SensorSamples, every_s: float, as_j
             mass_text = "-" if mass is None else f"{mass:9.4f}"
             console.print(f"{line['t']:9.2f} {mass_text:>9}  {com_text:>24}  {'CHANGE' if changed else '':>7}  "
                           f"{'contact' if contact else '':>7}  {status.split(':')[0]}", markup=False, highlight=False)
-    return _TrackedEstimate(tracker)
-
-
-class _TrackedEstimate:
-    """The tracker as the final line's estimator (its current payload's estimate)."""
-
-    def __init__(self, tracker: PayloadTracker) -> None:
-        self.tracker = tracker
-
-    def estimate(self) -> Any:
-        return self.tracker.estimate()
+    return tracker
 
 
 def run(args: argparse.Namespace) -> int:
@@ -190,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
     # the options are named like the settings fields the estimator declares it reads
     options = {k: v for k, v in cls.options_from(vars(args)).items() if v is not None}
     try:
-        estimator = cls.create(points, bias=args.bias, **options)
+        estimator: PayloadModel = cls.create(points, bias=args.bias, **options)
     except ValueError as exc:
         raise CommandError(f"--method {args.method}: {exc}") from None
     if args.track:

@@ -33,7 +33,6 @@ __all__ = [
     "Sphere",
     "Mesh",
     "Union",
-    "part_labels",
     "sample_parts",
     "SampledShape",
     "own_inertia",
@@ -382,22 +381,6 @@ def _sample_cells(shape: Shape, density: float, max_points: int, min_points: int
     return points, cell
 
 
-def part_labels(shape: Shape, points_in_sensor: np.ndarray) -> np.ndarray:
-    """(n,) index of the part of ``shape`` each point lies in (the first that holds it; a point
-    in none, e.g. on a boundary, goes to the nearest part centre). Zeros for a single shape."""
-    pts = np.asarray(points_in_sensor, dtype=float)
-    if not isinstance(shape, Union) or len(shape.parts) < 2:
-        return np.zeros(len(pts), dtype=int)
-    labels = np.full(len(pts), -1)
-    for k, part in enumerate(shape.parts):
-        labels[(labels < 0) & part.contains(pts)] = k
-    if np.any(labels < 0):
-        centres = np.array([0.5 * (lo + hi) for lo, hi in (part.bounds() for part in shape.parts)])
-        lost = labels < 0
-        labels[lost] = np.argmin(np.linalg.norm(pts[lost, None, :] - centres[None], axis=2), axis=1)
-    return labels
-
-
 _MIN_PART_POINTS = 8
 """Points a part of a union gets at least (a 2 x 2 x 2 grid: its centroid and principal axes)."""
 
@@ -427,7 +410,7 @@ def sample_parts(
     max_points: int = DEFAULT_MAX_POINTS,
     min_points: int = MIN_POINTS,
 ) -> SampledShape:
-    """Point masses filling ``shape``, each with its part (:func:`part_labels`) and volume.
+    """Point masses filling ``shape``, each with the part it lies in and the volume it stands for.
 
     A single shape is :func:`sample_points`. Each part of a union is a density group of PMD (one
     unknown density) and is sampled on its own grid, centred in the part, so that its points at

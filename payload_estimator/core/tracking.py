@@ -214,18 +214,23 @@ class PayloadTracker:
 
     def reset(self) -> None:
         """Start afresh (a new payload the caller knows of): the offsets are estimated again."""
+        self._start_estimator(self.bias)
+        self.offsets_in_sensor = np.zeros(6)
+        self._last_t = None
+
+    def _start_estimator(self, bias: bool) -> None:
+        """A fresh estimator (and referee) for a new payload: it shares the kinematic noise the
+        pipeline supplied, and nothing of the old payload's estimate is kept."""
         noise = self.estimator.kinematic_noise
         self._rejected_before += self.estimator.rejected_samples
-        self.estimator = self._make(self.bias)
+        self.estimator = self._make(bias)
         self.estimator.kinematic_noise = noise
-        self._referee = self._new_referee(self.bias)
-        self.offsets_in_sensor = np.zeros(6)
+        self._referee = self._new_referee(bias)
         self._episode = None
         self._reference = None
         self._residual_n = 0
         self._data_s = 0.0
         self._since_refresh_s = 0.0
-        self._last_t = None
 
     # --------------------------------------------------------------------- state
     @property
@@ -483,17 +488,7 @@ class PayloadTracker:
                     samples = replace(samples, wrench_in_sensor=samples.wrench_in_sensor - self._offsets_added)
             except (InsufficientData, ValueError, ArithmeticError, np.linalg.LinAlgError):
                 pass
-        keep_bias = self.bias and not np.any(self.offsets_in_sensor)
-        noise = self.estimator.kinematic_noise
-        self._rejected_before += self.estimator.rejected_samples
-        self.estimator = self._make(keep_bias)
-        self.estimator.kinematic_noise = noise
-        self._referee = self._new_referee(keep_bias)
-        self._episode = None
-        self._reference = None
-        self._residual_n = 0
-        self._data_s = 0.0
-        self._since_refresh_s = 0.0
+        self._start_estimator(self.bias and not np.any(self.offsets_in_sensor))
         event = TrackEvent(CHANGE, t_start, t_now, mass_change)
         self.events.append(event)
         self.counts.changes += 1

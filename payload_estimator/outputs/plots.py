@@ -10,7 +10,7 @@ from payload_estimator.core.history import EstimateHistory
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.files import atomic_path
 
-__all__ = ["plot_convergence"]
+__all__ = ["plot_convergence", "save_figure"]
 
 
 def plot_convergence(
@@ -66,6 +66,13 @@ def plot_convergence(
             ax.axvspan(t_conv, t[-1], color="tab:green", alpha=0.06)
     if title:
         fig.suptitle(title)
+    return save_figure(fig, path)
+
+
+def save_figure(fig, path: str | Path) -> Path:
+    """Lay out, write atomically (the format from the suffix, PNG by default) and close ``fig``."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

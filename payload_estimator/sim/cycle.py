@@ -45,7 +45,7 @@ import numpy as np
 
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.samples import STANDARD_GRAVITY, SensorSamples
-from payload_estimator.files import atomic_path
+from payload_estimator.outputs.plots import save_figure
 from payload_estimator.sim.noise import NoiseLevel
 from payload_estimator.sim.payloads import Payload, get_payload
 from payload_estimator.sim.workshop import get_tool
@@ -385,10 +385,4 @@ def plot_cycle(
     ax.legend(loc="upper left", fontsize=8)
     if title:
         ax.set_title(title)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=110, format=path.suffix.lstrip(".") or "png")
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

@@ -149,10 +149,7 @@ class PrimitiveDivision(PointMassDiscretization):
         return out
 
     def _apply_groups(self) -> None:
-        labels = np.empty(self.n_points, dtype=int)
-        for k, prim in enumerate(self.primitives):
-            labels[prim.members] = k
-        self._qp.set_groups(labels)
+        self._qp.set_groups(self.primitive_labels())
 
     def primitive_labels(self) -> np.ndarray:
         """(n,) the primitive each point belongs to."""
