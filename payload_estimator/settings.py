@@ -101,9 +101,9 @@ class Settings:
     c1: float = _p(C1_DEFAULT, "PMD dynamism scale c1 of paper 004 eq. (9) (see pmd.C1_DEFAULT)")
     regularization: float = _p(1.0, "PMD regularisation lambda")
     forgetting: float = _p(0.999, "per-sample forgetting factor of rls/rtls (1: none)")
-    track_payload: bool = _p(False, "follow the payload: hold out contacts, detect payload changes and restart the "
-                                    "estimate, keeping the F/T offsets (core/tracking.py); off by default until the "
-                                    "node's input gaps are handled (issue 8)")
+    track_payload: bool = _p(True, "follow the payload: hold out contacts, detect payload changes and restart the "
+                                   "estimate, keeping the F/T offsets (core/tracking.py); false: a plain estimator "
+                                   "that takes every sample")
     ft_noise_std: list[float] = _p([0.0, 0.0], "F/T noise std from the sensor's data sheet, [force N, torque N m], "
                                                "for rtls's noise model; zeros: measured from the signal")
     payload_shape: str = _p(

@@ -200,7 +200,7 @@ def test_replay_track_follows_the_payload(bags, tmp_path, capsys):
                     "--set", "converge_on=mass_com")
     assert s["tracking"]["changes"] == 0 and isinstance(s["tracking"]["events"], list)
     assert s["errors_percent"]["mass"] < 1.0
-    plain = replay_json(capsys, bags["panda", "mcap"], "--out", tmp_path / "p", "--no-plot")
-    assert "tracking" not in plain  # off by default, for now
-    assert main(["replay", str(bags["panda", "mcap"]), "--out", str(tmp_path / "q"), "--no-plot", "--track"]) == 0
+    plain = replay_json(capsys, bags["panda", "mcap"], "--out", tmp_path / "p", "--no-plot", "--no-track")
+    assert "tracking" not in plain
+    assert main(["replay", str(bags["panda", "mcap"]), "--out", str(tmp_path / "q"), "--no-plot"]) == 0  # default
     assert "followed the payload: 0 change(s)" in capsys.readouterr().out

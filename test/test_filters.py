@@ -12,6 +12,7 @@ from payload_estimator.pipeline.filters import (
     MatchedDifferentiator,
     PositionVelocityDifferentiator,
     butter_lowpass_sos,
+    settling_time_s,
     zero_phase_lowpass,
 )
 
@@ -226,3 +227,21 @@ def test_zero_phase_lowpass_short_inputs(n: int) -> None:
     np.testing.assert_allclose(y, 4.0, rtol=1e-9)
     y1 = zero_phase_lowpass(np.linspace(0, 1, n), RATE, CUTOFF)
     assert y1.shape == (n,) and np.all(np.isfinite(y1))
+
+
+def test_settling_time_scales_with_the_cutoff() -> None:
+    assert settling_time_s(10.0, 1000.0) == pytest.approx(2.0 * settling_time_s(20.0, 1000.0), rel=0.05)
+    assert settling_time_s(10.0, 1000.0, tolerance=0.01) < settling_time_s(10.0, 1000.0)
+
+
+def test_restarted_on_a_moving_joint_the_acceleration_is_right_after_settling() -> None:
+    """A joint turning at 1 rad/s: the filter restarted mid-motion (steady state at rest) gives
+    accelerations wrong by tens of rad/s² at first, and right (the true 0) after settling."""
+    t = np.arange(2000) / RATE
+    x = 1.0 * t
+    settle = settling_time_s(10.0, RATE)
+    restarted = MatchedDifferentiator(10.0, RATE, channels=1)
+    out = restarted(t, x[:, None])
+    early = np.abs(out.ddx[out.t < 0.05, 0]).max()
+    late = np.abs(out.ddx[out.t >= settle, 0]).max()
+    assert early > 10.0 and late < 0.1, (early, late)

@@ -54,7 +54,7 @@ def test_validation_names_the_problem():
 def test_the_data_sheet_noise_reaches_rtls_through_the_settings():
     from payload_estimator.pipeline.build import build_estimator
 
-    measured = build_estimator(Settings.from_dict({"estimator": "rtls", "track_payload": False}))  # (the default)
+    measured = build_estimator(Settings.from_dict({"estimator": "rtls", "track_payload": False}))
     given = build_estimator(Settings.from_dict({"estimator": "rtls", "ft_noise_std": [0.1, 0.005],
                                                 "track_payload": False}))
     assert measured.wrench_auto and not given.wrench_auto

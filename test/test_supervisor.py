@@ -290,7 +290,7 @@ def test_rebuild_on_a_rebuild_parameter_not_on_a_live_one(make, run, messages, c
     assert sup.settings.estimator == "rls"
     sup.parameters_changed({**base, "max_payload_mass": 2.0, "cutoff_hz": 8.0})  # rebuild
     assert "parameters changed: cutoff_hz; the estimation restarts" in caplog.text
-    drive(sup, messages, T0 + 1.2, T0 + 1.3)
+    drive(sup, messages, T0 + 1.2, T0 + 1.7)  # the new filters settle for 0.36 s first
     assert sup.stream is not stream and sup.stream.config.cutoff_hz == 8.0
     assert 0 < sup.stream.estimator.samples_used < samples
 

@@ -82,10 +82,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "inconsistent, a poor model fit, mass, COM or inertia not determined by the data); "
                         "it says so in a comment, and the JSON status says forced")
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of tables")
-    p.add_argument("--track", action="store_true",
-                   help="follow the payload (--set track_payload=true): contacts held out, payload changes "
-                        "detected and the estimate restarted; the summary lists the events (times from the "
-                        "bag's start) and counts")
+    p.add_argument("--track", action=argparse.BooleanOptionalAction, default=None,
+                   help="follow the payload (the setting track_payload, on by default): contacts held out, "
+                        "payload changes detected and the estimate restarted; the summary lists the events "
+                        "(times from the bag's start) and counts. --no-track: a plain estimator that takes "
+                        "every sample")
     return p
 
 
@@ -195,8 +196,8 @@ def _settings(args: argparse.Namespace, urdf: str | None, info, bag: Path):
         overrides["estimator"] = args.estimator
     if args.shape:
         overrides["payload_shape"] = args.shape
-    if args.track:
-        overrides["track_payload"] = True
+    if args.track is not None:
+        overrides["track_payload"] = args.track
     hint = info.custom_data.get(CUSTOM_DATA_PREFIX + "payload_shape")
     if hint and not args.config and "payload_shape" not in overrides:
         overrides["payload_shape"] = hint  # a simulated bag knows its payload's envelope

@@ -4,9 +4,9 @@ Conventions: every vector in the sensor frame S; the wrench is the one the paylo
 sensor (at rest ``f = m g``), SI units; ``phi`` in paper 004's order.
 
 The current estimate predicts each sample's wrench, ``w_hat = Y phi_hat + beta_hat`` (for an
-estimator with a prior, PMD, the weighted least squares of the same samples predicts: a prior that
-does not fit would hold out the very data that correct it), and the
-residual ``r = w - w_hat`` has the covariance ``R = diag(s²) + Y C Y^T``: ``s`` each channel's
+estimator other than least squares, the weighted least squares of the same samples predicts: a
+prior that does not fit, or a recursive filter's start, would hold out the data that correct it),
+and the residual ``r = w - w_hat`` has the covariance ``R = diag(s²) + Y C Y^T``: ``s`` each channel's
 residual RMS at the estimate (the sensor's noise and what the model leaves) and ``C`` the
 estimate's own covariance (an estimate from little data predicts loosely). Without a change or a
 contact, ``d² = r^T R^-1 r`` follows a chi-square with six degrees of freedom; a sample above
@@ -41,7 +41,7 @@ import numpy as np
 
 from payload_estimator.core.estimate import IDENTIFIED, Estimate
 from payload_estimator.core.estimators.base import Estimator, InsufficientData
-from payload_estimator.core.estimators.least_squares import WeightedLeastSquares
+from payload_estimator.core.estimators.least_squares import OrdinaryLeastSquares, WeightedLeastSquares
 from payload_estimator.core.regressor import samples_regressor
 from payload_estimator.core.samples import SensorSamples
 
@@ -50,6 +50,7 @@ __all__ = [
     "PayloadTracker",
     "TrackEvent",
     "TrackingCounts",
+    "TrackingState",
     "CHANGE",
     "CONTACT",
     "GATE_CHI2",
@@ -95,6 +96,16 @@ MIN_CONTACT_SAMPLES = 3
 """An episode with fewer suspect samples is an outlier, not a contact (held out, not reported)."""
 
 
+class StepFilter(Protocol):
+    """What the tracker needs of :class:`~payload_estimator.pipeline.filters.StepResponse`."""
+
+    period_s: float
+    rise_s: float
+    settled_s: float
+
+    def __call__(self, tau: np.ndarray) -> np.ndarray: ...
+
+
 class PayloadModel(Protocol):
     """What the robot pipeline asks of an estimator: an :class:`Estimator` or a
     :class:`PayloadTracker` around one."""
@@ -124,6 +135,24 @@ class TrackEvent:
     t_decided: float
     mass_change: float = float("nan")
     """kg, for a change: the fitted change of mass."""
+
+
+@dataclass(frozen=True)
+class TrackingState:
+    """What a published estimate says about the following of the payload (a snapshot).
+
+    Attributes:
+        changes, contacts, held_out_samples: counts since the tracker started (see
+            :class:`TrackingCounts`).
+        contact: samples are being held out right now (a contact, or a change being judged).
+        change_t: s, where the current payload's data begin (the last change's start); None before any.
+    """
+
+    changes: int = 0
+    contacts: int = 0
+    held_out_samples: int = 0
+    contact: bool = False
+    change_t: float | None = None
 
 
 @dataclass
@@ -166,6 +195,7 @@ class PayloadTracker:
         self.detect = bool(detect)
         self.estimator = make_estimator(self.bias)
         self._referee = self._new_referee(self.bias)
+        self._free: tuple[Estimator, Estimator | None] | None = None
         self.offsets_in_sensor = np.zeros(6)
         """F/T offsets subtracted before the estimator (found before the last change)."""
         self.events: list[TrackEvent] = []
@@ -180,6 +210,10 @@ class PayloadTracker:
         self._residual_cov = np.zeros((6, 6))
         self._residual_n = 0
         self._offsets_added = np.zeros(6)
+        self.step_response: StepFilter | None = None
+        """How a step of the wrench shows in the samples (the pipeline's filter sets it; None:
+        at once, as in unfiltered samples). The judge fits a change through it, from an onset it
+        finds, and the new payload's data start where it has settled."""
 
     # ------------------------------------------- what the pipeline asks of an estimator
     @property
@@ -226,11 +260,31 @@ class PayloadTracker:
         self.estimator = self._make(bias)
         self.estimator.kinematic_noise = noise
         self._referee = self._new_referee(bias)
+        self._free = None
+        if self.bias and not bias:
+            # The kept offsets drift (a strain gauge warms up): beside the estimate that trusts them,
+            # the same estimator finds the offsets anew; it takes over once its mass is known.
+            free = self._make(True)
+            free.kinematic_noise = noise
+            self._free = (free, self._new_referee(True, free))
         self._episode = None
         self._reference = None
         self._residual_n = 0
         self._data_s = 0.0
         self._since_refresh_s = 0.0
+
+    def input_break(self) -> None:
+        """The input stopped and resumed (a gap, a clock jump): an episode open across it is closed
+        as it stands (held out: a contact, or an outlier if it was one sample or two), and the
+        time since the last sample restarts."""
+        if self._episode is not None:
+            self._close_as_contact(SensorSamples.empty(), np.zeros(0), self._episode_end())
+        self._last_t = None
+
+    def _episode_end(self) -> float:
+        assert self._episode is not None
+        batches = [b for b in self._episode.batches if len(b)]
+        return float(batches[-1].t[-1]) if batches else self._episode.t_start
 
     # --------------------------------------------------------------------- state
     @property
@@ -238,12 +292,20 @@ class PayloadTracker:
         """True while an episode is being held out as a contact."""
         return self._episode is not None
 
+    @property
+    def state(self) -> TrackingState:
+        changes = [e for e in self.events if e.kind == CHANGE]
+        c = self.counts
+        return TrackingState(c.changes, c.contacts, c.held_out_samples, self.contact,
+                             changes[-1].t_start if changes else None)
+
     def estimate(self) -> Estimate:
-        """The current payload's estimate (its offsets are those kept across changes when the
-        estimator no longer estimates them)."""
+        """The current payload's estimate; its offsets are those kept across changes plus what
+        the estimator finds on top of them, if it estimates them."""
         est = self.estimator.estimate()
-        if not self.estimator.with_bias and self.bias:
-            est = replace(est, bias=self.offsets_in_sensor.copy())
+        if self.bias and np.any(self.offsets_in_sensor):
+            found = np.zeros(6) if est.bias is None else np.asarray(est.bias, dtype=float)
+            est = replace(est, bias=self.offsets_in_sensor + found)
         return est
 
     # -------------------------------------------------------------------- intake
@@ -318,15 +380,17 @@ class PayloadTracker:
         positive = dt[dt > 0]
         return np.where(dt > 0, dt, float(np.median(positive)) if positive.size else 0.01)
 
-    def _new_referee(self, bias: bool) -> Estimator | None:
-        """The estimator that predicts the wrench for the gate: the estimator itself, or beside an
-        estimator with a prior (PMD), weighted least squares on the same samples. A prior that
-        does not fit the payload (a shape's uniform density) mispredicts dynamic samples, and the
-        gate would hold out the data that should correct it."""
-        if not type(self.estimator).has_prior:
+    def _new_referee(self, bias: bool, estimator: Estimator | None = None) -> Estimator | None:
+        """The estimator that predicts the wrench for the gate: least squares itself, or beside any
+        other estimator, weighted least squares on the same samples. A prior that does not fit
+        the payload (PMD's uniform density in a shape) mispredicts dynamic samples, and a recursive
+        filter's first estimates (RLS, RTLS) are pulled by their initial state yet claim to be
+        known: either way the gate would hold out the very data that should correct them."""
+        estimator = self.estimator if estimator is None else estimator
+        if isinstance(estimator, OrdinaryLeastSquares):  # wls, ols: their own referee
             return None
         referee = WeightedLeastSquares(bias=bias)
-        referee.kinematic_noise = self.estimator.kinematic_noise
+        referee.kinematic_noise = estimator.kinematic_noise
         return referee
 
     def _judge_by(self) -> Estimator:
@@ -336,9 +400,9 @@ class PayloadTracker:
         if len(samples) == 0:
             return
         self._learn_noise(samples)
-        self.estimator.update(samples)
-        if self._referee is not None:
-            self._referee.update(samples)
+        for estimator in (self.estimator, self._referee, *(self._free or ())):
+            if estimator is not None:
+                estimator.update(samples)
         step = float(np.median(np.diff(samples.t))) if len(samples) > 1 else 0.01
         span = float(samples.t[-1] - samples.t[0]) + step
         self._data_s += span
@@ -348,6 +412,7 @@ class PayloadTracker:
 
     def _refresh(self) -> None:
         self._since_refresh_s = 0.0
+        self._free_takes_over()
         if self._data_s < REFERENCE_AFTER_S:
             self._reference = None
             return
@@ -364,6 +429,20 @@ class PayloadTracker:
         bias = np.zeros(6) if est.bias is None else np.asarray(est.bias, dtype=float)
         s2 = np.maximum(np.asarray(est.residual_rms, dtype=float) ** 2, 1e-12)
         self._reference = (np.asarray(est.phi, dtype=float), bias, _prediction_covariance(est), s2)
+
+    def _free_takes_over(self) -> None:
+        """Once the estimator that finds the offsets anew knows the mass, it is the estimate: the
+        offsets it finds are added to the kept ones (see :meth:`estimate`)."""
+        if self._free is None or self._data_s < REFERENCE_AFTER_S:
+            return
+        free, referee = self._free
+        try:
+            est = (free if referee is None else referee).estimate()
+        except (InsufficientData, ValueError, ArithmeticError, np.linalg.LinAlgError):
+            return
+        if est.identification.mass == IDENTIFIED:
+            self._rejected_before += self.estimator.rejected_samples
+            self.estimator, self._referee, self._free = free, referee, None
 
     def _noise_covariance(self) -> np.ndarray:
         """(6, 6) covariance of a sample's residual at a known payload: measured from the accepted
@@ -456,19 +535,47 @@ class PayloadTracker:
         before = float(np.mean(np.einsum("nk,nkl,nl->n", r, W, r)))
         apparent = samples.gravity_in_sensor - samples.lin_acc_in_sensor
         Y4 = samples_regressor(_with_gravity(samples, apparent), reduced=True)[:, :, :4]
-        A = np.einsum("nki,nkl,nlj->ij", Y4, W, Y4)
-        c = np.einsum("nki,nkl,nl->i", Y4, W, r)
-        try:
-            delta = np.linalg.solve(A, c)
-            cov = np.linalg.inv(A)
-        except np.linalg.LinAlgError:
+        best = None
+        for onset in self._onsets(ep.t_start):
+            # the change reaches the samples through the pipeline's filter: scaled by its step response
+            Ys = Y4 * self._step(samples.t - onset)[:, None, None]
+            A = np.einsum("nki,nkl,nlj->ij", Ys, W, Ys)
+            c = np.einsum("nki,nkl,nl->i", Ys, W, r)
+            try:
+                delta = np.linalg.solve(A, c)
+                cov = np.linalg.inv(A)
+            except np.linalg.LinAlgError:
+                continue
+            fit = r - Ys @ delta
+            after = float(np.mean(np.einsum("nk,nkl,nl->n", fit, W, fit)))
+            if best is None or after < best[0]:
+                best = (after, delta, cov, onset)
+        if best is None:
             return None
-        fit = r - Y4 @ delta
-        after = float(np.mean(np.einsum("nk,nkl,nl->n", fit, W, fit)))
+        after, delta, cov, onset = best
         z_mass = abs(delta[0]) / np.sqrt(max(cov[0, 0], 1e-300))
         if not (after <= EXPLAINED_CHI2 and after <= 0.25 * before and z_mass >= MIN_MASS_CHANGE_Z):
             return None
-        return self._restart(samples, ep.t_start, t_now, float(delta[0]))
+        # the new payload's data: from where the filter has settled on it
+        settled = samples.select(samples.t >= onset + self._step_settled_s - 1e-9)
+        return self._restart(settled, onset, t_now, float(delta[0]))
+
+    def _onsets(self, t_start: float) -> np.ndarray:
+        """Candidate instants of a change first seen at ``t_start``: up to the filter's rise time
+        before it (the residual crosses the gate partway up the step), in steps of its grid."""
+        if self.step_response is None:
+            return np.array([t_start])
+        period, rise = self.step_response.period_s, self.step_response.rise_s
+        return t_start - period * np.arange(int(np.ceil(rise / period)) + 1)
+
+    def _step(self, tau: np.ndarray) -> np.ndarray:
+        if self.step_response is None:
+            return (tau >= -1e-9).astype(float)
+        return self.step_response(tau)
+
+    @property
+    def _step_settled_s(self) -> float:
+        return 0.0 if self.step_response is None else self.step_response.settled_s
 
     def _restart(
         self, samples: SensorSamples, t_start: float, t_now: float, mass_change: float, keep_offsets: bool = True

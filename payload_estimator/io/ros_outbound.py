@@ -26,8 +26,9 @@ from typing import Any
 import numpy as np
 
 from payload_estimator.core.inertia import InertialParameters, to_ros_inertia_fields
+from payload_estimator.core.tracking import TrackingState
 from payload_estimator.io.diagnostic_level import DiagnosticLevel
-from payload_estimator.io.ros_factories import MessageFactory, header_fields
+from payload_estimator.io.ros_factories import MessageFactory, header_fields, stamp_fields
 from payload_estimator.outputs.markers import MarkerSpec
 from payload_estimator.pipeline.stream import StreamEstimate
 
@@ -79,13 +80,14 @@ def _inertia_fields(params: InertialParameters) -> dict[str, Any]:
 
 
 def payload_estimate_msg(factory: MessageFactory, out: StreamEstimate, frame_id: str, flange_frame: str,
-                         stale: bool = False, age: float = 0.0) -> Any:
+                         stale: bool = False, age: float = 0.0, payload_changed: bool = False) -> Any:
     """``payload_estimator/msg/PayloadEstimate`` of a stream estimate (every field; SI units).
 
     ``frame_id`` is the frame the estimate is in (the stream's sensor frame);
     ``header.stamp`` is ``out.t``. Unknown uncertainties are NaN. ``stale``: the
     estimate is the last good one, republished while it cannot be updated;
-    ``age``: s since it last took in new samples (the node's clock).
+    ``age``: s since it last took in new samples (the node's clock);
+    ``payload_changed``: a change was detected since the previous message (the publisher knows).
     """
     est = out.estimate
     known_covariance = est.covariance is not None
@@ -104,7 +106,7 @@ def payload_estimate_msg(factory: MessageFactory, out: StreamEstimate, frame_id:
         "inertia_in_flange": _inertia_fields(out.params_in_flange),
         "bias_estimated": est.bias is not None,
         "bias": {"force": _vector3(bias[:3]), "torque": _vector3(bias[3:])},
-        "samples_used": int(min(max(est.samples_used, 0), 2**32 - 1)),
+        "samples_used": _uint32(est.samples_used),
         "dynamism": float(est.dynamism),
         "condition_number": float(est.condition_number),
         "residual_rms": _fixed(est.residual_rms, 6),
@@ -120,8 +122,28 @@ def payload_estimate_msg(factory: MessageFactory, out: StreamEstimate, frame_id:
         "status": "converged" if out.converged else (out.reason or "not converged"),
         "stale": bool(stale),
         "age": float(max(age, 0.0)) if math.isfinite(age) else 0.0,
+        **_tracking_fields(out.tracking, payload_changed),
     }
     return factory("payload_estimator/msg/PayloadEstimate", fields)
+
+
+def _tracking_fields(state: TrackingState | None, changed: bool) -> dict[str, Any]:
+    if state is None:
+        return {"tracking": False, "payload_changed": False, "payload_changes": 0, "change_stamp": stamp_fields(0.0),
+                "contact": False, "contacts": 0, "held_out_samples": 0}
+    return {
+        "tracking": True,
+        "payload_changed": bool(changed),
+        "payload_changes": _uint32(state.changes),
+        "change_stamp": stamp_fields(state.change_t if state.change_t is not None else 0.0),
+        "contact": bool(state.contact),
+        "contacts": _uint32(state.contacts),
+        "held_out_samples": _uint32(state.held_out_samples),
+    }
+
+
+def _uint32(n: int) -> int:
+    return int(min(max(n, 0), 2**32 - 1))
 
 
 def inertia_stamped_msg(

@@ -203,6 +203,7 @@ class Supervisor:
         self._published: Outputs | None = None  # the last outputs made from a new estimate (republished stale)
         self._published_frames = ("", "")  # their sensor and flange frames
         self._published_at: float | None = None  # when anything was last published (receive clock)
+        self._changes_reported = 0  # payload changes said (payload_changed) on ~/estimate so far
         self._output_stream: EstimationStream | None = None  # the stream that made last_output
         self._fresh_at: float | None = None  # when last_output last took in new samples
         self._fresh_samples = -1  # its samples_used then
@@ -326,6 +327,10 @@ class Supervisor:
         """The messages of a new estimate (``stale_reason``: why it cannot be updated now, "" if it can)."""
         if self._output_stream is not stream or out.estimate.samples_used != self._fresh_samples:
             self._fresh_at, self._fresh_samples = now, out.estimate.samples_used
+        if self._output_stream is not stream:
+            self._changes_reported = 0  # a new stream counts its own changes
+        changes = out.tracking.changes if out.tracking is not None else 0
+        payload_changed, self._changes_reported = changes > self._changes_reported, max(changes, self._changes_reported)
         self.last_output, self._output_stream = out, stream
         make = self.factory
         sensor = stream.config.sensor_frame
@@ -340,7 +345,8 @@ class Supervisor:
             urdf = ros_outbound.string_msg(make, urdf_inertial(out.params_in_flange, frame=flange))
         age = self._age(now)
         outputs = Outputs(
-            estimate=ros_outbound.payload_estimate_msg(make, out, sensor, flange, bool(stale_reason), age),
+            estimate=ros_outbound.payload_estimate_msg(make, out, sensor, flange, bool(stale_reason), age,
+                                                       payload_changed),
             inertia=ros_outbound.inertia_stamped_msg(make, est.params, sensor, out.t),
             markers=ros_outbound.marker_array_msg(make, markers, sensor, out.t),
             urdf_inertial=urdf,

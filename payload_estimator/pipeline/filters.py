@@ -49,7 +49,14 @@ __all__ = [
     "MatchedDelay",
     "PositionVelocityDifferentiator",
     "second_derivative_noise_gain",
+    "settling_time_s",
+    "StepResponse",
+    "SETTLE_TOLERANCE",
 ]
+
+SETTLE_TOLERANCE = 0.003
+"""A filter restarted at rest has settled once its impulse response has decayed below this
+fraction of its peak, for good (:func:`settling_time_s`)."""
 
 
 def butter_lowpass_sos(cutoff_hz: float, rate_hz: float, order: int = 4) -> np.ndarray:
@@ -110,6 +117,49 @@ def _as_rows(x: np.ndarray, channels: int, name: str) -> np.ndarray:
     if not np.all(np.isfinite(x)):
         raise ValueError(f"{name} contains NaN or inf; drop such samples before filtering")
     return x
+
+
+def settling_time_s(cutoff_hz: float, rate_hz: float, order: int = 4,
+                    tolerance: float = SETTLE_TOLERANCE) -> float:
+    """How long after a restart the filtered derivatives are trustworthy, s.
+
+    A restart initialises ``G`` to steady state at the first sample (:meth:`LowPassFilter.reset`):
+    right for a joint at rest, wrong by its lag for a moving one. For a joint moving at ``v`` the
+    error of the second derivative is ``v`` times the impulse response of ``G`` (per second):
+    24 rad/s² at 1 rad/s and 10 Hz at first. It is negligible once the impulse response's envelope
+    stays below ``tolerance`` of its peak (0.28 s for the 4th-order 10 Hz default).
+    """
+    n = int(20 * rate_hz / cutoff_hz) + 16  # the filter's impulse response has died out by then
+    impulse = np.zeros(n)
+    impulse[0] = 1.0
+    h = np.abs(signal.sosfilt(butter_lowpass_sos(cutoff_hz, rate_hz, order), impulse))
+    envelope = np.maximum.accumulate(h[::-1])[::-1]  # largest |h| from each sample on
+    above = np.flatnonzero(envelope > tolerance * h.max())
+    return float((above[-1] + 1) / rate_hz) if above.size else 0.0
+
+
+class StepResponse:
+    """``s(tau)``: what the pipeline's filtered output shows ``tau`` s after a unit step of its
+    input (0 before the step, 1 once settled): ``G``'s step response delayed by the one sample of
+    :class:`MatchedDelay`. A change of payload reaches the samples through it.
+
+    Attributes:
+        period_s: the grid's sample period.
+        rise_s: first time ``s`` reaches 1 (a change crosses any gate by then).
+        settled_s: time after which ``|s - 1|`` stays within ``tolerance`` (1 %).
+    """
+
+    def __init__(self, cutoff_hz: float, rate_hz: float, order: int = 4, tolerance: float = 0.01) -> None:
+        n = int(20 * rate_hz / cutoff_hz) + 16
+        self._s = np.concatenate([[0.0], signal.sosfilt(butter_lowpass_sos(cutoff_hz, rate_hz, order), np.ones(n))])
+        self.period_s = 1.0 / float(rate_hz)
+        self.rise_s = float(np.argmax(self._s >= 1.0) * self.period_s)
+        outside = np.flatnonzero(np.abs(self._s - 1.0) > tolerance)
+        self.settled_s = float((outside[-1] + 1) * self.period_s) if outside.size else 0.0
+
+    def __call__(self, tau: np.ndarray) -> np.ndarray:
+        k = np.floor(np.asarray(tau, dtype=float) / self.period_s + 1e-9)
+        return np.where(k < 0, 0.0, self._s[np.clip(k, 0, len(self._s) - 1).astype(int)])
 
 
 def second_derivative_noise_gain(cutoff_hz: float, rate_hz: float, order: int = 4) -> float:

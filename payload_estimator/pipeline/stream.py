@@ -37,13 +37,15 @@ from payload_estimator.core.estimators import InsufficientData
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.samples import MAX_ABS_VALUE, STANDARD_GRAVITY, SensorSamples
 from payload_estimator.core.signal_noise import SignalNoise
-from payload_estimator.core.tracking import PayloadModel, PayloadTracker
+from payload_estimator.core.tracking import PayloadModel, PayloadTracker, TrackingState
 from payload_estimator.pipeline.align import MAX_STAMP_S, StreamAligner
 from payload_estimator.pipeline.filters import (
     MatchedDelay,
     MatchedDifferentiator,
     PositionVelocityDifferentiator,
+    StepResponse,
     second_derivative_noise_gain,
+    settling_time_s,
 )
 from payload_estimator.pipeline.health import (
     LENGTH_MISMATCH,
@@ -162,6 +164,7 @@ class StreamEstimate:
         params_in_flange: the parameters in the flange frame.
         mass_com_converged: whether mass and COM alone have converged (the same as ``converged``
             when the criteria leave the inertia out).
+        tracking: the payload tracker's state when the estimator follows the payload, else None.
     """
 
     estimate: Estimate
@@ -170,6 +173,7 @@ class StreamEstimate:
     reason: str
     params_in_flange: InertialParameters
     mass_com_converged: bool = False
+    tracking: TrackingState | None = None
 
 
 class EstimationStream:
@@ -235,6 +239,12 @@ class EstimationStream:
             else None
         )
         self._decimation = max(1, int(round(config.rate_hz / config.estimator_rate_hz)))
+        if isinstance(estimator, PayloadTracker):  # a change of payload reaches it through the filters
+            estimator.step_response = StepResponse(config.cutoff_hz, config.rate_hz, config.filter_order)
+        self.settling_s = settling_time_s(config.cutoff_hz, config.rate_hz, config.filter_order)
+        """After every restart of the filters (the start, a gap), their output is held back this long."""
+        self._settled_from = -np.inf
+        self.samples_settling = 0
         self.convergence = ConvergenceMonitor(config.convergence)
         self.mass_com_convergence = ConvergenceMonitor(replace(config.convergence, inertia=False))
         self.paused = False
@@ -440,9 +450,12 @@ class EstimationStream:
             return 0
         fed = 0
         for seg in batch.segments():
+            t = batch.t[seg]
             if batch.segment_start[seg.start]:
                 self._reset_filters()
-            t = batch.t[seg]
+                self._settled_from = float(t[0]) + self.settling_s
+                if isinstance(self.estimator, PayloadTracker):
+                    self.estimator.input_break()
             joints = batch.values[JOINTS][seg]
             n = len(self.joint_names)
             q_raw = joints[:, :n]
@@ -460,6 +473,10 @@ class EstimationStream:
             if len(d.t) == 0:
                 continue
             keep = self._decimated(d.t)
+            settling = keep & (d.t < self._settled_from)
+            if settling.any():  # the restarted filters' transient: wrong accelerations, not data
+                self.samples_settling += int(np.sum(settling))
+                keep &= ~settling
             if not keep.any():
                 continue
             motion = self.kinematics.compute(d.x[keep], d.dx[keep], d.ddx[keep])
@@ -600,9 +617,9 @@ class EstimationStream:
         :attr:`last` reads without solving.
         """
         if self.estimator.samples_used < self.config.min_samples:
-            return self._last
+            return self._with_tracking(self._last)
         if self._last is not None and self._last.estimate.samples_used == self.estimator.samples_used:
-            return self._last
+            return self._with_tracking(self._last)  # (a contact holds every sample out: say so)
         if isinstance(self.estimator, PayloadTracker) and self.estimator.counts.changes != self._changes_seen:
             # a new payload: what was converged was the old one's
             self._changes_seen = self.estimator.counts.changes
@@ -619,7 +636,19 @@ class EstimationStream:
         converged = self.convergence.update(t, est)
         mass_com = self.mass_com_convergence.update(t, est)
         params_in_flange = est.params.transformed(self.R_flange_sensor, self.p_flange_sensor)
-        self._last = StreamEstimate(est, t, converged, self.convergence.reason, params_in_flange, mass_com)
+        self._last = StreamEstimate(est, t, converged, self.convergence.reason, params_in_flange, mass_com,
+                                    self._tracking_state())
+        return self._last
+
+    def _tracking_state(self) -> TrackingState | None:
+        return self.estimator.state if isinstance(self.estimator, PayloadTracker) else None
+
+    def _with_tracking(self, last: StreamEstimate | None) -> StreamEstimate | None:
+        """The last estimate, with the tracker's state as it is now."""
+        state = self._tracking_state()
+        if last is None or state is None or last.tracking == state:
+            return last
+        self._last = replace(last, tracking=state)
         return self._last
 
     @property
@@ -637,6 +666,7 @@ class EstimationStream:
         snap["stale_streams"] = self.stale_streams(now)
         snap["samples_processed"] = self.samples_processed
         snap["samples_used"] = self.estimator.samples_used
+        snap["samples_settling"] = self.samples_settling
         snap["buffer_sizes"] = self.aligner.buffer_sizes()
         snap["paused"] = self.paused
         last = self._last

@@ -58,6 +58,9 @@ __all__ = [
     "simulate_cycle",
     "default_cycle",
     "plot_cycle",
+    "ArmCycle",
+    "arm_work_cycle",
+    "ARM_CYCLE_PAYLOADS",
     "TIME_TOLERANCE_S",
     "CYCLE_TRAJECTORY",
 ]
@@ -348,6 +351,102 @@ def default_cycle(seed: int = 0) -> tuple[tuple[Segment, ...], tuple[Contact, ..
     table = Contact(t_down, held, np.array([0.0, 0.0, share * drill.mass * STANDARD_GRAVITY]), _far_end(drill),
                     "set down")
     return segments, (push, bump, table)
+
+
+# ------------------------------------------------------------------ on a simulated arm
+
+
+@dataclass(frozen=True, eq=False)
+class ArmCycle:
+    """A work cycle for the MuJoCo arm (:func:`arm_work_cycle`).
+
+    Attributes:
+        trajectory: the arm's motion (a :class:`~payload_estimator.sim.trajectories.PickAndPlace`
+            repeated once per pick).
+        schedule: the payload changes and the contacts
+            (:class:`~payload_estimator.sim.mujoco_sim.WorkSchedule`).
+        first: what the gripper holds at the start (an empty gripper).
+        held: ``((t, name), ...)`` what the gripper holds from each change on ("empty" or a
+            catalogue name).
+        contacts: the contacts, named.
+        duration: s.
+    """
+
+    trajectory: object
+    schedule: object
+    first: InertialParameters
+    held: tuple[tuple[float, str], ...]
+    contacts: tuple[Contact, ...]
+    duration: float
+
+
+ARM_CYCLE_PAYLOADS = ("claw_hammer", "ws_ruler", "drill", "hammer")
+"""What the arm picks, one per cycle: paper 004's claw hammer (845 g), the workshop's 68 g steel
+ruler (a light one), the cordless drill (1.55 kg), the 316 g hammer."""
+
+
+def _catalogue(name: str) -> Payload:
+    try:
+        return get_payload(name)
+    except ValueError:
+        return get_tool(name)
+
+
+def arm_work_cycle(robot: str = "panda", seed: int = 0, payloads: tuple[str, ...] = ARM_CYCLE_PAYLOADS,
+                   dwell: float = 1.0, carry_tilt: float = 0.6) -> ArmCycle:
+    """Picks and places, one catalogue payload per pick-and-place cycle, with contacts.
+
+    The arm repeats :class:`~payload_estimator.sim.trajectories.PickAndPlace` (its carry tilts
+    the wrist by ``carry_tilt``; the gripper dwells ``dwell`` s at the pick and at the place).
+    The gripper closes on payload ``k`` a quarter into the ``k``-th pick's dwell and opens three
+    quarters into the place's dwell; it is empty in between. Contacts (the same kinds as
+    :func:`default_cycle`):
+
+    * an 8 N horizontal push for 0.6 s on the first payload's far end, as the carry begins;
+    * a 0.2 s, 5 N bump on the empty gripper's fingertips on the way home after the first place;
+    * the third payload set down while still held: from the place dwell's start to the release
+      a table bears 60-90 % of its weight (a persistent contact, which ends as a change or as a
+      contact, never as a silently wrong mass).
+
+    ``seed`` draws the directions and the table's share.
+    """
+    from payload_estimator.robots import get_robot
+    from payload_estimator.sim.mujoco_sim import WorkSchedule
+    from payload_estimator.sim.trajectories import PickAndPlace
+
+    if not payloads:
+        raise ValueError("a work cycle needs at least one payload")
+    rng = np.random.default_rng(seed)
+    spec = get_robot(robot)
+    one = PickAndPlace(spec, dwell=dwell, carry_tilt=carry_tilt)
+    period = one.cycle_duration
+    duration = period * len(payloads)
+    trajectory = PickAndPlace(spec, duration=duration, dwell=dwell, carry_tilt=carry_tilt)
+    (p0, p1), (q0, q1) = one.pick_dwell, one.place_dwell
+    empty = InertialParameters.zero()
+    changes: list[tuple[float, InertialParameters]] = []
+    held: list[tuple[float, str]] = []
+    contacts: list[Contact] = []
+    for k, name in enumerate(payloads):
+        payload = _catalogue(name)
+        start = k * period
+        grasp, release = round(start + p0 + 0.25 * (p1 - p0), 4), round(start + q0 + 0.75 * (q1 - q0), 4)
+        changes += [(grasp, payload.params), (release, empty)]
+        held += [(grasp, payload.name), (release, "empty")]
+        if k == 0:
+            a = rng.uniform(0.0, 2 * np.pi)
+            contacts.append(Contact(round(start + p1 + 0.96, 4), 0.6, 8.0 * np.array([np.cos(a), np.sin(a), 0.0]),
+                                    _far_end(payload), "push"))
+            d = rng.normal(size=3)
+            contacts.append(Contact(round(start + q1 + 1.2, 4), 0.2, 5.0 * d / np.linalg.norm(d),
+                                    EMPTY_GRIPPER_TIP_IN_SENSOR, "bump"))
+        if k == 2:
+            share = float(rng.uniform(0.6, 0.9))
+            contacts.append(Contact(round(start + q0, 4), round(release - (start + q0), 4),
+                                    np.array([0.0, 0.0, share * payload.mass * STANDARD_GRAVITY]),
+                                    _far_end(payload), "set down"))
+    schedule = WorkSchedule(tuple(changes), tuple(contacts))
+    return ArmCycle(trajectory, schedule, empty, tuple(held), tuple(contacts), duration)
 
 
 # ----------------------------------------------------------------------------- plot

@@ -49,6 +49,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -74,6 +75,8 @@ __all__ = [
     "read_imu",
     "computed_torque",
     "simulate",
+    "set_payload",
+    "WorkSchedule",
     "GRAVITY_IN_WORLD",
     "MIN_PRINCIPAL_INERTIA",
     "FT_BIAS_FRACTION",
@@ -362,6 +365,84 @@ def _ft_bias_series(
     return bias
 
 
+# -------------------------------------------------------------- work cycle
+@dataclass(frozen=True, eq=False)
+class WorkSchedule:
+    """What the gripper holds over a run, and the external forces on it: a work cycle.
+
+    Attributes:
+        changes: ``((t, params), ...)``, ``t`` increasing: from ``t`` (s) on the gripper holds
+            ``params`` (inertial parameters in S; :meth:`InertialParameters.zero` is an empty
+            gripper). Before the first change it holds :func:`simulate`'s ``payload``.
+        contacts: external forces on the held payload (:class:`payload_estimator.sim.cycle.Contact`:
+            ``t_start``, ``t_end``, ``force_in_world`` N, constant in the world frame,
+            ``point_in_sensor`` m, where it acts).
+
+    The payload body's inertial parameters are changed in the compiled model between two
+    integration steps (MuJoCo reads them anew at every step), and a contact is MuJoCo's
+    ``xfrc_applied`` on that body: the F/T sensor's reading (``cfrc_int``) contains it as a real
+    sensor's would, through the engine's own dynamics.
+    """
+
+    changes: tuple[tuple[float, InertialParameters], ...] = ()
+    contacts: tuple[Any, ...] = ()
+
+    def __post_init__(self) -> None:
+        times = [t for t, _ in self.changes]
+        if np.any(np.diff(times) <= 0.0):
+            raise ValueError("the changes of a work schedule must come in increasing time")
+
+
+def set_payload(arm: ArmModel, params: InertialParameters) -> None:
+    """Put ``params`` (in S) on the compiled model's payload body (zero: nothing held)."""
+    m, b = arm.model, arm.payload_body_id
+    if params.mass <= 0.0:
+        m.body_mass[b] = 0.0
+        m.body_ipos[b] = 0.0
+        m.body_inertia[b] = 0.0
+        m.body_iquat[b] = [1.0, 0.0, 0.0, 0.0]
+        return
+    moments, axes = np.linalg.eigh(params.inertia_com)
+    if np.linalg.det(axes) < 0.0:
+        axes[:, 0] = -axes[:, 0]
+    x, y, z, w = Rotation.from_matrix(axes).as_quat()
+    m.body_sameframe[b] = 0  # the compiler's shortcut for a body whose inertial frame is its own
+    m.body_mass[b] = params.mass
+    m.body_ipos[b] = params.com
+    m.body_inertia[b] = np.maximum(moments, MIN_PRINCIPAL_INERTIA)
+    m.body_iquat[b] = [w, x, y, z]
+
+
+class _ScheduleHook:
+    """Applies a :class:`WorkSchedule` during integration (see there)."""
+
+    def __init__(self, arm: ArmModel, schedule: WorkSchedule) -> None:
+        self.arm = arm
+        self.schedule = schedule
+        self._times = np.array([t for t, _ in schedule.changes])
+        self._held = -1
+
+    def before_step(self, t: float, d: mujoco.MjData) -> None:
+        """Before the step's dynamics: the payload held at ``t``."""
+        k = int(np.searchsorted(self._times, t + 1e-12, side="right")) - 1
+        if k != self._held and k >= 0:
+            set_payload(self.arm, self.schedule.changes[k][1])
+        self._held = k
+
+    def after_kinematics(self, t: float, d: mujoco.MjData) -> None:
+        """After the step's kinematics: the contact forces at ``t``, at their points now."""
+        b = self.arm.payload_body_id
+        wrench = np.zeros(6)
+        R, p = d.xmat[b].reshape(3, 3), d.xpos[b]
+        for c in self.schedule.contacts:
+            if c.t_start - 1e-12 <= t < c.t_end - 1e-12:
+                force = np.asarray(c.force_in_world, dtype=float)
+                point = p + R @ np.asarray(c.point_in_sensor, dtype=float)
+                wrench[:3] += force
+                wrench[3:] += np.cross(point - d.xipos[b], force)  # about the body's COM, world axes
+        d.xfrc_applied[b] = wrench
+
+
 # -------------------------------------------------------------- simulation
 @dataclass(frozen=True, eq=False)
 class _Recording:
@@ -384,6 +465,7 @@ def _integrate(
     kp: float,
     kd: float,
     progress: Callable[[float], None] | None,
+    hook: _ScheduleHook | None = None,
 ) -> _Recording:
     """Track ``traj`` with computed torque from rest at ``traj(0)``, one step per entry of ``t``."""
     m = arm.model
@@ -398,7 +480,11 @@ def _integrate(
     clipped = 0
     report_every = max(n_steps // 100, 1)
     for i in range(n_steps):
+        if hook is not None:
+            hook.before_step(float(t[i]), d)
         mujoco.mj_step1(m, d)  # kinematics, M(q), qfrc_bias and gyro at the state at t
+        if hook is not None:
+            hook.after_kinematics(float(t[i]), d)
         tau = computed_torque(arm, d, q_ref[i], dq_ref[i], ddq_ref[i], kp, kd)
         if np.any(np.abs(tau) > tau_lim):
             clipped += 1
@@ -477,6 +563,7 @@ def simulate(
     physics_rate_hz: float | None = None,
     bandwidth_hz: float = 12.0,
     damping_ratio: float = 1.0,
+    schedule: WorkSchedule | None = None,
 ) -> SimulatedRun:
     """Simulate ``robot`` carrying ``payload`` along ``trajectory``; returns a :class:`SimulatedRun`.
 
@@ -503,6 +590,8 @@ def simulate(
         physics_rate_hz: integration rate (default: the smallest common
             multiple of the sample rates of at least 1 kHz).
         bandwidth_hz, damping_ratio: computed-torque gains (``Kp = w²``, ``Kd = 2 zeta w``).
+        schedule: a work cycle: payload changes and contacts (:class:`WorkSchedule`); the
+            controller knows the payload held at every instant (its model is the simulated one).
     """
     spec = get_robot(robot)
     payload_name, payload_model, params = _resolve_payload(payload)
@@ -531,7 +620,12 @@ def simulate(
     n_steps = int(round(duration * rate_hz)) * joint_stride
     t_steps = np.arange(n_steps) / physics_rate_hz
     w = 2.0 * np.pi * bandwidth_hz
-    rec = _integrate(arm, traj, t_steps, kp=w * w, kd=2.0 * damping_ratio * w, progress=progress)
+    hook = _ScheduleHook(arm, schedule) if schedule is not None else None
+    rec = _integrate(arm, traj, t_steps, kp=w * w, kd=2.0 * damping_ratio * w, progress=progress, hook=hook)
+    if hook is not None:
+        set_payload(arm, params)  # the model as built
+    schedule = schedule or WorkSchedule()
+    heaviest = max([params.mass] + [p.mass for _, p in schedule.changes])
 
     # ---- sample and corrupt; the order of the random draws is part of the seed's contract
     rng = np.random.default_rng(seed)
@@ -539,7 +633,7 @@ def simulate(
     ws = slice(0, n_steps, wrench_stride)
     wrench_t = rec.t[ws]
     true_wrench = read_wrench_in_sensor(arm, rec.sensordata[ws])
-    bias = _ft_bias_series(rng, wrench_t, params.mass * STANDARD_GRAVITY, ft_bias, ft_drift)
+    bias = _ft_bias_series(rng, wrench_t, heaviest * STANDARD_GRAVITY, ft_bias, ft_drift)
     ft_std = np.array([levels.force] * 3 + [levels.torque] * 3)
     wrench = true_wrench + bias + rng.normal(0.0, 1.0, true_wrench.shape) * ft_std
     true_q, true_dq = rec.q[js], rec.dq[js]
@@ -586,4 +680,7 @@ def simulate(
             np.max(np.abs(rec.q_ref - rec.q), axis=0) if n_steps else np.zeros(spec.n_joints)
         ),
         torque_clipped_steps=rec.clipped_steps,
+        truth_change_t=np.array([t for t, _ in schedule.changes]),
+        truth_phis=np.array([p.phi for _, p in schedule.changes]).reshape(-1, 10),
+        contact_spans=np.array([[c.t_start, c.t_end] for c in schedule.contacts]).reshape(-1, 2),
     )

@@ -66,6 +66,12 @@ class SimulatedRun:
         wrench_rate_hz, physics_rate_hz (integration rate),
         tracking_error_max (n,) max |q_ref - q| over the run, rad,
         torque_clipped_steps (integration steps where a torque hit its limit).
+
+    A work cycle (the payload changes, contacts push on it; empty otherwise):
+        truth_change_t: (K,) s, when the gripper's content changes; ``payload_phi`` is what it
+            holds first, ``truth_phis`` (K, 10) what it holds from each change on
+            (:meth:`phi_at`; zeros: an empty gripper).
+        contact_spans: (C, 2) [start, end) s of each external force on the payload (:meth:`in_contact`).
     """
 
     robot: str
@@ -97,11 +103,19 @@ class SimulatedRun:
     physics_rate_hz: float = 0.0
     tracking_error_max: np.ndarray = field(default_factory=lambda: np.zeros(0))
     torque_clipped_steps: int = 0
+    truth_change_t: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    truth_phis: np.ndarray = field(default_factory=lambda: np.zeros((0, 10)))
+    contact_spans: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "joint_names", tuple(str(n) for n in self.joint_names))
         for name in (*_ARRAY_SHAPES, "payload_phi", "tracking_error_max"):
             object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=float))
+        object.__setattr__(self, "truth_change_t", np.asarray(self.truth_change_t, dtype=float).reshape(-1))
+        object.__setattr__(self, "truth_phis", np.asarray(self.truth_phis, dtype=float).reshape(-1, 10))
+        object.__setattr__(self, "contact_spans", np.asarray(self.contact_spans, dtype=float).reshape(-1, 2))
+        if len(self.truth_phis) != len(self.truth_change_t) or np.any(np.diff(self.truth_change_t) <= 0):
+            raise ValueError("truth_change_t must increase and have one row of truth_phis per change")
         n = len(self.joint_names)
         rows = {"N": len(self.joint_t), "M": len(self.wrench_t), "K": len(self.imu_t)}
         for name, (r, width) in _ARRAY_SHAPES.items():
@@ -114,6 +128,25 @@ class SimulatedRun:
             raise ValueError(f"payload_phi must have 10 entries, got {self.payload_phi.shape}")
         if self.tracking_error_max.shape not in ((0,), (n,)):
             raise ValueError("tracking_error_max must be empty or have one entry per joint")
+
+    def phi_at(self, t: np.ndarray | float) -> np.ndarray:
+        """(N, 10) true parameters of what the gripper holds at times ``t`` (a change at ``t``
+        already holds the new payload)."""
+        k = np.searchsorted(self.truth_change_t, np.atleast_1d(np.asarray(t, dtype=float)), side="right")
+        return np.vstack([self.payload_phi[None, :], self.truth_phis])[k]
+
+    def in_contact(self, t: np.ndarray | float) -> np.ndarray:
+        """(N,) whether an external force acts on the payload at times ``t``."""
+        t = np.atleast_1d(np.asarray(t, dtype=float))
+        mask = np.zeros(t.shape, dtype=bool)
+        for start, end in self.contact_spans:
+            mask |= (t >= start) & (t < end)
+        return mask
+
+    @property
+    def final_payload_params(self) -> InertialParameters:
+        """What the gripper holds at the end (the payload, for a run without changes)."""
+        return InertialParameters(self.phi_at(np.inf)[0])
 
     @property
     def n_joints(self) -> int:

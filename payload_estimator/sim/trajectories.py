@@ -448,8 +448,14 @@ class PickAndPlace:
 
     Waypoints (flange pointing down throughout, as at home)::
 
-        home -> above-pick -> pick -> (dwell) -> above-pick
+        home [-> approach] -> above-pick -> pick -> (dwell) -> above-pick [-> carry]
              -> above-place -> place -> (dwell) -> above-place -> home
+
+    ``carry`` and ``approach`` (when ``carry_tilt`` is not 0) are home with the wrist's pitch
+    joint (the last but one) turned by ``carry_tilt`` and by ``-carry_tilt``: the part is shown
+    to a camera or poured, the empty gripper is turned towards the next part. The sensor sees
+    gravity from the side, which is what tells a held part's centre of mass along the tool axis
+    and, with the gripper empty, the F/T sensor's offsets from its weight.
 
     ``above-pick`` is home with the base joint turned by ``+base_swing``;
     ``above-place`` turns it by ``-base_swing`` and the last joint by
@@ -461,12 +467,14 @@ class PickAndPlace:
     Args:
         spec: the robot.
         duration: total length, s; the cycle repeats (``None``: one cycle).
-        base_swing: rad. wrist_turn: rad. drop: m. dwell: s. min_segment: s.
+        base_swing: rad. wrist_turn: rad. drop: m. dwell: s. min_segment: s. carry_tilt: rad.
 
     Attributes:
         waypoints: (W, n) the joint configurations of one cycle, rad.
         segment_durations: (W - 1,) s.
         cycle_duration: s.
+        pick_dwell, place_dwell: (start, end) of the dwells at the pick and the place in one
+            cycle, s: where the gripper closes and opens.
     """
 
     name = "pickplace"
@@ -480,6 +488,7 @@ class PickAndPlace:
         drop: float = 0.12,
         dwell: float = 0.4,
         min_segment: float = 0.8,
+        carry_tilt: float = 0.0,
     ) -> None:
         q_home = np.array(spec.q_home, dtype=float)
         above_pick = q_home.copy()
@@ -491,9 +500,11 @@ class PickAndPlace:
         pick = _solve_ik(spec, above_pick, p - np.array([0.0, 0.0, drop]), R)
         R, p = _flange_pose(spec, above_place[None, :])
         place = _solve_ik(spec, above_place, p - np.array([0.0, 0.0, drop]), R)
-        self.waypoints = np.array(
-            [q_home, above_pick, pick, pick, above_pick, above_place, place, place, above_place, q_home]
-        )
+        pitch = np.eye(len(q_home))[-2]
+        approach = [] if carry_tilt == 0.0 else [q_home - carry_tilt * pitch]
+        carry = [] if carry_tilt == 0.0 else [q_home + carry_tilt * pitch]
+        self.waypoints = np.array([q_home, *approach, above_pick, pick, pick, above_pick, *carry, above_place, place,
+                                   place, above_place, q_home])
         for q in self.waypoints:
             if np.any(q < spec.q_min + POSITION_MARGIN) or np.any(q > spec.q_max - POSITION_MARGIN):
                 raise RuntimeError(f"{spec.name}: a pick-and-place waypoint is outside the limits")
@@ -505,6 +516,10 @@ class PickAndPlace:
         self.segment_durations = np.array(durations)
         self._cycle = _MinJerkSegments(self.waypoints, self.segment_durations)
         self.cycle_duration = float(np.sum(self.segment_durations))
+        starts = np.concatenate([[0.0], np.cumsum(self.segment_durations)])
+        i_pick, i_place = 2 + len(approach), len(self.waypoints) - 4  # the segments that stay at pick, at place
+        self.pick_dwell = (float(starts[i_pick]), float(starts[i_pick + 1]))
+        self.place_dwell = (float(starts[i_place]), float(starts[i_place + 1]))
         self._duration = self.cycle_duration if duration is None else float(duration)
         if self._duration <= 0.0:
             raise ValueError("duration must be positive")
