@@ -566,6 +566,27 @@ def test_wrench_stops_and_comes_back(typestore, make, run, caplog):
     assert back[-1][1].mass == pytest.approx(PAYLOAD.mass, rel=0.05)
 
 
+def test_offsets_that_drifted_while_the_wrench_was_silent_are_no_new_payload(make):
+    """An F/T sensor that drifts (the simulator's default) is silent for 2.5 s while the arm moves
+    on: when it is back its offsets have moved. That is neither a contact nor a new payload: the
+    tracker takes the step as an offset shift, and the estimate is updated again within a second
+    of the wrench's return (0.28 s of settling filters, 0.3 s to tell the step from a payload)."""
+    run8 = simulate(robot="panda", payload=PAYLOAD, duration=8.0, noise="low", seed=3, imu=False)
+    sup = make_supervisor(make, estimator="rls")
+    sup.on_description(run8.urdf)
+    drive(sup, run_items(run8, make, rows_between(run8, 0.0, 3.0)), T0, T0 + 3.0)
+    drive(sup, run_items(run8, make, rows_between(run8, 3.0, 5.5), wrench=False), T0 + 3.0, T0 + 5.5)
+    used = sup.stream.estimator.samples_used
+    back = published(drive(sup, run_items(run8, make, rows_between(run8, 5.5, 7.5)), T0 + 5.5, T0 + 7.5))
+    updated = [t for t, m in back if m.samples_used > used]
+    assert updated and updated[0] - (T0 + 5.5) < 1.0
+    last = back[-1][1]
+    assert last.tracking and last.payload_changes == 0 and last.contacts == 0 and not last.contact
+    tracker = sup.stream.estimator
+    assert tracker.counts.offset_shifts == 1
+    assert last.mass == pytest.approx(PAYLOAD.mass, rel=0.02)
+
+
 def test_every_input_silent_no_turns_last_estimate_republished(make, run):
     """The robot driver stops altogether: no turn runs (nothing could change the estimate), the last
     estimate is republished at publish_rate_hz, stale, its age growing with the silence, then updated

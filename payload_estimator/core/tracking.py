@@ -53,12 +53,14 @@ __all__ = [
     "TrackingState",
     "CHANGE",
     "CONTACT",
+    "OFFSET",
     "GATE_CHI2",
     "JUDGE_S",
 ]
 
 CHANGE = "change"
 CONTACT = "contact"
+OFFSET = "offset"
 
 GATE_CHI2 = 22.46
 """A sample whose ``d²`` exceeds this (chi-square, 6 dof, 0.999 quantile) is held out."""
@@ -94,6 +96,12 @@ PERSISTENT_S = 3.0
 """An episode held out this long, and no payload change, restarts the estimate (offsets too)."""
 MIN_CONTACT_SAMPLES = 3
 """An episode with fewer suspect samples is an outlier, not a contact (held out, not reported)."""
+DRIFT_TIME_S = 2.0
+"""Time constant of the gate's running mean of the accepted residuals: the F/T offsets' slow
+drift (a strain gauge warming up, Franka's model-based external wrench changing with the pose)
+is followed, not taken for a contact."""
+AFTER_BREAK_S = 0.5
+"""An episode that begins within this much data after an input break may be an offset shift."""
 
 
 class StepFilter(Protocol):
@@ -165,6 +173,8 @@ class TrackingCounts:
     """Samples whose residual was implausible (suspect)."""
     outliers: int = 0
     """Episodes of fewer than :data:`MIN_CONTACT_SAMPLES` suspect samples (held out, not contacts)."""
+    offset_shifts: int = 0
+    """Offsets found shifted after an input break (a constant wrench step no payload explains)."""
 
 
 @dataclass
@@ -210,6 +220,9 @@ class PayloadTracker:
         self._residual_cov = np.zeros((6, 6))
         self._residual_n = 0
         self._offsets_added = np.zeros(6)
+        self._drift = np.zeros(6)
+        self._break_pending = False
+        self._break_t: float | None = None
         self.step_response: StepFilter | None = None
         """How a step of the wrench shows in the samples (the pipeline's filter sets it; None:
         at once, as in unfiltered samples). The judge fits a change through it, from an onset it
@@ -270,6 +283,7 @@ class PayloadTracker:
         self._episode = None
         self._reference = None
         self._residual_n = 0
+        self._drift = np.zeros(6)
         self._data_s = 0.0
         self._since_refresh_s = 0.0
 
@@ -280,6 +294,7 @@ class PayloadTracker:
         if self._episode is not None:
             self._close_as_contact(SensorSamples.empty(), np.zeros(0), self._episode_end())
         self._last_t = None
+        self._break_pending = True
 
     def _episode_end(self) -> float:
         assert self._episode is not None
@@ -313,6 +328,8 @@ class PayloadTracker:
         """Take a batch of samples (time-ordered); returns the events decided in it."""
         if len(samples) == 0:
             return []
+        if self._break_pending:
+            self._break_t, self._break_pending = float(samples.t[0]), False
         samples = self._corrected(samples)
         if not self.detect:
             self._feed(samples)
@@ -459,7 +476,7 @@ class PayloadTracker:
         assert self._reference is not None
         phi, bias, C, _ = self._reference
         Y = samples_regressor(samples)
-        r = samples.wrench_in_sensor - Y @ phi - bias
+        r = samples.wrench_in_sensor - Y @ phi - bias - self._drift
         return r, np.einsum("nki,ij,nlj->nkl", Y, C, Y) + self._noise_covariance()
 
     def _d2(self, samples: SensorSamples) -> np.ndarray | None:
@@ -473,15 +490,23 @@ class PayloadTracker:
         return d2
 
     def _learn_noise(self, samples: SensorSamples) -> None:
-        """Fold accepted samples' residuals into the running residual covariance."""
+        """Fold accepted samples' residuals into the running residual covariance, and follow
+        their slow drift (:data:`DRIFT_TIME_S`)."""
         if self._reference is None or len(samples) == 0:
             return
         phi, bias, _, _ = self._reference
-        r = samples.wrench_in_sensor - samples_regressor(samples) @ phi - bias
+        keep = np.all(np.isfinite(samples.wrench_in_sensor), axis=1)
+        r = samples.wrench_in_sensor[keep] - samples_regressor(samples.select(keep)) @ phi - bias
         r = r[np.all(np.isfinite(r), axis=1) & np.all(np.abs(r) < 1e6, axis=1)]
         n = len(r)
         if n == 0:
             return
+        step = float(np.median(np.diff(samples.t))) if len(samples) > 1 else 0.01
+        decay = np.exp(-max(step, 0.0) / DRIFT_TIME_S)
+        weights = (1.0 - decay) * decay ** np.arange(n - 1, -1, -1)  # exponential mean, newest last
+        drift = decay**n * self._drift + weights @ r
+        r = r - self._drift
+        self._drift = drift
         if self._residual_n == 0:
             self._residual_cov = np.zeros((6, 6))
         a = n / min(self._residual_n + n, RESIDUAL_MEMORY)
@@ -555,18 +580,55 @@ class PayloadTracker:
         after, delta, cov, onset = best
         z_mass = abs(delta[0]) / np.sqrt(max(cov[0, 0], 1e-300))
         if not (after <= EXPLAINED_CHI2 and after <= 0.25 * before and z_mass >= MIN_MASS_CHANGE_Z):
+            if self._break_t is not None and ep.t_start - self._break_t <= AFTER_BREAK_S:
+                return self._offset_shift(samples, r, W, before, ep.t_start, t_now)
             return None
         # the new payload's data: from where the filter has settled on it
         settled = samples.select(samples.t >= onset + self._step_settled_s - 1e-9)
         return self._restart(settled, onset, t_now, float(delta[0]))
 
+    def _offset_shift(self, samples: SensorSamples, r: np.ndarray, W: np.ndarray, before: float, t_start: float,
+                      t_now: float) -> TrackEvent | None:
+        """Right after an input break, a constant step of the wrench that no payload change
+        explains: the sensor's offsets moved while it was silent (drift, a driver restarted). It
+        is absorbed into the kept offsets, and the episode's samples go to the estimator."""
+        best = None
+        for onset in self._onsets(t_start):
+            step = self._step(samples.t - onset)
+            A = np.einsum("n,nkl,n->kl", step, W, step)
+            c = np.einsum("n,nkl,nl->k", step, W, r)
+            try:
+                shift = np.linalg.solve(A, c)
+            except np.linalg.LinAlgError:
+                continue
+            fit = r - step[:, None] * shift
+            after = float(np.mean(np.einsum("nk,nkl,nl->n", fit, W, fit)))
+            if best is None or after < best[0]:
+                best = (after, shift, onset)
+        if best is None or not (best[0] <= EXPLAINED_CHI2 and best[0] <= 0.25 * before):
+            return None
+        _, shift, onset = best
+        self._break_t = None
+        self._offsets_added = shift
+        self.offsets_in_sensor = self.offsets_in_sensor + shift
+        settled = samples.select(samples.t >= onset + self._step_settled_s - 1e-9)
+        held = len(samples) - len(settled)
+        self.counts.held_out_samples += held
+        self.counts.offset_shifts += 1
+        self._episode = None
+        event = TrackEvent(OFFSET, float(onset), t_now)
+        self.events.append(event)
+        self._feed(replace(settled, wrench_in_sensor=settled.wrench_in_sensor - shift))
+        return event
+
     def _onsets(self, t_start: float) -> np.ndarray:
         """Candidate instants of a change first seen at ``t_start``: up to the filter's rise time
-        before it (the residual crosses the gate partway up the step), in steps of its grid."""
+        before it (the residual crosses the gate partway up the step), in steps of its grid, and
+        long enough before it that the filter has settled (a step while the input was silent)."""
         if self.step_response is None:
             return np.array([t_start])
-        period, rise = self.step_response.period_s, self.step_response.rise_s
-        return t_start - period * np.arange(int(np.ceil(rise / period)) + 1)
+        f = self.step_response
+        return np.r_[t_start - f.period_s * np.arange(int(np.ceil(f.rise_s / f.period_s)) + 1), t_start - f.settled_s]
 
     def _step(self, tau: np.ndarray) -> np.ndarray:
         if self.step_response is None:
