@@ -51,3 +51,39 @@ def test_simulate_writes_a_loadable_run(tmp_path, capsys):
     assert run.payload_name == "tower"
     assert len(run.joint_t) == 1000 and len(run.wrench_t) == 100
     np.testing.assert_allclose(np.diff(run.wrench_t), 0.01)
+
+
+def test_demo_cycle_follows_the_payload_and_plots_it(tmp_path, capsys):
+    """``demo --scenario cycle``: every pick and place flagged within 0.5 s, the push and the bump
+    held out as contacts, the drill set down while held flagged (a change), nothing false."""
+    out = tmp_path / "cycle"
+    assert main(["demo", "--scenario", "cycle", "--method", "wls", "--out", str(out), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["scenario"] == "cycle" and len(s["switches"]) == 8
+    assert s["missed"] == 0 and s["false_changes"] == 0 and s["changes_from_contacts"] == 1
+    assert all(sw["delay_s"] <= 0.5 for sw in s["switches"])
+    assert [c["outcome"] for c in s["contacts"]] == ["contact", "contact", "change"]
+    assert s["contacts"][0]["mass_error"] < 0.01  # the 8 N push on the claw hammer
+    for sw in s["switches"]:  # mass at 1.5 s: 2 % for the payloads of 300 g and more, else 15 g
+        error = sw["mass_error"]["1.5"]  # relative for a payload, kg for an empty gripper
+        if sw["mass"] >= 0.3:
+            assert abs(error) < 0.02, sw
+        else:
+            assert abs(error * sw["mass"] if sw["mass"] > 0 else error) < 0.015, sw
+    png = out / "cycle.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
+
+
+def test_simulate_cycle_records_the_truth_at_each_change(tmp_path, capsys):
+    from payload_estimator.io.bag import GROUND_TRUTH_TOPIC, bag_ground_truth, bag_info
+
+    npz = tmp_path / "cycle.npz"
+    assert main(["simulate", "--scenario", "cycle", "--robot", "xarm7", "--out", str(npz), "--no-imu"]) == 0
+    run = SimulatedRun.load(npz)
+    assert len(run.truth_change_t) == 8 and run.truth_phis.shape == (8, 10) and len(run.contact_spans) == 3
+    assert run.final_payload_params.mass == 0.0
+    bag = tmp_path / "bag"
+    assert main(["simulate", "--scenario", "cycle", "--bag", str(bag), "--duration", "1"]) == 0
+    info = bag_info(bag)
+    assert info.topics[GROUND_TRUTH_TOPIC][1] == 9  # the start and each change
+    assert bag_ground_truth(bag) is None  # nothing held at the end

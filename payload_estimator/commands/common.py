@@ -22,6 +22,7 @@ from payload_estimator.core.shapes import Shape, sample_parts
 from payload_estimator.robots import get_robot
 
 if TYPE_CHECKING:
+    from payload_estimator.core.tracking import PayloadModel
     from payload_estimator.pipeline.playback import Recording
     from payload_estimator.pipeline.stream import EstimationStream
     from payload_estimator.sim.run import SimulatedRun
@@ -254,7 +255,7 @@ def build_estimator(
     return cls.create(points, bias=bias, **options)
 
 
-def stream_for_run(run: SimulatedRun, estimator: Estimator, **config: Any) -> EstimationStream:
+def stream_for_run(run: SimulatedRun, estimator: PayloadModel, **config: Any) -> EstimationStream:
     """A stream set up for a simulated run: its URDF, joints and F/T sensor (sign +1, FT-300 range)."""
     from payload_estimator.pipeline.stream import EstimationStream, StreamConfig
     from payload_estimator.pipeline.wrench import SaturationCheck, WrenchConvention

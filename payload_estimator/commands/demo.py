@@ -6,6 +6,14 @@ states and wrench are then played through the estimation stream at control
 rate, exactly as the ROS node would receive them. At the end: truth beside
 estimate, the paper-004 errors, the URDF ``<inertial>`` fragment and a PNG of
 the estimate converging.
+
+``--scenario cycle``: a work cycle instead of one payload. The arm picks and places four
+catalogue payloads in turn (paper 004's claw hammer, the workshop's 68 g ruler, the drill, the
+hammer), meets a push and a bump, and sets the drill down while still holding it; MuJoCo changes
+the held payload and applies the contacts. The estimator follows the payload
+(``core/tracking.py``): at the end, each payload change with its detection delay and the errors
+1, 1.5 and 3 s after it, each contact with what became of it, and a PNG of truth and estimate
+over time (``--payload``, ``--trajectory`` and ``--duration`` do not apply: the cycle has its own).
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ __all__ = ["add_parser", "run"]
 
 TRAJECTORIES = ("paper004", "thesis", "pickplace")
 NOISE = ("none", "low", "moderate", "high")
+SCENARIOS = ("single", "cycle")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -56,6 +65,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--duration", type=sim_duration, default=10.0,
                    help=f"seconds of motion, 0.5 to {MAX_SIM_DURATION_S:g} (default 10)")
     p.add_argument("--noise", choices=NOISE, default="moderate", help="F/T noise level, paper 004 Table II")
+    p.add_argument("--scenario", choices=SCENARIOS, default="single",
+                   help="single: one payload held throughout (default); cycle: picks and places of four "
+                        "payloads with contacts, the estimate following the payload")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of every random draw, >= 0 (default 0)")
     p.add_argument("--wrench-rate", type=wrench_rate, default=None,
                    help=f"F/T rate, Hz, a divisor of the {SIM_RATE_HZ:g} Hz joint-state rate (default {SIM_RATE_HZ:g})")
@@ -78,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
     from payload_estimator.sim.mujoco_sim import simulate
     from payload_estimator.sim.payloads import get_payload
 
+    if args.scenario == "cycle":
+        return _run_cycle(args)
     if not args.duration > 0.5:
         raise CommandError("--duration must be more than 0.5 s")
     out_dir = args.out  # checked while parsing the options, before the work
@@ -129,4 +143,100 @@ def run(args: argparse.Namespace) -> int:
         return 0
     report.print(console, what=f"of motion; simulated {args.duration:.0f} s and estimated")
     console.print(where, markup=False, highlight=False, soft_wrap=True)
+    return 0
+
+
+def _run_cycle(args: argparse.Namespace) -> int:
+    """``--scenario cycle`` (module docstring)."""
+    import numpy as np
+
+    from payload_estimator.core.tracking import PayloadTracker
+    from payload_estimator.outputs.cycle_report import ERROR_TIMES_S, plot_work_cycle, score_cycle
+    from payload_estimator.pipeline.playback import play
+    from payload_estimator.sim.cycle import arm_work_cycle
+
+    out_dir = args.out
+    console, progress_display = console_and_progress(args.json)
+    t_start = time.perf_counter()
+    cycle = arm_work_cycle(args.robot, seed=args.seed)
+    with progress_display as progress:
+        sim_task = progress.add_task(f"simulating a work cycle on the {args.robot}", total=1.0, status="")
+        run_ = cycle.simulate(noise=args.noise, seed=args.seed, rate_hz=SIM_RATE_HZ, wrench_rate_hz=args.wrench_rate,
+                              progress=lambda f: progress.update(sim_task, completed=f))
+        shape = cycle.envelope
+        tracker = PayloadTracker(lambda bias: build_estimator(args.method, shape, bias=bias, c1=args.c1),
+                                 bias=not args.no_bias)
+        stream = stream_for_run(run_, tracker)
+        recording = recording_from_run(run_)
+        est_task = progress.add_task(f"following the payload ({args.method})", total=recording.end - recording.start,
+                                     status="")
+        rows: list[tuple[float, float, np.ndarray]] = []
+
+        def on_estimate(out) -> None:
+            e = out.estimate
+            rows.append((out.t, e.mass, np.array(e.com)))
+            state = "contact" if tracker.contact else f"{tracker.counts.changes} changes"
+            progress.update(est_task, completed=out.t - recording.start, status=f"m={e.mass:.3f} kg  {state}")
+
+        play(stream, recording, on_estimate=on_estimate)
+        progress.update(est_task, completed=recording.end - recording.start)
+    if not rows:
+        raise CommandError("no estimate: the pipeline produced no samples")
+    t = np.array([r[0] for r in rows])
+    mass = np.array([r[1] for r in rows])
+    com = np.array([r[2] for r in rows])
+    contacts = [(c.name, c.t_start, c.t_end) for c in cycle.contacts]
+    score = score_cycle(run_.truth_change_t, [name for _, name in cycle.held], cycle.phi_after(), contacts,
+                        tracker.events, t, mass, com, mass_before=cycle.first.mass)
+    truth_phi = run_.phi_at(t)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        com_error = 1e3 * np.linalg.norm(com - truth_phi[:, 1:4] / truth_phi[:, :1], axis=1)
+    title = f"{args.robot} work cycle: {args.method}, {args.noise} noise"
+    plot_path = None
+    if not args.no_plot:
+        t_truth = run_.joint_t
+        plot_path = plot_work_cycle(out_dir / "cycle.png", t_truth, run_.phi_at(t_truth)[:, 0], t, mass, com_error,
+                                    tracker.events, contacts, title=title)
+    wall = time.perf_counter() - t_start
+    counts = tracker.counts
+    if args.json:
+        summary = {"robot": args.robot, "method": args.method, "noise": args.noise, "scenario": "cycle",
+                   "seed": args.seed, "duration_s": cycle.duration, **score.summary(),
+                   "counts": {"changes": counts.changes, "contacts": counts.contacts,
+                              "held_out_samples": counts.held_out_samples, "outliers": counts.outliers,
+                              "offset_shifts": counts.offset_shifts},
+                   "events": [{"kind": e.kind, "t_start": float(e.t_start), "t_decided": float(e.t_decided)}
+                              for e in tracker.events],
+                   "plot": str(plot_path) if plot_path else None, "wall_time_s": wall}
+        json.dump(summary, sys.stdout)
+        sys.stdout.write("\n")
+        return 0
+    from rich.table import Table
+
+    table = Table(title=title)
+    table.add_column("at [s]", justify="right")
+    table.add_column("now held")
+    table.add_column("kg", justify="right")
+    table.add_column("flagged", justify="right")
+    for after in ERROR_TIMES_S:
+        table.add_column(f"mass +{after:g} s", justify="right")
+    table.add_column(f"COM +{ERROR_TIMES_S[-1]:g} s", justify="right")
+    for sw in score.switches:
+        delay = "missed" if sw.delay is None else f"+{sw.delay:.2f} s"
+        if sw.mass > 0.0:
+            errs = [f"{100 * sw.mass_error[a]:+.1f} %" for a in ERROR_TIMES_S]
+            com_err = f"{sw.com_error_mm[ERROR_TIMES_S[-1]]:.1f} mm"
+        else:
+            errs = [f"{1e3 * sw.mass_error[a]:+.0f} g" for a in ERROR_TIMES_S]
+            com_err = ""
+        table.add_row(f"{sw.t:.2f}", sw.held, f"{sw.mass:.3f}", delay, *errs, com_err)
+    console.print(table)
+    for c in score.contacts:
+        move = "" if not np.isfinite(c.mass_error) else f", worst mass error meanwhile {100 * c.mass_error:.2f} %"
+        console.print(f"contact {c.name} ({c.t_start:.2f}-{c.t_end:.2f} s): {c.outcome}{move}", highlight=False)
+    console.print(f"{counts.changes} change(s) flagged ({score.changes_from_contacts} from a contact that "
+                  f"persisted, {len(score.false_changes)} false), {counts.contacts} contact(s) held out, "
+                  f"{counts.held_out_samples} sample(s) held out; {wall:.1f} s", highlight=False)
+    if plot_path is not None:
+        console.print(f"wrote {plot_path.name} in {out_dir}", markup=False, highlight=False, soft_wrap=True)
     return 0

@@ -4,6 +4,11 @@ The run (measured joint states, wrench and IMU, and the ground truth) is saved
 as a single ``.npz`` (``SimulatedRun.load`` reads it back); ``--bag DIR``
 writes it as a rosbag2 instead, with the topic names of the robot's
 configuration, which ``ros2 bag play`` and ``payload-estimator replay`` accept.
+
+``--scenario cycle``: the work cycle of ``demo --scenario cycle`` (four payloads picked and
+placed, contacts); the truth of each payload is recorded at its change (the NPZ's
+``truth_change_t``/``truth_phis``, the bag's ``/payload_estimator/ground_truth`` at each change),
+and ``--payload``, ``--trajectory`` and ``--duration`` do not apply.
 """
 
 from __future__ import annotations
@@ -43,6 +48,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--wrench-rate", type=wrench_rate, default=None,
                    help=f"F/T rate, Hz, a divisor of the {SIM_RATE_HZ:g} Hz joint-state rate (default {SIM_RATE_HZ:g})")
     p.add_argument("--no-imu", action="store_true")
+    p.add_argument("--scenario", choices=("single", "cycle"), default="single",
+                   help="single: one payload throughout (default); cycle: picks and places of four payloads "
+                        "with contacts")
     return p
 
 
@@ -61,9 +69,20 @@ def run(args: argparse.Namespace) -> int:
         if Path(args.bag).exists():
             raise CommandError(f"--bag {args.bag}: exists; rosbag2 does not overwrite, choose another --bag")
         check_out_file(args.bag, option="--bag")
-    sim = simulate(robot=args.robot, payload=args.payload, trajectory=args.trajectory,
-                   duration=args.duration, noise=args.noise, seed=args.seed, rate_hz=SIM_RATE_HZ,
-                   wrench_rate_hz=args.wrench_rate, imu=not args.no_imu)
+    if args.scenario == "cycle":
+        from dataclasses import replace
+
+        from payload_estimator.sim.cycle import arm_work_cycle
+
+        sim = arm_work_cycle(args.robot, seed=args.seed).simulate(
+            noise=args.noise, seed=args.seed, rate_hz=SIM_RATE_HZ, wrench_rate_hz=args.wrench_rate,
+            imu=not args.no_imu)
+        sim = replace(sim, payload_name="work cycle")
+        args.payload, args.duration = "a work cycle", sim.duration
+    else:
+        sim = simulate(robot=args.robot, payload=args.payload, trajectory=args.trajectory,
+                       duration=args.duration, noise=args.noise, seed=args.seed, rate_hz=SIM_RATE_HZ,
+                       wrench_rate_hz=args.wrench_rate, imu=not args.no_imu)
     if args.out:
         sim.save(path)
         print(f"wrote {path}: {args.robot} + {args.payload}, {args.duration:g} s, "

@@ -213,7 +213,11 @@ class RosInertiaFields(TypedDict):
 
 
 def to_ros_inertia_fields(params: InertialParameters) -> RosInertiaFields:
-    """``geometry_msgs/Inertia`` fields: ``m``, ``com`` (x, y, z), ``ixx ... izz`` about the COM."""
+    """``geometry_msgs/Inertia`` fields: ``m``, ``com`` (x, y, z), ``ixx ... izz`` about the COM
+    (all zero for zero mass: nothing held, whose COM is undefined)."""
+    if params.mass == 0.0 and not np.any(params.phi):
+        return {"m": 0.0, "com": (0.0, 0.0, 0.0), "ixx": 0.0, "ixy": 0.0, "ixz": 0.0, "iyy": 0.0, "iyz": 0.0,
+                "izz": 0.0}
     I_c = params.inertia_com
     com = params.com
     return {

@@ -527,19 +527,32 @@ def bag_robot_description(path: str | Path) -> str | None:
     return str(msg.data) if msg is not None and msg.data else None
 
 
+def _last(bag: _Bag, topic: str, msgtype: str) -> Any | None:
+    store, last = _typestore(), None
+    for conn, _, raw in bag.messages([(topic, msgtype)], []):
+        try:
+            last = store.deserialize_cdr(raw, conn.msgtype)
+        except Exception:  # a damaged message: keep the one before
+            continue
+    return last
+
+
 def bag_ground_truth(path: str | Path) -> GroundTruth | None:
-    """The payload's truth (inertia about the COM) from :data:`GROUND_TRUTH_TOPIC` or
-    :data:`SIM_NODE_TRUTH_TOPIC`, or None."""
+    """The truth (inertia about the COM) of the payload held at the end, from the last message
+    on :data:`GROUND_TRUTH_TOPIC` or :data:`SIM_NODE_TRUTH_TOPIC` (a work cycle publishes one at
+    each change), or None (none recorded, or nothing held at the end)."""
     with _Bag(path) as bag:
         for topic in (GROUND_TRUTH_TOPIC, SIM_NODE_TRUTH_TOPIC):
-            msg = _first(bag, topic, INERTIA_STAMPED_TYPE)
+            msg = _last(bag, topic, INERTIA_STAMPED_TYPE)
             if msg is None:
                 continue
             i = msg.inertia
+            if not i.m > 0.0:  # nothing held at the end
+                return None
             try:
                 params = from_ros_inertia_fields(i.m, (i.com.x, i.com.y, i.com.z),
                                                  i.ixx, i.ixy, i.ixz, i.iyy, i.iyz, i.izz)
-            except ValueError:  # not a payload (a zero mass): no truth
+            except ValueError:  # not a payload: no truth
                 continue
             return GroundTruth(params, str(msg.header.frame_id), topic)
     return None

@@ -20,7 +20,8 @@ the robot's configuration (:class:`~payload_estimator.settings.Settings`):
   :data:`DEFAULT_IMU_TOPIC`) when the run has one;
 * ``/robot_description`` (``std_msgs/String``, the URDF simulated);
 * ``/payload_estimator/ground_truth`` (``geometry_msgs/InertiaStamped``, in the
-  run's sensor frame, once);
+  run's sensor frame: once at the start, and for a work cycle again at each change of the held
+  payload, stamped with its time; all zero for an empty gripper);
 * the run's description in the metadata's ``custom_data`` (keys prefixed with
   :data:`~payload_estimator.io.bag.CUSTOM_DATA_PREFIX`).
 
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
+from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.io.bag import (
     CUSTOM_DATA_PREFIX,
     GROUND_TRUTH_TOPIC,
@@ -185,6 +187,10 @@ def write_simulated_bag(
     records.append((t0, ROBOT_DESCRIPTION_TOPIC, string_msg(make, run.urdf)))
     records.append((t0, GROUND_TRUTH_TOPIC,
                     inertia_stamped_msg(make, run.payload_params, run.sensor_frame, _fields(t0))))
+    for t_change, phi in zip(run.truth_change_t, run.truth_phis):  # a work cycle: the truth from each change on
+        ns = int(_stamps_ns(np.array([t_change]), epoch_ns)[0])
+        records.append((ns, GROUND_TRUTH_TOPIC,
+                        inertia_stamped_msg(make, InertialParameters(phi), run.sensor_frame, _fields(ns))))
 
     def add(kind: str, topic: str, t: np.ndarray, build) -> None:
         stamps = _stamps_ns(t, epoch_ns)
@@ -205,7 +211,7 @@ def write_simulated_bag(
     records.sort(key=lambda r: r[0])  # stable: equal times keep their topic order
 
     topics = {ROBOT_DESCRIPTION_TOPIC: (STRING_TYPE, _qos("TRANSIENT_LOCAL", 1)),
-              GROUND_TRUTH_TOPIC: (INERTIA_STAMPED_TYPE, _qos("TRANSIENT_LOCAL", 1)),
+              GROUND_TRUTH_TOPIC: (INERTIA_STAMPED_TYPE, _qos("TRANSIENT_LOCAL", 1 + len(run.truth_change_t))),
               settings.joint_states_topic: (INPUT_TYPES[JOINTS], _qos("VOLATILE", 10)),
               settings.wrench_topic: (INPUT_TYPES[WRENCH], _qos("VOLATILE", 10))}
     if has_imu:

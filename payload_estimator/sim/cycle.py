@@ -40,16 +40,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.samples import STANDARD_GRAVITY, SensorSamples
+from payload_estimator.core.shapes import Box
 from payload_estimator.outputs.plots import save_figure
 from payload_estimator.sim.noise import NoiseLevel
 from payload_estimator.sim.payloads import Payload, get_payload
 from payload_estimator.sim.workshop import get_tool
 from payload_estimator.sim.wrist import WristTrajectory, sensor_rotations, simulate_wrist
+
+if TYPE_CHECKING:  # the MuJoCo simulation is imported when a cycle is built, not with this module
+    from payload_estimator.sim.mujoco_sim import WorkSchedule
+    from payload_estimator.sim.run import SimulatedRun
+    from payload_estimator.sim.trajectories import PickAndPlace
 
 __all__ = [
     "Segment",
@@ -372,12 +379,37 @@ class ArmCycle:
         duration: s.
     """
 
-    trajectory: object
-    schedule: object
+    trajectory: PickAndPlace
+    schedule: WorkSchedule
     first: InertialParameters
     held: tuple[tuple[float, str], ...]
     contacts: tuple[Contact, ...]
     duration: float
+    robot: str = "panda"
+    payloads: tuple[str, ...] = ()
+
+    @property
+    def envelope(self) -> Box:
+        """The box around every payload of the cycle, 1 cm more on each side: the one shape a
+        user who follows several payloads would give PMD."""
+        bounds = [_catalogue(name).envelope.bounds() for name in self.payloads]
+        lo = np.min([b[0] for b in bounds], axis=0) - 0.01
+        hi = np.max([b[1] for b in bounds], axis=0) + 0.01
+        size, centre = hi - lo, 0.5 * (lo + hi)
+        return Box(size=(float(size[0]), float(size[1]), float(size[2])),
+                   xyz=(float(centre[0]), float(centre[1]), float(centre[2])))
+
+    def simulate(self, noise: str = "moderate", seed: int = 0, **kw) -> SimulatedRun:
+        """The MuJoCo run of this cycle (:func:`~payload_estimator.sim.mujoco_sim.simulate`;
+        ``kw``: its other arguments, e.g. ``wrench_rate_hz``, ``imu``, ``progress``)."""
+        from payload_estimator.sim.mujoco_sim import simulate
+
+        return simulate(robot=self.robot, payload=self.first, trajectory=self.trajectory, duration=self.duration,
+                        noise=noise, seed=seed, schedule=self.schedule, **kw)
+
+    def phi_after(self) -> np.ndarray:
+        """(K, 10) what is held from each change on."""
+        return np.array([p.phi for _, p in self.schedule.changes])
 
 
 ARM_CYCLE_PAYLOADS = ("claw_hammer", "ws_ruler", "drill", "hammer")
@@ -446,7 +478,7 @@ def arm_work_cycle(robot: str = "panda", seed: int = 0, payloads: tuple[str, ...
                                     np.array([0.0, 0.0, share * payload.mass * STANDARD_GRAVITY]),
                                     _far_end(payload), "set down"))
     schedule = WorkSchedule(tuple(changes), tuple(contacts))
-    return ArmCycle(trajectory, schedule, empty, tuple(held), tuple(contacts), duration)
+    return ArmCycle(trajectory, schedule, empty, tuple(held), tuple(contacts), duration, robot, tuple(payloads))
 
 
 # ----------------------------------------------------------------------------- plot
