@@ -1,19 +1,30 @@
 """Following the payload through a work cycle: detection delay, misses, false alarms, errors.
 
-``sim.cycle.default_cycle``: an empty gripper picks paper 004's hammer (316 g), puts it down,
-picks the workshop ruler (68 g), the drill (1.55 kg), and lets go; an 8 N sideways push on the
-hammer for 0.6 s, a 5 N bump on the empty gripper for 0.2 s, the drill set down on a table (60-90 %
-of its weight) for 2-3 s while still held. One continuous slow wrist motion (0.6 rad/s) at 100 Hz,
-Table II moderate noise, constant F/T offsets (estimated). Each run is fed to a
-``core.tracking.PayloadTracker`` in 0.1 s batches, as ``estimate --track`` does.
+Two kinds of cycle, each fed to a ``core.tracking.PayloadTracker`` and scored by
+``outputs.cycle_report.score_cycle`` (its docstring has the matching rules):
 
-Per payload switch: detected (a change decided within 1 s), the delay from the switch to the flag,
-and the mass / COM errors 1 s and 3 s after the switch (for a payload, not an empty gripper). Per
-contact: flagged (held out as a contact, or ended as a change), and the largest move of the mass
-estimate it caused (from just before it until 0.5 s after it). Then a steady run (the drill, no
-change, no contact) for ``--hours`` of simulated time: false changes and contacts per hour.
+* **Sensor level** (``sim.cycle.default_cycle``): an empty gripper picks paper 004's hammer
+  (316 g), puts it down, picks the workshop ruler (68 g), the drill (1.55 kg), and lets go; an 8 N
+  sideways push on the hammer for 0.6 s, a 5 N bump on the empty gripper for 0.2 s, the drill set
+  down on a table (60-90 % of its weight) for 2-3 s while still held. One continuous slow wrist
+  motion (0.6 rad/s) at 100 Hz, Table II moderate noise, constant F/T offsets; 0.1 s batches, as
+  ``estimate --track`` feeds them.
+* **On the MuJoCo arm** (``sim.cycle.arm_work_cycle``, what ``demo --scenario cycle`` runs): the
+  arm picks and places the claw hammer (845 g), the ruler (68 g), the drill and the hammer in
+  turn, in ordinary pick-and-place motion (the wrist tilted 0.6 rad while carrying and while
+  approaching the next part); a push, a bump, the drill set down while held. The payload changes
+  and the contacts happen in the physics engine; the whole robot pipeline runs (1 kHz joint
+  states and wrench, filters, kinematics, 100 Hz estimator), with the F/T sensor's offsets
+  drifting. Each cycle is run again without its contacts: the difference of the two mass
+  estimates is what a contact did (its *disturbance*).
 
-Run:  python benchmarks/tracking.py [--seeds 5] [--hours 1] [--methods wls pmd]
+Per payload switch: detected (a change within 1 s), the delay from the switch to the flag, and the
+mass and COM errors 1, 1.5 and 3 s after it (payloads of 300 g and more in %; the 68 g ruler in g).
+Per contact: flagged (held out, or ended as a change), the worst mass error while it lasts (and
+0.5 s after), and on the arm its disturbance. Then a steady run (the drill, no change, no contact)
+for ``--hours`` of simulated time: false changes and contacts per hour.
+
+Run:  python benchmarks/tracking.py [--seeds 5] [--arm-seeds 3] [--hours 1] [--methods wls pmd rls]
 """
 
 from __future__ import annotations
@@ -24,16 +35,24 @@ from dataclasses import replace
 
 import numpy as np
 
+from payload_estimator.commands.common import build_estimator, recording_from_run, stream_for_run
 from payload_estimator.core.estimators import ESTIMATORS
 from payload_estimator.core.shapes import Box, sample_parts
-from payload_estimator.core.tracking import CHANGE, CONTACT, PayloadTracker
-from payload_estimator.sim.cycle import Segment, default_cycle, simulate_cycle
+from payload_estimator.core.tracking import PayloadTracker
+from payload_estimator.outputs.cycle_report import CycleScore, score_cycle
+from payload_estimator.pipeline.playback import play
+from payload_estimator.sim.cycle import Segment, arm_work_cycle, default_cycle, simulate_cycle
+from payload_estimator.sim.mujoco_sim import WorkSchedule
 from payload_estimator.sim.noise import get_noise
 from payload_estimator.sim.payloads import get_payload
 from payload_estimator.sim.workshop import get_tool
 
 OFFSETS = np.array([0.5, -0.3, 0.2, 0.01, 0.02, -0.01])
 BATCH = 10
+HEAVY_KG = 0.3
+"""Payloads from this mass on are scored in %; lighter ones (the 68 g ruler) in g."""
+
+
 def _box_around_the_cycle() -> Box:
     """PMD's shape: the box around every payload of the cycle (hammer, ruler, drill), 1 cm more."""
     envelopes = [get_payload("hammer").envelope, get_tool("ws_ruler").envelope, get_payload("drill").envelope]
@@ -63,57 +82,85 @@ def _follow(tracker: PayloadTracker, samples) -> tuple[np.ndarray, np.ndarray, n
     return np.array(t), np.array(mass), np.array(com)
 
 
-def cycle_rows(method: str, seeds: int) -> dict:
-    delays, missed, false, switches, from_contacts = [], 0, 0, 0, 0
-    err = {1.0: ([], []), 3.0: ([], [])}
-    contact_moves, contacts_flagged, contacts = [], 0, 0
+def sensor_scores(method: str, seeds: int) -> list[CycleScore]:
+    scores = []
     for seed in range(seeds):
         segments, touches = default_cycle(seed)
         run = simulate_cycle(segments, touches, noise=get_noise("moderate"), ft_bias=OFFSETS,
                              rng=np.random.default_rng(1000 + seed))
         tracker = _tracker(method)
         t, mass, com = _follow(tracker, run.samples)
-        changes = [e for e in tracker.events if e.kind == CHANGE]
-        matched = set()
-        for switch in run.t_changes:
-            switches += 1
-            hit = [i for i, e in enumerate(changes) if switch - 0.1 <= e.t_start <= switch + 1.0 and i not in matched]
-            if not hit:
-                missed += 1
+        scores.append(score_cycle(run.t_changes, [seg.name for seg in segments[1:]],
+                                  [seg.payload.phi for seg in segments[1:]],
+                                  [(c.name, c.t_start, c.t_end) for c in touches], tracker.events, t, mass, com,
+                                  mass_before=segments[0].payload.mass))
+    return scores
+
+
+def _arm_history(run, method: str, shape: Box):
+    tracker = PayloadTracker(lambda bias: build_estimator(method, shape, bias=bias))
+    stream = stream_for_run(run, tracker)
+    rows: list = []
+    play(stream, recording_from_run(run), on_estimate=lambda o: rows.append((o.t, o.estimate.mass, o.estimate.com)))
+    t = np.array([r[0] for r in rows])
+    return tracker, t, np.array([r[1] for r in rows]), np.array([r[2] for r in rows])
+
+
+def arm_scores(method: str, robot: str, seeds: int) -> tuple[list[CycleScore], list[float]]:
+    """Scores of the MuJoCo cycles, and the disturbance of each contact on a held payload that no
+    change answered (relative: the largest difference of the mass estimate from the same cycle
+    without contacts, from the contact's start to 0.5 s after its end)."""
+    scores, disturbances = [], []
+    for seed in range(seeds):
+        cycle = arm_work_cycle(robot, seed=seed)
+        run = cycle.simulate(noise="moderate", seed=seed, imu=False)
+        tracker, t, mass, com = _arm_history(run, method, cycle.envelope)
+        contacts = [(c.name, c.t_start, c.t_end) for c in cycle.contacts]
+        score = score_cycle(run.truth_change_t, [name for _, name in cycle.held], cycle.phi_after(), contacts,
+                            tracker.events, t, mass, com, mass_before=cycle.first.mass)
+        scores.append(score)
+        calm = replace(cycle, schedule=WorkSchedule(cycle.schedule.changes, ()))
+        _, t2, mass2, _ = _arm_history(calm.simulate(noise="moderate", seed=seed, imu=False), method, cycle.envelope)
+        for c in score.contacts:
+            held = run.phi_at(c.t_start)[0, 0]
+            if c.outcome != "contact" or held <= 0.0:
                 continue
-            matched.add(hit[0])
-            delays.append(changes[hit[0]].t_decided - switch)
-            truth = run.truth_at(switch + 0.5)
-            if truth.mass == 0.0:
-                continue
-            for after, (m_err, c_err) in err.items():
-                k = min(np.searchsorted(t, switch + after), len(t) - 1)
-                m_err.append(100.0 * abs(mass[k] / truth.mass - 1.0))
-                c_err.append(1e3 * float(np.linalg.norm(com[k] - truth.com)))
-        for i, e in enumerate(changes):
-            if i in matched:
-                continue
-            if any(c.t_start - 0.1 <= e.t_start <= c.t_end + 0.5 for c in touches):
-                from_contacts += 1  # a persistent contact ended as a change (flagged, by design)
-            else:
-                false += 1
-        for c in touches:
-            contacts += 1
-            held = run.truth_at(c.t_start).mass
-            flagged = any(e.t_start <= c.t_end and e.t_decided >= c.t_start for e in tracker.events
-                          if e.kind in (CHANGE, CONTACT))
-            contacts_flagged += int(flagged)
-            if held > 0.0 and not any(c.t_start - 0.1 <= e.t_start <= c.t_end for e in changes):
-                before = mass[max(np.searchsorted(t, c.t_start) - 1, 0)]
-                window = (t >= c.t_start) & (t <= c.t_end + 0.5)
-                contact_moves.append(100.0 * float(np.max(np.abs(mass[window] - before))) / held)
-    return {
-        "switches": switches, "missed": missed, "false": false, "from_contacts": from_contacts,
-        "delay": (np.median(delays), np.max(delays)) if delays else (np.nan, np.nan),
-        "err": {a: (np.mean(m), np.max(m), np.nanmean(c), np.nanmax(c)) for a, (m, c) in err.items()},
-        "contacts": (contacts_flagged, contacts),
-        "contact_move": max(contact_moves) if contact_moves else np.nan,
-    }
+            window = (t >= c.t_start) & (t <= c.t_end + 0.5)
+            other = np.interp(t[window], t2, mass2)
+            disturbances.append(float(np.max(np.abs(mass[window] - other))) / held)
+    return scores, disturbances
+
+
+def _cells(scores: list[CycleScore]) -> list[str]:
+    switches = [s for sc in scores for s in sc.switches]
+    delays = np.concatenate([sc.delays for sc in scores])
+    heavy = [s for s in switches if s.mass >= HEAVY_KG]
+    light = [s for s in switches if 0.0 < s.mass < HEAVY_KG]
+
+    def pct(after: float) -> str:
+        e = np.abs([100.0 * s.mass_error[after] for s in heavy])
+        return f"{e.mean():.2f} / {e.max():.2f}" if e.size else "-"
+
+    def com_mm(after: float) -> str:
+        e = np.array([s.com_error_mm[after] for s in heavy])
+        return f"{np.nanmean(e):.1f} / {np.nanmax(e):.1f}" if e.size else "-"
+
+    light_g = np.abs([1e3 * s.mass_error[1.5] * s.mass for s in light])
+    contacts = [c for sc in scores for c in sc.contacts]
+    errors = [c.mass_error for c in contacts if np.isfinite(c.mass_error)]
+    return [
+        str(len(switches)), str(sum(sc.missed for sc in scores)), str(sum(len(sc.false_changes) for sc in scores)),
+        str(sum(sc.changes_from_contacts for sc in scores)),
+        f"{np.median(delays):.2f} / {delays.max():.2f}" if delays.size else "-",
+        pct(1.0), pct(1.5), com_mm(3.0), f"{light_g.max():.1f}" if light_g.size else "-",
+        f"{sum(c.outcome != 'missed' for c in contacts)} of {len(contacts)}",
+        f"{100 * max(errors):.2f}" if errors else "-",
+    ]
+
+
+HEADER = ("| method | switches | missed | false changes | contacts ended as changes | delay median / worst, s "
+          f"| mass % 1 s (mean / worst, >= {HEAVY_KG:g} kg) | mass % 1.5 s | COM mm 3 s | ruler g 1.5 s (worst) "
+          "| contacts flagged | worst mass error in a contact, % |")
 
 
 def steady(method: str, hours: float) -> tuple[float, float, float, float]:
@@ -142,24 +189,32 @@ def steady(method: str, hours: float) -> tuple[float, float, float, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--seeds", type=int, default=5, help="sensor-level cycles per method")
+    ap.add_argument("--arm-seeds", type=int, default=3, help="MuJoCo arm cycles per method and robot (0: skip)")
+    ap.add_argument("--robots", nargs="+", default=["panda", "xarm7"])
     ap.add_argument("--hours", type=float, default=1.0, help="simulated hours of steady operation (0: skip)")
-    ap.add_argument("--methods", nargs="+", default=["wls", "pmd"])
+    ap.add_argument("--methods", nargs="+", default=["wls", "pmd", "rls"])
     args = ap.parse_args()
     t0 = time.perf_counter()
-    print(f"\nWork cycle (sim.cycle.default_cycle), {args.seeds} seed(s), 0.6 rad/s, 100 Hz, Table II moderate "
-          "noise, F/T offsets estimated and kept across changes.\n")
-    print("| method | switches | missed | false changes | contacts ended as changes | delay median / worst, s "
-          "| mass % 1 s (mean / worst) | COM mm 1 s | mass % 3 s | COM mm 3 s | contacts flagged "
-          "| worst mass move in a contact, % |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for method in args.methods:
-        r = cycle_rows(method, args.seeds)
-        e1, e3 = r["err"][1.0], r["err"][3.0]
-        delay = f"{r['delay'][0]:.2f} / {r['delay'][1]:.2f}"
-        print(f"| {method} | {r['switches']} | {r['missed']} | {r['false']} | {r['from_contacts']} | {delay} "
-              f"| {e1[0]:.2f} / {e1[1]:.2f} | {e1[2]:.1f} / {e1[3]:.1f} | {e3[0]:.2f} / {e3[1]:.2f} "
-              f"| {e3[2]:.1f} / {e3[3]:.1f} | {r['contacts'][0]} of {r['contacts'][1]} | {r['contact_move']:.2f} |")
+    sep = "|" + "---|" * (HEADER.count("|") - 1)
+    if args.seeds > 0:
+        print(f"\nSensor-level work cycle (sim.cycle.default_cycle), {args.seeds} seed(s), 0.6 rad/s, 100 Hz, "
+              "Table II moderate noise, constant F/T offsets, estimated and kept across changes.\n")
+        print(HEADER)
+        print(sep)
+        for method in args.methods:
+            print("| " + " | ".join([method, *_cells(sensor_scores(method, args.seeds))]) + " |")
+    if args.arm_seeds > 0:
+        print(f"\nWork cycle on the MuJoCo arm (sim.cycle.arm_work_cycle), {args.arm_seeds} seed(s) per robot, "
+              "1 kHz joint states and wrench through the robot pipeline, Table II moderate noise, F/T offsets "
+              "drifting.\n")
+        print(HEADER.replace("| method |", "| robot | method |") + " disturbance by a contact, worst % |")
+        print(sep + "---|---|")
+        for robot in args.robots:
+            for method in args.methods:
+                scores, disturbances = arm_scores(method, robot, args.arm_seeds)
+                worst = f"{100 * max(disturbances):.2f}" if disturbances else "-"
+                print("| " + " | ".join([robot, method, *_cells(scores), worst]) + " |")
     if args.hours > 0:
         print(f"\nSteady operation: the drill held for {args.hours:g} h of simulated time (0.6 rad/s, moderate "
               "noise), no change, no contact.\n")

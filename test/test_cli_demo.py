@@ -63,7 +63,7 @@ def test_demo_cycle_follows_the_payload_and_plots_it(tmp_path, capsys):
     assert s["missed"] == 0 and s["false_changes"] == 0 and s["changes_from_contacts"] == 1
     assert all(sw["delay_s"] <= 0.5 for sw in s["switches"])
     assert [c["outcome"] for c in s["contacts"]] == ["contact", "contact", "change"]
-    assert s["contacts"][0]["mass_error"] < 0.01  # the 8 N push on the claw hammer
+    assert s["contacts"][0]["mass_error"] < 0.02  # the 8 N push, 1.7 s after the claw hammer was picked
     for sw in s["switches"]:  # mass at 1.5 s: 2 % for the payloads of 300 g and more, else 15 g
         error = sw["mass_error"]["1.5"]  # relative for a payload, kg for an empty gripper
         if sw["mass"] >= 0.3:

@@ -100,6 +100,10 @@ DRIFT_TIME_S = 2.0
 """Time constant of the gate's running mean of the accepted residuals: the F/T offsets' slow
 drift (a strain gauge warming up, Franka's model-based external wrench changing with the pose)
 is followed, not taken for a contact."""
+OFFSETS_MOVED_CHI2 = 18.47
+"""The kept F/T offsets are taken to have moved when the mass and first moment found with the
+offsets estimated anew differ from those found with the kept ones by more than this (chi-square,
+4 degrees of freedom, 0.999 quantile)."""
 AFTER_BREAK_S = 0.5
 """An episode that begins within this much data after an input break may be an offset shift."""
 
@@ -448,18 +452,27 @@ class PayloadTracker:
         self._reference = (np.asarray(est.phi, dtype=float), bias, _prediction_covariance(est), s2)
 
     def _free_takes_over(self) -> None:
-        """Once the estimator that finds the offsets anew knows the mass, it is the estimate: the
-        offsets it finds are added to the kept ones (see :meth:`estimate`)."""
+        """Once the estimator that finds the offsets anew sees the kept ones wrong, it is the
+        estimate: its mass and first moment differ from those of the estimate that trusts them by
+        more than their uncertainty allows (:data:`OFFSETS_MOVED_CHI2`). The offsets it finds are
+        added to the kept ones (see :meth:`estimate`). While the kept offsets hold, the estimate
+        that trusts them stays: it is the more precise."""
         if self._free is None or self._data_s < REFERENCE_AFTER_S:
             return
         free, referee = self._free
         try:
-            est = (free if referee is None else referee).estimate()
+            found = (free if referee is None else referee).estimate()
+            kept = self._judge_by().estimate()
         except (InsufficientData, ValueError, ArithmeticError, np.linalg.LinAlgError):
             return
-        if est.identification.mass == IDENTIFIED:
-            self._rejected_before += self.estimator.rejected_samples
-            self.estimator, self._referee, self._free = free, referee, None
+        if found.identification.mass != IDENTIFIED or found.covariance is None or kept.covariance is None:
+            return
+        delta = np.asarray(found.phi[:4]) - np.asarray(kept.phi[:4])
+        C = np.asarray(found.covariance)[:4, :4] + np.asarray(kept.covariance)[:4, :4]
+        if not np.all(np.isfinite(C)) or float(delta @ np.linalg.pinv(C) @ delta) <= OFFSETS_MOVED_CHI2:
+            return
+        self._rejected_before += self.estimator.rejected_samples
+        self.estimator, self._referee, self._free = free, referee, None
 
     def _noise_covariance(self) -> np.ndarray:
         """(6, 6) covariance of a sample's residual at a known payload: measured from the accepted
