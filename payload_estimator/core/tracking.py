@@ -104,6 +104,9 @@ OFFSETS_MOVED_CHI2 = 18.47
 """The kept F/T offsets are taken to have moved when the mass and first moment found with the
 offsets estimated anew differ from those found with the kept ones by more than this (chi-square,
 4 degrees of freedom, 0.999 quantile)."""
+TAKEOVER_MASS_REL_STD = 0.005
+TAKEOVER_MASS_STD_KG = 0.003
+"""... and only once it knows the mass to 0.5 % (or 3 g for an empty gripper or a light part)."""
 AFTER_BREAK_S = 0.5
 """An episode that begins within this much data after an input break may be an offset shift."""
 
@@ -461,15 +464,13 @@ class PayloadTracker:
             return
         free, referee = self._free
         try:
-            found = (free if referee is None else referee).estimate()
             kept = self._judge_by().estimate()
+            if not _offsets_moved((free if referee is None else referee).estimate(), kept):
+                return
+            # an estimator with a prior (PMD) takes over only once it sees it too (one solve)
+            if referee is not None and not _offsets_moved(free.estimate(), self.estimator.estimate()):
+                return
         except (InsufficientData, ValueError, ArithmeticError, np.linalg.LinAlgError):
-            return
-        if found.identification.mass != IDENTIFIED or found.covariance is None or kept.covariance is None:
-            return
-        delta = np.asarray(found.phi[:4]) - np.asarray(kept.phi[:4])
-        C = np.asarray(found.covariance)[:4, :4] + np.asarray(kept.covariance)[:4, :4]
-        if not np.all(np.isfinite(C)) or float(delta @ np.linalg.pinv(C) @ delta) <= OFFSETS_MOVED_CHI2:
             return
         self._rejected_before += self.estimator.rejected_samples
         self.estimator, self._referee, self._free = free, referee, None
@@ -696,6 +697,18 @@ def _prediction_covariance(est: Estimate) -> np.ndarray:
     if est.identification.inertia != IDENTIFIED:
         C[4:, 4:] += np.eye(6) * (m * size * size) ** 2
     return C
+
+
+def _offsets_moved(found: Estimate, kept: Estimate) -> bool:
+    """Whether ``found`` (offsets estimated anew) knows the mass and differs from ``kept`` (offsets
+    kept) in mass and first moment beyond their uncertainty (:data:`OFFSETS_MOVED_CHI2`)."""
+    if found.covariance is None or kept.covariance is None:
+        return False
+    if not found.mass_std <= max(TAKEOVER_MASS_REL_STD * abs(found.mass), TAKEOVER_MASS_STD_KG):
+        return False  # the motion has not yet told the offsets from the mass well enough
+    delta = np.asarray(found.phi[:4]) - np.asarray(kept.phi[:4])
+    C = np.asarray(found.covariance)[:4, :4] + np.asarray(kept.covariance)[:4, :4]
+    return bool(np.all(np.isfinite(C)) and float(delta @ np.linalg.pinv(C) @ delta) > OFFSETS_MOVED_CHI2)
 
 
 def _mass_known(est: Estimate) -> bool:
