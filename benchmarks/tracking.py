@@ -154,13 +154,14 @@ def _cells(scores: list[CycleScore]) -> list[str]:
         f"{np.median(delays):.2f} / {delays.max():.2f}" if delays.size else "-",
         pct(1.0), pct(1.5), com_mm(3.0), f"{light_g.max():.1f}" if light_g.size else "-",
         f"{sum(c.outcome != 'missed' for c in contacts)} of {len(contacts)}",
+        str(sum(len(sc.false_contacts) for sc in scores)),
         f"{100 * max(errors):.2f}" if errors else "-",
     ]
 
 
 HEADER = ("| method | switches | missed | false changes | contacts ended as changes | delay median / worst, s "
           f"| mass % 1 s (mean / worst, >= {HEAVY_KG:g} kg) | mass % 1.5 s | COM mm 3 s | ruler g 1.5 s (worst) "
-          "| contacts flagged | worst mass error in a contact, % |")
+          "| contacts flagged | false contacts | worst mass error in a contact, % |")
 
 
 def steady(method: str, hours: float) -> tuple[float, float, float, float]:

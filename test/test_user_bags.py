@@ -234,6 +234,8 @@ def test_a_users_bag_without_truth_or_description(run, records, shape, storage, 
     assert s["bag_warnings"] == [warning.removeprefix(PREFIX + "warning: ")]
     assert s["messages"] == {"joint_states": 3000, "wrench": 3000, "imu": 0} and s["accepted"] == s["messages"]
     assert_recovers(s, run)
+    # the payload is followed by default: one payload held throughout, no change, no contact
+    assert s["tracking"]["changes"] == 0 and s["tracking"]["contacts"] == 0
     # the user's own topics are listed with their types, never read
     from payload_estimator.io.bag import bag_info
 

@@ -235,8 +235,9 @@ def _run_cycle(args: argparse.Namespace) -> int:
         move = "" if not np.isfinite(c.mass_error) else f", worst mass error meanwhile {100 * c.mass_error:.2f} %"
         console.print(f"contact {c.name} ({c.t_start:.2f}-{c.t_end:.2f} s): {c.outcome}{move}", highlight=False)
     console.print(f"{counts.changes} change(s) flagged ({score.changes_from_contacts} from a contact that "
-                  f"persisted, {len(score.false_changes)} false), {counts.contacts} contact(s) held out, "
-                  f"{counts.held_out_samples} sample(s) held out; {wall:.1f} s", highlight=False)
+                  f"persisted, {len(score.false_changes)} false), {counts.contacts} contact(s) held out "
+                  f"({len(score.false_contacts)} where there was none), {counts.held_out_samples} sample(s) held "
+                  f"out; {wall:.1f} s", highlight=False)
     if plot_path is not None:
         console.print(f"wrote {plot_path.name} in {out_dir}", markup=False, highlight=False, soft_wrap=True)
     return 0

@@ -14,6 +14,8 @@ Matching rules (stated once here):
 * A change matched to no switch is **false**, unless it began during a contact (from the
   contact's start to :data:`MATCH_AFTER_S` after its end): a persistent contact that ends as a
   change is flagged by design (the object set down while held), and counted apart.
+* A contact event that overlaps no true contact and begins no closer than :data:`MATCH_AFTER_S`
+  to a switch is a **false contact** (samples held out for nothing; the estimate is untouched).
 * A contact is **flagged** when an event (contact or change) overlaps it; its **mass error** is
   the largest relative error of the mass estimate from its start to 0.5 s after its end (for a
   contact that no change answered, on a held payload). What the contact itself did to the
@@ -72,6 +74,7 @@ class CycleScore:
     contacts: tuple[ContactScore, ...]
     false_changes: tuple[TrackEvent, ...]
     changes_from_contacts: int
+    false_contacts: tuple[TrackEvent, ...] = ()
 
     @property
     def missed(self) -> int:
@@ -92,6 +95,7 @@ class CycleScore:
                           "mass_error": _finite_or_none(c.mass_error)} for c in self.contacts],
             "missed": self.missed,
             "false_changes": len(self.false_changes),
+            "false_contacts": len(self.false_contacts),
             "changes_from_contacts": self.changes_from_contacts,
         }
 
@@ -163,7 +167,11 @@ def score_cycle(
             if window.any():
                 error = float(np.max(np.abs(mass[window] - held_mass))) / held_mass
         scored.append(ContactScore(str(name), float(c0), float(c1), outcome, error))
-    return CycleScore(tuple(switches), tuple(scored), tuple(false), from_contacts)
+    false_contacts = tuple(
+        e for e in events if e.kind == CONTACT
+        and not any(e.t_start <= c1 + MATCH_AFTER_S and e.t_decided >= c0 - MATCH_BEFORE_S for _, c0, c1 in contacts)
+        and not any(abs(e.t_start - ts) <= MATCH_AFTER_S for ts in switch_t))
+    return CycleScore(tuple(switches), tuple(scored), tuple(false), from_contacts, false_contacts)
 
 
 def plot_work_cycle(
