@@ -263,7 +263,8 @@ def _tracking(stream, t0: float) -> dict | None:
     events = [{"kind": e.kind, "t_start": e.t_start - t0, "t_decided": e.t_decided - t0,
                "mass_change": None if e.kind != CHANGE else e.mass_change} for e in tracker.events]
     c = tracker.counts
-    return {"changes": c.changes, "contacts": c.contacts, "held_out_samples": c.held_out_samples, "events": events}
+    return {"changes": c.changes, "contacts": c.contacts, "held_out_samples": c.held_out_samples,
+            "outliers": c.outliers, "offset_shifts": c.offset_shifts, "events": events}
 
 
 def _warn(line: str) -> None:
@@ -419,8 +420,9 @@ def _replay(args: argparse.Namespace, warnings: list[str]) -> int:
     report.print(console, headline=f"{bag}: {info.duration:.1f} s; settings: {origin}; "
                  + ", ".join(f"{n} {k}" for k, n in counts.items() if n), what="of the recording")
     if tracking is not None:
+        shifts = f", {tracking['offset_shifts']} offset shift(s) after input gaps" if tracking["offset_shifts"] else ""
         console.print(f"followed the payload: {tracking['changes']} change(s), {tracking['contacts']} contact(s), "
-                      f"{tracking['held_out_samples']} sample(s) held out")
+                      f"{tracking['held_out_samples']} sample(s) held out{shifts}")
         for e in tracking["events"]:
             extra = f", mass {e['mass_change']:+.3f} kg" if e["kind"] == CHANGE else ""
             console.print(f"  {e['kind']} at {e['t_start']:.2f} s (decided at {e['t_decided']:.2f} s{extra})")

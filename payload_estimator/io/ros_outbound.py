@@ -271,6 +271,9 @@ def _estimate_status(diag: Mapping[str, Any], name: str, hardware_id: str) -> di
         values["contacts"] = diag.get("contacts", 0)
         values["in contact"] = bool(diag.get("contact_now", False))
         values["held out samples"] = diag.get("held_out_samples", 0)
+        values["offset shifts after input gaps"] = diag.get("offset_shifts", 0)
+    if "samples_settling" in diag:
+        values["samples held back while filters settle"] = diag["samples_settling"]
     message = "converged" if converged else (reason or "not converged")
     if diag.get("paused"):
         message = "paused; " + message

@@ -681,6 +681,7 @@ class EstimationStream:
             snap["contacts"] = counts.contacts
             snap["contact_now"] = self.estimator.contact
             snap["held_out_samples"] = counts.held_out_samples
+            snap["offset_shifts"] = counts.offset_shifts
         return snap
 
     def reset(self) -> None:
