@@ -368,7 +368,7 @@ class PayloadTracker:
                 continue
             # inside an episode
             self._normal_run_s = 0.0 if suspect else self._normal_run_s + dt[i]
-            if self._normal_run_s >= EPISODE_END_S:
+            if self._normal_run_s >= max(EPISODE_END_S, self._step_settled_s):
                 ended = self._close_as_contact(samples.select(slice(start, i + 1)), d2[start : i + 1],
                                                float(samples.t[i]))
                 start = i + 1
@@ -537,7 +537,8 @@ class PayloadTracker:
 
     def _close_as_contact(self, tail: SensorSamples, d2_tail: np.ndarray, t_end: float) -> TrackEvent | None:
         """The episode ended: its samples (with ``tail``) were a contact, dropped; the trailing
-        normal samples go to the estimator."""
+        normal samples go to the estimator once the filter has settled after the last suspect one
+        (before, they still carry the contact's decay, below the gate)."""
         assert self._episode is not None
         normal_tail = int(np.argmax((d2_tail > GATE_CHI2)[::-1])) if np.any(d2_tail > GATE_CHI2) else len(d2_tail)
         n_tail = len(tail)
@@ -552,8 +553,14 @@ class PayloadTracker:
             self.counts.contacts += 1
             event = TrackEvent(CONTACT, self._episode.t_start, t_end)
             self.events.append(event)
+        suspect_t = [b.t[m] for b, m in zip(self._episode.batches, self._episode.suspect)]
+        suspect_t.append(tail.t[d2_tail > GATE_CHI2])
+        last = max((float(x.max()) for x in suspect_t if x.size), default=-np.inf)
         self._episode = None
-        self._feed(tail.select(slice(n_tail - normal_tail, None)))
+        rest = tail.select(slice(n_tail - normal_tail, None))
+        clean = rest.t >= last + self._step_settled_s - 1e-9
+        self.counts.held_out_samples += int(np.sum(~clean))
+        self._feed(rest.select(clean))
         return event
 
     def _trim_episode(self) -> None:
