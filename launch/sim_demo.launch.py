@@ -2,6 +2,7 @@
 
     ros2 launch payload_estimator sim_demo.launch.py robot:=panda payload:=claw_hammer
     ros2 launch payload_estimator sim_demo.launch.py rviz:=false      # headless
+    ros2 launch payload_estimator sim_demo.launch.py scenario:=cycle  # picks and places, contacts
 
 The simulator (node ``payload_sim``) publishes joint states, the wrench (in the
 robot's own convention), robot_description and tf; the estimator receives the
@@ -26,6 +27,13 @@ def _nodes(context):
     share = get_package_share_directory("payload_estimator")
     robot = LaunchConfiguration("robot").perform(context)
     payload = LaunchConfiguration("payload").perform(context)
+    scenario = LaunchConfiguration("scenario").perform(context)
+    if scenario == "cycle":  # PMD's shape: the box around every payload of the cycle
+        from payload_estimator.sim.cycle import arm_work_cycle
+
+        shape = format_shape_spec(arm_work_cycle(robot).envelope)
+    else:
+        shape = format_shape_spec(get_payload(payload).envelope)
     use_sim_time = LaunchConfiguration("use_sim_time").perform(context).lower() in ("true", "1", "yes")
     actions = [
         Node(
@@ -35,6 +43,7 @@ def _nodes(context):
             parameters=[{
                 "robot": robot,
                 "payload": payload,
+                "scenario": scenario,
                 "trajectory": LaunchConfiguration("trajectory").perform(context),
                 "duration": float(LaunchConfiguration("duration").perform(context)),
                 "noise": LaunchConfiguration("noise").perform(context),
@@ -48,7 +57,7 @@ def _nodes(context):
             launch_arguments={
                 "robot": robot,
                 "estimator": LaunchConfiguration("estimator").perform(context),
-                "payload_shape": format_shape_spec(get_payload(payload).envelope),
+                "payload_shape": shape,
                 "use_builtin_description": "false",
                 "use_sim_time": str(use_sim_time).lower(),
                 "namespace": "",  # the group below pushes the namespace
@@ -76,6 +85,9 @@ def generate_launch_description():
         DeclareLaunchArgument("robot", default_value="panda", choices=list(ROBOT_NAMES), description="simulated robot"),
         DeclareLaunchArgument("payload", default_value="claw_hammer",
                               description="payload of the catalogue (payload_estimator.sim.payloads)"),
+        DeclareLaunchArgument("scenario", default_value="single", choices=["single", "cycle"],
+                              description="single: the payload held throughout; cycle: picks and places of four "
+                                          "payloads with contacts (payload, trajectory, duration do not apply)"),
         DeclareLaunchArgument("trajectory", default_value="paper004", choices=["paper004", "thesis", "pickplace"],
                               description="excitation trajectory"),
         DeclareLaunchArgument("duration", default_value="20.0", description="simulated seconds before looping"),

@@ -587,6 +587,33 @@ def test_offsets_that_drifted_while_the_wrench_was_silent_are_no_new_payload(mak
     assert last.mass == pytest.approx(PAYLOAD.mass, rel=0.02)
 
 
+def test_a_grasp_and_a_release_are_said_once_each_on_the_estimate(typestore, make):
+    """A MuJoCo work cycle (the claw hammer picked at 3.5 s, placed at 10.4 s, a push and a bump
+    between) through the node's logic: ``payload_changed`` is true on exactly one message after
+    each change, ``payload_changes`` counts them, ``change_stamp`` says where the payload's data
+    begin, ``contact`` is true while the push is held out, and /diagnostics shows the counts."""
+    from payload_estimator.sim.cycle import arm_work_cycle
+
+    cycle = arm_work_cycle("panda", seed=0)
+    run_ = cycle.simulate(noise="low", seed=0, imu=False)
+    sup = make_supervisor(make)
+    sup.on_description(run_.urdf)
+    out = published(drive(sup, run_items(run_, make, rows_between(run_, 0.0, 13.0)), T0, T0 + 13.0))
+    flagged = [(t - T0, m) for t, m in out if m.payload_changed]
+    grasp, release = run_.truth_change_t[:2]
+    assert [round(m.payload_changes) for _, m in flagged] == [1, 2]
+    assert grasp < flagged[0][0] < grasp + 0.6 and release < flagged[1][0] < release + 0.6
+    last = roundtrip(typestore, out[-1][1])
+    assert last.tracking and last.payload_changes == 2 and not last.payload_changed
+    change_t = last.change_stamp.sec + 1e-9 * last.change_stamp.nanosec - T0
+    assert abs(change_t - release) < 0.05
+    push = cycle.contacts[0]
+    during = [m for t, m in out if push.t_start + 0.1 < t - T0 < push.t_end]
+    assert during and all(m.contact for m in during) and last.contacts >= 1
+    node = values(statuses(sup.diagnostics(T0 + 13.0, 13.0))["estimate"])
+    assert node["payload changes"] == "2" and int(node["contacts"]) >= 1
+
+
 def test_every_input_silent_no_turns_last_estimate_republished(make, run):
     """The robot driver stops altogether: no turn runs (nothing could change the estimate), the last
     estimate is republished at publish_rate_hz, stale, its age growing with the silence, then updated

@@ -42,6 +42,7 @@ from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import String
 from tf2_ros import StaticTransformBroadcaster, TransformBroadcaster
 
+from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.io import ros_factories, ros_outbound
 from payload_estimator.settings import settings_for_robot
 from payload_estimator.sim.live import IMU, JOINTS, WRENCH, LiveRun
@@ -64,6 +65,8 @@ LATCHED_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
 _PARAMETERS: tuple[tuple[str, Any, str], ...] = (
     ("robot", "panda", "robot model: panda, fr3, xarm7 or xarm6"),
     ("payload", "claw_hammer", "payload of the catalogue (payload_estimator.sim.payloads)"),
+    ("scenario", "single", "single: the payload held throughout; cycle: picks and places of four payloads with "
+                           "contacts (sim.cycle.arm_work_cycle; payload, trajectory and duration do not apply)"),
     ("trajectory", "paper004", "excitation: paper004, thesis or pickplace"),
     ("duration", 20.0, "simulated time before the run loops or holds, s"),
     ("noise", "moderate", "F/T noise level of paper 004 Table II: none, low, moderate, high"),
@@ -99,10 +102,18 @@ class SimNode(Node):
         from payload_estimator.sim.mujoco_sim import simulate
 
         t0 = time.perf_counter()
-        run = simulate(robot=p["robot"], payload=p["payload"], trajectory=p["trajectory"],
-                       duration=float(p["duration"]), rate_hz=float(p["rate_hz"]),
-                       wrench_rate_hz=float(p["wrench_rate_hz"]) or None, noise=p["noise"],
-                       seed=int(p["seed"]), imu=bool(p["imu"]))
+        rates = {"rate_hz": float(p["rate_hz"]), "wrench_rate_hz": float(p["wrench_rate_hz"]) or None}
+        if p["scenario"] == "cycle":
+            from payload_estimator.sim.cycle import arm_work_cycle
+
+            run = arm_work_cycle(p["robot"], seed=int(p["seed"])).simulate(
+                noise=p["noise"], seed=int(p["seed"]), imu=bool(p["imu"]), **rates)
+        elif p["scenario"] == "single":
+            run = simulate(robot=p["robot"], payload=p["payload"], trajectory=p["trajectory"],
+                           duration=float(p["duration"]), noise=p["noise"], seed=int(p["seed"]),
+                           imu=bool(p["imu"]), **rates)
+        else:
+            raise ValueError(f"scenario must be single or cycle, got {p['scenario']!r}")
         self.live = LiveRun(run, settings, loop=bool(p["loop"]))
         self.run = run
         truth = run.payload_params
@@ -119,6 +130,8 @@ class SimNode(Node):
         self._clock_pub = self.create_publisher(ClockMsg, "/clock", 10) if p["publish_clock"] else None
         description_pub = self.create_publisher(String, "robot_description", LATCHED_QOS)
         truth_pub = self.create_publisher(InertiaStamped, "~/truth", LATCHED_QOS)
+        self._truth_pub = truth_pub
+        self._held_phi = run.payload_phi
         self._tf = TransformBroadcaster(self)
         self._tree = UrdfTransforms(run.urdf)
 
@@ -174,6 +187,7 @@ class SimNode(Node):
             self._joint_pub.publish(msg)
         if len(joints):
             self._last_joint = (float(joints.t[-1]), run.joint_q[joints.index[-1]])
+            self._publish_truth_if_changed(int(joints.index[-1]), float(joints.t[-1]))
         wrench = due[WRENCH]
         for i, t in zip(wrench.index, wrench.t):
             msg = WrenchStamped()
@@ -196,6 +210,18 @@ class SimNode(Node):
                 msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z = (
                     float(v) for v in a)
                 self._imu_pub.publish(msg)
+
+    def _publish_truth_if_changed(self, row: int, t: float) -> None:
+        """A work cycle: ~/truth again when what the gripper holds has changed (zeros: empty)."""
+        if not len(self.run.truth_change_t):
+            return
+        phi = self.run.phi_at(self.run.joint_t[row])[0]
+        if np.array_equal(phi, self._held_phi):
+            return
+        self._held_phi = phi
+        factory = ros_factories.rclpy_factory()
+        self._truth_pub.publish(ros_outbound.inertia_stamped_msg(
+            factory, InertialParameters(phi), self.run.sensor_frame, self._origin + t))
 
     def _publish_tf(self) -> None:
         """/tf of the moving joints at the last published joint state."""
