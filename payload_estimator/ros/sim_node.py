@@ -102,16 +102,17 @@ class SimNode(Node):
         from payload_estimator.sim.mujoco_sim import simulate
 
         t0 = time.perf_counter()
-        rates = {"rate_hz": float(p["rate_hz"]), "wrench_rate_hz": float(p["wrench_rate_hz"]) or None}
+        rate_hz, wrench_rate_hz = float(p["rate_hz"]), float(p["wrench_rate_hz"]) or None
         if p["scenario"] == "cycle":
             from payload_estimator.sim.cycle import arm_work_cycle
 
             run = arm_work_cycle(p["robot"], seed=int(p["seed"])).simulate(
-                noise=p["noise"], seed=int(p["seed"]), imu=bool(p["imu"]), **rates)
+                noise=p["noise"], seed=int(p["seed"]), imu=bool(p["imu"]), rate_hz=rate_hz,
+                wrench_rate_hz=wrench_rate_hz)
         elif p["scenario"] == "single":
             run = simulate(robot=p["robot"], payload=p["payload"], trajectory=p["trajectory"],
                            duration=float(p["duration"]), noise=p["noise"], seed=int(p["seed"]),
-                           imu=bool(p["imu"]), **rates)
+                           imu=bool(p["imu"]), rate_hz=rate_hz, wrench_rate_hz=wrench_rate_hz)
         else:
             raise ValueError(f"scenario must be single or cycle, got {p['scenario']!r}")
         self.live = LiveRun(run, settings, loop=bool(p["loop"]))
