@@ -3,29 +3,39 @@
 Conventions: every vector in the sensor frame S; the wrench is the one the payload exerts on the
 sensor (at rest ``f = m g``), SI units; ``phi`` in paper 004's order.
 
-The current estimate predicts each sample's wrench, ``w_hat = Y phi_hat + beta_hat`` (for an
-estimator other than least squares, the weighted least squares of the same samples predicts: a
-prior that does not fit, or a recursive filter's start, would hold out the data that correct it),
-and the residual ``r = w - w_hat`` has the covariance ``R = diag(s²) + Y C Y^T``: ``s`` each channel's
-residual RMS at the estimate (the sensor's noise and what the model leaves) and ``C`` the
-estimate's own covariance (an estimate from little data predicts loosely). Without a change or a
-contact, ``d² = r^T R^-1 r`` follows a chi-square with six degrees of freedom; a sample above
-:data:`GATE_CHI2` (its 0.999 quantile) is *suspect* and is held out of the estimate.
+The current estimate predicts each sample's wrench, ``w_hat = Y phi_hat + beta_hat + drift`` (for
+an estimator other than least squares, the weighted least squares of the same samples predicts: a
+prior that does not fit, or a recursive filter's start, would hold out the data that correct it;
+``drift`` is the running mean of the accepted residuals over :data:`DRIFT_TIME_S`, the F/T
+offsets' slow drift), and the residual ``r = w - w_hat`` has the covariance ``R = S + Y C Y^T``:
+``S`` the residuals' own covariance, measured from the accepted samples (the sensor's noise and
+what the model leaves; the estimate's residual RMS until :data:`MIN_RESIDUALS` are in), and ``C``
+the estimate's covariance with a physical spread for what the data do not yet determine (an
+estimate from little data predicts loosely). Without a change or a contact, ``d² = r^T R^-1 r``
+follows a chi-square with six degrees of freedom; a sample above :data:`GATE_CHI2` (its 0.999
+quantile) is *suspect* and is held out of the estimate.
 
-A run of suspect samples is an *episode*. It ends after :data:`EPISODE_END_S` of normal samples;
-its samples are then dropped as a contact (a bump, a push), and the estimate never saw them.
-Once an episode has lasted :data:`JUDGE_S` with most of its samples suspect, it is judged, the
-generalised likelihood ratio way: the episode's residuals are fitted by a change of mass and
-first moment, ``r = Y_red(g - a) [dm; d(mc)]`` (what a new payload does in slow motion). If
-that explains them (:data:`EXPLAINED_CHI2` per sample, a quarter of what they were at most) and
-the mass change is significant, the payload has *changed*: the estimator restarts from the
-episode's first sample, keeping the F/T offsets it had found (they belong to the sensor, not to
-the payload), and the flag is raised at once. A force that no rigid body explains (a push
-sideways) stays a *contact* for as long as it lasts; a persistent vertical contact (the object
-set down on a table while held) looks like a lighter payload and ends as a change: either way
-it is flagged, never a silently wrong mass. Anything held out for :data:`PERSISTENT_S` that no
-change explains (something leaning on the payload, an F/T offset that drifted far) becomes the new
-normal: the estimate restarts from it, offsets included, as a change.
+A run of suspect samples is an *episode*. It ends after :data:`EPISODE_END_S` of normal samples
+(and the filter's settling time: the contact's decay is still in them); its samples are then
+dropped, as a *contact* (a bump, a push) when it stood far above the noise (:data:`CONTACT_CHI2`),
+else as an outlier, and the estimate never saw them. Once an episode has lasted :data:`JUDGE_S`
+with most of its samples suspect, it is judged, the generalised likelihood ratio way: the
+episode's residuals are fitted by a change of mass and first moment, ``r = s(t - t0) Y_red(g - a)
+[dm; d(mc)]`` (what a new payload does in slow motion, seen through the pipeline's filter whose
+step response is ``s``, from the onset ``t0`` that fits best). If that explains them
+(:data:`EXPLAINED_CHI2` per sample, a quarter of what they were at most) and the mass change is
+significant, the payload has *changed*: the estimator restarts from where the filter has settled
+on the new payload, keeping the F/T offsets it had found (they belong to the sensor, not to the
+payload), and the flag is raised at once. Beside it the same estimator finds the offsets anew;
+it takes over once it knows the mass well and sees the kept offsets wrong (:data:`OFFSETS_MOVED_CHI2`).
+A force that no rigid body explains (a push sideways) stays a *contact* for as long as it lasts;
+a persistent vertical contact (the object set down on a table while held) looks like a lighter
+payload and ends as a change: either way it is flagged, never a silently wrong mass. Anything held
+out for :data:`PERSISTENT_S` that no change explains (something leaning on the payload, an F/T
+offset that jumped) becomes the new normal: the estimate restarts from it, offsets included, as a
+change. Right after an input break (:meth:`PayloadTracker.input_break`), a constant step that no
+payload change explains is the offsets having moved while the sensor was silent: an *offset*
+shift, absorbed into the kept offsets.
 
 After a restart the new estimate predicts nothing until it has :data:`REFERENCE_AFTER_S` of data
 and has identified the mass; meanwhile every sample is taken (the new payload's own).
