@@ -81,10 +81,14 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "inconsistent, a poor model fit, mass, COM or inertia not determined by the data); "
                         "it says so in a comment, and the JSON status says forced")
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of tables")
+    p.add_argument("--track", action=argparse.BooleanOptionalAction, default=True,
+                   help="follow the payload as the node does (track_payload; default on); --no-track: a plain "
+                        "estimator")
     return p
 
 
 def run(args: argparse.Namespace) -> int:
+    from payload_estimator.core.tracking import PayloadTracker
     from payload_estimator.outputs.run_report import RunReport
     from payload_estimator.pipeline.playback import play
     from payload_estimator.sim.mujoco_sim import simulate
@@ -105,7 +109,12 @@ def run(args: argparse.Namespace) -> int:
             noise=args.noise, seed=args.seed, rate_hz=SIM_RATE_HZ, wrench_rate_hz=args.wrench_rate,
             progress=lambda f: progress.update(sim_task, completed=f),
         )
-        estimator = build_estimator(args.method, payload.envelope, bias=not args.no_bias, c1=args.c1)
+        def make(bias: bool):
+            return build_estimator(args.method, payload.envelope, bias=bias, c1=args.c1)
+
+        # as the node runs it (track_payload, on by default): one payload here, so nothing to follow,
+        # but a contact-like glitch would be held out as it is there
+        estimator = PayloadTracker(make, bias=not args.no_bias) if args.track else make(not args.no_bias)
         stream = stream_for_run(run_, estimator)
         recording = recording_from_run(run_)
         est_task = progress.add_task(f"estimating ({args.method})", total=recording.end - recording.start,
@@ -137,6 +146,9 @@ def run(args: argparse.Namespace) -> int:
         summary = report.summary(robot=args.robot, payload=args.payload, method=args.method,
                                  trajectory=args.trajectory, duration_s=args.duration, noise=args.noise,
                                  out_dir=str(out_dir))
+        if isinstance(estimator, PayloadTracker):
+            c = estimator.counts
+            summary["tracking"] = {"changes": c.changes, "contacts": c.contacts, "held_out_samples": c.held_out_samples}
         json.dump(summary, sys.stdout)
         sys.stdout.write("\n")
         console.print(where, markup=False, highlight=False, soft_wrap=True)  # stderr: stdout carries the JSON
@@ -165,7 +177,7 @@ def _run_cycle(args: argparse.Namespace) -> int:
                               progress=lambda f: progress.update(sim_task, completed=f))
         shape = cycle.envelope
         tracker = PayloadTracker(lambda bias: build_estimator(args.method, shape, bias=bias, c1=args.c1),
-                                 bias=not args.no_bias)
+                                 bias=not args.no_bias, detect=args.track)  # --no-track: see what it is for
         stream = stream_for_run(run_, tracker)
         recording = recording_from_run(run_)
         est_task = progress.add_task(f"following the payload ({args.method})", total=recording.end - recording.start,
