@@ -298,8 +298,8 @@ class PayloadTracker:
         self._referee = self._new_referee(bias)
         self._free = None
         if self.bias and not bias:
-            # The kept offsets drift (a strain gauge warms up): beside the estimate that trusts them,
-            # the same estimator finds the offsets anew; it takes over once its mass is known.
+            # The kept offsets may drift (a strain gauge warms up): beside the estimate that trusts
+            # them, the same estimator finds the offsets anew, and takes over if it sees them wrong.
             free = self._make(True)
             free.kinematic_noise = noise
             self._free = (free, self._new_referee(True, free))
@@ -454,12 +454,13 @@ class PayloadTracker:
 
     def _refresh(self) -> None:
         self._since_refresh_s = 0.0
-        self._free_takes_over()
         if self._data_s < REFERENCE_AFTER_S:
             self._reference = None
             return
         try:
             est = self._judge_by().estimate()
+            if self._free_takes_over(est):
+                est = self._judge_by().estimate()
         except (InsufficientData, ValueError, ArithmeticError, np.linalg.LinAlgError):
             self._reference = None
             return
@@ -472,26 +473,27 @@ class PayloadTracker:
         s2 = np.maximum(np.asarray(est.residual_rms, dtype=float) ** 2, 1e-12)
         self._reference = (np.asarray(est.phi, dtype=float), bias, _prediction_covariance(est), s2)
 
-    def _free_takes_over(self) -> None:
+    def _free_takes_over(self, kept: Estimate) -> bool:
         """Once the estimator that finds the offsets anew sees the kept ones wrong, it is the
-        estimate: its mass and first moment differ from those of the estimate that trusts them by
-        more than their uncertainty allows (:data:`OFFSETS_MOVED_CHI2`). The offsets it finds are
-        added to the kept ones (see :meth:`estimate`). While the kept offsets hold, the estimate
-        that trusts them stays: it is the more precise."""
-        if self._free is None or self._data_s < REFERENCE_AFTER_S:
-            return
+        estimate: its mass and first moment differ from those of ``kept`` (the judge's estimate,
+        which trusts them) by more than their uncertainty allows (:data:`OFFSETS_MOVED_CHI2`). The
+        offsets it finds are added to the kept ones (see :meth:`estimate`). While the kept offsets
+        hold, the estimate that trusts them stays: it is the more precise. Returns whether it
+        took over."""
+        if self._free is None:
+            return False
         free, referee = self._free
         try:
-            kept = self._judge_by().estimate()
             if not _offsets_moved((free if referee is None else referee).estimate(), kept):
-                return
+                return False
             # an estimator with a prior (PMD) takes over only once it sees it too (one solve)
             if referee is not None and not _offsets_moved(free.estimate(), self.estimator.estimate()):
-                return
+                return False
         except (InsufficientData, ValueError, ArithmeticError, np.linalg.LinAlgError):
-            return
+            return False
         self._rejected_before += self.estimator.rejected_samples
         self.estimator, self._referee, self._free = free, referee, None
+        return True
 
     def _noise_covariance(self) -> np.ndarray:
         """(6, 6) covariance of a sample's residual at a known payload: measured from the accepted
