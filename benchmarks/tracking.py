@@ -42,11 +42,10 @@ from payload_estimator.core.shapes import Box, sample_parts
 from payload_estimator.core.tracking import PayloadTracker
 from payload_estimator.outputs.cycle_report import CycleScore, score_cycle
 from payload_estimator.pipeline.playback import play
-from payload_estimator.sim.cycle import Segment, arm_work_cycle, default_cycle, simulate_cycle
+from payload_estimator.sim.cycle import Segment, arm_work_cycle, box_around, default_cycle, simulate_cycle
 from payload_estimator.sim.mujoco_sim import WorkSchedule
 from payload_estimator.sim.noise import get_noise
 from payload_estimator.sim.payloads import get_payload
-from payload_estimator.sim.workshop import get_tool
 
 OFFSETS = np.array([0.5, -0.3, 0.2, 0.01, 0.02, -0.01])
 BATCH = 10
@@ -54,15 +53,8 @@ HEAVY_KG = 0.3
 """Payloads from this mass on are scored in %; lighter ones (the 68 g ruler) in g."""
 
 
-def _box_around_the_cycle() -> Box:
-    """PMD's shape: the box around every payload of the cycle (hammer, ruler, drill), 1 cm more."""
-    envelopes = [get_payload("hammer").envelope, get_tool("ws_ruler").envelope, get_payload("drill").envelope]
-    lo = np.min([e.bounds()[0] for e in envelopes], axis=0) - 0.01
-    hi = np.max([e.bounds()[1] for e in envelopes], axis=0) + 0.01
-    return Box(size=tuple(hi - lo), xyz=tuple(0.5 * (lo + hi)))
-
-
-SHAPE = _box_around_the_cycle()
+SHAPE = box_around(("hammer", "ws_ruler", "drill"))
+"""PMD's shape at sensor level: the box around every payload of the cycle, 1 cm more."""
 
 
 def _tracker(method: str) -> PayloadTracker:

@@ -24,7 +24,8 @@ def test_demo_json_summary_and_outputs(tmp_path, capsys):
     assert summary["mass_com_converged_after_s"] is not None
     assert summary["status"] == "ok" and summary["forced"] is False
     assert summary["estimate"]["identification"]["mass"] == "identified"
-    assert summary["tracking"] == {"changes": 0, "contacts": 0, "held_out_samples": 0}  # as the node runs it
+    assert summary["tracking"] == {"changes": 0, "contacts": 0, "held_out_samples": 0, "gated_samples": 0,
+                                   "outliers": 0, "offset_shifts": 0}  # as the node runs it
     png = out / "convergence.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
     fragment = (out / "payload_inertial.urdf.xml").read_text()

@@ -22,6 +22,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import asdict
 
 from payload_estimator.commands import CommandError
 from payload_estimator.commands.common import (
@@ -113,8 +114,8 @@ def run(args: argparse.Namespace) -> int:
             return build_estimator(args.method, payload.envelope, bias=bias, c1=args.c1)
 
         # as the node runs it (track_payload, on by default): one payload here, so nothing to follow,
-        # but a contact-like glitch would be held out as it is there
-        estimator = PayloadTracker(make, bias=not args.no_bias) if args.track else make(not args.no_bias)
+        # but a contact-like glitch would be held out as it is there; --no-track: a plain estimator
+        estimator = PayloadTracker(make, bias=not args.no_bias, detect=args.track)
         stream = stream_for_run(run_, estimator)
         recording = recording_from_run(run_)
         est_task = progress.add_task(f"estimating ({args.method})", total=recording.end - recording.start,
@@ -146,9 +147,8 @@ def run(args: argparse.Namespace) -> int:
         summary = report.summary(robot=args.robot, payload=args.payload, method=args.method,
                                  trajectory=args.trajectory, duration_s=args.duration, noise=args.noise,
                                  out_dir=str(out_dir))
-        if isinstance(estimator, PayloadTracker):
-            c = estimator.counts
-            summary["tracking"] = {"changes": c.changes, "contacts": c.contacts, "held_out_samples": c.held_out_samples}
+        if args.track:
+            summary["tracking"] = asdict(estimator.counts)
         json.dump(summary, sys.stdout)
         sys.stdout.write("\n")
         console.print(where, markup=False, highlight=False, soft_wrap=True)  # stderr: stdout carries the JSON
@@ -214,9 +214,7 @@ def _run_cycle(args: argparse.Namespace) -> int:
     if args.json:
         summary = {"robot": args.robot, "method": args.method, "noise": args.noise, "scenario": "cycle",
                    "seed": args.seed, "duration_s": cycle.duration, **score.summary(),
-                   "counts": {"changes": counts.changes, "contacts": counts.contacts,
-                              "held_out_samples": counts.held_out_samples, "outliers": counts.outliers,
-                              "offset_shifts": counts.offset_shifts},
+                   "counts": asdict(counts),
                    "events": [{"kind": e.kind, "t_start": float(e.t_start), "t_decided": float(e.t_decided)}
                               for e in tracker.events],
                    "plot": str(plot_path) if plot_path else None, "wall_time_s": wall}

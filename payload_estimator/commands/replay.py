@@ -39,6 +39,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -262,9 +263,7 @@ def _tracking(stream, t0: float) -> dict | None:
         return None
     events = [{"kind": e.kind, "t_start": e.t_start - t0, "t_decided": e.t_decided - t0,
                "mass_change": None if e.kind != CHANGE else e.mass_change} for e in tracker.events]
-    c = tracker.counts
-    return {"changes": c.changes, "contacts": c.contacts, "held_out_samples": c.held_out_samples,
-            "outliers": c.outliers, "offset_shifts": c.offset_shifts, "events": events}
+    return {**asdict(tracker.counts), "events": events}
 
 
 def _warn(line: str) -> None:

@@ -187,6 +187,8 @@ class TrackingState:
 
 @dataclass
 class TrackingCounts:
+    """What the tracker has done so far."""
+
     changes: int = 0
     contacts: int = 0
     held_out_samples: int = 0

@@ -119,6 +119,14 @@ def _as_rows(x: np.ndarray, channels: int, name: str) -> np.ndarray:
     return x
 
 
+def _impulse_response(cutoff_hz: float, rate_hz: float, order: int) -> np.ndarray:
+    """``G``'s impulse response, long enough that it has died out."""
+    n = int(20 * rate_hz / cutoff_hz) + 16
+    impulse = np.zeros(n)
+    impulse[0] = 1.0
+    return signal.sosfilt(butter_lowpass_sos(cutoff_hz, rate_hz, order), impulse)
+
+
 def settling_time_s(cutoff_hz: float, rate_hz: float, order: int = 4,
                     tolerance: float = SETTLE_TOLERANCE) -> float:
     """How long after a restart the filtered derivatives are trustworthy, s.
@@ -129,10 +137,7 @@ def settling_time_s(cutoff_hz: float, rate_hz: float, order: int = 4,
     24 rad/s² at 1 rad/s and 10 Hz at first. It is negligible once the impulse response's envelope
     stays below ``tolerance`` of its peak (0.28 s for the 4th-order 10 Hz default).
     """
-    n = int(20 * rate_hz / cutoff_hz) + 16  # the filter's impulse response has died out by then
-    impulse = np.zeros(n)
-    impulse[0] = 1.0
-    h = np.abs(signal.sosfilt(butter_lowpass_sos(cutoff_hz, rate_hz, order), impulse))
+    h = np.abs(_impulse_response(cutoff_hz, rate_hz, order))
     envelope = np.maximum.accumulate(h[::-1])[::-1]  # largest |h| from each sample on
     above = np.flatnonzero(envelope > tolerance * h.max())
     return float((above[-1] + 1) / rate_hz) if above.size else 0.0
@@ -150,8 +155,7 @@ class StepResponse:
     """
 
     def __init__(self, cutoff_hz: float, rate_hz: float, order: int = 4, tolerance: float = 0.01) -> None:
-        n = int(20 * rate_hz / cutoff_hz) + 16
-        self._s = np.concatenate([[0.0], signal.sosfilt(butter_lowpass_sos(cutoff_hz, rate_hz, order), np.ones(n))])
+        self._s = np.concatenate([[0.0], np.cumsum(_impulse_response(cutoff_hz, rate_hz, order))])
         self.period_s = 1.0 / float(rate_hz)
         self.rise_s = float(np.argmax(self._s >= 1.0) * self.period_s)
         outside = np.flatnonzero(np.abs(self._s - 1.0) > tolerance)
@@ -169,10 +173,7 @@ def second_derivative_noise_gain(cutoff_hz: float, rate_hz: float, order: int = 
     ``T²``, so white noise of variance ``s²`` comes out with variance ``s² sum_n k[n]²``, ``k`` the
     impulse response of the chain (s^-4).
     """
-    n = int(20 * rate_hz / cutoff_hz) + 16  # the filter's impulse response has died out by then
-    impulse = np.zeros(n)
-    impulse[0] = 1.0
-    h = signal.sosfilt(butter_lowpass_sos(cutoff_hz, rate_hz, order), impulse)
+    h = _impulse_response(cutoff_hz, rate_hz, order)
     T = 1.0 / rate_hz
     k = (h[2:] - 2.0 * h[1:-1] + h[:-2]) / (T * T)
     return float(np.sum(k * k) + (h[1] - 2.0 * h[0]) ** 2 / T**4 + h[0] ** 2 / T**4)

@@ -68,6 +68,7 @@ __all__ = [
     "ArmCycle",
     "arm_work_cycle",
     "ARM_CYCLE_PAYLOADS",
+    "box_around",
     "TIME_TOLERANCE_S",
     "CYCLE_TRAJECTORY",
 ]
@@ -390,14 +391,8 @@ class ArmCycle:
 
     @property
     def envelope(self) -> Box:
-        """The box around every payload of the cycle, 1 cm more on each side: the one shape a
-        user who follows several payloads would give PMD."""
-        bounds = [_catalogue(name).envelope.bounds() for name in self.payloads]
-        lo = np.min([b[0] for b in bounds], axis=0) - 0.01
-        hi = np.max([b[1] for b in bounds], axis=0) + 0.01
-        size, centre = hi - lo, 0.5 * (lo + hi)
-        return Box(size=(float(size[0]), float(size[1]), float(size[2])),
-                   xyz=(float(centre[0]), float(centre[1]), float(centre[2])))
+        """:func:`box_around` the cycle's payloads."""
+        return box_around(self.payloads)
 
     def simulate(self, noise: str = "moderate", seed: int = 0, **kw) -> SimulatedRun:
         """The MuJoCo run of this cycle (:func:`~payload_estimator.sim.mujoco_sim.simulate`;
@@ -415,6 +410,17 @@ class ArmCycle:
 ARM_CYCLE_PAYLOADS = ("claw_hammer", "ws_ruler", "drill", "hammer")
 """What the arm picks, one per cycle: paper 004's claw hammer (845 g), the workshop's 68 g steel
 ruler (a light one), the cordless drill (1.55 kg), the 316 g hammer."""
+
+
+def box_around(names: tuple[str, ...], margin: float = 0.01) -> Box:
+    """The box around the envelopes of catalogue payloads or workshop tools, ``margin`` m more on
+    each side: the one shape a user who follows several payloads would give PMD."""
+    bounds = [_catalogue(name).envelope.bounds() for name in names]
+    lo = np.min([b[0] for b in bounds], axis=0) - margin
+    hi = np.max([b[1] for b in bounds], axis=0) + margin
+    size, centre = hi - lo, 0.5 * (lo + hi)
+    return Box(size=(float(size[0]), float(size[1]), float(size[2])),
+               xyz=(float(centre[0]), float(centre[1]), float(centre[2])))
 
 
 def _catalogue(name: str) -> Payload:
