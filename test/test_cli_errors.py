@@ -115,7 +115,7 @@ def test_help_is_still_complete(capsys):
     (["--seed", "1.5"], ["--seed", "whole number"]),
     (["--robot", "ur5"], ["--robot", "invalid choice", "panda"]),
     (["--payload", "anvil"], ["--payload", "invalid choice", "drill"]),
-    (["--trajectory", "zigzag"], ["--trajectory", "invalid choice", "paper004"]),
+    (["--trajectory", "zigzag"], ["--trajectory", "neither one of", "paper004", "CSV"]),
 ])
 def test_simulation_options_are_checked(capsys, tmp_path, command, options, words):
     target = ["--out", str(tmp_path / ("d" if command == "demo" else "run.npz"))]
@@ -236,6 +236,7 @@ def test_core_only_help_and_estimate(tmp_path):
     ["demo", "--duration", "1"],
     ["simulate", "--out", "run.npz"],
     ["replay", "no_such_bag"],
+    ["excite", "--robot", "panda"],
 ])
 def test_core_only_commands_that_need_the_sim_extra_say_so_in_one_line(tmp_path, args):
     done = _without_sim_extra(args, tmp_path)

@@ -46,6 +46,10 @@ __all__ = [
     "out_dir_type",
     "add_out_dir_argument",
     "check_out_file",
+    "TRAJECTORY_NAMES",
+    "DEFAULT_DURATION_S",
+    "add_trajectory_arguments",
+    "resolve_trajectory",
 ]
 
 SIM_RATE_HZ = 1000.0
@@ -309,3 +313,74 @@ def console_and_progress(json_output: bool):
         TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console, disable=quiet,
     )
     return console, progress
+
+
+# -------------------------------------------------------------- trajectories
+TRAJECTORY_NAMES = ("paper004", "thesis", "pickplace", "optimal")
+"""``--trajectory`` names of ``demo`` and ``simulate``; anything else is a CSV file (``excite --out``)."""
+DEFAULT_DURATION_S = 10.0
+"""Seconds of a named trajectory's run when ``--duration`` is not given (a designed motion's default
+is :class:`~payload_estimator.excitation.limits.MotionLimits`'s, a file's its own)."""
+
+
+def add_trajectory_arguments(p: argparse.ArgumentParser) -> None:
+    """``--trajectory`` (a name or a CSV file) and ``--duration`` of ``demo`` and ``simulate``."""
+    p.add_argument("--trajectory", default="paper004", metavar="NAME|FILE.csv",
+                   help="paper004: wrist sinusoids (default); thesis: all-joint sinusoids; pickplace: a "
+                        "pick-and-place move; optimal: a motion designed for the payload's parameters from the "
+                        "home pose (as `excite` and the node's ~/identify do); or a CSV file t,<joint names> "
+                        "(positions, rad; `excite --out`)")
+    p.add_argument("--duration", type=sim_duration, default=None,
+                   help=f"seconds of motion, at most {MAX_SIM_DURATION_S:g} (default {DEFAULT_DURATION_S:g}; "
+                        "optimal: 5; a file: its own length; a shorter trajectory's last pose is held)")
+
+
+def resolve_trajectory(robot: str, trajectory: str, duration: float | None,
+                       seed: int = 0) -> tuple[str, Any, float, Any]:
+    """``(label, trajectory for simulate, duration s, check or None)`` from the options.
+
+    A name of the simulator's kinds is passed on as it is; ``optimal`` is designed from the robot's
+    home pose for ``duration`` (default :class:`MotionLimits`'s); a CSV file is read, its columns
+    mapped to the robot's joints, and checked against the default motion limits (the check is
+    returned, not enforced: a simulation may show what an unsafe motion would do).
+    """
+    import numpy as np
+
+    from payload_estimator.excitation.check import check_trajectory
+    from payload_estimator.excitation.limits import ArmLimits, ExcitationError, MotionLimits, flange_kinematics
+
+    spec = get_robot(robot)
+    if trajectory in TRAJECTORY_NAMES[:-1]:
+        return trajectory, trajectory, DEFAULT_DURATION_S if duration is None else duration, None
+    arm, kin = ArmLimits.from_robot(spec), flange_kinematics(robot)
+    if trajectory == "optimal":
+        from payload_estimator.excitation.design import design_excitation
+
+        limits = MotionLimits() if duration is None else MotionLimits(duration=duration)
+        try:
+            design = design_excitation(kin, arm, spec.q_home, limits, seed=seed)
+        except ExcitationError as exc:
+            raise CommandError(f"--trajectory optimal: {exc}") from None
+        return "optimal", design.trajectory, limits.duration, design.check
+    from payload_estimator.excitation.trajectory import from_positions, read_trajectory_csv
+
+    path = Path(trajectory)
+    if not path.is_file():
+        raise CommandError(f"--trajectory {trajectory}: neither one of {', '.join(TRAJECTORY_NAMES)} "
+                           "nor a readable CSV file")
+    try:
+        names, t, q = read_trajectory_csv(path)
+    except (OSError, ValueError) as exc:
+        raise CommandError(f"--trajectory {trajectory}: {exc}") from None
+    missing = [n for n in spec.joint_names if n not in names]
+    if missing:
+        raise CommandError(f"--trajectory {trajectory}: no column for {', '.join(missing)} of {robot} "
+                           f"(the file has {', '.join(names)})")
+    columns = [names.index(n) for n in spec.joint_names]
+    traj = from_positions(t, np.asarray(q)[:, columns], spec.joint_names)
+    q0 = traj(np.zeros(1))[0][0]
+    try:
+        check = check_trajectory(traj, kin, arm, q0, MotionLimits(duration=max(traj.duration, 1.0)))
+    except ExcitationError as exc:
+        raise CommandError(f"--trajectory {trajectory}: {exc}") from None
+    return path.name, traj, traj.duration if duration is None else duration, check

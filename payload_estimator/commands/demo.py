@@ -26,15 +26,15 @@ from dataclasses import asdict
 
 from payload_estimator.commands import CommandError
 from payload_estimator.commands.common import (
-    MAX_SIM_DURATION_S,
     SIM_RATE_HZ,
     add_out_dir_argument,
+    add_trajectory_arguments,
     build_estimator,
     console_and_progress,
     nonnegative_int,
     positive_float,
     recording_from_run,
-    sim_duration,
+    resolve_trajectory,
     stream_for_run,
     wrench_rate,
 )
@@ -42,7 +42,6 @@ from payload_estimator.core.estimators import C1_DEFAULT, ESTIMATORS
 
 __all__ = ["add_parser", "run"]
 
-TRAJECTORIES = ("paper004", "thesis", "pickplace")
 NOISE = ("none", "low", "moderate", "high")
 SCENARIOS = ("single", "cycle")
 
@@ -61,10 +60,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--payload", choices=sorted(PAYLOADS), default="claw_hammer")
     p.add_argument("--method", choices=list(ESTIMATORS), default="pmd",
                    help="; ".join(f"{name}: {cls.summary}" for name, cls in ESTIMATORS.items()))
-    p.add_argument("--trajectory", choices=TRAJECTORIES, default="paper004",
-                   help="paper004: wrist sinusoids; thesis: all-joint sinusoids; pickplace: a pick-and-place move")
-    p.add_argument("--duration", type=sim_duration, default=10.0,
-                   help=f"seconds of motion, 0.5 to {MAX_SIM_DURATION_S:g} (default 10)")
+    add_trajectory_arguments(p)
     p.add_argument("--noise", choices=NOISE, default="moderate", help="F/T noise level, paper 004 Table II")
     p.add_argument("--scenario", choices=SCENARIOS, default="single",
                    help="single: one payload held throughout (default); cycle: picks and places of four "
@@ -97,16 +93,22 @@ def run(args: argparse.Namespace) -> int:
 
     if args.scenario == "cycle":
         return _run_cycle(args)
-    if not args.duration > 0.5:
+    if args.duration is not None and not args.duration > 0.5:
         raise CommandError("--duration must be more than 0.5 s")
     out_dir = args.out  # checked while parsing the options, before the work
     payload = get_payload(args.payload)
     console, progress_display = console_and_progress(args.json)
     t_start = time.perf_counter()
+    label, trajectory, args.duration, check = resolve_trajectory(args.robot, args.trajectory, args.duration,
+                                                                 seed=args.seed)
+    args.trajectory = label
+    if check is not None and not check.ok:
+        console.print(f"warning: the trajectory breaks the motion limits a robot would be held to: "
+                      f"{check.violations[0]}", markup=False, highlight=False, soft_wrap=True)
     with progress_display as progress:
         sim_task = progress.add_task(f"simulating {args.robot} + {args.payload}", total=1.0, status="")
         run_ = simulate(
-            robot=args.robot, payload=payload, trajectory=args.trajectory, duration=args.duration,
+            robot=args.robot, payload=payload, trajectory=trajectory, duration=args.duration,
             noise=args.noise, seed=args.seed, rate_hz=SIM_RATE_HZ, wrench_rate_hz=args.wrench_rate,
             progress=lambda f: progress.update(sim_task, completed=f),
         )
@@ -149,6 +151,8 @@ def run(args: argparse.Namespace) -> int:
                                  out_dir=str(out_dir))
         if args.track:
             summary["tracking"] = asdict(estimator.counts)
+        if check is not None:
+            summary["trajectory_check"] = check.summary()
         json.dump(summary, sys.stdout)
         sys.stdout.write("\n")
         console.print(where, markup=False, highlight=False, soft_wrap=True)  # stderr: stdout carries the JSON

@@ -17,11 +17,11 @@ import argparse
 
 from payload_estimator.commands import CommandError
 from payload_estimator.commands.common import (
-    MAX_SIM_DURATION_S,
     SIM_RATE_HZ,
+    add_trajectory_arguments,
     check_out_file,
     nonnegative_int,
-    sim_duration,
+    resolve_trajectory,
     wrench_rate,
 )
 
@@ -40,9 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap", help="rosbag2 storage (default mcap)")
     p.add_argument("--robot", choices=ROBOT_NAMES, default="panda")
     p.add_argument("--payload", choices=sorted(PAYLOADS), default="claw_hammer")
-    p.add_argument("--trajectory", choices=("paper004", "thesis", "pickplace"), default="paper004")
-    p.add_argument("--duration", type=sim_duration, default=10.0,
-                   help=f"seconds of motion, at most {MAX_SIM_DURATION_S:g} (default 10)")
+    add_trajectory_arguments(p)
     p.add_argument("--noise", choices=("none", "low", "moderate", "high"), default="moderate")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of every random draw, >= 0 (default 0)")
     p.add_argument("--wrench-rate", type=wrench_rate, default=None,
@@ -80,7 +78,9 @@ def run(args: argparse.Namespace) -> int:
         sim = replace(sim, payload_name="work cycle")
         args.payload, args.duration = "a work cycle", sim.duration
     else:
-        sim = simulate(robot=args.robot, payload=args.payload, trajectory=args.trajectory,
+        _, trajectory, args.duration, _ = resolve_trajectory(args.robot, args.trajectory, args.duration,
+                                                                 seed=args.seed)
+        sim = simulate(robot=args.robot, payload=args.payload, trajectory=trajectory,
                        duration=args.duration, noise=args.noise, seed=args.seed, rate_hz=SIM_RATE_HZ,
                        wrench_rate_hz=args.wrench_rate, imu=not args.no_imu)
     if args.out:

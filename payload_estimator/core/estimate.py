@@ -10,7 +10,8 @@ import numpy as np
 
 from payload_estimator.core.inertia import InertialParameters, check_physical_consistency
 
-__all__ = ["Estimate", "Identification", "ModelFit", "IDENTIFIED", "FROM_PRIOR", "NOT_IDENTIFIED"]
+__all__ = ["Estimate", "Identification", "ModelFit", "IDENTIFIED", "FROM_PRIOR", "NOT_IDENTIFIED",
+           "com_covariance", "inertia_com_covariance"]
 
 IDENTIFIED = "identified"
 """The data determine the quantity (its standard deviation from the data alone is within bounds)."""
@@ -167,13 +168,9 @@ class Estimate:
     @property
     def com_covariance(self) -> np.ndarray:
         """(3, 3) covariance of the COM, first-order propagation of ``c = (m c) / m``."""
-        if self.covariance is None or self.mass <= 0.0:
+        if self.covariance is None:
             return np.full((3, 3), np.nan)
-        m = self.mass
-        Jac = np.zeros((3, 4))
-        Jac[:, 0] = -self.params.phi[1:4] / m**2
-        Jac[:, 1:4] = np.eye(3) / m
-        return Jac @ self.covariance[:4, :4] @ Jac.T
+        return com_covariance(self.params.phi, self.covariance)
 
     @property
     def com_std(self) -> np.ndarray:
@@ -184,10 +181,9 @@ class Estimate:
     def inertia_com_covariance(self) -> np.ndarray:
         """(6, 6) covariance of the inertia about the COM, entries ``xx, yy, zz, xy, xz, yz``
         (kg² m⁴), first-order propagation of ``I_c = J - (|h|² I - h h^T) / m``, ``h = m c``."""
-        if self.covariance is None or self.mass <= 0.0:
+        if self.covariance is None:
             return np.full((6, 6), np.nan)
-        Jac = _inertia_com_jacobian(self.params.phi)
-        return Jac @ self.covariance @ Jac.T
+        return inertia_com_covariance(self.params.phi, self.covariance)
 
     @property
     def inertia_com_std(self) -> np.ndarray:
@@ -236,6 +232,28 @@ class Estimate:
 
 _ENTRIES = ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))
 _PHI_INDEX = {(0, 0): 4, (0, 1): 5, (0, 2): 6, (1, 1): 7, (1, 2): 8, (2, 2): 9}
+
+
+def com_covariance(phi: np.ndarray, covariance: np.ndarray) -> np.ndarray:
+    """(3, 3) covariance of the COM ``c = h / m`` (``h = m c``) from the (10, 10) covariance of
+    ``phi``, first-order propagation; NaN when the mass is not positive. m²."""
+    m = float(phi[0])
+    if not m > 0.0:
+        return np.full((3, 3), np.nan)
+    Jac = np.zeros((3, 4))
+    Jac[:, 0] = -np.asarray(phi[1:4], dtype=float) / m**2
+    Jac[:, 1:4] = np.eye(3) / m
+    return Jac @ np.asarray(covariance, dtype=float)[:4, :4] @ Jac.T
+
+
+def inertia_com_covariance(phi: np.ndarray, covariance: np.ndarray) -> np.ndarray:
+    """(6, 6) covariance of the inertia about the COM, entries ``xx, yy, zz, xy, xz, yz``
+    (kg² m⁴), from the (10, 10) covariance of ``phi``, first-order propagation of
+    ``I_c = J - (|h|² I - h h^T) / m``; NaN when the mass is not positive."""
+    if not float(phi[0]) > 0.0:
+        return np.full((6, 6), np.nan)
+    Jac = _inertia_com_jacobian(np.asarray(phi, dtype=float))
+    return Jac @ np.asarray(covariance, dtype=float) @ Jac.T
 
 
 def _inertia_com_jacobian(phi: np.ndarray) -> np.ndarray:

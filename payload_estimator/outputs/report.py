@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from rich.table import Table
 
 from payload_estimator.core.estimate import FROM_PRIOR, NOT_IDENTIFIED, Estimate
 from payload_estimator.core.inertia import InertialParameters
 
-__all__ = ["estimate_table", "quality_table"]
+__all__ = ["estimate_table", "quality_table", "excitation_table"]
 
 
 def _vec(v: np.ndarray, scale: float = 1.0, digits: int = 4) -> str:
@@ -75,3 +77,54 @@ def quality_table(estimate: Estimate) -> Table:
     table.add_row("model fit", ("POOR" if fit.label == "poor" else fit.label) + figures)
     table.add_row("physically consistent", "yes" if estimate.physically_consistent else "NO")
     return table
+
+
+def _predicted_cells(predicted: dict[str, Any] | None) -> list[str]:
+    """Mass, COM and inertia standard deviations of an excitation summary's prediction."""
+    if predicted is None:
+        return ["", "", ""]
+    return [f"{100 * predicted['mass_rel_std']:.2f} %",
+            f"{1e3 * max(predicted['com_std_m']):.2f} mm",
+            f"{100 * max(predicted['inertia_rel_std']):.1f} %"]
+
+
+def excitation_table(summary: dict[str, Any]) -> Table:
+    """An identification motion (``ExcitationDesign.summary()`` plus ``payload-estimator excite``'s
+    comparison with paper 004's wrist sinusoids): limits used and predicted uncertainty."""
+    table = Table(title=f"Identification motion for {summary['robot']}: {summary['duration_s']:g} s, "
+                        f"harmonics {summary['harmonics']} of {summary['base_frequency_hz']:.3f} Hz")
+    table.add_column("quantity", no_wrap=True)
+    table.add_column("value", justify="right", no_wrap=True)
+    table.add_row("peak joint speed (of limit)", f"{100 * summary['peak_velocity_fraction']:.0f} %")
+    table.add_row("peak joint acceleration (of limit)", f"{100 * summary['peak_acceleration_fraction']:.0f} %")
+    table.add_row("peak joint jerk (of limit)", f"{100 * summary['peak_jerk_fraction']:.1f} %")
+    table.add_row("largest joint excursion", f"{summary['max_excursion_rad']:.2f} rad")
+    table.add_row("closest approach to a joint limit", f"{summary['min_limit_distance_rad']:.2f} rad")
+    table.add_row("peak TCP speed", f"{summary['peak_tcp_speed_m_s']:.3f} m/s "
+                                    f"(limit {summary['max_tcp_speed_m_s']:g})")
+    table.add_row("floor / base clearance beyond the margins",
+                  f"{summary['min_floor_clearance_m']:.3f} / {summary['min_base_clearance_m']:.3f} m")
+    table.add_row("scaled condition number", f"{summary['scaled_condition_number']:.0f}")
+    table.add_row("all limits respected", "yes" if summary["ok"] else "NO")
+
+    rows = [("nominal 1 kg", summary["predicted_nominal"],
+             (summary.get("paper004") or {}).get("predicted_nominal"))]
+    if "predicted_payload" in summary:
+        rows.append((summary["predicted_payload"]["payload"], summary["predicted_payload"],
+                     (summary.get("paper004") or {}).get("predicted_payload")))
+    paper_ok = (summary.get("paper004") or {}).get("ok", True)
+    predicted = Table(title="Predicted std (wrench noise only: a lower bound)",
+                      caption="COM: worst axis; inertia: worst entry, of the mean principal moment"
+                              + ("" if paper_ok else "; *: paper 004's sinusoids break these limits"))
+    predicted.add_column("payload", no_wrap=True)
+    predicted.add_column("motion", no_wrap=True)
+    for name in ("mass", "COM", "inertia"):
+        predicted.add_column(name, justify="right", no_wrap=True)
+    for label, designed, paper in rows:
+        predicted.add_row(label, "designed", *_predicted_cells(designed))
+        if paper is not None:
+            predicted.add_row("", "paper 004" + ("" if paper_ok else "*"), *_predicted_cells(paper))
+    grid = Table.grid()
+    grid.add_row(table)
+    grid.add_row(predicted)
+    return grid

@@ -7,7 +7,7 @@ convention; it is the same for Panda and FR3, and the vendor's URDF frames
 flange, 0.107 m along ``z`` of link 7.
 
 Limits: FCI documentation, joint-space limits of each robot (q_min/q_max,
-dq_max, tau_max).
+dq_max, ddq_max, dddq_max, tau_max).
 
 Inertials, in the URDF link frames:
 
@@ -54,10 +54,12 @@ _SOURCE = (
 
 
 def _limits(
-    lower: tuple[float, ...], upper: tuple[float, ...], velocity: tuple[float, ...]
+    lower: tuple[float, ...], upper: tuple[float, ...], velocity: tuple[float, ...],
+    acceleration: tuple[float, ...], jerk: tuple[float, ...],
 ) -> tuple[JointLimit, ...]:
     effort = (87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 12.0)
-    return tuple(JointLimit(lo, hi, v, e) for lo, hi, v, e in zip(lower, upper, velocity, effort))
+    return tuple(JointLimit(lo, hi, v, e, a, j)
+                 for lo, hi, v, e, a, j in zip(lower, upper, velocity, effort, acceleration, jerk))
 
 
 def _names(prefix: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -82,6 +84,8 @@ PANDA = ArmTable(
         lower=(-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973),
         upper=(2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973),
         velocity=(2.1750, 2.1750, 2.1750, 2.1750, 2.6100, 2.6100, 2.6100),
+        acceleration=(15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0),
+        jerk=(7500.0, 3750.0, 5000.0, 6250.0, 7500.0, 10000.0, 10000.0),
     ),
     # Gaz et al. 2019 identification, as published in franka_ros (see module docstring).
     base_inertial=LinkInertial(0.629769, (-0.041018, -0.00014, 0.049974),
@@ -123,6 +127,8 @@ FR3 = ArmTable(
         lower=(-2.7437, -1.7837, -2.9007, -3.0421, -2.8065, 0.5445, -3.0159),
         upper=(2.7437, 1.7837, 2.9007, -0.1518, 2.8065, 4.5169, 3.0159),
         velocity=(2.62, 2.62, 2.62, 2.62, 5.26, 4.18, 5.26),
+        acceleration=(10.0,) * 7,
+        jerk=(5000.0,) * 7,
     ),
     base_inertial=LinkInertial(2.3966, (-0.0172, 0.0004, 0.0745),
                                (0.0090, 0.0000, 0.0020, 0.0115, 0.0000, 0.0085)),
@@ -170,5 +176,9 @@ _FRANKA_PARAMETERS = dict(
     sensor_force_range=0.0,
     sensor_torque_range=0.0,
 )
-PANDA_PARAMETERS = dict(_FRANKA_PARAMETERS, sensor_frame="panda_link8")
-FR3_PARAMETERS = dict(_FRANKA_PARAMETERS, sensor_frame="fr3_link8")
+# trajectory_action: the joint trajectory controller franka_ros2's MoveIt launch files start
+# (franka_moveit_config/config/panda_ros_controllers.yaml, franka_fr3_moveit_config/config/fr3_ros_controllers.yaml)
+PANDA_PARAMETERS = dict(_FRANKA_PARAMETERS, sensor_frame="panda_link8",
+                        trajectory_action="/panda_arm_controller/follow_joint_trajectory")
+FR3_PARAMETERS = dict(_FRANKA_PARAMETERS, sensor_frame="fr3_link8",
+                      trajectory_action="/fr3_arm_controller/follow_joint_trajectory")

@@ -57,6 +57,8 @@ class RobotSpec:
         q_min: (n,) lower position limits, rad.
         q_max: (n,) upper position limits, rad.
         dq_max: (n,) speed limits, rad/s.
+        ddq_max: (n,) acceleration limits, rad/s².
+        dddq_max: (n,) jerk limits, rad/s³.
         tau_max: (n,) torque limits, N·m.
         wrist_joints: indices (into ``joint_names``) of the three joints nearest
             the flange, used for excitation.
@@ -73,6 +75,8 @@ class RobotSpec:
     q_min: np.ndarray
     q_max: np.ndarray
     dq_max: np.ndarray
+    ddq_max: np.ndarray
+    dddq_max: np.ndarray
     tau_max: np.ndarray
     wrist_joints: tuple[int, int, int]
     table: ArmTable = field(repr=False)
@@ -99,6 +103,8 @@ def _spec(table: ArmTable, parameters: Mapping[str, Any]) -> RobotSpec:
         q_min=_frozen(tuple(lim.lower for lim in table.limits)),
         q_max=_frozen(tuple(lim.upper for lim in table.limits)),
         dq_max=_frozen(tuple(lim.velocity for lim in table.limits)),
+        ddq_max=_frozen(tuple(lim.acceleration for lim in table.limits)),
+        dddq_max=_frozen(tuple(lim.jerk for lim in table.limits)),
         tau_max=_frozen(tuple(lim.effort for lim in table.limits)),
         wrist_joints=table.wrist_joints,
         table=table,

@@ -40,12 +40,18 @@ class ModifiedDH:
 
 @dataclass(frozen=True)
 class JointLimit:
-    """Vendor joint limits: position (rad), speed (rad/s), torque (N·m)."""
+    """Vendor joint limits: position (rad), speed (rad/s), torque (N·m), acceleration (rad/s²), jerk (rad/s³).
+
+    URDF carries the first three only; acceleration and jerk are the vendors' published
+    joint-space limits, which a planned motion (:mod:`payload_estimator.excitation`) respects.
+    """
 
     lower: float
     upper: float
     velocity: float
     effort: float
+    acceleration: float
+    jerk: float
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ the mechanical zero. The flange ``link_eef`` coincides with the last link frame
 
 Limits: the vendor's ``xarm_description`` URDF (xArm-Developer/xarm_ros2):
 positions as in the spec sheet (e.g. J2 -118°..120°), 3.14 rad/s, and the
-per-joint efforts of the URDF.
+per-joint efforts of the URDF; 20 rad/s² (``xarm_moveit_config`` joint_limits.yaml)
+and a jerk limit of our own (UFACTORY publishes none).
 
 Inertials: ``xarm_description/config/link_inertial/xarm7_type7_HT_BR2.yaml`` and
 ``xarm6_type6_HT_BR2.yaml`` (the URDF's defaults), base links from the URDFs.
@@ -27,6 +28,10 @@ __all__ = ["XARM7", "XARM6", "XARM7_PARAMETERS", "XARM6_PARAMETERS"]
 _PI_2 = math.pi / 2
 _TWO_PI = 2 * math.pi
 _SPEED = 3.14  # rad/s, every joint (vendor URDF; spec sheet: 180 deg/s)
+_ACCELERATION = 20.0  # rad/s², every joint (xarm_moveit_config joint_limits.yaml)
+_JERK = 500.0
+"""rad/s³, every joint: UFACTORY publishes no joint jerk limit; 25 x the acceleration limit per second,
+a conservative choice (Franka's are 500 x)."""
 
 _SOURCE = (
     "Kinematics: UFACTORY 'Kinematic and Dynamic Parameters of {model}', modified D-H table. "
@@ -40,7 +45,7 @@ _XARM6_A2 = math.hypot(0.2845, 0.0535)
 
 
 def _lim(lower: float, upper: float, effort: float) -> JointLimit:
-    return JointLimit(lower, upper, _SPEED, effort)
+    return JointLimit(lower, upper, _SPEED, effort, _ACCELERATION, _JERK)
 
 
 XARM7 = ArmTable(
@@ -152,5 +157,8 @@ _XARM_PARAMETERS = dict(
     sensor_force_range=150.0,
     sensor_torque_range=4.0,
 )
-XARM7_PARAMETERS = dict(_XARM_PARAMETERS, max_payload_mass=3.5)
-XARM6_PARAMETERS = dict(_XARM_PARAMETERS, max_payload_mass=5.0)
+# trajectory_action: the joint trajectory controller xarm_ros2 starts (xarm_controller/config/xarmN_controllers.yaml)
+XARM7_PARAMETERS = dict(_XARM_PARAMETERS, max_payload_mass=3.5,
+                        trajectory_action="/xarm7_traj_controller/follow_joint_trajectory")
+XARM6_PARAMETERS = dict(_XARM_PARAMETERS, max_payload_mass=5.0,
+                        trajectory_action="/xarm6_traj_controller/follow_joint_trajectory")

@@ -1,0 +1,219 @@
+"""``payload-estimator excite``: design a safe, short, information-rich identification motion.
+
+From a start configuration (default: the robot's home pose) and the robot's limits, designs a
+joint trajectory that starts and ends at rest at the start, keeps every joint inside its
+position, speed, acceleration and jerk limits, the TCP below ``--max-tcp-speed`` and the payload
+clear of the floor and the robot's base, and maximises the information the wrench gives about
+the payload's ten inertial parameters (and the F/T offsets). Every constraint is checked on the
+sampled result. The same ``--seed`` gives the same motion.
+
+It prints the duration, the peak joint speed, acceleration and jerk as fractions of the limits,
+the peak TCP speed, the clearances, the scaled condition number of the information matrix and
+the predicted standard deviations of mass, COM and inertia for a nominal payload (1 kg, a 10 cm
+cube 5 cm out; and with ``--payload`` for that one), beside paper 004's wrist sinusoids of the
+same duration where they are admissible. ``--out FILE.csv`` writes the motion (header
+``t,<joint names>``, positions in rad, uniform step ``--dt``) for ``demo --trajectory FILE`` or
+your own controller. Any arm: ``--urdf FILE --tcp-frame FRAME`` (with ``--start``; accelerations
+and jerks then get conservative defaults).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from payload_estimator.commands import CommandError
+from payload_estimator.commands.common import check_out_file, nonnegative_float, nonnegative_int, positive_float
+
+__all__ = ["add_parser", "run"]
+
+MAX_DT_S = 0.01
+"""Largest time step of a written trajectory, s."""
+
+
+def _dt(text: str) -> float:
+    value = positive_float(text)
+    if value > MAX_DT_S:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_DT_S} s, got {text!r}")
+    return value
+
+
+def _start(text: str) -> list[float]:
+    try:
+        values = [float(v) for v in text.replace(" ", "").split(",") if v]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated joint positions in rad, got {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError("expected comma-separated joint positions in rad")
+    return values
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    from payload_estimator.excitation.limits import MotionLimits  # no pinocchio: --help works core-only
+    from payload_estimator.robots import ROBOT_NAMES
+
+    d = MotionLimits()
+    p = sub.add_parser(
+        "excite",
+        help="design an identification motion for a robot (limits checked; CSV out)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--robot", choices=ROBOT_NAMES, default="panda", help="a built-in robot (default panda)")
+    p.add_argument("--urdf", metavar="FILE", help="any arm's URDF instead of a built-in robot (needs --tcp-frame "
+                                                  "and --start)")
+    p.add_argument("--tcp-frame", metavar="FRAME", help="with --urdf: the flange or sensor frame")
+    p.add_argument("--start", type=_start, metavar="Q1,Q2,...",
+                   help="start (and end) joint positions, rad, in the robot's joint order (default: home)")
+    p.add_argument("--duration", type=positive_float, default=d.duration, help=f"s (default {d.duration:g})")
+    p.add_argument("--max-tcp-speed", type=positive_float, default=d.max_tcp_speed,
+                   help=f"m/s (default {d.max_tcp_speed:g}, ISO/TS 15066 cobot practice)")
+    p.add_argument("--max-excursion", type=positive_float, default=d.max_excursion,
+                   help=f"largest move of any joint from the start, rad (default {d.max_excursion:g})")
+    p.add_argument("--floor-height", type=float, default=d.floor_height,
+                   help=f"the payload stays above this height of the base frame, m (default {d.floor_height:g})")
+    p.add_argument("--base-clearance", type=nonnegative_float, default=d.base_clearance,
+                   help=f"distance kept from the base's vertical axis, m (default {d.base_clearance:g})")
+    p.add_argument("--payload-radius", type=nonnegative_float, default=d.payload_radius,
+                   help=f"the payload lies within this distance of the TCP, m (default {d.payload_radius:g})")
+    p.add_argument("--payload", metavar="SPEC",
+                   help="also predict for this payload: a catalogue name (e.g. claw_hammer, drill) or "
+                        "MASS@X,Y,Z (kg; COM in the TCP frame, m)")
+    p.add_argument("--no-bias", action="store_true", help="design for known F/T offsets (not estimated)")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the design (default 0)")
+    p.add_argument("--dt", type=_dt, default=0.005, help=f"time step of --out, s, at most {MAX_DT_S} (default 0.005)")
+    p.add_argument("--out", metavar="FILE.csv", help="write the motion as a CSV (t,<joint names>)")
+    p.add_argument("--json", action="store_true", help="print a JSON summary instead of a table")
+    return p
+
+
+def _payload(spec: str) -> tuple[str, Any]:
+    """(label, InertialParameters about the TCP) from a catalogue name or ``MASS@X,Y,Z``."""
+    import numpy as np
+
+    from payload_estimator.core.inertia import InertialParameters
+
+    if "@" in spec:
+        mass_text, _, com_text = spec.partition("@")
+        try:
+            mass = float(mass_text)
+            com = np.array([float(v) for v in com_text.split(",")])
+        except ValueError:
+            raise CommandError(f"--payload {spec!r}: expected MASS@X,Y,Z (kg, m)") from None
+        if com.shape != (3,) or not np.all(np.isfinite(com)) or not (np.isfinite(mass) and mass > 0.0):
+            raise CommandError(f"--payload {spec!r}: expected a positive mass and three COM coordinates")
+        side = 0.05  # a compact body: a uniform 5 cm cube
+        return spec, InertialParameters.from_mass_com_inertia(mass, com, np.eye(3) * mass * side**2 / 6.0)
+    from payload_estimator.sim.payloads import get_payload
+
+    try:
+        return spec, get_payload(spec).params
+    except ValueError as exc:
+        raise CommandError(f"--payload: {exc}") from None
+
+
+def _arm(args: argparse.Namespace) -> tuple[str, Any, Any, Any]:
+    """(name, kinematics, arm limits, start) from the options."""
+    import numpy as np
+
+    from payload_estimator.excitation.limits import ArmLimits, flange_kinematics
+    from payload_estimator.pipeline.kinematics import SensorKinematics
+    from payload_estimator.robots import get_robot
+
+    if args.urdf:
+        if not args.tcp_frame or args.start is None:
+            raise CommandError("--urdf needs --tcp-frame and --start")
+        try:
+            text = Path(args.urdf).read_text()
+        except OSError as exc:
+            raise CommandError(f"--urdf {args.urdf}: {exc.strerror or exc}") from None
+        try:
+            kin = SensorKinematics(text, args.tcp_frame)
+            arm = ArmLimits.from_kinematics(kin)
+        except ValueError as exc:
+            raise CommandError(f"--urdf {args.urdf}: {exc}") from None
+        name = Path(args.urdf).stem
+    else:
+        spec = get_robot(args.robot)
+        kin, arm, name = flange_kinematics(args.robot), ArmLimits.from_robot(spec), args.robot
+    start = np.array(args.start if args.start is not None else get_robot(args.robot).q_home, dtype=float)
+    if start.shape != (arm.n_joints,):
+        raise CommandError(f"--start has {start.size} joint positions; {name} has {arm.n_joints} "
+                           f"({', '.join(arm.joint_names)})")
+    return name, kin, arm, start
+
+
+def run(args: argparse.Namespace) -> int:
+    from payload_estimator.excitation.design import design_excitation, predict_uncertainty
+    from payload_estimator.excitation.limits import ExcitationError, MotionLimits
+    from payload_estimator.outputs.report import excitation_table
+
+    out = check_out_file(args.out) if args.out else None
+    payload = _payload(args.payload) if args.payload else None
+    name, kin, arm, start = _arm(args)
+    try:
+        limits = MotionLimits(duration=args.duration, max_tcp_speed=args.max_tcp_speed,
+                              max_excursion=args.max_excursion, floor_height=args.floor_height,
+                              base_clearance=args.base_clearance, payload_radius=args.payload_radius)
+        design = design_excitation(kin, arm, start, limits, seed=args.seed, estimate_offsets=not args.no_bias)
+    except ExcitationError as exc:
+        raise CommandError(str(exc)) from None
+    summary: dict[str, Any] = {"robot": name, **design.summary()}
+    if payload is not None:
+        label, params = payload
+        summary["predicted_payload"] = {"payload": label, **predict_uncertainty(
+            design.trajectory, kin, params, estimate_offsets=not args.no_bias).summary()}
+    summary["paper004"] = _paper004(args, name, kin, arm, start, limits, payload)
+    if out is not None:
+        from payload_estimator.excitation.check import trajectory_grid
+        from payload_estimator.excitation.trajectory import write_trajectory_csv
+
+        t = trajectory_grid(design.trajectory.duration, 1.0 / args.dt)
+        if len(t) > 1 and t[-1] - t[-2] < 0.5 * args.dt:  # keep the grid uniform: end on a whole step
+            t = t[:-1]
+        write_trajectory_csv(out, design.joint_names, t, design.trajectory(t)[0])
+        summary["csv"] = str(out)
+    if args.json:
+        json.dump(summary, sys.stdout)
+        sys.stdout.write("\n")
+        return 0
+    from rich.console import Console
+
+    console = Console()
+    console.print(excitation_table(summary))
+    for line in design.check.violations:
+        console.print(f"violation: {line}", markup=False)
+    if out is not None:
+        console.print(f"wrote {out}", markup=False, highlight=False, soft_wrap=True)
+    return 0
+
+
+def _paper004(args: argparse.Namespace, name: str, kin: Any, arm: Any, start: Any, limits: Any,
+              payload: tuple[str, Any] | None) -> dict[str, Any] | None:
+    """Paper 004's wrist sinusoids of the same duration from the same start, for comparison (built-in
+    robots at home only: that is where they are defined)."""
+    import numpy as np
+
+    from payload_estimator.excitation.check import check_trajectory
+    from payload_estimator.excitation.design import predict_uncertainty
+    from payload_estimator.robots import get_robot
+
+    if args.urdf or not np.allclose(start, get_robot(name).q_home) or limits.duration < 2.0:
+        return None
+    from payload_estimator.sim.trajectories import PaperWristSinusoids
+
+    try:
+        paper = PaperWristSinusoids(get_robot(name), duration=limits.duration)
+    except (RuntimeError, ValueError):
+        return None
+    check = check_trajectory(paper, kin, arm, start, limits)
+    out: dict[str, Any] = {"ok": check.ok, "violations": list(check.violations),
+                           "predicted_nominal": predict_uncertainty(paper, kin, estimate_offsets=not args.no_bias)
+                           .summary()}
+    if payload is not None:
+        out["predicted_payload"] = predict_uncertainty(paper, kin, payload[1],
+                                                       estimate_offsets=not args.no_bias).summary()
+    return out

@@ -1,0 +1,42 @@
+"""Identification motions: what the robot may do, a motion designed for the payload's
+parameters, and the checks every motion passes before it is sent to a robot.
+
+* :mod:`~payload_estimator.excitation.limits`: :class:`ArmLimits` (the joints' limits) and
+  :class:`MotionLimits` (one motion's bounds), :func:`flange_kinematics`;
+* :mod:`~payload_estimator.excitation.check`: :func:`check_trajectory`, every constraint on the
+  sampled trajectory;
+* :mod:`~payload_estimator.excitation.design`: :func:`design_excitation` (a Fourier-series
+  motion maximising the information about the ten parameters) and :func:`predict_uncertainty`.
+"""
+
+from payload_estimator.excitation.check import CHECK_RATE_HZ, TrajectoryCheck, check_trajectory, trajectory_grid
+from payload_estimator.excitation.design import (
+    ExcitationDesign,
+    FourierExcitation,
+    PredictedUncertainty,
+    design_excitation,
+    information_matrix,
+    nominal_payload,
+    predict_uncertainty,
+    scaled_condition_number,
+)
+from payload_estimator.excitation.limits import ArmLimits, ExcitationError, MotionLimits, flange_kinematics
+
+__all__ = [
+    "ArmLimits",
+    "MotionLimits",
+    "ExcitationError",
+    "flange_kinematics",
+    "TrajectoryCheck",
+    "check_trajectory",
+    "trajectory_grid",
+    "CHECK_RATE_HZ",
+    "FourierExcitation",
+    "ExcitationDesign",
+    "PredictedUncertainty",
+    "design_excitation",
+    "predict_uncertainty",
+    "information_matrix",
+    "scaled_condition_number",
+    "nominal_payload",
+]

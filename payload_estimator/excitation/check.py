@@ -1,0 +1,193 @@
+"""Every constraint of an identification motion, checked on the sampled trajectory.
+
+:func:`check_trajectory` samples a trajectory as a controller would execute it (1 kHz by
+default), takes the jerk as the finite difference of the sampled accelerations, and checks:
+
+* start and end at rest at the start configuration (position within 1e-6 rad, speed within
+  1e-6 rad/s, acceleration within 1e-4 rad/s²);
+* joint positions at least ``position_margin`` inside the limits, and within ``max_excursion``
+  of the start;
+* joint speeds, accelerations and jerks below their fractions of the vendor limits;
+* the TCP's linear speed below ``max_tcp_speed``;
+* the payload, a sphere of ``payload_radius`` about the TCP, above ``floor_height`` and at least
+  ``base_clearance`` from the vertical axis through the base.
+
+It returns a :class:`TrajectoryCheck`: the peaks (as fractions of the limits where there is a
+limit) and one line per violated constraint, naming the joint, the value, the limit and when.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from payload_estimator.excitation.limits import ArmLimits, MotionLimits
+
+if TYPE_CHECKING:  # pinocchio comes with the kinematics a caller passes in
+    from payload_estimator.pipeline.kinematics import SensorKinematics
+
+__all__ = ["TrajectoryCheck", "check_trajectory", "CHECK_RATE_HZ", "trajectory_grid"]
+
+CHECK_RATE_HZ = 1000.0
+"""Rate at which a trajectory is sampled for the checks, Hz (a joint controller's rate)."""
+_REST_POSITION, _REST_SPEED, _REST_ACCELERATION = 1e-6, 1e-6, 1e-4
+
+
+def trajectory_grid(duration: float, rate_hz: float = CHECK_RATE_HZ) -> np.ndarray:
+    """Uniform times from 0 to ``duration`` inclusive at ``rate_hz`` (the last step may be shorter)."""
+    n = int(np.ceil(duration * rate_hz - 1e-9))
+    return np.append(np.arange(n) / rate_hz, duration)
+
+
+@dataclass(frozen=True, eq=False)
+class TrajectoryCheck:
+    """The sampled trajectory against every constraint.
+
+    Attributes:
+        ok: no constraint violated.
+        violations: one line per violated constraint (empty when ``ok``).
+        peak_velocity_fraction: (n,) peak |speed| / vendor speed limit, per joint.
+        peak_acceleration_fraction: (n,) likewise for accelerations.
+        peak_jerk_fraction: (n,) likewise for jerks.
+        max_excursion: (n,) largest |q - q_start| per joint, rad.
+        min_limit_distance: smallest distance of any joint to its position limit, rad.
+        peak_tcp_speed: m/s.
+        min_floor_clearance: lowest point of the payload sphere above ``floor_height``, m.
+        min_base_clearance: closest approach of the payload sphere to the base's vertical axis,
+            beyond ``base_clearance``, m.
+        rate_hz: sampling rate of the check, Hz.
+    """
+
+    ok: bool
+    violations: tuple[str, ...]
+    peak_velocity_fraction: np.ndarray
+    peak_acceleration_fraction: np.ndarray
+    peak_jerk_fraction: np.ndarray
+    max_excursion: np.ndarray
+    min_limit_distance: float
+    peak_tcp_speed: float
+    min_floor_clearance: float
+    min_base_clearance: float
+    rate_hz: float
+
+    def summary(self) -> dict[str, Any]:
+        """Plain values for printing and JSON (largest fractions over the joints)."""
+        return {
+            "ok": self.ok,
+            "violations": list(self.violations),
+            "peak_velocity_fraction": float(np.max(self.peak_velocity_fraction)),
+            "peak_acceleration_fraction": float(np.max(self.peak_acceleration_fraction)),
+            "peak_jerk_fraction": float(np.max(self.peak_jerk_fraction)),
+            "max_excursion_rad": float(np.max(self.max_excursion)),
+            "min_limit_distance_rad": self.min_limit_distance,
+            "peak_tcp_speed_m_s": self.peak_tcp_speed,
+            "min_floor_clearance_m": self.min_floor_clearance,
+            "min_base_clearance_m": self.min_base_clearance,
+        }
+
+
+def _worst(values: np.ndarray, t: np.ndarray) -> tuple[int, float]:
+    """(joint, time) of the largest entry of (N, n) ``values``."""
+    k, j = np.unravel_index(int(np.argmax(values)), values.shape)
+    return int(j), float(t[k])
+
+
+def check_trajectory(
+    trajectory: Any,
+    kin: SensorKinematics,
+    arm: ArmLimits,
+    q_start: np.ndarray,
+    limits: MotionLimits,
+    rate_hz: float = CHECK_RATE_HZ,
+) -> TrajectoryCheck:
+    """Check ``trajectory`` (a JointTrajectory in ``arm``'s joint order) against every constraint.
+
+    Args:
+        trajectory: ``duration`` and ``__call__(t) -> (q, dq, ddq)``.
+        kin: kinematics of the TCP frame, joints in ``arm.joint_names`` order.
+        arm: the joint limits.
+        q_start: (n,) the start (and end) configuration, rad.
+        limits: the motion's bounds (its ``duration`` is not checked: the trajectory's own is used).
+        rate_hz: sampling rate, Hz.
+    """
+    if tuple(kin.joint_names) != tuple(arm.joint_names):
+        raise ValueError("the kinematics and the limits must name the same joints in the same order")
+    q_start = np.asarray(q_start, dtype=float).reshape(-1)
+    t = trajectory_grid(float(trajectory.duration), rate_hz)
+    q, dq, ddq = (np.asarray(x, dtype=float) for x in trajectory(t))
+    dt = np.diff(t)
+    jerk = np.abs(np.diff(ddq, axis=0)) / dt[:, None]
+    names = arm.joint_names
+    violations: list[str] = []
+
+    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(dq)) and np.all(np.isfinite(ddq))):
+        violations.append("the trajectory has non-finite values")
+    for where, i in (("start", 0), ("end", -1)):
+        if np.max(np.abs(q[i] - q_start)) > _REST_POSITION:
+            violations.append(f"the {where} is not the start configuration "
+                              f"(off by {np.max(np.abs(q[i] - q_start)):.2g} rad)")
+        if np.max(np.abs(dq[i])) > _REST_SPEED or np.max(np.abs(ddq[i])) > _REST_ACCELERATION:
+            violations.append(f"the {where} is not at rest")
+
+    lo, hi = arm.q_min + limits.position_margin, arm.q_max - limits.position_margin
+    below, above = lo - q, q - hi
+    outside = np.maximum(below, above)
+    if np.max(outside) > 0.0:
+        j, when = _worst(outside, t)
+        violations.append(f"{names[j]} comes within {limits.position_margin - np.max(outside[:, j]):.3f} rad "
+                          f"of its position limit at t = {when:.3f} s (margin {limits.position_margin} rad)")
+    excursion = np.abs(q - q_start)
+    if np.max(excursion) > limits.max_excursion + 1e-9:
+        j, when = _worst(excursion, t)
+        violations.append(f"{names[j]} leaves its start by {np.max(excursion[:, j]):.3f} rad at t = {when:.3f} s "
+                          f"(at most {limits.max_excursion} rad)")
+
+    fractions = []
+    for what, values, limit, allowed in (
+        ("speed", np.abs(dq), arm.dq_max, limits.velocity_fraction),
+        ("acceleration", np.abs(ddq), arm.ddq_max, limits.acceleration_fraction),
+        ("jerk", jerk, arm.dddq_max, limits.jerk_fraction),
+    ):
+        fraction = values / limit
+        fractions.append(np.max(fraction, axis=0))
+        if np.max(fraction) > allowed:
+            j, when = _worst(fraction, t)
+            violations.append(f"{names[j]} {what} reaches {np.max(fraction[:, j]):.0%} of its limit "
+                              f"({limit[j]:g}) at t = {when:.3f} s (at most {allowed:.0%})")
+
+    motion = kin.compute(q, dq, np.zeros_like(dq))
+    tcp_speed = np.linalg.norm(motion.lin_vel_in_sensor, axis=1)
+    if np.max(tcp_speed) > limits.max_tcp_speed:
+        k = int(np.argmax(tcp_speed))
+        violations.append(f"the TCP moves at {tcp_speed[k]:.3f} m/s at t = {t[k]:.3f} s "
+                          f"(at most {limits.max_tcp_speed} m/s)")
+    up = -kin.gravity_in_world / np.linalg.norm(kin.gravity_in_world)
+    p = motion.p_world_sensor
+    height = p @ up
+    floor = height - limits.payload_radius - limits.floor_height
+    if np.min(floor) < 0.0:
+        k = int(np.argmin(floor))
+        violations.append(f"the payload comes {-floor[k]:.3f} m below the floor plane "
+                          f"(height {limits.floor_height} m) at t = {t[k]:.3f} s")
+    horizontal = p - np.outer(height, up)
+    base = np.linalg.norm(horizontal, axis=1) - limits.payload_radius - limits.base_clearance
+    if np.min(base) < 0.0:
+        k = int(np.argmin(base))
+        violations.append(f"the payload comes {-base[k]:.3f} m too close to the robot's base "
+                          f"(clearance {limits.base_clearance} m) at t = {t[k]:.3f} s")
+
+    return TrajectoryCheck(
+        ok=not violations,
+        violations=tuple(violations),
+        peak_velocity_fraction=fractions[0],
+        peak_acceleration_fraction=fractions[1],
+        peak_jerk_fraction=fractions[2],
+        max_excursion=np.max(excursion, axis=0),
+        min_limit_distance=float(np.min(np.minimum(q - arm.q_min, arm.q_max - q))),
+        peak_tcp_speed=float(np.max(tcp_speed)),
+        min_floor_clearance=float(np.min(floor)),
+        min_base_clearance=float(np.min(base)),
+        rate_hz=float(rate_hz),
+    )
