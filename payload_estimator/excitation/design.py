@@ -35,11 +35,11 @@ logarithm) without ignoring the others; the scaled condition number is reported 
 **Constraints.** For every candidate the coefficients are scaled down by the largest factor
 ``s <= 1`` that keeps the joint positions (margin, excursion), speeds, accelerations and jerks
 within their limits (exact: these are linear in the coefficients), then the TCP speed and the
-payload's clearance of the floor and the base (re-scaled until they hold). The optimiser
-(the best of 64 seeded random starts, refined by L-BFGS-B over the normalised coefficients) therefore only ever sees
-admissible motions, and the result is checked once more on the 1 kHz sampled trajectory
-(:func:`~payload_estimator.excitation.check.check_trajectory`), shrunk if a peak between the
-design grid's samples exceeded a limit. The same seed gives the same motion.
+payload's clearance of the floor and the base (re-scaled until they hold). The optimiser (the
+eight best of 64 seeded random coefficient sets, each refined by gradient ascent along the limit
+that binds) therefore only ever sees admissible motions, and the result is checked once more
+on the 1 kHz sampled trajectory (:func:`~payload_estimator.excitation.check.check_trajectory`),
+shrunk if a peak between the design grid's samples exceeded a limit. The same seed gives the same motion.
 
 **Predicted uncertainty** (:func:`predict_uncertainty`): the Cramér–Rao bound of the least-
 squares estimate for white wrench noise at the sensor's rate, ``cov(phi) = M⁻¹``, propagated
@@ -58,11 +58,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy.optimize import minimize
 
 from payload_estimator.core.estimate import com_covariance, inertia_com_covariance
 from payload_estimator.core.inertia import InertialParameters
-from payload_estimator.core.regressor import N_PARAMS, regressor
+from payload_estimator.core.regressor import FEATURE_MATRIX, N_PARAMS, regressor, regressor_features
 from payload_estimator.excitation.check import TrajectoryCheck, check_trajectory, trajectory_grid
 from payload_estimator.excitation.limits import ArmLimits, ExcitationError, MotionLimits
 
@@ -102,11 +101,16 @@ _LIMIT_RATE_HZ = 200.0
 """The joint limits are evaluated at this rate during the optimisation, Hz."""
 _SENSOR_RATE_HZ = 1000.0
 """Rate of the wrench samples the predicted uncertainty assumes, Hz."""
+_WINDOWS = ((1.0, 0.5), (0.5, 0.5))
+"""(fraction of the motion from its start, weight) of the information windows the score adds up:
+the whole motion, and its first half, so that the information comes early (the node stops the
+motion as soon as the estimate has converged)."""
 _CANDIDATES = 64
-"""Seeded random coefficient sets scored first; the best one starts the local optimisation."""
-_MAX_ITERATIONS = 12
-"""Iterations of the local optimisation (L-BFGS-B, finite-difference gradients): most of the gain
-comes in the first ten."""
+"""Seeded random coefficient sets scored first; the best ones start the local optimisation."""
+_STARTS = 8
+"""Local optimisations, from the best random sets (the problem has many local optima)."""
+_ITERATIONS = 20
+"""Gradient steps of each local optimisation."""
 
 
 # ----------------------------------------------------------------- time warp
@@ -443,18 +447,123 @@ class _Problem:
             s *= min(0.98 * target / speed if speed > target else 1.0, 0.7 if min(floor, base) < 0.0 else 1.0)
         return None
 
-    def score(self, x: np.ndarray) -> float:
-        """log det of the scaled information of the largest admissible scaling of ``x``."""
+    def score(self, x: np.ndarray) -> tuple[float, np.ndarray | None]:
+        """(log det of the scaled information, admissible coefficients) of the largest admissible
+        scaling of the normalised coefficients ``x``; ``(-1e9, None)`` when there is none."""
         found = self.admissible(x)
         if found is None:
-            return -1e9
-        _, motion = found
-        Y = regressor(motion.lin_acc_in_sensor, motion.ang_vel_in_sensor, motion.ang_acc_in_sensor,
-                      motion.gravity_in_sensor) * self.scale
-        if self.estimate_offsets:
-            Y = Y - Y.mean(axis=0)
-        M = np.einsum("nki,nkj->ij", Y, Y * self.w[None, :, None])
-        return _log_det(M)
+            return -1e9, None
+        C, motion = found
+        features = regressor_features(motion.lin_acc_in_sensor, motion.ang_vel_in_sensor,
+                                      motion.ang_acc_in_sensor, motion.gravity_in_sensor)
+        return sum(weight * _log_det(M) for weight, _, _, M in self._information(features)), C
+
+    def _information(self, features: np.ndarray) -> list[tuple[float, slice, np.ndarray, np.ndarray]]:
+        """(weight, samples, scaled and centred regressors (k, 6, 10), their weighted Gram (10, 10))
+        of each window the score adds up (:data:`_WINDOWS`)."""
+        Y_all = (features @ FEATURE_MATRIX).reshape(-1, 6, N_PARAMS) * self.scale
+        out = []
+        for fraction, weight in _WINDOWS:
+            window = slice(0, max(int(round(fraction * len(Y_all))), 2))
+            Y = Y_all[window]
+            if self.estimate_offsets:
+                Y = Y - Y.mean(axis=0)
+            out.append((weight, window, Y, np.einsum("nki,nkj->ij", Y, Y * self.w[None, :, None])))
+        return out
+
+    def gradient(self, C: np.ndarray) -> np.ndarray:
+        """(2H, n) gradient of the log det by the coefficients ``C`` (no re-scaling).
+
+        ``d log det M = tr(M⁻¹ dM)`` gives the derivative by every sample's regressor; the
+        regressor is a fixed linear map of 12 motion features (``FEATURE_MATRIX``), whose
+        derivatives by each sample's ``q``, ``dq`` and ``ddq`` are finite differences of the
+        kinematics (3 n evaluations of the whole grid at once, against one per coefficient for a
+        plain finite-difference gradient); ``q``, ``dq``, ``ddq`` are linear in ``C``.
+        """
+        B0, B1, B2 = self.Bd
+        states = [self.q_start + B0 @ C, B1 @ C, B2 @ C]
+
+        def features(q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+            m = self.kin.compute(q, dq, ddq)
+            return regressor_features(m.lin_acc_in_sensor, m.ang_vel_in_sensor, m.ang_acc_in_sensor,
+                                      m.gravity_in_sensor)
+
+        f = features(*states)
+        E = np.zeros((len(f), 6, N_PARAMS))  # d score / d Y_t (the centring included)
+        for weight, window, Y, M in self._information(f):
+            try:
+                G = np.linalg.inv(M)
+            except np.linalg.LinAlgError:
+                return np.zeros_like(C)
+            E[window] += weight * 2.0 * (Y * self.w[None, :, None]) @ G * self.scale
+        d_features = E.reshape(len(f), -1) @ FEATURE_MATRIX.T  # (N, 12)
+        grad = np.zeros_like(C)
+        step = 1e-6
+        for which, basis in enumerate((B0, B1, B2)):
+            by_state = np.empty((len(f), self.n))
+            for j in range(self.n):
+                moved = [x.copy() if i == which else x for i, x in enumerate(states)]
+                moved[which][:, j] += step
+                by_state[:, j] = np.sum((features(*moved) - f) / step * d_features, axis=1)
+            grad += basis.T @ by_state
+        return grad
+
+    def active_gradient(self, C: np.ndarray) -> np.ndarray:
+        """(2H, n) gradient of the ratio ``r`` of the limit ``C`` comes nearest (``r = 1``: on it),
+        a function of degree 1 in ``C``: so moving along ``g - (g . C) grad r`` keeps ``r`` while
+        the log det changes as the gradient ``g`` says. Joint limits are linear in ``C``; the TCP
+        speed is taken as linear too (its Jacobian at the fastest sample)."""
+        B0, B1, B2, B3 = self.B
+        D = B0 @ C
+        cap_up = np.minimum(self.room_up, self.limits.max_excursion)
+        cap_down = np.minimum(self.room_down, self.limits.max_excursion)
+        terms = [(D / cap_up, B0, 1.0 / cap_up), (-D / cap_down, B0, -1.0 / cap_down)]
+        for Bi, allowed in zip((B1, B2, B3), self.allowed):
+            X = Bi @ C
+            terms.append((np.abs(X) / allowed, Bi, np.sign(X) / allowed))
+        worst, grad = -np.inf, np.zeros_like(C)
+        for ratio, Bi, weight in terms:
+            k, j = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
+            if ratio[k, j] > worst:
+                worst = float(ratio[k, j])
+                grad = np.zeros_like(C)
+                grad[:, j] = Bi[k] * weight[k, j] if np.ndim(weight) == 2 else Bi[k] * weight[j]
+        Bd0, Bd1, _ = self.Bd
+        q, dq = self.q_start + Bd0 @ C, Bd1 @ C
+        v = self.kin.compute(q, dq, np.zeros_like(dq)).lin_vel_in_sensor
+        speed = np.linalg.norm(v, axis=1)
+        k = int(np.argmax(speed))
+        if speed[k] / (0.97 * self.limits.max_tcp_speed) > worst:
+            worst = float(speed[k] / (0.97 * self.limits.max_tcp_speed))
+            Jv = self.kin.compute(np.repeat(q[k:k + 1], self.n, axis=0), np.eye(self.n),
+                                  np.zeros((self.n, self.n))).lin_vel_in_sensor.T  # (3, n)
+            grad = np.outer(Bd1[k], Jv.T @ (v[k] / speed[k])) / (0.97 * self.limits.max_tcp_speed)
+        return grad / max(worst, 1e-300)
+
+    def ascend(self, x: np.ndarray, iterations: int) -> tuple[float, np.ndarray | None]:
+        """Gradient ascent from ``x``: step along the gradient with the part that only scales the
+        motion removed (the scaling takes it back), re-scale, keep improvements; the step grows
+        after a success and shrinks after a failure. Returns (score, admissible coefficients)."""
+        best, C = self.score(x)
+        if C is None:
+            return best, None
+        eta = None
+        for _ in range(iterations):
+            g = self.gradient(C)
+            g -= np.sum(g * C) * self.active_gradient(C)  # along the active limit's surface
+            norm = float(np.linalg.norm(g))
+            if norm == 0.0:
+                break
+            eta = 0.2 * float(np.linalg.norm(C)) / norm if eta is None else eta
+            while eta * norm > 1e-6 * float(np.linalg.norm(C)):
+                score, moved = self.score(((C + eta * g) / self.unit).reshape(-1))
+                if moved is not None and score > best:
+                    best, C, eta = score, moved, 1.5 * eta
+                    break
+                eta *= 0.4
+            else:
+                break
+        return best, C
 
 
 def _harmonics(duration: float, ramp: float) -> np.ndarray:
@@ -537,15 +646,15 @@ def design_excitation(
 
     rng = np.random.default_rng(seed)
     candidates = rng.normal(size=(_CANDIDATES, 2 * len(harmonics) * arm.n_joints))
-    scores = [problem.score(x) for x in candidates]
-    x0 = candidates[int(np.argmax(scores))]
-    result = minimize(lambda x: -problem.score(x), x0, method="L-BFGS-B", bounds=[(-3.0, 3.0)] * x0.size,
-                      options={"maxiter": _MAX_ITERATIONS, "maxfun": _MAX_ITERATIONS * 8 * (x0.size + 1)})
-    best_x = result.x if -result.fun > max(scores) else x0
-    assert best_x is not None
-    found = problem.admissible(best_x)
-    if found is None:
+    scores = [problem.score(x)[0] for x in candidates]
+    best_score, best_C = -np.inf, None
+    for k in np.argsort(scores)[::-1][:_STARTS]:
+        score, C = problem.ascend(candidates[k], _ITERATIONS)
+        if C is not None and score > best_score:
+            best_score, best_C = score, C
+    if best_C is None:
         raise ExcitationError("no admissible motion was found: relax the limits (TCP speed, clearances)")
+    found = (best_C,)
     trajectory = FourierExcitation(q0, found[0], limits.duration, ramp, harmonics, arm.joint_names)
     check = check_trajectory(trajectory, kin, arm, q0, limits)
     for _ in range(30):  # a peak between the design grid's samples: shrink until the 1 kHz check holds
