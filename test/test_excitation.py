@@ -241,3 +241,38 @@ def test_excite_bad_input_is_one_line_and_exit_2(capsys, argv, words):
     assert status == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and words in err, err
+
+
+# ------------------------------------------------------- through MuJoCo and the pipeline
+def test_a_designed_motion_written_by_excite_identifies_the_payload_in_the_demo(tmp_path, capsys):
+    """excite --out, then demo --trajectory FILE: MuJoCo tracks the file, the whole pipeline estimates."""
+    motion = tmp_path / "motion.csv"
+    assert main(["excite", "--robot", "xarm7", "--out", str(motion), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["demo", "--robot", "xarm7", "--payload", "drill", "--trajectory", str(motion), "--json",
+                 "--no-plot", "--out", str(tmp_path)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["trajectory"] == "motion.csv" and summary["duration_s"] == pytest.approx(5.0)
+    assert summary["trajectory_check"]["ok"], summary["trajectory_check"]
+    assert summary["converged"] and summary["status"] == "ok"
+    errors = summary["errors_percent"]
+    assert errors["mass"] < 1.0 and errors["com"] < 1.0 and errors["inertia"] < 5.0, errors
+
+
+def test_demo_designs_the_optimal_motion_on_the_fly_and_warns_of_an_unsafe_file(tmp_path, capsys):
+    assert main(["demo", "--trajectory", "optimal", "--duration", "4", "--json", "--no-plot",
+                 "--out", str(tmp_path)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["trajectory"] == "optimal" and summary["trajectory_check"]["ok"]
+    assert summary["mass_com_converged_after_s"] is not None
+    # a file that starts at home and swings joint 1 by 1 rad in 1 s: far too fast for a cobot
+    spec = get_robot("panda")
+    t = np.arange(0.0, 2.0 + 1e-9, 0.01)
+    q = np.tile(spec.q_home, (len(t), 1))
+    q[:, 0] += 0.5 * (1.0 - np.cos(np.pi * np.clip(t, 0.0, 1.0)))
+    path = tmp_path / "fast.csv"
+    from payload_estimator.excitation.trajectory import write_trajectory_csv
+
+    write_trajectory_csv(path, spec.joint_names, t, q)
+    assert main(["demo", "--trajectory", str(path), "--no-plot", "--out", str(tmp_path)]) == 0
+    assert "warning: the trajectory breaks the motion limits" in capsys.readouterr().out
