@@ -3,11 +3,14 @@
     ros2 launch payload_estimator sim_demo.launch.py robot:=panda payload:=claw_hammer
     ros2 launch payload_estimator sim_demo.launch.py rviz:=false      # headless
     ros2 launch payload_estimator sim_demo.launch.py scenario:=cycle  # picks and places, contacts
+    ros2 launch payload_estimator sim_demo.launch.py scenario:=identify  # still until trajectory goals come
 
 The simulator (node ``payload_sim``) publishes joint states, the wrench (in the
 robot's own convention), robot_description and tf; the estimator receives the
 robot model from it (``use_builtin_description:=false``) and is given the
-payload's outer shape for PMD. The truth is on ``/payload_sim/truth``.
+payload's outer shape for PMD. The truth is on ``/payload_sim/truth``. With
+``scenario:=identify`` the simulator also serves the robot's
+``control_msgs/FollowJointTrajectory`` action (its driver's controller name).
 """
 
 from ament_index_python.packages import PackageNotFoundError, get_package_prefix, get_package_share_directory
@@ -85,9 +88,11 @@ def generate_launch_description():
         DeclareLaunchArgument("robot", default_value="panda", choices=list(ROBOT_NAMES), description="simulated robot"),
         DeclareLaunchArgument("payload", default_value="claw_hammer",
                               description="payload of the catalogue (payload_estimator.sim.payloads)"),
-        DeclareLaunchArgument("scenario", default_value="single", choices=["single", "cycle"],
+        DeclareLaunchArgument("scenario", default_value="single", choices=["single", "cycle", "identify"],
                               description="single: the payload held throughout; cycle: picks and places of four "
-                                          "payloads with contacts (payload, trajectory, duration do not apply)"),
+                                          "payloads with contacts (payload, trajectory, duration do not apply); "
+                                          "identify: the arm holds still at home until FollowJointTrajectory goals "
+                                          "move it (trajectory, duration do not apply)"),
         DeclareLaunchArgument("trajectory", default_value="paper004", choices=["paper004", "thesis", "pickplace"],
                               description="excitation trajectory"),
         DeclareLaunchArgument("duration", default_value="20.0", description="simulated seconds before looping"),

@@ -23,7 +23,7 @@ from payload_estimator.core.shapes import sample_points
 from payload_estimator.io.samples_file import write_samples
 from payload_estimator.outputs.handover import check_handover
 from payload_estimator.settings import Settings
-from payload_estimator.sim.noise import TABLE_II
+from payload_estimator.core.noise import TABLE_II
 from payload_estimator.sim.payloads import get_payload
 from payload_estimator.sim.wrist import WristTrajectory, simulate_wrist
 

@@ -31,7 +31,7 @@ from payload_estimator.sim.mujoco_sim import (
     read_wrench_in_sensor,
     simulate,
 )
-from payload_estimator.sim.noise import get_noise
+from payload_estimator.core.noise import get_noise
 from payload_estimator.sim.payloads import get_payload
 from payload_estimator.sim.run import SimulatedRun
 from payload_estimator.sim.trajectories import make_trajectory

@@ -16,6 +16,18 @@ then publishes it in real time, looping (or holding the last sample):
 * with ``publish_clock``, ``/clock`` (the stamps are then simulated time from 1 s;
   run the other nodes with ``use_sim_time``). Otherwise stamps are wall-clock time.
 
+With ``scenario:=identify`` nothing is simulated beforehand: the arm
+(:class:`~payload_estimator.sim.live_arm.LiveArm`) holds still at the robot's home pose holding
+the payload, integrated in real time, until ``control_msgs/action/FollowJointTrajectory`` goals on
+``/<controller>/follow_joint_trajectory`` move it (the ``controller`` parameter; by default the
+controller the robot's driver starts, the preset's ``trajectory_action``). The server behaves
+like ros2_controllers' joint_trajectory_controller
+(:mod:`payload_estimator.sim.trajectory_controller`): a goal with the wrong joints, no point, a
+first point away from the arm or a stamp in the past is aborted at once with its error code and
+the reason in ``error_string`` (JTC rejects them without a reason); feedback (desired, actual,
+error) at ``action_monitor_rate_hz``; a new goal preempts the running one (aborted, "preempted");
+a cancelled goal brakes to rest within the acceleration limits and then reports canceled.
+
 Topic names and the wrench convention come from the robot's preset
 (:data:`~payload_estimator.robots.ROBOTS`), so that the estimator,
 started with ``config/<robot>.yaml``, reads the simulation exactly as it
@@ -25,6 +37,7 @@ would read the robot.
 from __future__ import annotations
 
 import gc
+import threading
 import time
 from typing import Any
 
@@ -32,8 +45,9 @@ import numpy as np
 import rclpy
 from geometry_msgs.msg import InertiaStamped, TransformStamped, WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
@@ -46,7 +60,18 @@ from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.io import ros_factories, ros_outbound
 from payload_estimator.settings import settings_for_robot
 from payload_estimator.sim.live import IMU, JOINTS, WRENCH, LiveRun
+from payload_estimator.sim.live_arm import LiveArm
 from payload_estimator.sim.tf_tree import LinkTransform, UrdfTransforms
+from payload_estimator.sim.trajectory_controller import (
+    INVALID_GOAL,
+    RUNNING,
+    SUCCEEDED,
+    SUCCESSFUL,
+    GoalError,
+    Progress,
+    TrajectoryController,
+    TrajectoryGoal,
+)
 
 __all__ = ["SimNode", "main"]
 
@@ -66,7 +91,9 @@ _PARAMETERS: tuple[tuple[str, Any, str], ...] = (
     ("robot", "panda", "robot model: panda, fr3, xarm7 or xarm6"),
     ("payload", "claw_hammer", "payload of the catalogue (payload_estimator.sim.payloads)"),
     ("scenario", "single", "single: the payload held throughout; cycle: picks and places of four payloads with "
-                           "contacts (sim.cycle.arm_work_cycle; payload, trajectory and duration do not apply)"),
+                           "contacts (sim.cycle.arm_work_cycle; payload, trajectory and duration do not apply); "
+                           "identify: the arm holds still at home until FollowJointTrajectory goals move it "
+                           "(trajectory, duration and loop do not apply)"),
     ("trajectory", "paper004", "excitation: paper004, thesis or pickplace"),
     ("duration", 20.0, "simulated time before the run loops or holds, s"),
     ("noise", "moderate", "F/T noise level of paper 004 Table II: none, low, moderate, high"),
@@ -80,11 +107,17 @@ _PARAMETERS: tuple[tuple[str, Any, str], ...] = (
     ("wrench_source", "", "wrench convention (ft_sensor, franka_base, franka_stiffness); empty: the preset"),
     ("publish_clock", False, "publish /clock (simulated time) and stamp with it"),
     ("tf_rate_hz", 50.0, "rate of /tf for the moving joints, Hz"),
+    ("controller", "", "scenario identify: the FollowJointTrajectory server is /<controller>/follow_joint_trajectory; "
+                       "empty: the robot's preset (trajectory_action, the controller its driver starts)"),
+    ("action_monitor_rate_hz", 20.0, "scenario identify: feedback and goal checks per second, Hz"),
+    ("goal_tolerance", 0.01, "scenario identify: default goal tolerance per joint, rad"),
+    ("goal_time_tolerance", 0.5, "scenario identify: default time after the end to reach the goal tolerance, s"),
 )
+SCENARIOS = ("single", "cycle", "identify")
 
 
 class SimNode(Node):
-    """Publishes a simulated run in real time (see the module docstring).
+    """Publishes a simulated run in real time, or drives a live arm (see the module docstring).
 
     Keyword arguments go to :class:`rclpy.node.Node`.
     """
@@ -94,64 +127,98 @@ class SimNode(Node):
         for name, default, description in _PARAMETERS:
             self.declare_parameter(name, default, ParameterDescriptor(description=description, read_only=True))
         p = {name: self.get_parameter(name).value for name, _, _ in _PARAMETERS}
+        if p["scenario"] not in SCENARIOS:
+            raise ValueError(f"scenario must be one of {', '.join(SCENARIOS)}, got {p['scenario']!r}")
 
         overrides = {k: p[k] for k in ("joint_states_topic", "wrench_topic", "wrench_source") if p[k]}
         settings = settings_for_robot(p["robot"], **overrides)
-        self.get_logger().info(f"simulating {p['duration']:.0f} s of the {p['robot']} holding the {p['payload']} "
-                               f"({p['trajectory']}, {p['noise']} noise, seed {p['seed']}) ...")
-        from payload_estimator.sim.mujoco_sim import simulate
-
-        t0 = time.perf_counter()
         rate_hz, wrench_rate_hz = float(p["rate_hz"]), float(p["wrench_rate_hz"]) or None
-        if p["scenario"] == "cycle":
-            from payload_estimator.sim.cycle import arm_work_cycle
-
-            run = arm_work_cycle(p["robot"], seed=int(p["seed"])).simulate(
-                noise=p["noise"], seed=int(p["seed"]), imu=bool(p["imu"]), rate_hz=rate_hz,
-                wrench_rate_hz=wrench_rate_hz)
-        elif p["scenario"] == "single":
-            run = simulate(robot=p["robot"], payload=p["payload"], trajectory=p["trajectory"],
-                           duration=float(p["duration"]), noise=p["noise"], seed=int(p["seed"]),
-                           imu=bool(p["imu"]), rate_hz=rate_hz, wrench_rate_hz=wrench_rate_hz)
+        self.live: LiveRun | None = None
+        self.arm: LiveArm | None = None
+        self._lock = threading.Lock()  # the live arm: stepped by the timer, steered by the action server
+        t0 = time.perf_counter()
+        if p["scenario"] == "identify":
+            self.arm = LiveArm(robot=p["robot"], payload=p["payload"], settings=settings, noise=p["noise"],
+                               seed=int(p["seed"]), rate_hz=rate_hz, wrench_rate_hz=wrench_rate_hz, imu=bool(p["imu"]))
+            self.joint_names: tuple[str, ...] = tuple(self.arm.joint_names)
+            self.urdf, self.sensor_frame, self.imu_frame = self.arm.urdf, self.arm.sensor_frame, self.arm.imu_frame
+            self.wrench_frame_id = self.arm.wrench_frame_id
+            truth = self.arm.truth
+            self.get_logger().info(f"the {p['robot']} holds the {p['payload']} at its home pose ({p['noise']} "
+                                   f"noise, seed {p['seed']}), waiting for trajectory goals")
         else:
-            raise ValueError(f"scenario must be single or cycle, got {p['scenario']!r}")
-        self.live = LiveRun(run, settings, loop=bool(p["loop"]))
-        self.run = run
-        truth = run.payload_params
+            self.get_logger().info(f"simulating {p['duration']:.0f} s of the {p['robot']} holding the {p['payload']} "
+                                   f"({p['trajectory']}, {p['noise']} noise, seed {p['seed']}) ...")
+            run = self._simulate(p, rate_hz, wrench_rate_hz)
+            self.live = LiveRun(run, settings, loop=bool(p["loop"]))
+            self.run = run
+            self.joint_names = tuple(run.joint_names)
+            self.urdf, self.sensor_frame, self.imu_frame = run.urdf, run.sensor_frame, run.imu_frame
+            self.wrench_frame_id = self.live.wrench_frame_id
+            truth = run.payload_params
+            self._held_phi = run.payload_phi
         self.get_logger().info(
-            f"simulated in {time.perf_counter() - t0:.1f} s; payload mass {truth.mass:.4f} kg, COM "
-            f"{np.round(truth.com, 4).tolist()} m in {run.sensor_frame}; publishing joint states on "
+            f"ready in {time.perf_counter() - t0:.1f} s; payload mass {truth.mass:.4f} kg, COM "
+            f"{np.round(truth.com, 4).tolist()} m in {self.sensor_frame}; publishing joint states on "
             f"{settings.joint_states_topic}, the {settings.wrench_source} wrench on {settings.wrench_topic} "
-            f"(frame {self.live.wrench_frame_id})" + (", looping" if p["loop"] else ", then holding"))
+            f"(frame {self.wrench_frame_id})"
+            + ("" if self.live is None else ", looping" if p["loop"] else ", then holding"))
 
         # ---- publishers
         self._joint_pub = self.create_publisher(JointState, settings.joint_states_topic, SENSOR_QOS)
         self._wrench_pub = self.create_publisher(WrenchStamped, settings.wrench_topic, SENSOR_QOS)
-        self._imu_pub = self.create_publisher(Imu, "~/imu", SENSOR_QOS) if len(run.imu_t) else None
+        self._imu_pub = self.create_publisher(Imu, "~/imu", SENSOR_QOS) if self.imu_frame else None
         self._clock_pub = self.create_publisher(ClockMsg, "/clock", 10) if p["publish_clock"] else None
         description_pub = self.create_publisher(String, "robot_description", LATCHED_QOS)
         truth_pub = self.create_publisher(InertiaStamped, "~/truth", LATCHED_QOS)
         self._truth_pub = truth_pub
-        self._held_phi = run.payload_phi
         self._tf = TransformBroadcaster(self)
-        self._tree = UrdfTransforms(run.urdf)
+        self._tree = UrdfTransforms(self.urdf)
 
         # ---- what is published once
         self._origin = SIM_TIME_ORIGIN_S if self._clock_pub else self.get_clock().now().nanoseconds * 1e-9
         self._start = time.monotonic()
         factory = ros_factories.rclpy_factory()
-        description_pub.publish(String(data=run.urdf))
-        truth_pub.publish(ros_outbound.inertia_stamped_msg(factory, truth, run.sensor_frame, self._origin))
+        description_pub.publish(String(data=self.urdf))
+        truth_pub.publish(ros_outbound.inertia_stamped_msg(factory, truth, self.sensor_frame, self._origin))
         self._static_tf = StaticTransformBroadcaster(self)
         self._static_tf.sendTransform([self._transform(t, self._origin) for t in self._tree.fixed()])
         self._last_joint: tuple[float, np.ndarray] | None = None
 
         # ---- real-time publishing on the steady clock (never on /clock, which this node drives)
         steady = Clock(clock_type=ClockType.STEADY_TIME)
-        self.create_timer(PUBLISH_PERIOD_S, self._publish_due, clock=steady)
-        self.create_timer(1.0 / float(p["tf_rate_hz"]), self._publish_tf, clock=steady)
+        publishing = MutuallyExclusiveCallbackGroup()
+        self.create_timer(PUBLISH_PERIOD_S, self._publish_due, clock=steady, callback_group=publishing)
+        self.create_timer(1.0 / float(p["tf_rate_hz"]), self._publish_tf, clock=steady, callback_group=publishing)
+        if self.arm is not None:
+            action = f"/{p['controller'].strip('/')}/follow_joint_trajectory" if p["controller"] else (
+                settings.trajectory_action or f"/{p['robot']}_arm_controller/follow_joint_trajectory")
+            self._server = _FollowJointTrajectoryServer(self, action, float(p["action_monitor_rate_hz"]),
+                                                        float(p["goal_tolerance"]), float(p["goal_time_tolerance"]))
+            self.get_logger().info(f"FollowJointTrajectory goals on {action}")
+
+    def _simulate(self, p: dict[str, Any], rate_hz: float, wrench_rate_hz: float | None) -> Any:
+        from payload_estimator.sim.mujoco_sim import simulate
+
+        if p["scenario"] == "cycle":
+            from payload_estimator.sim.cycle import arm_work_cycle
+
+            return arm_work_cycle(p["robot"], seed=int(p["seed"])).simulate(
+                noise=p["noise"], seed=int(p["seed"]), imu=bool(p["imu"]), rate_hz=rate_hz,
+                wrench_rate_hz=wrench_rate_hz)
+        return simulate(robot=p["robot"], payload=p["payload"], trajectory=p["trajectory"],
+                        duration=float(p["duration"]), noise=p["noise"], seed=int(p["seed"]),
+                        imu=bool(p["imu"]), rate_hz=rate_hz, wrench_rate_hz=wrench_rate_hz)
 
     # ----------------------------------------------------------------- stamps
+    def run_time(self) -> float:
+        """Time since the start (the live arm's time, the replay's run time), s."""
+        return time.monotonic() - self._start
+
+    def to_run_time(self, stamp: Any) -> float:
+        """Run time of a header stamp (builtin_interfaces/Time), s."""
+        return stamp.sec + stamp.nanosec * 1e-9 - self._origin
+
     def _stamp(self, t_run: float) -> Any:
         return Time(nanoseconds=int(round((self._origin + t_run) * 1e9))).to_msg()
 
@@ -169,44 +236,63 @@ class SimNode(Node):
     # -------------------------------------------------------------- publishing
     def _publish_due(self) -> None:
         """Publish every sample whose time has come (joint states, wrench, IMU), in time order per stream."""
-        t_now = time.monotonic() - self._start
-        due = self.live.due(t_now)
-        run, live = self.run, self.live
+        t_now = self.run_time()
         if self._clock_pub is not None:
             clock = ClockMsg()
             clock.clock = self._stamp(t_now)
             self._clock_pub.publish(clock)
-        names = list(run.joint_names)
-        joints = due[JOINTS]
-        for i, t in zip(joints.index, joints.t):
+        if self.arm is not None:
+            with self._lock:
+                s = self.arm.advance(t_now)
+            self._publish_samples(s.joint_t, s.joint_q, s.joint_dq, s.joint_effort, s.wrench_t, s.wrench,
+                                  s.imu_t, s.imu_gyro_in_imu, s.imu_specific_force_in_imu)
+            return
+        assert self.live is not None
+        due = self.live.due(t_now)
+        run, live = self.run, self.live
+        joints, wrench = due[JOINTS], due[WRENCH]
+        imu = due.get(IMU)
+        imu_index = imu.index if imu is not None else np.zeros(0, dtype=int)
+        self._publish_samples(
+            joints.t, run.joint_q[joints.index], run.joint_dq[joints.index], run.joint_effort[joints.index],
+            wrench.t, np.hstack([live.wrench_force[wrench.index], live.wrench_torque[wrench.index]]),
+            imu.t if imu is not None else np.zeros(0), run.imu_gyro_in_imu[imu_index],
+            run.imu_specific_force_in_imu[imu_index])
+        if len(joints):
+            self._publish_truth_if_changed(int(joints.index[-1]), float(joints.t[-1]))
+
+    def _publish_samples(self, joint_t: np.ndarray, q: np.ndarray, dq: np.ndarray, effort: np.ndarray,
+                         wrench_t: np.ndarray, wrench: np.ndarray, imu_t: np.ndarray, gyro: np.ndarray,
+                         specific_force: np.ndarray) -> None:
+        """Joint states (rad, rad/s, N m), wrenches ((M, 6) [N, N m] as the source reports them) and IMU
+        samples (rad/s, m/s²) at run times ``*_t``, s."""
+        names = list(self.joint_names)
+        for k, t in enumerate(joint_t):
             msg = JointState()
             msg.header.stamp = self._stamp(t)
             msg.name = names
-            msg.position = run.joint_q[i].tolist()
-            msg.velocity = run.joint_dq[i].tolist()
-            msg.effort = run.joint_effort[i].tolist()
+            msg.position = q[k].tolist()
+            msg.velocity = dq[k].tolist()
+            msg.effort = effort[k].tolist()
             self._joint_pub.publish(msg)
-        if len(joints):
-            self._last_joint = (float(joints.t[-1]), run.joint_q[joints.index[-1]])
-            self._publish_truth_if_changed(int(joints.index[-1]), float(joints.t[-1]))
-        wrench = due[WRENCH]
-        for i, t in zip(wrench.index, wrench.t):
+        if len(joint_t):
+            self._last_joint = (float(joint_t[-1]), q[-1])
+        for k, t in enumerate(wrench_t):
             msg = WrenchStamped()
             msg.header.stamp = self._stamp(t)
-            msg.header.frame_id = live.wrench_frame_id
-            f, tau = live.wrench_force[i], live.wrench_torque[i]
+            msg.header.frame_id = self.wrench_frame_id
+            f, tau = wrench[k, :3], wrench[k, 3:]
             msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = float(f[0]), float(f[1]), float(f[2])
             msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z = (
                 float(tau[0]), float(tau[1]), float(tau[2]))
             self._wrench_pub.publish(msg)
-        if self._imu_pub is not None and IMU in due:
-            imu = due[IMU]
-            for i, t in zip(imu.index, imu.t):
+        if self._imu_pub is not None:
+            for k, t in enumerate(imu_t):
                 msg = Imu()
                 msg.header.stamp = self._stamp(t)
-                msg.header.frame_id = run.imu_frame or ""
+                msg.header.frame_id = self.imu_frame or ""
                 msg.orientation_covariance[0] = -1.0  # no orientation
-                w, a = run.imu_gyro_in_imu[i], run.imu_specific_force_in_imu[i]
+                w, a = gyro[k], specific_force[k]
                 msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z = (float(v) for v in w)
                 msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z = (
                     float(v) for v in a)
@@ -230,7 +316,148 @@ class SimNode(Node):
             return
         t, q = self._last_joint
         self._tf.sendTransform([self._transform(x, self._origin + t)
-                                for x in self._tree.moving(self.run.joint_names, q)])
+                                for x in self._tree.moving(self.joint_names, q)])
+
+
+class _FollowJointTrajectoryServer:
+    """The ``FollowJointTrajectory`` action of the live arm: messages in and out, the logic in
+    :class:`~payload_estimator.sim.trajectory_controller.TrajectoryController`."""
+
+    def __init__(self, node: SimNode, name: str, monitor_rate_hz: float, goal_tolerance: float,
+                 goal_time_tolerance: float) -> None:
+        from control_msgs.action import FollowJointTrajectory
+        from rclpy.action import ActionServer, CancelResponse, GoalResponse
+
+        assert node.arm is not None
+        self.node = node
+        self.action_type = FollowJointTrajectory
+        self.period = 1.0 / monitor_rate_hz
+        self.controller = TrajectoryController(node.arm, goal_tolerance=goal_tolerance,
+                                               goal_time_tolerance=goal_time_tolerance)
+        self._active: Any = None  # the goal handle whose trajectory the arm follows
+        self._errors: dict[bytes, GoalError] = {}
+        self._server = ActionServer(
+            node, FollowJointTrajectory, name,
+            execute_callback=self._execute,
+            goal_callback=lambda _goal: GoalResponse.ACCEPT,
+            handle_accepted_callback=self._accepted,
+            cancel_callback=lambda _handle: CancelResponse.ACCEPT,
+            callback_group=ReentrantCallbackGroup(),
+        )
+
+    @staticmethod
+    def _key(handle: Any) -> bytes:
+        return bytes(handle.goal_id.uuid)
+
+    def _goal(self, msg: Any) -> TrajectoryGoal:
+        """The goal message's fields (``control_msgs/action/FollowJointTrajectory`` Goal) as arrays."""
+        points = msg.trajectory.points
+        K = len(points)
+
+        def column(name: str) -> np.ndarray | None:
+            rows = [list(getattr(p, name)) for p in points]
+            if not K or all(len(r) == 0 for r in rows):
+                return None if K else np.zeros((0, len(msg.trajectory.joint_names)))
+            if any(len(r) != len(rows[0]) for r in rows):
+                raise GoalError(INVALID_GOAL, f"the points do not all have the same number of {name}")
+            return np.array(rows, dtype=float)
+
+        stamp = msg.trajectory.header.stamp
+        return TrajectoryGoal(
+            joint_names=tuple(msg.trajectory.joint_names),
+            time_from_start=np.array([p.time_from_start.sec + p.time_from_start.nanosec * 1e-9 for p in points]),
+            positions=column("positions"),  # type: ignore[arg-type]
+            velocities=column("velocities") if K else None,
+            accelerations=column("accelerations") if K else None,
+            start_time=None if stamp.sec == 0 and stamp.nanosec == 0 else self.node.to_run_time(stamp),
+            path_tolerance={t.name: t.position for t in msg.path_tolerance},
+            goal_tolerance={t.name: t.position for t in msg.goal_tolerance},
+            goal_time_tolerance=msg.goal_time_tolerance.sec + msg.goal_time_tolerance.nanosec * 1e-9,
+        )
+
+    def _accepted(self, handle: Any) -> None:
+        """Start the goal now (preempting the running one), or remember why it is refused."""
+        node = self.node
+        try:
+            goal = self._goal(handle.request)
+            with node._lock:
+                t_now = node.arm.t if node.arm is not None else 0.0
+                self.controller.start(goal, t_now)
+                previous, self._active = self._active, handle
+            if previous is not None:
+                node.get_logger().info("a new trajectory goal preempts the running one")
+        except GoalError as exc:
+            self._errors[self._key(handle)] = exc
+            node.get_logger().warn(f"trajectory goal refused: {exc}")
+        handle.execute()
+
+    def _result(self, code: int, message: str) -> Any:
+        result = self.action_type.Result()
+        result.error_code = code
+        result.error_string = message
+        return result
+
+    def _execute(self, handle: Any) -> Any:
+        node = self.node
+        error = self._errors.pop(self._key(handle), None)
+        if error is not None:
+            handle.abort()
+            return self._result(error.code, str(error))
+        assert node.arm is not None
+        feedback = self.action_type.Feedback()
+        feedback.joint_names = list(node.joint_names)
+        while True:
+            time.sleep(self.period)
+            if not node.context.ok():  # shutting down: the arm no longer moves
+                return self._result(SUCCESSFUL, "the simulator is shutting down")
+            if handle.is_cancel_requested:
+                return self._cancel(handle)
+            with node._lock:
+                preempted = self._active is not handle
+                progress = None if preempted else self.controller.progress(node.arm.t)
+            if progress is None:
+                handle.abort()
+                return self._result(SUCCESSFUL, "preempted by a new goal")
+            if progress.status == RUNNING:
+                self._fill(feedback, progress)
+                handle.publish_feedback(feedback)
+                continue
+            with node._lock:
+                if self._active is handle:
+                    self._active = None
+            if progress.status == SUCCEEDED:
+                handle.succeed()
+            else:
+                node.get_logger().warn(f"trajectory goal aborted: {progress.message}")
+                handle.abort()
+            return self._result(progress.code, progress.message)
+
+    def _cancel(self, handle: Any) -> Any:
+        """Brake to rest, then report the goal canceled."""
+        node = self.node
+        assert node.arm is not None
+        with node._lock:
+            at_rest = 0.0
+            if self._active is handle:  # else a newer goal runs: nothing to stop
+                at_rest = self.controller.cancel()
+                self._active = None
+        while node.arm.t < at_rest and rclpy.ok(context=node.context):
+            time.sleep(self.period)
+        handle.canceled()
+        return self._result(SUCCESSFUL, "cancelled: the arm braked to rest")
+
+    def _fill(self, feedback: Any, progress: Progress) -> None:
+        s = progress.state
+        feedback.header.stamp = self.node._stamp(s.t)
+        feedback.desired.positions = s.q_ref.tolist()
+        feedback.desired.velocities = s.dq_ref.tolist()
+        feedback.desired.accelerations = s.ddq_ref.tolist()
+        feedback.actual.positions = s.q.tolist()
+        feedback.actual.velocities = s.dq.tolist()
+        feedback.error.positions = (s.q_ref - s.q).tolist()
+        feedback.error.velocities = (s.dq_ref - s.dq).tolist()
+        for point in (feedback.desired, feedback.actual, feedback.error):
+            point.time_from_start.sec, point.time_from_start.nanosec = 0, 0
 
 
 def main(args: list[str] | None = None) -> None:
@@ -239,7 +466,12 @@ def main(args: list[str] | None = None) -> None:
     node = None
     try:
         node = SimNode()
-        rclpy.spin(node)
+        if node.arm is None:
+            rclpy.spin(node)
+        else:  # the action server's goals wait in threads of their own
+            executor = MultiThreadedExecutor(num_threads=4)
+            executor.add_node(node)
+            executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:

@@ -69,6 +69,7 @@ __all__ = [
     "RECORD_LATENCY_S",
     "write_simulated_bag",
     "source_wrench",
+    "SourceWrench",
 ]
 
 BAG_VERSION: Final = 9  # Final: its type is Literal[9], as rosbags' Writer(version=...) requires
@@ -93,33 +94,64 @@ def _qos(durability: str, depth: int):
 # --------------------------------------------------------------------- writing
 
 
-def source_wrench(run: SimulatedRun, settings: Settings) -> tuple[np.ndarray, WrenchConvention]:
-    """The run's wrench as the configured source reports it: ((M, 6) [f N, tau N·m], its convention).
+class SourceWrench:
+    """Turns wrenches in ``S`` (our convention) into what the configured source reports.
 
-    The exact inverse of :func:`~payload_estimator.pipeline.wrench.wrench_to_sensor`
-    with the convention the stream uses (:func:`~payload_estimator.pipeline.build.stream_config`),
-    at the run's measured joint positions interpolated to the wrench stamps::
+    The exact inverse of :func:`~payload_estimator.pipeline.wrench.wrench_to_sensor` with the
+    convention the stream uses (:func:`~payload_estimator.pipeline.build.stream_config`)::
 
         f   = sign * R_sensor_expressed^T f_S
         tau = sign * R_sensor_expressed^T (tau_S - p_sensor_refpoint x f_S)
-    """
-    from payload_estimator.pipeline.build import stream_config
-    from payload_estimator.pipeline.kinematics import SensorKinematics
 
-    config = stream_config(settings, run.urdf)
-    conv = config.wrench
-    assert conv is not None
-    w_S = np.asarray(run.wrench_in_sensor, dtype=float)
-    if conv.expressed_in == run.sensor_frame and conv.reference_frame == run.sensor_frame:
-        return conv.sign * w_S, conv
-    kin = SensorKinematics(run.urdf, run.sensor_frame, run.joint_names, extra_frames=config.extra_frames)
-    q = np.column_stack([np.interp(run.wrench_t, run.joint_t, run.joint_q[:, j]) for j in range(run.n_joints)])
-    R_sensor_expressed, _ = kin.frame_pose(q, conv.expressed_in, run.sensor_frame)
-    _, p_sensor_ref = kin.frame_pose(q, conv.reference_frame, run.sensor_frame)
-    f_S, tau_S = w_S[:, :3], w_S[:, 3:]
-    force = conv.sign * np.einsum("nji,nj->ni", R_sensor_expressed, f_S)
-    torque = conv.sign * np.einsum("nji,nj->ni", R_sensor_expressed, tau_S - np.cross(p_sensor_ref, f_S))
-    return np.hstack([force, torque]), conv
+    Args:
+        settings: the robot's configuration (wrench source, frames, sign).
+        urdf: the robot model. sensor_frame: ``S``. joint_names: column order of ``q``.
+
+    Attributes:
+        convention: the stream's :class:`~payload_estimator.pipeline.wrench.WrenchConvention`.
+        needs_joints: whether the conversion depends on the joint positions.
+    """
+
+    def __init__(self, settings: Settings, urdf: str, sensor_frame: str, joint_names: tuple[str, ...]) -> None:
+        from payload_estimator.pipeline.build import stream_config
+        from payload_estimator.pipeline.kinematics import SensorKinematics
+
+        config = stream_config(settings, urdf)
+        conv = config.wrench
+        assert conv is not None
+        self.convention: WrenchConvention = conv
+        self.sensor_frame = sensor_frame
+        self.needs_joints = not (conv.expressed_in == sensor_frame and conv.reference_frame == sensor_frame)
+        self._kin = (SensorKinematics(urdf, sensor_frame, joint_names, extra_frames=config.extra_frames)
+                     if self.needs_joints else None)
+
+    def __call__(self, wrench_in_sensor: np.ndarray, q: np.ndarray | None) -> np.ndarray:
+        """(M, 6) [f N, tau N·m] as the source reports ``wrench_in_sensor`` (M, 6), with the joints
+        at ``q`` (M, n) rad (ignored, and may be None, when :attr:`needs_joints` is False)."""
+        conv = self.convention
+        w_S = np.asarray(wrench_in_sensor, dtype=float)
+        if self._kin is None:
+            return conv.sign * w_S
+        if q is None:
+            raise ValueError("this wrench source needs the joint positions")
+        R_sensor_expressed, _ = self._kin.frame_pose(q, conv.expressed_in, self.sensor_frame)
+        _, p_sensor_ref = self._kin.frame_pose(q, conv.reference_frame, self.sensor_frame)
+        f_S, tau_S = w_S[:, :3], w_S[:, 3:]
+        force = conv.sign * np.einsum("nji,nj->ni", R_sensor_expressed, f_S)
+        torque = conv.sign * np.einsum("nji,nj->ni", R_sensor_expressed, tau_S - np.cross(p_sensor_ref, f_S))
+        return np.hstack([force, torque])
+
+
+def source_wrench(run: SimulatedRun, settings: Settings) -> tuple[np.ndarray, WrenchConvention]:
+    """The run's wrench as the configured source reports it: ((M, 6) [f N, tau N·m], its convention).
+
+    :class:`SourceWrench` at the run's measured joint positions interpolated to the wrench stamps.
+    """
+    convert = SourceWrench(settings, run.urdf, run.sensor_frame, run.joint_names)
+    q = None
+    if convert.needs_joints:
+        q = np.column_stack([np.interp(run.wrench_t, run.joint_t, run.joint_q[:, j]) for j in range(run.n_joints)])
+    return convert(run.wrench_in_sensor, q), convert.convention
 
 
 def _stamps_ns(t: np.ndarray, epoch_ns: int) -> np.ndarray:

@@ -61,7 +61,7 @@ from payload_estimator.core.samples import STANDARD_GRAVITY
 from payload_estimator.core.shapes import Box, Cylinder, Mesh, Shape, Sphere, Union
 from payload_estimator.robots import RobotSpec, get_robot, robot_urdf
 from payload_estimator.robots.generate import DEFAULT_IMU_XYZ_IN_SENSOR
-from payload_estimator.sim.noise import get_noise
+from payload_estimator.core.noise import get_noise
 from payload_estimator.sim.payloads import Payload, get_payload
 from payload_estimator.sim.run import SimulatedRun
 from payload_estimator.sim.trajectories import JointTrajectory, make_trajectory
@@ -69,7 +69,14 @@ from payload_estimator.sim.trajectories import JointTrajectory, make_trajectory
 __all__ = [
     "ArmModel",
     "SensorNoise",
+    "FtOffset",
+    "ArmStepper",
+    "StepRecording",
     "build_model",
+    "robot_arm_model",
+    "sample_stride",
+    "default_physics_rate",
+    "resolve_payload",
     "wrench_from_mujoco",
     "read_wrench_in_sensor",
     "read_imu",
@@ -83,6 +90,8 @@ __all__ = [
     "FT_DRIFT_RATE_FRACTION",
     "FT_DRIFT_WALK_FRACTION",
     "PAYLOAD_BODY",
+    "SENSOR_FRAME",
+    "IMU_FRAME",
     "FT_SITE",
     "IMU_SITE",
 ]
@@ -344,25 +353,52 @@ FT_DRIFT_WALK_FRACTION = 5e-4
 _TORQUE_ARM = 0.05  # m, turns force-like bias scales into torques
 
 
-def _ft_bias_series(
-    rng: np.random.Generator,
-    t: np.ndarray,
-    weight: float,
-    ft_bias: ArrayLike | None,
-    ft_drift: bool,
-) -> np.ndarray:
-    """(M, 6) F/T offset at times ``t``: constant (given or drawn) plus optional drift."""
-    scale = max(weight, 1.0) * np.array([1.0, 1.0, 1.0, _TORQUE_ARM, _TORQUE_ARM, _TORQUE_ARM])
-    b0 = rng.normal(0.0, FT_BIAS_FRACTION, 6) * scale if ft_bias is None else np.asarray(ft_bias, float)
-    if b0.shape != (6,):
-        raise ValueError("ft_bias must have 6 entries")
-    bias = np.tile(b0, (len(t), 1))
-    if ft_drift and len(t) > 0:
-        rate = rng.normal(0.0, FT_DRIFT_RATE_FRACTION, 6) * scale
-        dt = np.diff(t, prepend=t[0])
-        walk = rng.normal(0.0, 1.0, (len(t), 6)) * np.sqrt(dt)[:, None]
-        bias += np.outer(t - t[0], rate) + np.cumsum(walk, axis=0) * FT_DRIFT_WALK_FRACTION * scale
-    return bias
+@dataclass(frozen=True, eq=False)
+class FtOffset:
+    """The F/T sensor's offset: a constant, plus optionally a linear drift and a random walk.
+
+    Attributes:
+        constant: (6,) offset at the start [N, N·m].
+        scale: (6,) the payload weight (at least 1 N) per axis, times 5 cm for the torques: the
+            unit of the fractions :data:`FT_BIAS_FRACTION`, :data:`FT_DRIFT_RATE_FRACTION` and
+            :data:`FT_DRIFT_WALK_FRACTION`.
+        rate: (6,) linear drift, per s, or None without drift.
+    """
+
+    constant: np.ndarray
+    scale: np.ndarray
+    rate: np.ndarray | None
+
+    @classmethod
+    def draw(cls, rng: np.random.Generator, weight: float, ft_bias: ArrayLike | None, ft_drift: bool) -> FtOffset:
+        """The constant (given, or drawn with std :data:`FT_BIAS_FRACTION` of ``weight``, N) and the
+        drift rate (when ``ft_drift``), drawn from ``rng`` in that order."""
+        scale = max(weight, 1.0) * np.array([1.0, 1.0, 1.0, _TORQUE_ARM, _TORQUE_ARM, _TORQUE_ARM])
+        b0 = rng.normal(0.0, FT_BIAS_FRACTION, 6) * scale if ft_bias is None else np.asarray(ft_bias, float)
+        if b0.shape != (6,):
+            raise ValueError("ft_bias must have 6 entries")
+        rate = rng.normal(0.0, FT_DRIFT_RATE_FRACTION, 6) * scale if ft_drift else None
+        return cls(b0, scale, rate)
+
+    def series(
+        self, rng: np.random.Generator, t: np.ndarray, t_origin: float, walk: tuple[float, np.ndarray] | None = None
+    ) -> tuple[np.ndarray, tuple[float, np.ndarray]]:
+        """(M, 6) offset at times ``t`` (M,), s, and the random walk's state after them.
+
+        The drift runs from ``t_origin``; ``walk`` is the state ``(t, cumulated (6,))`` returned by
+        the previous call for a series continued in chunks (None: the walk starts at ``t[0]``).
+        Draws the walk's (M, 6) normal increments from ``rng`` (nothing without drift).
+        """
+        t = np.asarray(t, dtype=float)
+        bias = np.tile(self.constant, (len(t), 1))
+        if self.rate is None or len(t) == 0:
+            return bias, walk if walk is not None else (float(t_origin), np.zeros(6))
+        t_prev, cum_prev = walk if walk is not None else (float(t[0]), np.zeros(6))
+        dt = np.diff(t, prepend=t_prev)
+        steps = rng.normal(0.0, 1.0, (len(t), 6)) * np.sqrt(dt)[:, None]
+        cum = np.cumsum(steps, axis=0) + cum_prev if walk is not None else np.cumsum(steps, axis=0)
+        bias += np.outer(t - t_origin, self.rate) + cum * FT_DRIFT_WALK_FRACTION * self.scale
+        return bias, (float(t[-1]), cum[-1].copy())
 
 
 # -------------------------------------------------------------- work cycle
@@ -445,8 +481,15 @@ class _ScheduleHook:
 
 # -------------------------------------------------------------- simulation
 @dataclass(frozen=True, eq=False)
-class _Recording:
-    """Every integration step: state at t, torque applied, acceleration and sensors at t."""
+class StepRecording:
+    """Integration steps: the state at ``t``, the torque applied, the acceleration and sensors at ``t``.
+
+    Attributes:
+        t: (N,) s. q_ref: (N, n) the reference position, rad. q: (N, n) rad. dq: (N, n) rad/s.
+        ddq: (N, n) rad/s². tau: (N, n) applied torque (clipped), N·m.
+        sensordata: (N, nsensordata) MuJoCo's sensors (:func:`read_wrench_in_sensor`, :func:`read_imu`).
+        clipped_steps: steps where a torque hit its limit.
+    """
 
     t: np.ndarray
     q_ref: np.ndarray
@@ -458,52 +501,76 @@ class _Recording:
     clipped_steps: int
 
 
-def _integrate(
-    arm: ArmModel,
-    traj: JointTrajectory,
-    t: np.ndarray,
-    kp: float,
-    kd: float,
-    progress: Callable[[float], None] | None,
-    hook: _ScheduleHook | None = None,
-) -> _Recording:
-    """Track ``traj`` with computed torque from rest at ``traj(0)``, one step per entry of ``t``."""
-    m = arm.model
-    d = mujoco.MjData(m)
-    q_ref, dq_ref, ddq_ref = traj(t)
-    n_steps, n = q_ref.shape
-    qadr, dadr, act, tau_lim = arm.qpos_adr, arm.dof_adr, arm.actuator_ids, arm.tau_max
-    d.qpos[qadr] = q_ref[0]
-    d.qvel[dadr] = dq_ref[0]
-    rec_q, rec_dq, rec_ddq, rec_tau = (np.empty((n_steps, n)) for _ in range(4))
-    rec_sens = np.empty((n_steps, m.nsensordata))
-    clipped = 0
-    report_every = max(n_steps // 100, 1)
-    for i in range(n_steps):
-        if hook is not None:
-            hook.before_step(float(t[i]), d)
-        mujoco.mj_step1(m, d)  # kinematics, M(q), qfrc_bias and gyro at the state at t
-        if hook is not None:
-            hook.after_kinematics(float(t[i]), d)
-        tau = computed_torque(arm, d, q_ref[i], dq_ref[i], ddq_ref[i], kp, kd)
-        if np.any(np.abs(tau) > tau_lim):
-            clipped += 1
-            tau = np.clip(tau, -tau_lim, tau_lim)
-        d.ctrl[act] = tau
-        rec_q[i] = d.qpos[qadr]
-        rec_dq[i] = d.qvel[dadr]
-        rec_tau[i] = tau
-        mujoco.mj_step2(m, d)  # qacc, F/T and accelerometer at t; then integrates to t + dt
-        rec_ddq[i] = d.qacc[dadr]
-        rec_sens[i] = d.sensordata
-        if progress is not None and (i + 1) % report_every == 0:
-            progress((i + 1) / n_steps)
-    if progress is not None:
-        progress(1.0)
-    return _Recording(t, q_ref, rec_q, rec_dq, rec_ddq, rec_tau, rec_sens, clipped)
+class ArmStepper:
+    """Integrates an arm under computed-torque control, step by step (see the module docstring).
+
+    The one place where the simulation steps: :func:`simulate` runs a whole trajectory through it,
+    :class:`payload_estimator.sim.live_arm.LiveArm` runs it chunk by chunk.
+
+    Args:
+        arm: the compiled model.
+        kp, kd: computed-torque gains, 1/s², 1/s.
+        hook: a work schedule applied during the steps, or None.
+
+    Attributes:
+        data: the :class:`mujoco.MjData` (the state between calls).
+    """
+
+    def __init__(self, arm: ArmModel, kp: float, kd: float, hook: _ScheduleHook | None = None) -> None:
+        self.arm = arm
+        self.kp, self.kd = float(kp), float(kd)
+        self.hook = hook
+        self.data = mujoco.MjData(arm.model)
+
+    def reset(self, q: np.ndarray, dq: np.ndarray) -> None:
+        """Put the arm at ``q`` (n,) rad with speed ``dq`` (n,) rad/s."""
+        self.data.qpos[self.arm.qpos_adr] = q
+        self.data.qvel[self.arm.dof_adr] = dq
+
+    def run(
+        self,
+        t: np.ndarray,
+        q_ref: np.ndarray,
+        dq_ref: np.ndarray,
+        ddq_ref: np.ndarray,
+        progress: Callable[[float], None] | None = None,
+    ) -> StepRecording:
+        """One step per entry of ``t`` (N,), s (the step length is the model's timestep), tracking
+        the reference ``(q_ref, dq_ref, ddq_ref)`` (N, n) rad, rad/s, rad/s²."""
+        arm, d = self.arm, self.data
+        m, hook, kp, kd = arm.model, self.hook, self.kp, self.kd
+        n_steps, n = q_ref.shape
+        qadr, dadr, act, tau_lim = arm.qpos_adr, arm.dof_adr, arm.actuator_ids, arm.tau_max
+        rec_q, rec_dq, rec_ddq, rec_tau = (np.empty((n_steps, n)) for _ in range(4))
+        rec_sens = np.empty((n_steps, m.nsensordata))
+        clipped = 0
+        report_every = max(n_steps // 100, 1)
+        for i in range(n_steps):
+            if hook is not None:
+                hook.before_step(float(t[i]), d)
+            mujoco.mj_step1(m, d)  # kinematics, M(q), qfrc_bias and gyro at the state at t
+            if hook is not None:
+                hook.after_kinematics(float(t[i]), d)
+            tau = computed_torque(arm, d, q_ref[i], dq_ref[i], ddq_ref[i], kp, kd)
+            if np.any(np.abs(tau) > tau_lim):
+                clipped += 1
+                tau = np.clip(tau, -tau_lim, tau_lim)
+            d.ctrl[act] = tau
+            rec_q[i] = d.qpos[qadr]
+            rec_dq[i] = d.qvel[dadr]
+            rec_tau[i] = tau
+            mujoco.mj_step2(m, d)  # qacc, F/T and accelerometer at t; then integrates to t + dt
+            rec_ddq[i] = d.qacc[dadr]
+            rec_sens[i] = d.sensordata
+            if progress is not None and (i + 1) % report_every == 0:
+                progress((i + 1) / n_steps)
+        if progress is not None:
+            progress(1.0)
+        return StepRecording(np.asarray(t, dtype=float), q_ref, rec_q, rec_dq, rec_ddq, rec_tau, rec_sens, clipped)
 
 
-def _stride(physics_hz: float, rate_hz: float, what: str) -> int:
+def sample_stride(physics_hz: float, rate_hz: float, what: str) -> int:
+    """Physics steps per sample of a ``rate_hz`` stream; ValueError naming ``what`` if it does not divide."""
     ratio = physics_hz / rate_hz
     stride = int(round(ratio))
     if stride < 1 or abs(ratio - stride) > 1e-9 * ratio:
@@ -511,7 +578,7 @@ def _stride(physics_hz: float, rate_hz: float, what: str) -> int:
     return stride
 
 
-def _default_physics_rate(rates_hz: Sequence[float], at_least_hz: float = 1000.0) -> float:
+def default_physics_rate(rates_hz: Sequence[float], at_least_hz: float = 1000.0) -> float:
     """The smallest common multiple of the sample rates that is at least ``at_least_hz``."""
     if all(float(r).is_integer() for r in rates_hz):
         base = float(math.lcm(*(int(r) for r in rates_hz)))
@@ -520,7 +587,7 @@ def _default_physics_rate(rates_hz: Sequence[float], at_least_hz: float = 1000.0
     return base * max(1, math.ceil(at_least_hz / base - 1e-9))
 
 
-def _resolve_payload(
+def resolve_payload(
     payload: str | Payload | InertialParameters,
 ) -> tuple[str, Payload | InertialParameters, InertialParameters]:
     """(name, object for the model, inertial parameters in S)."""
@@ -541,6 +608,34 @@ def _resolve_trajectory(
     if trajectory == "thesis":
         kw["seed"] = seed
     return trajectory, make_trajectory(trajectory, spec, **kw)
+
+
+def robot_arm_model(
+    robot: str,
+    payload: Payload | InertialParameters,
+    physics_rate_hz: float = 1000.0,
+    imu: bool = True,
+    sensor_xyz_in_flange: Sequence[float] = (0.0, 0.0, 0.0),
+    sensor_rpy_in_flange: Sequence[float] = (0.0, 0.0, 0.0),
+    imu_xyz_in_sensor: Sequence[float] = DEFAULT_IMU_XYZ_IN_SENSOR,
+    imu_rpy_in_sensor: Sequence[float] = (0.0, 0.0, 0.0),
+) -> tuple[str, ArmModel]:
+    """(URDF, compiled model) of catalogue robot ``robot`` holding ``payload`` on its F/T sensor
+    (frame :data:`SENSOR_FRAME`, and IMU frame :data:`IMU_FRAME` with ``imu``), integrated at
+    ``physics_rate_hz``; mounts in m and rad as for :func:`simulate`."""
+    spec = get_robot(robot)
+    urdf = robot_urdf(
+        robot,
+        sensor_xyz_in_flange=sensor_xyz_in_flange,
+        sensor_rpy_in_flange=sensor_rpy_in_flange,
+        sensor_frame=SENSOR_FRAME,
+        imu_xyz_in_sensor=imu_xyz_in_sensor if imu else None,
+        imu_rpy_in_sensor=imu_rpy_in_sensor,
+        imu_frame=IMU_FRAME,
+    )
+    arm = build_model(urdf, spec.joint_names, payload, spec.tau_max, SENSOR_FRAME, IMU_FRAME if imu else None,
+                      timestep=1.0 / physics_rate_hz)
+    return urdf, arm
 
 
 def simulate(
@@ -594,34 +689,26 @@ def simulate(
             controller knows the payload held at every instant (its model is the simulated one).
     """
     spec = get_robot(robot)
-    payload_name, payload_model, params = _resolve_payload(payload)
+    payload_name, payload_model, params = resolve_payload(payload)
     traj_name, traj = _resolve_trajectory(trajectory, spec, duration, seed)
     levels = SensorNoise.from_level(noise)
     wrench_rate_hz = float(rate_hz if wrench_rate_hz is None else wrench_rate_hz)
     if physics_rate_hz is None:
-        physics_rate_hz = _default_physics_rate([rate_hz, wrench_rate_hz])
-    joint_stride = _stride(physics_rate_hz, rate_hz, "rate_hz")
-    wrench_stride = _stride(physics_rate_hz, wrench_rate_hz, "wrench_rate_hz")
+        physics_rate_hz = default_physics_rate([rate_hz, wrench_rate_hz])
+    joint_stride = sample_stride(physics_rate_hz, rate_hz, "rate_hz")
+    wrench_stride = sample_stride(physics_rate_hz, wrench_rate_hz, "wrench_rate_hz")
 
     imu_frame = IMU_FRAME if imu else None
-    urdf = robot_urdf(
-        robot,
-        sensor_xyz_in_flange=sensor_xyz_in_flange,
-        sensor_rpy_in_flange=sensor_rpy_in_flange,
-        sensor_frame=SENSOR_FRAME,
-        imu_xyz_in_sensor=imu_xyz_in_sensor if imu else None,
-        imu_rpy_in_sensor=imu_rpy_in_sensor,
-        imu_frame=IMU_FRAME,
-    )
-    arm = build_model(
-        urdf, spec.joint_names, payload_model, spec.tau_max, SENSOR_FRAME, imu_frame,
-        timestep=1.0 / physics_rate_hz,
-    )
+    urdf, arm = robot_arm_model(robot, payload_model, physics_rate_hz, imu, sensor_xyz_in_flange,
+                                sensor_rpy_in_flange, imu_xyz_in_sensor, imu_rpy_in_sensor)
     n_steps = int(round(duration * rate_hz)) * joint_stride
     t_steps = np.arange(n_steps) / physics_rate_hz
     w = 2.0 * np.pi * bandwidth_hz
     hook = _ScheduleHook(arm, schedule) if schedule is not None else None
-    rec = _integrate(arm, traj, t_steps, kp=w * w, kd=2.0 * damping_ratio * w, progress=progress, hook=hook)
+    stepper = ArmStepper(arm, kp=w * w, kd=2.0 * damping_ratio * w, hook=hook)
+    q_ref, dq_ref, ddq_ref = traj(t_steps)
+    stepper.reset(q_ref[0], dq_ref[0])  # from rest at traj(0)
+    rec = stepper.run(t_steps, q_ref, dq_ref, ddq_ref, progress=progress)
     if hook is not None:
         set_payload(arm, params)  # the model as built
     schedule = schedule or WorkSchedule()
@@ -633,7 +720,8 @@ def simulate(
     ws = slice(0, n_steps, wrench_stride)
     wrench_t = rec.t[ws]
     true_wrench = read_wrench_in_sensor(arm, rec.sensordata[ws])
-    bias = _ft_bias_series(rng, wrench_t, heaviest * STANDARD_GRAVITY, ft_bias, ft_drift)
+    offset = FtOffset.draw(rng, heaviest * STANDARD_GRAVITY, ft_bias, ft_drift and len(wrench_t) > 0)
+    bias, _ = offset.series(rng, wrench_t, float(wrench_t[0]) if len(wrench_t) else 0.0)
     ft_std = np.array([levels.force] * 3 + [levels.torque] * 3)
     wrench = true_wrench + bias + rng.normal(0.0, 1.0, true_wrench.shape) * ft_std
     true_q, true_dq = rec.q[js], rec.dq[js]

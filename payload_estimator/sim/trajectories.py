@@ -28,6 +28,9 @@ every joint speed stays below :data:`JOINT_SPEED_FRACTION` of its limit and
 every joint at least :data:`POSITION_MARGIN` inside its position limits. The
 limits are checked on a 200 Hz grid over the whole trajectory.
 
+The :class:`JointTrajectory` protocol and the blends (:func:`min_jerk`, :func:`ramped_time`) live
+in :mod:`payload_estimator.excitation.trajectory` and are re-exported here.
+
 Units: rad, rad/s, rad/s², s, m/s.
 """
 
@@ -35,10 +38,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, TypeVar
 
 import numpy as np
 
+from payload_estimator.excitation.trajectory import JointTrajectory, min_jerk, ramped_time
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.robots import RobotSpec, get_robot, robot_urdf
 
@@ -75,77 +79,8 @@ TRAJECTORY_KINDS: tuple[str, ...] = ("paper004", "thesis", "pickplace")
 """Names accepted by :func:`make_trajectory`."""
 
 
-@runtime_checkable
-class JointTrajectory(Protocol):
-    """A smooth joint-space reference.
-
-    ``duration`` (s) is where the motion ends (the pose is held afterwards);
-    calling it with ``t`` of shape (N,) returns ``(q, dq, ddq)``, each
-    (N, n_joints), rad, rad/s, rad/s², columns in the robot's joint order.
-    """
-
-    @property
-    def duration(self) -> float: ...
-
-    def __call__(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
-
-
 _Trajectory = TypeVar("_Trajectory", bound=JointTrajectory)
 """A :class:`JointTrajectory` type, kept through :func:`_largest_admissible`."""
-
-
-# ------------------------------------------------------------------ blends
-def min_jerk(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Minimum-jerk blend ``s = 10x³ - 15x⁴ + 6x⁵`` and its first two derivatives in ``x``.
-
-    ``x`` is clipped to [0, 1]; outside, ``s`` is 0 or 1 with zero derivatives.
-    """
-    x = np.clip(np.asarray(x, dtype=float), 0.0, 1.0)
-    x2 = x * x
-    s = x2 * x * (10.0 + x * (-15.0 + 6.0 * x))
-    ds = 30.0 * x2 * (1.0 - x) ** 2
-    dds = 60.0 * x * (1.0 - x) * (1.0 - 2.0 * x)
-    return s, ds, dds
-
-
-def _min_jerk_integral(x: np.ndarray) -> np.ndarray:
-    """``int_0^x s(u) du = 2.5x⁴ - 3x⁵ + x⁶`` for ``x`` clipped to [0, 1]."""
-    x = np.clip(np.asarray(x, dtype=float), 0.0, 1.0)
-    return x**4 * (2.5 + x * (-3.0 + x))
-
-
-def ramped_time(
-    t: np.ndarray, duration: float, ramp: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Warped time ``tau(t)`` and its derivatives: speed factor 0 -> 1 -> 0 (see module docstring).
-
-    Args:
-        t: (N,) times, s.
-        duration: end of the motion, s (``tau`` is constant afterwards and before 0).
-        ramp: length of the start and stop blends, s (shortened to ``duration / 2``).
-
-    Returns:
-        ``(tau, dtau, ddtau)``, each (N,): s, 1, 1/s.
-    """
-    t = np.asarray(t, dtype=float)
-    T = max(min(ramp, 0.5 * duration), 1e-9)
-    tc = np.clip(t, 0.0, duration)
-    x_in = tc / T
-    x_out = (duration - tc) / T
-    s_in, ds_in, _ = min_jerk(x_in)
-    s_out, ds_out, _ = min_jerk(x_out)
-    e = np.minimum(s_in, s_out)  # one of them is 1 away from the blends (T <= duration / 2)
-    rising = tc < T
-    falling = tc > duration - T
-    de = np.where(rising, ds_in / T, np.where(falling, -ds_out / T, 0.0))
-    # tau = integral of e.
-    tau_in = T * _min_jerk_integral(x_in)
-    tau_mid = np.maximum(tc - T, 0.0) + 0.5 * T  # tau(T) = T/2
-    tau_end_start = max(duration - 2 * T, 0.0) + 0.5 * T  # tau(duration - T)
-    tau_out = tau_end_start + T * (0.5 - _min_jerk_integral(x_out))
-    tau = np.where(rising, tau_in, np.where(falling, tau_out, tau_mid))
-    inside = (t >= 0.0) & (t <= duration)
-    return tau, np.where(inside, e, 0.0), np.where(inside, de, 0.0)
 
 
 # ---------------------------------------------------------------- kinematics

@@ -17,7 +17,7 @@ import numpy as np
 
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.samples import STANDARD_GRAVITY, SensorSamples
-from payload_estimator.sim.noise import NoiseLevel
+from payload_estimator.core.noise import NoiseLevel
 
 __all__ = ["WristTrajectory", "simulate_wrist", "sensor_rotations", "PAPER_FREQUENCIES_HZ"]
 
