@@ -67,7 +67,7 @@ def robot_level() -> None:
 
 
 def sensor_level() -> None:
-    from payload_estimator.sim.noise import TABLE_II
+    from payload_estimator.core.noise import TABLE_II
     from payload_estimator.sim.payloads import get_payload
     from payload_estimator.sim.wrist import WristTrajectory, simulate_wrist
 
