@@ -30,7 +30,7 @@ def _estimator_node(context):
         raise RuntimeError("robot:='' (an arm that is no built-in preset) needs config:=<parameter file>")
     config = config or os.path.join(get_package_share_directory("payload_estimator"), "config", f"{robot}.yaml")
     params = load_parameters_yaml(config).to_dict()  # a bad file stops here, with the reason
-    for name in ("wrench_source", "estimator", "payload_shape"):
+    for name in ("wrench_source", "estimator", "payload_shape", "trajectory_action"):
         value = LaunchConfiguration(name).perform(context)
         if value:
             params[name] = value
@@ -68,6 +68,9 @@ def generate_launch_description():
         DeclareLaunchArgument("use_builtin_description", default_value="",
                               description="true: use the package's URDF of the robot instead of "
                                           "robot_description (default: the file's)"),
+        DeclareLaunchArgument("trajectory_action", default_value="",
+                              description="FollowJointTrajectory action that ~/identify moves the arm with, e.g. "
+                                          "/fr3_arm_controller/follow_joint_trajectory (default: the file's)"),
         DeclareLaunchArgument("namespace", default_value="", description="namespace of the node"),
         DeclareLaunchArgument("use_sim_time", default_value="false", description="use /clock"),
         OpaqueFunction(function=_estimator_node),

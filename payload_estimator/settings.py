@@ -138,6 +138,25 @@ class Settings:
     franka_set_load_service: str = _p("/service_server/set_load", "franka_msgs/srv/SetLoad service")
     xarm_set_tcp_load_service: str = _p("/xarm/set_tcp_load", "xarm_msgs/srv/SetTcpLoad service")
     gravity_compensation_node: str = _p("", "node whose tool.mass and tool.CoG parameters ~/apply sets")
+    # -------------------------------------------------- identification (~/identify)
+    # excitation.MotionLimits takes its defaults from the identify_* fields below.
+    trajectory_action: str = _p(
+        "", "control_msgs/FollowJointTrajectory action of the arm's joint trajectory controller, which ~/identify "
+            "sends its motion to; empty: ~/identify is refused")
+    identify_duration: float = _p(5.0, "length of the identification motion, s (a goal's duration overrides it)")
+    identify_max_tcp_speed: float = _p(0.25, "top linear speed of the flange during the identification motion, m/s "
+                                             "(ISO/TS 15066 cobot practice; a goal's max_tcp_speed overrides it)")
+    identify_max_excursion: float = _p(1.2, "largest excursion of each joint from the start of the motion, rad")
+    identify_floor_height: float = _p(0.05, "the payload stays above this height above the robot's base, m "
+                                            "(the table the robot stands on is at 0)")
+    identify_base_clearance: float = _p(0.1, "the payload stays this far from the base's z axis, m")
+    identify_payload_radius: float = _p(0.1, "radius of a sphere about the flange that holds the payload, m "
+                                              "(kept clear of the floor and the base)")
+    identify_max_tracking_error: float = _p(
+        0.1, "~/identify stops the robot when a joint lags its reference by more than this, rad")
+    identify_point_spacing: float = _p(0.02, "time between two points of the trajectory sent to the controller, s")
+    identify_return_to_start: bool = _p(
+        True, "once converged, stop the motion and go back to its start (false: stop where it is)")
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -157,6 +176,14 @@ class Settings:
             raise ValueError("max_mass_rel_std, max_com_std and max_inertia_rel_std must be positive")
         if self.max_points < 1 or self.point_density <= 0:
             raise ValueError("max_points and point_density must be positive")
+        if not (self.identify_duration > 0 and self.identify_max_tcp_speed > 0 and self.identify_max_excursion > 0
+                and self.identify_max_tracking_error > 0 and self.identify_point_spacing > 0):
+            raise ValueError("identify_duration, identify_max_tcp_speed, identify_max_excursion, "
+                             "identify_max_tracking_error and identify_point_spacing must be positive")
+        if not (self.identify_base_clearance >= 0 and self.identify_payload_radius >= 0
+                and math.isfinite(self.identify_floor_height)):
+            raise ValueError("identify_base_clearance and identify_payload_radius must be >= 0, "
+                             "identify_floor_height finite")
         if not self.robot and self.use_builtin_description:
             raise ValueError("use_builtin_description needs a built-in robot preset")
 

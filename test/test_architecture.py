@@ -18,7 +18,8 @@ from payload_estimator.settings import Settings
 
 PACKAGE = Path(__file__).resolve().parent.parent / "payload_estimator"
 
-LAYERS = ("files", "core", "robots", "settings", "pipeline", "excitation", "outputs", "io", "sim", "node", "commands", "ros", "cli")
+LAYERS = ("files", "core", "robots", "settings", "pipeline", "excitation", "outputs", "io", "sim", "node", "commands",
+          "ros", "cli")
 """Bottom to top: a module may import its own layer and those below it, never one above.
 files: atomic file writing; core: samples -> statistics -> estimators -> estimates; robots: models and URDF reading;
 settings: values and descriptions; pipeline: raw signals -> samples, the stream, the driver loop;

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from payload_estimator.cli import main
-from payload_estimator.io.samples_file import COLUMNS, read_samples, write_samples
 from payload_estimator.core.noise import TABLE_II
+from payload_estimator.io.samples_file import COLUMNS, read_samples, write_samples
 from payload_estimator.sim.payloads import PAYLOADS
 from payload_estimator.sim.wrist import WristTrajectory, simulate_wrist
 

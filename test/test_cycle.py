@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from payload_estimator.core.inertia import InertialParameters
+from payload_estimator.core.noise import get_noise
 from payload_estimator.core.samples import STANDARD_GRAVITY
 from payload_estimator.sim.cycle import Contact, Segment, default_cycle, plot_cycle, simulate_cycle
-from payload_estimator.core.noise import get_noise
 from payload_estimator.sim.payloads import get_payload
 from payload_estimator.sim.workshop import get_tool
 from payload_estimator.sim.wrist import WristTrajectory, sensor_rotations, simulate_wrist

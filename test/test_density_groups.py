@@ -15,9 +15,9 @@ from payload_estimator.core.estimators.division import PrimitiveDivision
 from payload_estimator.core.estimators.pmd import point_mass_matrix
 from payload_estimator.core.estimators.qp import MAX_ITERATIONS
 from payload_estimator.core.metrics import paper_errors
+from payload_estimator.core.noise import get_noise
 from payload_estimator.core.samples import SensorSamples
 from payload_estimator.core.shapes import Box, Cylinder, Union, sample_parts, sample_points
-from payload_estimator.core.noise import get_noise
 from payload_estimator.sim.workshop import WORKSHOP_TOOLS, bounding_box, get_tool
 from payload_estimator.sim.wrist import WristTrajectory, simulate_wrist
 

@@ -16,10 +16,10 @@ from payload_estimator.core.estimators import (
 )
 from payload_estimator.core.estimators.pmd import point_mass_matrix
 from payload_estimator.core.inertia import InertialParameters
+from payload_estimator.core.noise import TABLE_II
 from payload_estimator.core.regressor import samples_regressor
 from payload_estimator.core.samples import SensorSamples
 from payload_estimator.core.shapes import sample_points
-from payload_estimator.core.noise import TABLE_II
 from payload_estimator.sim.payloads import PAYLOADS
 from payload_estimator.sim.wrist import WristTrajectory, simulate_wrist
 

@@ -39,8 +39,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from payload_estimator.cli import main
-from payload_estimator.io.samples_file import COLUMNS, write_samples
 from payload_estimator.core.noise import TABLE_II
+from payload_estimator.io.samples_file import COLUMNS, write_samples
 from payload_estimator.sim.payloads import PAYLOADS
 from payload_estimator.sim.wrist import WristTrajectory, simulate_wrist
 

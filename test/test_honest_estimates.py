@@ -18,12 +18,12 @@ from payload_estimator.cli import main
 from payload_estimator.core.convergence import ConvergenceCriteria, ConvergenceMonitor
 from payload_estimator.core.estimate import FROM_PRIOR, IDENTIFIED, NOT_IDENTIFIED
 from payload_estimator.core.estimators import METHODS, InsufficientData, PointMassDiscretization, make_estimator
+from payload_estimator.core.noise import TABLE_II
 from payload_estimator.core.samples import SensorSamples
 from payload_estimator.core.shapes import sample_points
 from payload_estimator.io.samples_file import write_samples
 from payload_estimator.outputs.handover import check_handover
 from payload_estimator.settings import Settings
-from payload_estimator.core.noise import TABLE_II
 from payload_estimator.sim.payloads import get_payload
 from payload_estimator.sim.wrist import WristTrajectory, simulate_wrist
 

@@ -7,13 +7,13 @@ import functools
 import numpy as np
 import pytest
 
+from payload_estimator.core.noise import get_noise
 from payload_estimator.core.regressor import regressor
 from payload_estimator.excitation.trajectory import PointTrajectory
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.robots import get_robot
 from payload_estimator.sim.live_arm import FOLLOW, HOLD, STOP, LiveArm, LiveSamples
 from payload_estimator.sim.mujoco_sim import SENSOR_FRAME, simulate
-from payload_estimator.core.noise import get_noise
 from payload_estimator.sim.payloads import get_payload
 from payload_estimator.sim.trajectories import make_trajectory
 

@@ -21,6 +21,7 @@ import pinocchio as pin
 import pytest
 
 from payload_estimator.core.inertia import InertialParameters
+from payload_estimator.core.noise import get_noise
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.robots import get_robot, robot_urdf
 from payload_estimator.sim.mujoco_sim import (
@@ -31,7 +32,6 @@ from payload_estimator.sim.mujoco_sim import (
     read_wrench_in_sensor,
     simulate,
 )
-from payload_estimator.core.noise import get_noise
 from payload_estimator.sim.payloads import get_payload
 from payload_estimator.sim.run import SimulatedRun
 from payload_estimator.sim.trajectories import make_trajectory

@@ -11,9 +11,9 @@ import pytest
 
 from payload_estimator.core.estimators import RecursiveTotalLeastSquares, make_estimator
 from payload_estimator.core.metrics import paper_errors
+from payload_estimator.core.noise import TABLE_II
 from payload_estimator.core.regressor import samples_regressor
 from payload_estimator.core.samples import SensorSamples
-from payload_estimator.core.noise import TABLE_II
 from payload_estimator.sim.payloads import PAYLOADS
 from payload_estimator.sim.workshop import get_tool
 from payload_estimator.sim.wrist import WristTrajectory, simulate_wrist

@@ -12,9 +12,9 @@ import pytest
 
 from payload_estimator.core.estimators import make_estimator
 from payload_estimator.core.inertia import InertialParameters
+from payload_estimator.core.noise import get_noise
 from payload_estimator.core.tracking import CHANGE, CONTACT, JUDGE_S, PayloadTracker
 from payload_estimator.sim.cycle import Contact, Segment, simulate_cycle
-from payload_estimator.core.noise import get_noise
 from payload_estimator.sim.payloads import get_payload
 
 HAMMER, DRILL = get_payload("claw_hammer"), get_payload("drill")

@@ -108,6 +108,10 @@ _WINDOWS = ((1.0, 0.5), (0.5, 0.5))
 """(fraction of the motion from its start, weight) of the information windows the score adds up:
 the whole motion, and its first half, so that the information comes early (the node stops the
 motion as soon as the estimate has converged)."""
+_MASS_COM_WEIGHT = 0.5
+"""Extra weight of the information about mass and first moment (the inertia a nuisance: ``log det M
+- log det M_inertia``) in each window's score: it favours the reorientations that tell the mass
+from the F/T offsets, which matter most for light payloads."""
 _CANDIDATES = 64
 """Seeded random coefficient sets scored first; the best ones start the local optimisation."""
 _STARTS = 8
@@ -459,7 +463,8 @@ class _Problem:
         C, motion = found
         features = regressor_features(motion.lin_acc_in_sensor, motion.ang_vel_in_sensor,
                                       motion.ang_acc_in_sensor, motion.gravity_in_sensor)
-        return sum(weight * _log_det(M) for weight, _, _, M in self._information(features)), C
+        return sum(weight * _log_det(M) + _MASS_COM_WEIGHT * (_log_det(M) - _log_det(M[4:, 4:]))
+                   for weight, _, _, M in self._information(features)), C
 
     def _information(self, features: np.ndarray) -> list[tuple[float, slice, np.ndarray, np.ndarray]]:
         """(weight, samples, scaled and centred regressors (k, 6, 10), their weighted Gram (10, 10))
@@ -495,10 +500,11 @@ class _Problem:
         E = np.zeros((len(f), 6, N_PARAMS))  # d score / d Y_t (the centring included)
         for weight, window, Y, M in self._information(f):
             try:
-                G = np.linalg.inv(M)
+                G = (weight + _MASS_COM_WEIGHT) * np.linalg.inv(M)
+                G[4:, 4:] -= _MASS_COM_WEIGHT * np.linalg.inv(M[4:, 4:])
             except np.linalg.LinAlgError:
                 return np.zeros_like(C)
-            E[window] += weight * 2.0 * (Y * self.w[None, :, None]) @ G * self.scale
+            E[window] += 2.0 * (Y * self.w[None, :, None]) @ G * self.scale
         d_features = E.reshape(len(f), -1) @ FEATURE_MATRIX.T  # (N, 12)
         grad = np.zeros_like(C)
         step = 1e-6

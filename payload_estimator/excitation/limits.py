@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from payload_estimator.robots import RobotSpec, get_robot, robot_urdf
+from payload_estimator.settings import Settings
 
 if TYPE_CHECKING:  # pinocchio is imported by the functions that need it: the values here need none
     from payload_estimator.pipeline.kinematics import SensorKinematics
@@ -43,6 +44,17 @@ DEFAULT_ACCELERATION_LIMIT = 5.0
 below every published limit of the supported arms (Franka 7.5 to 20, UFACTORY 20)."""
 DEFAULT_JERK_LIMIT = 250.0
 """rad/s³, every joint, for an arm known by its URDF alone: 50 x the default acceleration per s."""
+
+
+_SETTINGS_PREFIX = "identify_"
+_FROM_SETTINGS = ("duration", "max_tcp_speed", "max_excursion", "floor_height", "base_clearance", "payload_radius")
+"""The bounds users set on the robot (node parameters ``identify_<name>``): their defaults are the
+settings' (declared once, in :mod:`payload_estimator.settings`)."""
+
+
+def _setting_default(name: str) -> float:
+    default: Any = Settings.__dataclass_fields__[_SETTINGS_PREFIX + name].default
+    return float(default)
 
 
 class ExcitationError(ValueError):
@@ -143,6 +155,10 @@ class ArmLimits:
 class MotionLimits:
     """The bounds of one identification motion (every one checked on the sampled result).
 
+    The defaults of those users set on the robot come from :class:`~payload_estimator.settings.Settings`
+    (``identify_duration``, ...); the fractions of the vendor limits and the position margin are
+    fixed here.
+
     Attributes:
         duration: length of the motion, from rest at the start to rest at the start, s.
         max_tcp_speed: largest linear speed of the TCP, m/s (0.25: the reduced speed of
@@ -159,16 +175,16 @@ class MotionLimits:
         payload_radius: the payload (and gripper) lies within this distance of the TCP, m.
     """
 
-    duration: float = 5.0
-    max_tcp_speed: float = 0.25
+    duration: float = _setting_default("duration")
+    max_tcp_speed: float = _setting_default("max_tcp_speed")
     position_margin: float = 0.1
     velocity_fraction: float = 0.5
     acceleration_fraction: float = 0.5
     jerk_fraction: float = 0.5
-    max_excursion: float = 1.2
-    floor_height: float = 0.05
-    base_clearance: float = 0.1
-    payload_radius: float = 0.1
+    max_excursion: float = _setting_default("max_excursion")
+    floor_height: float = _setting_default("floor_height")
+    base_clearance: float = _setting_default("base_clearance")
+    payload_radius: float = _setting_default("payload_radius")
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -186,6 +202,11 @@ class MotionLimits:
         for name in ("position_margin", "base_clearance", "payload_radius"):
             if getattr(self, name) < 0.0:
                 raise ExcitationError(f"{name} must not be negative, got {getattr(self, name)}")
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> MotionLimits:
+        """The bounds the settings (``identify_*``) give; the rest at their defaults."""
+        return cls(**{name: float(getattr(settings, _SETTINGS_PREFIX + name)) for name in _FROM_SETTINGS})
 
     def with_overrides(self, **overrides: float | None) -> MotionLimits:
         """A copy with the given fields replaced; ``None`` or 0 keep the current value (a goal's

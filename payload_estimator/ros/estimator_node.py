@@ -18,9 +18,11 @@ and publishes what it returns::
 
     ~/reset (std_srvs/Trigger)  ~/pause (std_srvs/SetBool)
     ~/save_urdf (payload_estimator/SaveUrdf)  ~/apply (payload_estimator/ApplyEstimate)
+    ~/identify (payload_estimator/action/Identify) --> trajectory_action (control_msgs/action/FollowJointTrajectory)
 
 Everything this node decides (status, rebuilds, the processing loop, what to
-publish, what the services answer) is decided ROS-free by the supervisor; this
+publish, what the services answer) is decided ROS-free by the supervisor (and,
+for ``~/identify``, by :class:`~payload_estimator.node.identify.IdentifySession`); this
 module only declares, subscribes, publishes, serves, looks frames up in tf2
 and forwards the package's log to rclpy. Bad input never stops the node: the
 stream drops it, counts it and logs it (rate-limited), ``/diagnostics``
@@ -45,7 +47,8 @@ import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import InertiaStamped, WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
@@ -57,13 +60,29 @@ from std_msgs.msg import String
 from std_srvs.srv import SetBool, Trigger
 from visualization_msgs.msg import MarkerArray
 
+from payload_estimator.action import Identify
+from payload_estimator.excitation import ExcitationError
 from payload_estimator.io import ros_factories
 from payload_estimator.msg import PayloadEstimate
 from payload_estimator.node.frames import extra_frame
+from payload_estimator.node.identify import (
+    ABORTED,
+    CANCELED,
+    SUCCEEDED,
+    Feedback,
+    IdentifyGoal,
+    IdentifySession,
+    Outcome,
+    dry_run_outcome,
+    joint_reading,
+    plan_identification,
+    refusal,
+)
 from payload_estimator.node.input_queue import InputQueue
 from payload_estimator.node.parameters import parameter_specs
 from payload_estimator.node.supervisor import PROCESS_PERIOD_S, Supervisor
-from payload_estimator.pipeline.health import LOGGER_NAME
+from payload_estimator.pipeline.build import flange_frame
+from payload_estimator.pipeline.health import LOGGER_NAME, SATURATED
 from payload_estimator.pipeline.stream import IMU, JOINTS, WRENCH
 from payload_estimator.ros.robot_bridges import RobotBridge
 from payload_estimator.settings import NODE_NAME
@@ -72,6 +91,11 @@ from payload_estimator.srv import ApplyEstimate, SaveUrdf
 __all__ = ["EstimatorNode", "InputNode", "spin_inputs", "main", "INPUT_QOS", "LATCHED_QOS"]
 
 DIAGNOSTICS_PERIOD_S = 1.0
+TRAJECTORY_SERVER_WAIT_S = 2.0
+"""How long ~/identify waits for the FollowJointTrajectory server before refusing, s."""
+EXECUTOR_THREADS = 4
+"""The node's executor threads: the loop, ~/apply (waits for a service), ~/identify (runs for the whole
+motion), and one for the answers they wait for."""
 
 # Inputs: best effort, keep last, depth 100. A best-effort subscription matches
 # both best-effort publishers (Franka's convenience topics, most sensor
@@ -96,6 +120,11 @@ _PARAMETER_TYPES = {
     "string_array": Parameter.Type.STRING_ARRAY,
     "double_array": Parameter.Type.DOUBLE_ARRAY,
 }
+
+
+_STATUS_SUCCEEDED = 4
+_GOAL_STATUS = {4: "succeeded", 5: "canceled", 6: "aborted"}
+"""action_msgs/GoalStatus terminal states, for messages."""
 
 
 class _RclpyLogHandler(logging.Handler):
@@ -266,6 +295,29 @@ class EstimatorNode(Node):
         self.create_service(ApplyEstimate, "~/apply", self._on_apply,
                             callback_group=MutuallyExclusiveCallbackGroup())
 
+        # ---- ~/identify: its goals run in threads of their own (reentrant group; they wait for the motion),
+        # the 100 Hz loop ticks the session, the trajectory client's answers come in a group of their own.
+        # Every call into the session holds _identify_lock (none of them waits for anything).
+        self._identify = IdentifySession()
+        self._identify_lock = threading.Lock()
+        self._identify_claimed = False  # a goal is past its preconditions (designing or running)
+        self._identify_done = threading.Event()
+        self._identify_apply = threading.Event()
+        self._identify_outcome: Outcome | None = None
+        self._identify_handle: Any = None
+        self._joint_reading: Any = None  # the arm's newest JointReading (replaced whole)
+        self._last_estimate_msg: Any = None  # the PayloadEstimate published last
+        self._trajectory_clients: dict[str, Any] = {}
+        self._trajectory_client_now: Any = None  # the client of the running identification
+        self._trajectory_group = MutuallyExclusiveCallbackGroup()
+        self._trajectory_token = 0  # which trajectory the client's answers are about
+        self._trajectory_goal: Any = None  # its goal handle once accepted
+        self._trajectory_cancel_pending = False
+        self._identify_server = ActionServer(
+            self, Identify, "~/identify", execute_callback=self._identify_execute,
+            goal_callback=lambda goal: GoalResponse.ACCEPT, cancel_callback=self._identify_cancel,
+            callback_group=ReentrantCallbackGroup())
+
         # ---- timers: one processing loop (it publishes the estimate at publish_rate_hz), diagnostics
         self.create_timer(PROCESS_PERIOD_S, self._process)
         self.create_timer(DIAGNOSTICS_PERIOD_S, self._publish_diagnostics)
@@ -318,13 +370,18 @@ class EstimatorNode(Node):
             if self._parameters_pending:
                 self._parameters_pending = False
                 self._parameters_changed([])
-            out = self.supervisor.tick(time.monotonic(), items, self._queue.take_overflow())
+            now = time.monotonic()
+            out = self.supervisor.tick(now, items, self._queue.take_overflow())
             if self.supervisor.solver_interrupted and not self._signal_handed_on:
                 # Ctrl-C (or ros2 launch's SIGINT) landed while OSQP solved, which took it: hand it on
                 self._signal_handed_on = True
                 self.get_logger().info("SIGINT arrived during a solve: shutting down")
                 signal.raise_signal(signal.SIGINT)
                 return
+            if out is not None:
+                self._last_estimate_msg = out.estimate
+            self._note_joints(items)
+            self._identify_tick(now)
             if out is None:
                 return
             self._estimate_pub.publish(out.estimate)
@@ -361,16 +418,241 @@ class EstimatorNode(Node):
 
     @_service
     def _on_apply(self, request: ApplyEstimate.Request, response: ApplyEstimate.Response) -> ApplyEstimate.Response:
-        decision = self.supervisor.apply(force=request.force, dry_run=request.dry_run)
-        response.success, response.message, response.request = decision.success, decision.message, decision.request
-        if decision.send is not None:
-            response.success, response.message = self._bridge.send(decision.send)
-        # (rclpy wants one severity per logging call site)
-        if response.success:
-            self.get_logger().info(f"~/apply: {response.message}")
-        else:
-            self.get_logger().warning(f"~/apply: {response.message}")
+        response.success, response.message, response.request = self._apply(request.force, request.dry_run)
         return response
+
+    def _apply(self, force: bool, dry_run: bool) -> tuple[bool, str, str]:
+        """``~/apply``: (success, message, the request as YAML); logged."""
+        decision = self.supervisor.apply(force=force, dry_run=dry_run)
+        success, message = decision.success, decision.message
+        if decision.send is not None:
+            success, message = self._bridge.send(decision.send)
+        # (rclpy wants one severity per logging call site)
+        if success:
+            self.get_logger().info(f"~/apply: {message}")
+        else:
+            self.get_logger().warning(f"~/apply: {message}")
+        return success, message, decision.request
+
+    # ================================================================ ~/identify
+    def _note_joints(self, items: list[tuple[str, Any, float]]) -> None:
+        """Keep the arm's newest joint positions (for ~/identify)."""
+        stream = self.supervisor.stream
+        if stream is None:
+            return
+        for kind, msg, received in reversed(items):
+            if kind == JOINTS:
+                reading = joint_reading(msg.name, msg.position, received, stream.joint_names)
+                if reading is not None:
+                    self._joint_reading = reading
+                    return
+
+    def _identify_tick(self, now: float) -> None:
+        """One turn of a running identification (in the loop, which owns the supervisor)."""
+        if not self._identify.busy:
+            return
+        stream = self.supervisor.stream
+        saturated = stream.health.counts_for(WRENCH).get(SATURATED, 0) if stream is not None else 0
+        with self._identify_lock:
+            step = self._identify.tick(now, self._joint_reading, self.supervisor.last_output, saturated,
+                                       self.supervisor.paused)
+        if step.reset:
+            self.supervisor.reset()
+            self._last_estimate_msg = None
+        if step.cancel_trajectory:
+            self._cancel_trajectory()
+        if step.send is not None:
+            self._send_trajectory(*step.send)
+        handle = self._identify_handle
+        if step.feedback is not None and handle is not None:
+            handle.publish_feedback(self._feedback_msg(step.feedback))
+        if step.apply:
+            self._identify_apply.set()
+        if step.outcome is not None:
+            self._identify_outcome = step.outcome
+            self._identify_done.set()
+
+    def _identify_cancel(self, goal_handle: Any) -> CancelResponse:
+        with self._identify_lock:
+            if goal_handle is self._identify_handle:
+                self._identify.cancel()
+        return CancelResponse.ACCEPT
+
+    def _identify_execute(self, goal_handle: Any) -> Any:
+        try:
+            return self._run_identify(goal_handle)
+        except Exception as exc:  # noqa: BLE001 - a bug must not take the node down
+            self._internal_error("running ~/identify", exc)
+            return self._finish_identify(goal_handle, Outcome(ABORTED, f"internal error: {type(exc).__name__}: {exc}"))
+
+    def _run_identify(self, goal_handle: Any) -> Any:
+        """Preconditions and the design (slow) here, in the goal's own thread; then the loop runs the session
+        while this thread applies (when asked) and waits for the outcome."""
+        request = goal_handle.request
+        goal = IdentifyGoal(float(request.duration), float(request.max_tcp_speed), bool(request.apply),
+                            bool(request.dry_run))
+        settings, stream, reading = self.supervisor.settings, self.supervisor.stream, self._joint_reading
+        with self._identify_lock:
+            why = refusal(settings, stream is not None, self.supervisor.status.message, self.supervisor.paused,
+                          reading, time.monotonic(), self._identify_claimed, goal.dry_run)
+            claimed = why is None and not goal.dry_run
+            if claimed:
+                self._identify_claimed = True
+        if why is not None:
+            return self._finish_identify(goal_handle, Outcome(ABORTED, why))
+        assert settings is not None and stream is not None and reading is not None
+        try:
+            goal_handle.publish_feedback(Identify.Feedback(phase="designing", tracking_error=float("nan")))
+            try:
+                plan = plan_identification(settings, goal, self.supervisor.description or "", flange_frame(settings),
+                                           stream.joint_names, reading.positions)
+            except ExcitationError as exc:
+                return self._finish_identify(goal_handle, Outcome(ABORTED, f"refused: {exc}"))
+            if goal.dry_run:
+                return self._finish_identify(goal_handle, dry_run_outcome(plan))
+            if goal_handle.is_cancel_requested:
+                return self._finish_identify(goal_handle, Outcome(CANCELED, "identification cancelled before "
+                                                                            "the robot moved"))
+            client = self._trajectory_client(settings.trajectory_action)
+            if not client.wait_for_server(timeout_sec=TRAJECTORY_SERVER_WAIT_S):
+                return self._finish_identify(goal_handle, Outcome(
+                    ABORTED, f"refused: no FollowJointTrajectory server at {settings.trajectory_action} "
+                             "(parameter trajectory_action)"))
+            self._identify_done.clear()
+            self._identify_apply.clear()
+            self._identify_outcome = None
+            self._trajectory_client_now = client
+            with self._identify_lock:
+                self._identify_handle = goal_handle
+                self._identify.start(plan, goal, settings, time.monotonic())
+            self.get_logger().info(f"~/identify: a {plan.duration:.1f} s identification motion through "
+                                   f"{settings.trajectory_action}")
+            while not self._identify_done.wait(0.02):
+                if self._identify_apply.is_set():
+                    self._identify_apply.clear()
+                    success, message, _ = self._apply(force=False, dry_run=False)
+                    with self._identify_lock:
+                        self._identify.on_applied(success, message)
+                if not self.context.ok():
+                    return self._finish_identify(goal_handle, Outcome(ABORTED, "the node is shutting down"))
+            outcome = self._identify_outcome
+            assert outcome is not None
+            return self._finish_identify(goal_handle, outcome)
+        finally:
+            with self._identify_lock:
+                if claimed:
+                    self._identify_claimed = False
+                if self._identify_handle is goal_handle:
+                    self._identify_handle = None
+                    self._identify.cancel()  # left early (an error, shutdown): the loop stops the arm
+
+    def _finish_identify(self, goal_handle: Any, outcome: Outcome) -> Any:
+        """End the goal with ``outcome``; returns its result."""
+        result = Identify.Result(converged=outcome.converged, applied=outcome.applied, message=outcome.message,
+                                 motion_time=float(outcome.motion_time), motion_summary=outcome.summary_yaml,
+                                 planned_duration=float(outcome.planned_duration))
+        if outcome.estimate is not None:
+            result.mass_com_converged = bool(outcome.estimate.mass_com_converged)
+            if self._last_estimate_msg is not None:
+                result.estimate = self._last_estimate_msg
+        if outcome.status == SUCCEEDED:
+            goal_handle.succeed()
+            self.get_logger().info(f"~/identify: {outcome.message}")
+        elif outcome.status == CANCELED and goal_handle.is_cancel_requested:
+            goal_handle.canceled()
+            self.get_logger().info(f"~/identify: {outcome.message}")
+        else:
+            goal_handle.abort()
+            self.get_logger().warning(f"~/identify: {outcome.message}")
+        return result
+
+    def _feedback_msg(self, feedback: Feedback) -> Any:
+        msg = Identify.Feedback(phase=feedback.phase, progress=float(feedback.progress),
+                                elapsed=float(feedback.elapsed), tracking_error=float(feedback.tracking_error))
+        out = feedback.estimate
+        if out is not None:
+            params = out.estimate.params
+            msg.has_estimate = True
+            msg.mass = params.mass
+            msg.com.x, msg.com.y, msg.com.z = (float(v) for v in params.com)
+            stream = self.supervisor.stream
+            msg.com_frame = stream.config.sensor_frame if stream is not None else ""
+            msg.converged, msg.mass_com_converged = bool(out.converged), bool(out.mass_com_converged)
+            msg.status = "converged" if out.converged else out.reason
+        return msg
+
+    def _trajectory_client(self, name: str) -> Any:
+        """The FollowJointTrajectory client of action ``name`` (made once per name)."""
+        client = self._trajectory_clients.get(name)
+        if client is None:
+            from control_msgs.action import FollowJointTrajectory
+
+            client = ActionClient(self, FollowJointTrajectory, name, callback_group=self._trajectory_group)
+            self._trajectory_clients[name] = client
+        return client
+
+    def _send_trajectory(self, names: tuple[str, ...], t: Any, q: Any, dq: Any, ddq: Any) -> None:
+        """Send the points as a FollowJointTrajectory goal that starts at once; the answers go to the session."""
+        from control_msgs.action import FollowJointTrajectory
+        from trajectory_msgs.msg import JointTrajectoryPoint
+
+        goal = FollowJointTrajectory.Goal()
+        goal.trajectory.joint_names = list(names)
+        for k in range(len(t)):
+            point = JointTrajectoryPoint(positions=[float(v) for v in q[k]], velocities=[float(v) for v in dq[k]],
+                                         accelerations=[float(v) for v in ddq[k]])
+            sec, nanosec = divmod(int(round(float(t[k]) * 1e9)), 1_000_000_000)
+            point.time_from_start.sec, point.time_from_start.nanosec = sec, nanosec
+            goal.trajectory.points.append(point)
+        self._trajectory_token += 1
+        token = self._trajectory_token
+        self._trajectory_goal, self._trajectory_cancel_pending = None, False
+        future = self._trajectory_client_now.send_goal_async(
+            goal, feedback_callback=functools.partial(self._on_trajectory_feedback, token))
+        future.add_done_callback(functools.partial(self._on_trajectory_response, token))
+
+    def _cancel_trajectory(self) -> None:
+        goal = self._trajectory_goal
+        if goal is not None:
+            goal.cancel_goal_async()
+        else:  # not accepted yet: cancelled as soon as it is
+            self._trajectory_cancel_pending = True
+
+    def _on_trajectory_response(self, token: int, future: Any) -> None:
+        if token != self._trajectory_token:
+            return
+        try:
+            handle = future.result()
+            accepted, why = bool(handle.accepted), ""
+        except Exception as exc:  # noqa: BLE001
+            handle, accepted, why = None, False, f"{type(exc).__name__}: {exc}"
+        with self._identify_lock:
+            self._identify.on_trajectory_response(accepted, time.monotonic(), why)
+        if not accepted:
+            return
+        self._trajectory_goal = handle
+        if self._trajectory_cancel_pending:
+            handle.cancel_goal_async()
+        handle.get_result_async().add_done_callback(functools.partial(self._on_trajectory_result, token))
+
+    def _on_trajectory_feedback(self, token: int, feedback: Any) -> None:
+        if token == self._trajectory_token:
+            with self._identify_lock:
+                self._identify.on_trajectory_feedback(feedback.feedback.error.positions, time.monotonic())
+
+    def _on_trajectory_result(self, token: int, future: Any) -> None:
+        if token != self._trajectory_token:
+            return
+        try:
+            response = future.result()
+            status, result = int(response.status), response.result
+            succeeded = status == _STATUS_SUCCEEDED and result.error_code == 0
+            message = result.error_string or (f"error code {result.error_code}" if result.error_code
+                                              else _GOAL_STATUS.get(status, f"status {status}"))
+        except Exception as exc:  # noqa: BLE001
+            succeeded, message = False, f"{type(exc).__name__}: {exc}"
+        with self._identify_lock:
+            self._identify.on_trajectory_result(succeeded, message)
 
     # ================================================================= helpers
     def _internal_error(self, what: str, exc: Exception) -> None:
@@ -422,8 +704,8 @@ def main(args: list[str] | None = None) -> None:
     rclpy.init(args=args)
     node = EstimatorNode()
     inputs, thread = spin_inputs(node)
-    # ~/apply waits for another service's answer; a second thread serves that answer.
-    executor = MultiThreadedExecutor(num_threads=2)
+    # ~/apply waits for another service's answer, ~/identify for the motion: other threads serve the answers.
+    executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
     executor.add_node(node)
     try:
         executor.spin()

@@ -45,10 +45,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from payload_estimator.core.inertia import InertialParameters
+from payload_estimator.core.noise import NoiseLevel
 from payload_estimator.core.samples import STANDARD_GRAVITY, SensorSamples
 from payload_estimator.core.shapes import Box
 from payload_estimator.outputs.plots import save_figure
-from payload_estimator.core.noise import NoiseLevel
 from payload_estimator.sim.payloads import Payload, get_payload
 from payload_estimator.sim.workshop import get_tool
 from payload_estimator.sim.wrist import WristTrajectory, sensor_rotations, simulate_wrist

@@ -57,11 +57,11 @@ from numpy.typing import ArrayLike
 from scipy.spatial.transform import Rotation
 
 from payload_estimator.core.inertia import InertialParameters
+from payload_estimator.core.noise import get_noise
 from payload_estimator.core.samples import STANDARD_GRAVITY
 from payload_estimator.core.shapes import Box, Cylinder, Mesh, Shape, Sphere, Union
 from payload_estimator.robots import RobotSpec, get_robot, robot_urdf
 from payload_estimator.robots.generate import DEFAULT_IMU_XYZ_IN_SENSOR
-from payload_estimator.core.noise import get_noise
 from payload_estimator.sim.payloads import Payload, get_payload
 from payload_estimator.sim.run import SimulatedRun
 from payload_estimator.sim.trajectories import JointTrajectory, make_trajectory

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from payload_estimator.core.inertia import InertialParameters
-from payload_estimator.core.samples import STANDARD_GRAVITY, SensorSamples
 from payload_estimator.core.noise import NoiseLevel
+from payload_estimator.core.samples import STANDARD_GRAVITY, SensorSamples
 
 __all__ = ["WristTrajectory", "simulate_wrist", "sensor_rotations", "PAPER_FREQUENCIES_HZ"]
 
