@@ -70,10 +70,10 @@ from payload_estimator.core.estimators import C1_PAPER, ESTIMATORS, make_estimat
 from payload_estimator.core.estimators.pmd import dynamism_weight, point_mass_matrix
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.metrics import paper_errors
+from payload_estimator.core.noise import TABLE_II, get_noise
 from payload_estimator.core.regressor import features_regressor, reduced_regressor, samples_features
 from payload_estimator.core.samples import SensorSamples
 from payload_estimator.core.shapes import sample_points
-from payload_estimator.core.noise import TABLE_II, get_noise
 from payload_estimator.sim.payloads import PAPER_OBJECTS
 from payload_estimator.sim.wrist import WristTrajectory, simulate_wrist
 

@@ -66,10 +66,10 @@ from payload_estimator.core.estimators import (  # noqa: E402
     make_estimator,
 )
 from payload_estimator.core.estimators.pmd import dynamism_weight, point_mass_matrix  # noqa: E402
+from payload_estimator.core.noise import TABLE_II  # noqa: E402
 from payload_estimator.core.regressor import reduced_regressor, samples_regressor  # noqa: E402
 from payload_estimator.core.samples import SensorSamples  # noqa: E402
 from payload_estimator.core.shapes import Box, downsample_evenly, sample_points  # noqa: E402
-from payload_estimator.core.noise import TABLE_II  # noqa: E402
 from payload_estimator.sim.payloads import PAYLOADS  # noqa: E402
 from payload_estimator.sim.wrist import WristTrajectory, simulate_wrist  # noqa: E402
 

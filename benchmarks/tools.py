@@ -31,8 +31,8 @@ from payload_estimator.core.estimators import ESTIMATORS
 from payload_estimator.core.estimators.pmd import point_mass_matrix
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.metrics import paper_errors
-from payload_estimator.core.shapes import sample_parts
 from payload_estimator.core.noise import get_noise
+from payload_estimator.core.shapes import sample_parts
 from payload_estimator.sim.workshop import WORKSHOP_TOOLS, bounding_box, get_tool
 from payload_estimator.sim.wrist import WristTrajectory, simulate_wrist
 

@@ -38,13 +38,13 @@ import numpy as np
 
 from payload_estimator.commands.common import build_estimator, recording_from_run, stream_for_run
 from payload_estimator.core.estimators import ESTIMATORS
+from payload_estimator.core.noise import get_noise
 from payload_estimator.core.shapes import Box, sample_parts
 from payload_estimator.core.tracking import PayloadTracker
 from payload_estimator.outputs.cycle_report import CycleScore, score_cycle
 from payload_estimator.pipeline.playback import play
 from payload_estimator.sim.cycle import Segment, arm_work_cycle, box_around, default_cycle, simulate_cycle
 from payload_estimator.sim.mujoco_sim import WorkSchedule
-from payload_estimator.core.noise import get_noise
 from payload_estimator.sim.payloads import get_payload
 
 OFFSETS = np.array([0.5, -0.3, 0.2, 0.01, 0.02, -0.01])

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
+from payload_estimator.core.noise import TABLE_II
 from payload_estimator.core.shapes import format_shape_spec
 from payload_estimator.io.samples_file import write_samples
-from payload_estimator.core.noise import TABLE_II
 from payload_estimator.sim.payloads import PAYLOADS
 from payload_estimator.sim.wrist import WristTrajectory, simulate_wrist
 
