@@ -49,6 +49,7 @@ from payload_estimator.files import write_text_atomic
 __all__ = [
     "JointTrajectory",
     "PointTrajectory",
+    "MinJerkSegments",
     "SampledTrajectory",
     "from_positions",
     "braking_trajectory",
@@ -255,6 +256,35 @@ class _RestSpline:
         dq = np.where(inside, self.spline(tc, 1), 0.0)
         ddq = np.where(inside, self.spline(tc, 2), 0.0)
         return q, dq, ddq
+
+
+class MinJerkSegments:
+    """Rest-to-rest minimum-jerk segments through ``waypoints`` (W, n), rad, with ``durations`` (W - 1,) s
+    (a JointTrajectory; the last waypoint is held afterwards). A pick-and-place cycle, or the way
+    back to the start of an identification motion."""
+
+    def __init__(self, waypoints: np.ndarray, durations: np.ndarray) -> None:
+        self.waypoints = np.asarray(waypoints, dtype=float)
+        self.durations = np.asarray(durations, dtype=float)
+        self.starts = np.concatenate([[0.0], np.cumsum(self.durations)])
+
+    @property
+    def duration(self) -> float:
+        """End of the last segment, s."""
+        return float(self.starts[-1])
+
+    def __call__(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        t = np.clip(np.atleast_1d(np.asarray(t, dtype=float)), 0.0, self.duration)
+        idx = np.clip(np.searchsorted(self.starts, t, side="right") - 1, 0, len(self.durations) - 1)
+        T = self.durations[idx]
+        s, ds, dds = min_jerk((t - self.starts[idx]) / T)
+        qa = self.waypoints[idx]
+        delta = self.waypoints[idx + 1] - qa
+        return (
+            qa + delta * s[:, None],
+            delta * (ds / T)[:, None],
+            delta * (dds / T**2)[:, None],
+        )
 
 
 class PointTrajectory:

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -58,7 +58,7 @@ from payload_estimator.excitation import (
     design_excitation,
     flange_kinematics,
 )
-from payload_estimator.excitation.trajectory import JointTrajectory, min_jerk, sample_points
+from payload_estimator.excitation.trajectory import JointTrajectory, MinJerkSegments, sample_points
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.stream import StreamEstimate
 from payload_estimator.robots import ROBOTS
@@ -72,7 +72,6 @@ __all__ = [
     "Outcome",
     "Step",
     "IdentifySession",
-    "MinJerkMove",
     "refusal",
     "dry_run_outcome",
     "plan_identification",
@@ -320,24 +319,7 @@ def plan_identification(settings: Settings, goal: IdentifyGoal, urdf: str, flang
 
 
 # -------------------------------------------------------- the way back
-@dataclass(frozen=True)
-class MinJerkMove:
-    """A rest-to-rest minimum-jerk motion in joint space from ``q_from`` to ``q_to`` (n,) rad in
-    ``duration`` s (a :class:`JointTrajectory`; the end pose is held afterwards)."""
-
-    q_from: np.ndarray
-    q_to: np.ndarray
-    duration: float
-
-    def __call__(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        t = np.asarray(t, dtype=float)
-        s, ds, dds = min_jerk(t / self.duration)
-        d = self.q_to - self.q_from
-        return (self.q_from + s[:, None] * d, (ds / self.duration)[:, None] * d,
-                (dds / self.duration**2)[:, None] * d)
-
-
-def return_move(plan: IdentifyPlan, q_from: np.ndarray) -> MinJerkMove:
+def return_move(plan: IdentifyPlan, q_from: np.ndarray) -> MinJerkSegments:
     """The shortest minimum-jerk motion from ``q_from`` back to the plan's start that keeps every joint's
     speed, acceleration and jerk within the plan's fractions of the arm's limits and the flange below
     ``max_tcp_speed`` (peaks of the blend: 1.875 d/T, 5.77 d/T², 60 d/T³ for a joint moving d)."""
@@ -347,15 +329,14 @@ def return_move(plan: IdentifyPlan, q_from: np.ndarray) -> MinJerkMove:
             float(np.max(1.875 * d / (lim.velocity_fraction * arm.dq_max))),
             float(np.max(np.sqrt(10.0 / math.sqrt(3.0) * d / (lim.acceleration_fraction * arm.ddq_max)))),
             float(np.max(np.cbrt(60.0 * d / (lim.jerk_fraction * arm.dddq_max)))))
-    move = MinJerkMove(np.asarray(q_from, dtype=float).copy(), plan.q_start.copy(), T)
-    t = np.linspace(0.0, T, 201)
-    q, dq, _ = move(t)
+    ends = np.array([q_from, plan.q_start], dtype=float)
+    q, dq, _ = MinJerkSegments(ends, np.array([T]))(np.linspace(0.0, T, 201))
     motion = plan.kinematics.compute(q, dq, np.zeros_like(dq))
     peak = float(np.max(np.linalg.norm(motion.lin_vel_in_sensor, axis=1)))
     target = _TCP_TARGET_FRACTION * lim.max_tcp_speed
     if peak > target:  # every speed scales with 1/T
-        move = replace(move, duration=T * peak / target)
-    return move
+        T *= peak / target
+    return MinJerkSegments(ends, np.array([T]))
 
 
 # ------------------------------------------------------------------ session

@@ -36,15 +36,15 @@ Units: rad, rad/s, rad/s², s, m/s.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
 
-from payload_estimator.excitation.trajectory import JointTrajectory, min_jerk, ramped_time
+from payload_estimator.excitation.limits import flange_kinematics
+from payload_estimator.excitation.trajectory import JointTrajectory, MinJerkSegments, min_jerk, ramped_time
 from payload_estimator.pipeline.kinematics import SensorKinematics
-from payload_estimator.robots import RobotSpec, get_robot, robot_urdf
+from payload_estimator.robots import RobotSpec
 
 __all__ = [
     "JointTrajectory",
@@ -84,13 +84,6 @@ _Trajectory = TypeVar("_Trajectory", bound=JointTrajectory)
 
 
 # ---------------------------------------------------------------- kinematics
-@functools.lru_cache(maxsize=8)
-def flange_kinematics(robot: str) -> SensorKinematics:
-    """Pinocchio kinematics of robot ``robot``'s flange frame (cached per robot)."""
-    spec = get_robot(robot)
-    return SensorKinematics(robot_urdf(robot), spec.flange_frame, joint_names=spec.joint_names)
-
-
 def _kinematics(spec_or_kinematics: RobotSpec | SensorKinematics) -> SensorKinematics:
     if isinstance(spec_or_kinematics, SensorKinematics):
         return spec_or_kinematics
@@ -449,7 +442,7 @@ class PickAndPlace:
             for qa, qb in zip(self.waypoints[:-1], self.waypoints[1:])
         ]
         self.segment_durations = np.array(durations)
-        self._cycle = _MinJerkSegments(self.waypoints, self.segment_durations)
+        self._cycle = MinJerkSegments(self.waypoints, self.segment_durations)
         self.cycle_duration = float(np.sum(self.segment_durations))
         starts = np.concatenate([[0.0], np.cumsum(self.segment_durations)])
         i_pick, i_place = 2 + len(approach), len(self.waypoints) - 4  # the segments that stay at pick, at place
@@ -479,37 +472,11 @@ def _segment_duration(spec: RobotSpec, qa: np.ndarray, qb: np.ndarray, min_segme
     # a minimum-jerk segment peaks at 1.875 |delta| / T
     T0 = max(min_segment, float(np.max(1.875 * np.abs(qb - qa) / (JOINT_SPEED_FRACTION * spec.dq_max))))
 
-    def build(scale: float) -> _MinJerkSegments:
-        return _MinJerkSegments(np.array([qa, qb]), np.array([T0 / scale]))
+    def build(scale: float) -> MinJerkSegments:
+        return MinJerkSegments(np.array([qa, qb]), np.array([T0 / scale]))
 
     _, scale, _ = _largest_admissible(spec, build, 1.0)
     return T0 / scale
-
-
-class _MinJerkSegments:
-    """Rest-to-rest minimum-jerk segments through ``waypoints`` (W, n) with ``durations`` (W - 1,) s."""
-
-    def __init__(self, waypoints: np.ndarray, durations: np.ndarray) -> None:
-        self.waypoints = np.asarray(waypoints, dtype=float)
-        self.durations = np.asarray(durations, dtype=float)
-        self.starts = np.concatenate([[0.0], np.cumsum(self.durations)])
-
-    @property
-    def duration(self) -> float:
-        return float(self.starts[-1])
-
-    def __call__(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        t = np.clip(np.atleast_1d(np.asarray(t, dtype=float)), 0.0, self.duration)
-        idx = np.clip(np.searchsorted(self.starts, t, side="right") - 1, 0, len(self.durations) - 1)
-        T = self.durations[idx]
-        s, ds, dds = min_jerk((t - self.starts[idx]) / T)
-        qa = self.waypoints[idx]
-        delta = self.waypoints[idx + 1] - qa
-        return (
-            qa + delta * s[:, None],
-            delta * (ds / T)[:, None],
-            delta * (dds / T**2)[:, None],
-        )
 
 
 # ----------------------------------------------------------------- factory
