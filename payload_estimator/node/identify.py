@@ -88,8 +88,9 @@ __all__ = [
 
 SUCCEEDED, ABORTED, CANCELED = "succeeded", "aborted", "canceled"
 """How an identification ends (the action goal's terminal state)."""
-STARTING, MOVING, SETTLING, STOPPING, RETURNING, APPLYING, DONE = (
-    "starting", "moving", "settling", "stopping", "returning", "applying", "done")
+DESIGNING, STARTING, MOVING, SETTLING, STOPPING, RETURNING, APPLYING, DONE = (
+    "designing", "starting", "moving", "settling", "stopping", "returning", "applying", "done")
+"""The phases the feedback names (``designing``: before the session starts, in the action's thread)."""
 
 SETTLE_S = 1.0
 """After a motion that ended unconverged, how long to wait for the estimate (the filters' delay), s."""

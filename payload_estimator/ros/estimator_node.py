@@ -67,6 +67,7 @@ from payload_estimator.msg import PayloadEstimate
 from payload_estimator.node.frames import extra_frame
 from payload_estimator.node.identify import (
     ABORTED,
+    DESIGNING,
     CANCELED,
     SUCCEEDED,
     Feedback,
@@ -502,7 +503,7 @@ class EstimatorNode(Node):
             return self._finish_identify(goal_handle, Outcome(ABORTED, why))
         assert settings is not None and stream is not None and reading is not None
         try:
-            goal_handle.publish_feedback(Identify.Feedback(phase="designing", tracking_error=float("nan")))
+            goal_handle.publish_feedback(Identify.Feedback(phase=DESIGNING, tracking_error=float("nan")))
             try:
                 plan = plan_identification(settings, goal, self.supervisor.description or "", flange_frame(settings),
                                            stream.joint_names, reading.positions)
