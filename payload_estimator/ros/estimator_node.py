@@ -67,8 +67,8 @@ from payload_estimator.msg import PayloadEstimate
 from payload_estimator.node.frames import extra_frame
 from payload_estimator.node.identify import (
     ABORTED,
-    DESIGNING,
     CANCELED,
+    DESIGNING,
     SUCCEEDED,
     Feedback,
     IdentifyGoal,
