@@ -217,3 +217,51 @@ def call(node: Any, srv_type: Any, name: str, request: Any, timeout: float = 30.
     future = client.call_async(request)
     assert wait_for(future.done, timeout), f"no answer from {name}"
     return future.result()
+
+
+class SpinningTestCase:
+    """Mixin for a launch test's ``unittest.TestCase``: one test node in a private context, spun in
+    a background thread for the whole class. A subclass names its node (``NODE_NAME``) and creates
+    its subscriptions and clients on ``cls.node`` in :meth:`set_up_node`; ``self.wait(condition,
+    timeout)`` polls."""
+
+    NODE_NAME = "launch_test"
+    SPIN_PERIOD_S = 0.05
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+
+        cls.context = rclpy.Context()
+        rclpy.init(context=cls.context)
+        cls.node = rclpy.create_node(cls.NODE_NAME, context=cls.context)
+        cls.executor = SingleThreadedExecutor(context=cls.context)
+        cls.executor.add_node(cls.node)
+        cls.set_up_node()
+        cls._spinning = True
+        cls._thread = threading.Thread(target=cls._spin, daemon=True)
+        cls._thread.start()
+
+    @classmethod
+    def set_up_node(cls) -> None:
+        """Subscriptions, clients and the lists they fill, on ``cls.node`` (before spinning starts)."""
+
+    @classmethod
+    def _spin(cls) -> None:
+        while cls._spinning and cls.context.ok():
+            cls.executor.spin_once(timeout_sec=cls.SPIN_PERIOD_S)
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        import rclpy
+
+        cls._spinning = False
+        cls._thread.join(timeout=2.0)
+        cls.executor.shutdown()
+        cls.node.destroy_node()
+        rclpy.try_shutdown(context=cls.context)
+
+    def wait(self, condition: Callable[[], Any], timeout: float) -> Any:
+        """:func:`wait_for` at the spin period."""
+        return wait_for(condition, timeout, period=self.SPIN_PERIOD_S)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import os
-import threading
+import sys
 import time
 import unittest
 
@@ -22,18 +22,18 @@ pytest.importorskip("payload_estimator.action", reason="the package's interfaces
 pytest.importorskip("launch_testing")
 pytest.importorskip("control_msgs")
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # launch_test does not add it
 import launch_testing  # noqa: E402
 import launch_testing.actions  # noqa: E402
 import launch_testing.asserts  # noqa: E402
 import numpy as np  # noqa: E402
-import rclpy  # noqa: E402
 from action_msgs.msg import GoalStatus  # noqa: E402
 from ament_index_python.packages import get_package_share_directory  # noqa: E402
 from geometry_msgs.msg import InertiaStamped  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data  # noqa: E402
+from ros_helpers import SpinningTestCase  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 import launch  # noqa: E402
@@ -59,14 +59,11 @@ def generate_test_description():
     return launch.LaunchDescription([demo, launch_testing.actions.ReadyToTest()])
 
 
-class TestIdentify(unittest.TestCase):
+class TestIdentify(SpinningTestCase, unittest.TestCase):
+    NODE_NAME = "identify_test"
+
     @classmethod
-    def setUpClass(cls):
-        cls.context = rclpy.Context()
-        rclpy.init(context=cls.context)
-        cls.node = rclpy.create_node("identify_test", context=cls.context)
-        cls.executor = SingleThreadedExecutor(context=cls.context)
-        cls.executor.add_node(cls.node)
+    def set_up_node(cls):
         cls.joints: list[tuple[float, np.ndarray]] = []
         cls.truth: list[InertiaStamped] = []
         cls.feedback: list = []
@@ -76,54 +73,29 @@ class TestIdentify(unittest.TestCase):
         cls.node.create_subscription(JointState, SETTINGS.joint_states_topic, cls._on_joints,
                                      qos_profile_sensor_data)  # best effort, as the robot publishes them
         cls.client = ActionClient(cls.node, Identify, "/payload_estimator/identify")
-        cls._spinning = True
-        cls.thread = threading.Thread(target=cls._spin, daemon=True)
-        cls.thread.start()
 
     @classmethod
     def _on_joints(cls, msg):
         cls.joints.append((time.monotonic(), np.array(msg.position[:7], dtype=float)))
         del cls.joints[:-5000]
 
-    @classmethod
-    def _spin(cls):
-        while cls._spinning and cls.context.ok():
-            cls.executor.spin_once(timeout_sec=0.05)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls._spinning = False
-        cls.thread.join(timeout=2.0)
-        cls.executor.shutdown()
-        cls.node.destroy_node()
-        rclpy.try_shutdown(context=cls.context)
-
-    def _wait(self, condition, timeout):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = condition()
-            if value:
-                return value
-            time.sleep(0.05)
-        return None
-
     def _ready(self):
         self.assertTrue(self.client.wait_for_server(timeout_sec=60.0), "no ~/identify action server")
-        self.assertIsNotNone(self._wait(lambda: len(self.joints) > 100, 60.0), "no joint states")
-        self.assertIsNotNone(self._wait(lambda: self.truth, 30.0), "no /payload_sim/truth")
+        self.assertIsNotNone(self.wait(lambda: len(self.joints) > 100, 60.0), "no joint states")
+        self.assertIsNotNone(self.wait(lambda: self.truth, 30.0), "no /payload_sim/truth")
 
     def _send(self, **fields):
         self.feedback.clear()
         goal = Identify.Goal(**fields)
         future = self.client.send_goal_async(goal, feedback_callback=lambda m: self.feedback.append(m.feedback))
-        self.assertTrue(self._wait(future.done, 30.0), "the goal got no answer")
+        self.assertTrue(self.wait(future.done, 30.0), "the goal got no answer")
         handle = future.result()
         self.assertTrue(handle.accepted)
         return handle
 
     def _result(self, handle, timeout=GOAL_S):
         future = handle.get_result_async()
-        self.assertTrue(self._wait(future.done, timeout), "no result")
+        self.assertTrue(self.wait(future.done, timeout), "no result")
         return future.result()
 
     def _joints_between(self, start, stop):
@@ -171,10 +143,10 @@ class TestIdentify(unittest.TestCase):
     def test_3_cancel_stops_the_arm(self):
         self._ready()
         handle = self._send()
-        moving = self._wait(lambda: any(f.phase == "moving" and f.progress > 0.1 for f in self.feedback), GOAL_S)
+        moving = self.wait(lambda: any(f.phase == "moving" and f.progress > 0.1 for f in self.feedback), GOAL_S)
         self.assertIsNotNone(moving, "the arm never moved")
         cancel = handle.cancel_goal_async()
-        self.assertTrue(self._wait(cancel.done, 10.0))
+        self.assertTrue(self.wait(cancel.done, 10.0))
         response = self._result(handle, 30.0)
         self.assertEqual(response.status, GoalStatus.STATUS_CANCELED, response.result.message)
         self.assertIn("stopped", response.result.message)

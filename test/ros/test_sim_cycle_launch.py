@@ -11,7 +11,7 @@ mass within 2 % while it is held; /payload_sim/truth follows what the gripper ho
 from __future__ import annotations
 
 import os
-import threading
+import sys
 import time
 import unittest
 
@@ -21,15 +21,15 @@ pytest.importorskip("rclpy")
 pytest.importorskip("payload_estimator.msg", reason="the package's interfaces are not built (colcon build)")
 pytest.importorskip("launch_testing")
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # launch_test does not add it
 import launch_testing  # noqa: E402
 import launch_testing.actions  # noqa: E402
 import launch_testing.asserts  # noqa: E402
-import rclpy  # noqa: E402
 from ament_index_python.packages import get_package_share_directory  # noqa: E402
 from geometry_msgs.msg import InertiaStamped  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
+from ros_helpers import SpinningTestCase  # noqa: E402
 
 import launch  # noqa: E402
 from payload_estimator.msg import PayloadEstimate  # noqa: E402
@@ -51,35 +51,17 @@ def generate_test_description():
     return launch.LaunchDescription([demo, launch_testing.actions.ReadyToTest()])
 
 
-class TestSimCycle(unittest.TestCase):
+class TestSimCycle(SpinningTestCase, unittest.TestCase):
+    NODE_NAME = "sim_cycle_test"
+
     @classmethod
-    def setUpClass(cls):
-        cls.context = rclpy.Context()
-        rclpy.init(context=cls.context)
-        cls.node = rclpy.create_node("sim_cycle_test", context=cls.context)
-        cls.executor = SingleThreadedExecutor(context=cls.context)
-        cls.executor.add_node(cls.node)
+    def set_up_node(cls):
         cls.estimates: list[PayloadEstimate] = []
         cls.truths: list[InertiaStamped] = []
         cls.node.create_subscription(PayloadEstimate, "/payload_estimator/estimate", cls.estimates.append, 100)
         latched = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         cls.node.create_subscription(InertiaStamped, "/payload_sim/truth", cls.truths.append, latched)
-        cls._spinning = True
-        cls.thread = threading.Thread(target=cls._spin, daemon=True)
-        cls.thread.start()
-
-    @classmethod
-    def _spin(cls):
-        while cls._spinning and cls.context.ok():
-            cls.executor.spin_once(timeout_sec=0.05)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls._spinning = False
-        cls.thread.join(timeout=2.0)
-        cls.node.destroy_node()
-        rclpy.shutdown(context=cls.context)
 
     def test_the_estimate_follows_the_picks_and_places(self):
         deadline = time.monotonic() + WITHIN_S

@@ -10,8 +10,8 @@ start-up, that /diagnostics publishes, and that ~/pause, ~/reset, ~/save_urdf
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
-import threading
 import time
 import unittest
 
@@ -21,15 +21,15 @@ pytest.importorskip("rclpy")
 pytest.importorskip("payload_estimator.msg", reason="the package's interfaces are not built (colcon build)")
 pytest.importorskip("launch_testing")
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # launch_test does not add it
 import launch_testing  # noqa: E402
 import launch_testing.actions  # noqa: E402
 import launch_testing.asserts  # noqa: E402
-import rclpy  # noqa: E402
 import yaml  # noqa: E402
 from ament_index_python.packages import get_package_share_directory  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from ros_helpers import SpinningTestCase  # noqa: E402
 from std_srvs.srv import SetBool, Trigger  # noqa: E402
 
 import launch  # noqa: E402
@@ -53,51 +53,23 @@ def generate_test_description():
     return launch.LaunchDescription([demo, launch_testing.actions.ReadyToTest()])
 
 
-class TestSimDemo(unittest.TestCase):
+class TestSimDemo(SpinningTestCase, unittest.TestCase):
+    NODE_NAME = "sim_demo_test"
+
     @classmethod
-    def setUpClass(cls):
-        cls.context = rclpy.Context()
-        rclpy.init(context=cls.context)
-        cls.node = rclpy.create_node("sim_demo_test", context=cls.context)
-        cls.executor = SingleThreadedExecutor(context=cls.context)
-        cls.executor.add_node(cls.node)
+    def set_up_node(cls):
         cls.estimates: list[tuple[float, PayloadEstimate]] = []
         cls.diagnostics: list[DiagnosticArray] = []
         cls.node.create_subscription(PayloadEstimate, "/payload_estimator/estimate",
                                      lambda m: cls.estimates.append((time.monotonic(), m)), 10)
         cls.node.create_subscription(DiagnosticArray, "/diagnostics", cls.diagnostics.append, 10)
         cls.t_start = time.monotonic()
-        cls._spinning = True
-        cls.thread = threading.Thread(target=cls._spin, daemon=True)
-        cls.thread.start()
-
-    @classmethod
-    def _spin(cls):
-        while cls._spinning and cls.context.ok():
-            cls.executor.spin_once(timeout_sec=0.05)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls._spinning = False
-        cls.thread.join(timeout=2.0)
-        cls.executor.shutdown()
-        cls.node.destroy_node()
-        rclpy.try_shutdown(context=cls.context)
-
-    def _wait(self, condition, timeout):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = condition()
-            if value:
-                return value
-            time.sleep(0.05)
-        return None
 
     def _call(self, srv_type, name, request):
         client = self.node.create_client(srv_type, name)
         self.assertTrue(client.wait_for_service(timeout_sec=15.0), f"{name} not available")
         future = client.call_async(request)
-        self.assertTrue(self._wait(future.done, 15.0), f"no answer from {name}")
+        self.assertTrue(self.wait(future.done, 15.0), f"no answer from {name}")
         return future.result()
 
     def _converged(self):
@@ -109,7 +81,7 @@ class TestSimDemo(unittest.TestCase):
         return None
 
     def test_1_converged_estimate_of_the_true_mass(self):
-        found = self._wait(self._converged, CONVERGED_WITHIN_S)
+        found = self.wait(self._converged, CONVERGED_WITHIN_S)
         self.assertIsNotNone(found, f"no converged mass and COM within {CONVERGED_WITHIN_S} s; last: "
                                     f"{self.estimates[-1][1].status if self.estimates else 'no estimate at all'}")
         t, est = found
@@ -132,7 +104,7 @@ class TestSimDemo(unittest.TestCase):
                     return msg
             return None
 
-        msg = self._wait(ours, 10.0)
+        msg = self.wait(ours, 10.0)
         self.assertIsNotNone(msg, "no /diagnostics from the estimator")
         inputs = next(s for s in msg.status if s.name == "payload_estimator: inputs")
         rates = {kv.key: kv.value for kv in inputs.values}
@@ -140,11 +112,11 @@ class TestSimDemo(unittest.TestCase):
         self.assertGreater(float(rates["wrench rate (Hz)"]), 900.0, rates)
 
     def test_3_pause_reset_save_apply(self):
-        self.assertIsNotNone(self._wait(self._converged, CONVERGED_WITHIN_S))
+        self.assertIsNotNone(self.wait(self._converged, CONVERGED_WITHIN_S))
         paused = self._call(SetBool, "/payload_estimator/pause", SetBool.Request(data=True))
         self.assertTrue(paused.success, paused.message)
         n = len(self.estimates)
-        self._wait(lambda: len(self.estimates) > n + 5, 5.0)
+        self.wait(lambda: len(self.estimates) > n + 5, 5.0)
         used = {m.samples_used for _, m in self.estimates[n + 2:]}
         self.assertEqual(len(used), 1, "samples still enter the estimate while paused")
         # save and apply while paused: the converged estimate stays put (running on, the inertia may move)
@@ -177,7 +149,7 @@ class TestSimDemo(unittest.TestCase):
         reset = self._call(Trigger, "/payload_estimator/reset", Trigger.Request())
         self.assertTrue(reset.success, reset.message)
         n = len(self.estimates)
-        self.assertTrue(self._wait(lambda: len(self.estimates) > n + 3, 10.0))
+        self.assertTrue(self.wait(lambda: len(self.estimates) > n + 3, 10.0))
         self.assertLess(min(m.samples_used for _, m in self.estimates[n:]),
                         max(m.samples_used for _, m in self.estimates[:n]), "reset did not start over")
 

@@ -10,6 +10,8 @@ that a cancelled goal brakes to rest and reports canceled.
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 import unittest
@@ -21,17 +23,17 @@ pytest.importorskip("rclpy")
 pytest.importorskip("control_msgs.action", reason="control_msgs is not built")
 pytest.importorskip("launch_testing")
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # launch_test does not add it
 import launch_testing  # noqa: E402
 import launch_testing.actions  # noqa: E402
 import launch_testing.asserts  # noqa: E402
-import rclpy  # noqa: E402
 from action_msgs.msg import GoalStatus  # noqa: E402
 from control_msgs.action import FollowJointTrajectory  # noqa: E402
 from launch_ros.actions import Node  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.duration import Duration  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import qos_profile_sensor_data  # noqa: E402
+from ros_helpers import SpinningTestCase  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from trajectory_msgs.msg import JointTrajectoryPoint  # noqa: E402
 
@@ -74,21 +76,16 @@ def goal_msg(names, t, q, dq, ddq) -> FollowJointTrajectory.Goal:
     return goal
 
 
-class TestFollowJointTrajectory(unittest.TestCase):
+class TestFollowJointTrajectory(SpinningTestCase, unittest.TestCase):
+    NODE_NAME = "follow_trajectory_test"
+    SPIN_PERIOD_S = 0.02
+
     @classmethod
-    def setUpClass(cls):
-        cls.context = rclpy.Context()
-        rclpy.init(context=cls.context)
-        cls.node = rclpy.create_node("follow_trajectory_test", context=cls.context)
-        cls.executor = SingleThreadedExecutor(context=cls.context)
-        cls.executor.add_node(cls.node)
+    def set_up_node(cls):
         cls.states: list[tuple[float, np.ndarray, np.ndarray]] = []
         cls.lock = threading.Lock()
         cls.node.create_subscription(JointState, SETTINGS.joint_states_topic, cls._on_joints, qos_profile_sensor_data)
         cls.client = ActionClient(cls.node, FollowJointTrajectory, ACTION)
-        cls._spinning = True
-        cls.thread = threading.Thread(target=cls._spin, daemon=True)
-        cls.thread.start()
 
     @classmethod
     def _on_joints(cls, msg):
@@ -96,44 +93,22 @@ class TestFollowJointTrajectory(unittest.TestCase):
             cls.states.append((msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9,
                                np.array(msg.position), np.array(msg.velocity)))
 
-    @classmethod
-    def _spin(cls):
-        while cls._spinning and cls.context.ok():
-            cls.executor.spin_once(timeout_sec=0.02)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls._spinning = False
-        cls.thread.join(timeout=2.0)
-        cls.executor.shutdown()
-        cls.node.destroy_node()
-        rclpy.try_shutdown(context=cls.context)
-
-    def _wait(self, condition, timeout):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = condition()
-            if value:
-                return value
-            time.sleep(0.02)
-        return None
-
     def _current(self) -> np.ndarray:
-        self.assertTrue(self._wait(lambda: len(self.states) > 10, 30.0), "no joint states")
+        self.assertTrue(self.wait(lambda: len(self.states) > 10, 30.0), "no joint states")
         with self.lock:
             return self.states[-1][1].copy()
 
     def _send(self, goal, feedback=None):
         self.assertTrue(self.client.wait_for_server(timeout_sec=30.0), f"no action server on {ACTION}")
         future = self.client.send_goal_async(goal, feedback_callback=feedback)
-        self.assertTrue(self._wait(future.done, 10.0), "the goal got no answer")
+        self.assertTrue(self.wait(future.done, 10.0), "the goal got no answer")
         handle = future.result()
         self.assertTrue(handle.accepted)
         return handle
 
     def _result(self, handle, timeout):
         future = handle.get_result_async()
-        self.assertTrue(self._wait(future.done, timeout), "no result")
+        self.assertTrue(self.wait(future.done, timeout), "no result")
         return future.result()
 
     def _states_since(self, t0: float):
@@ -199,7 +174,7 @@ class TestFollowJointTrajectory(unittest.TestCase):
             speed = np.max(np.abs(self.states[-1][2]))
         self.assertGreater(speed, 0.1, "not moving when cancelled")
         cancel = handle.cancel_goal_async()
-        self.assertTrue(self._wait(cancel.done, 5.0))
+        self.assertTrue(self.wait(cancel.done, 5.0))
         wrapped = self._result(handle, 10.0)
         self.assertEqual(wrapped.status, GoalStatus.STATUS_CANCELED)
         time.sleep(0.3)
