@@ -213,6 +213,23 @@ def test_a_start_within_the_margin_of_a_limit_is_refused_by_the_design():
         plan_identification(SETTINGS, IdentifyGoal(), robot_urdf(ROBOT), SPEC.flange_frame, SPEC.joint_names, q)
 
 
+
+def test_a_wall_mounted_arm_is_designed_for_its_own_gravity_and_floor(plan):
+    """base_rpy turns the world: the same joint motion sees gravity elsewhere, and the floor is the world's."""
+    wall = replace(SETTINGS, base_rpy=(0.0, -math.pi / 2, 0.0))  # base z horizontal: mounted on a wall
+    q = np.array(SPEC.q_home)
+    sideways = plan_identification(wall, IdentifyGoal(duration=3.0), robot_urdf(ROBOT), SPEC.flange_frame,
+                                   SPEC.joint_names, q)
+    g_wall = sideways.kinematics.compute(q[None], 0 * q[None], 0 * q[None]).gravity_in_sensor[0]
+    g_up = plan.kinematics.compute(q[None], 0 * q[None], 0 * q[None]).gravity_in_sensor[0]
+    assert abs(g_up @ g_wall) < 1e-6 * 9.81**2  # a quarter turn apart
+    upright = plan_identification(SETTINGS, IdentifyGoal(duration=3.0), robot_urdf(ROBOT), SPEC.flange_frame,
+                                  SPEC.joint_names, q)
+    # the flange of the home pose is 0.59 m above an upright base, 0.31 m beside (below or above) a wall's
+    assert sideways.summary["min_floor_clearance_m"] != pytest.approx(upright.summary["min_floor_clearance_m"],
+                                                                      abs=0.05)
+
+
 # ------------------------------------------------------------------- design
 def test_the_plan_is_the_checked_design_sampled_for_the_controller(plan):
     assert plan.joint_names == SPEC.joint_names and plan.duration == pytest.approx(5.0)

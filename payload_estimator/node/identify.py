@@ -50,13 +50,13 @@ from typing import Any
 
 import numpy as np
 import yaml
+from scipy.spatial.transform import Rotation
 
 from payload_estimator.excitation import (
     ArmLimits,
     ExcitationError,
     MotionLimits,
     design_excitation,
-    flange_kinematics,
 )
 from payload_estimator.excitation.trajectory import JointTrajectory, MinJerkSegments, sample_points
 from payload_estimator.pipeline.kinematics import SensorKinematics
@@ -291,11 +291,15 @@ def motion_limits(settings: Settings, goal: IdentifyGoal) -> MotionLimits:
 
 def _arm(settings: Settings, urdf: str, flange: str, joint_names: tuple[str, ...]
          ) -> tuple[SensorKinematics, ArmLimits]:
-    """The flange kinematics and arm limits: the preset's when the joints are its own, else the URDF's."""
+    """The flange kinematics of the robot description in use, mounted as the settings say (``base_rpy``,
+    ``gravity``: a wall-mounted arm's floor and gravity are not an upright one's), and the arm limits:
+    the preset's vendor limits when the joints are its own, else the URDF's."""
+    kin = SensorKinematics(urdf, flange, joint_names=joint_names,
+                           R_world_base=Rotation.from_euler("xyz", settings.base_rpy).as_matrix(),
+                           gravity_in_world=(0.0, 0.0, -settings.gravity))
     spec = ROBOTS.get(settings.robot)
     if spec is not None and tuple(spec.joint_names) == joint_names and spec.flange_frame == flange:
-        return flange_kinematics(spec.name), ArmLimits.from_robot(spec)
-    kin = SensorKinematics(urdf, flange, joint_names=joint_names)
+        return kin, ArmLimits.from_robot(spec)
     return kin, ArmLimits.from_kinematics(kin)
 
 
