@@ -135,9 +135,22 @@ class Settings:
     apply_target: str = _p("none", "where ~/apply sends the estimate: none, franka, xarm, gravity_compensation",
                            APPLY_TARGETS)
     max_payload_mass: float = _p(3.0, "the robot's payload limit, kg: ~/apply refuses more")
+    # The drivers' names: franka_ros2's node "service_server" serves "~/set_load"
+    # (franka_hardware/src/franka_param_service_server.cpp); xarm_ros2's "ufactory_driver" serves
+    # "set_tcp_load" on its sub-node hw_ns, "xarm" for the xArm 5/6/7, "ufactory" for the Lite 6 and 850
+    # (xarm_api/src/xarm_driver.cpp, xarm_api/launch/xarm7_driver.launch.py); both in the launch's namespace.
     franka_set_load_service: str = _p("/service_server/set_load", "franka_msgs/srv/SetLoad service")
-    xarm_set_tcp_load_service: str = _p("/xarm/set_tcp_load", "xarm_msgs/srv/SetTcpLoad service")
-    gravity_compensation_node: str = _p("", "node whose tool.mass and tool.CoG parameters ~/apply sets")
+    xarm_set_tcp_load_service: str = _p("/xarm/set_tcp_load", "xarm_msgs/srv/SetTcpLoad service (enable "
+                                                               "services.set_tcp_load in xarm_user_params.yaml)")
+    gravity_compensation_node: str = _p("", "node whose tool.mass and tool.CoG parameters ~/apply sets: the filter's "
+                                            "own node, or the controller whose filter chain holds it, e.g. "
+                                            "/force_torque_sensor_broadcaster")
+    # control_toolbox's GravityCompensation declares tool.mass and tool.CoG under the prefix it is configured
+    # with (control_toolbox/src/control_filters/gravity_compensation_filter_parameters.yaml); a filters::FilterChain
+    # configures filter N with "<chain>.filterN.params." (ros/filters include/filters/filter_chain.hpp).
+    gravity_compensation_prefix: str = _p("", "prefix of the filter's tool.mass and tool.CoG on "
+                                              "gravity_compensation_node: empty for a filter on its own, "
+                                              "sensor_filter_chain.filterN.params. in force_torque_sensor_broadcaster")
     # -------------------------------------------------- identification (~/identify)
     # excitation.MotionLimits takes its defaults from the identify_* fields below.
     trajectory_action: str = _p(

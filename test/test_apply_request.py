@@ -52,6 +52,18 @@ def test_gravity_compensation_parameters_in_the_sensor_frame():
     assert req is None and "gravity_compensation_node" in why
 
 
+def test_gravity_compensation_in_a_filter_chain():
+    """force_torque_sensor_broadcaster's sensor_filter_chain: the filter's parameters behind its chain prefix."""
+    s = settings_for_robot("xarm7", apply_target="gravity_compensation",
+                           gravity_compensation_node="/force_torque_sensor_broadcaster")
+    for prefix in ("sensor_filter_chain.filter2.params.", "sensor_filter_chain.filter2.params"):
+        req, _ = build_apply_request(s.with_(gravity_compensation_prefix=prefix), _out())
+        assert req.service_name == "/force_torque_sensor_broadcaster/set_parameters"
+        assert [p["name"] for p in req.fields["parameters"]] == [
+            "sensor_filter_chain.filter2.params.tool.mass", "sensor_filter_chain.filter2.params.tool.CoG"]
+        assert np.isclose(req.fields["parameters"][0]["value"]["double_value"], 0.8)
+
+
 def test_refusals():
     s = settings_for_robot("panda")
     assert build_apply_request(s.with_(apply_target="none"), _out())[0] is None

@@ -10,7 +10,8 @@ Targets (``apply_target``):
 * ``gravity_compensation``: ``rcl_interfaces/srv/SetParameters`` on
   ``<gravity_compensation_node>/set_parameters`` with ``tool.mass`` (kg) and
   ``tool.CoG`` ([x, y, z] m, in the sensor frame, which must be the filter's
-  ``sensor_frame``).
+  ``sensor_frame``), each behind ``gravity_compensation_prefix`` (the filter's
+  place in a filter chain, e.g. ``sensor_filter_chain.filter1.params.``).
 
 The request is a plain dictionary of message fields (what
 ``rosidl_runtime_py.set_message_fields`` and ``ros2 service call`` take); the
@@ -77,7 +78,7 @@ def build_apply_request(settings: Any, out: Any, force: bool = False) -> tuple[A
 
     Args:
         settings: a :class:`~payload_estimator.settings.Settings` (``apply_target``,
-            ``max_payload_mass``, service names, ``gravity_compensation_node``).
+            ``max_payload_mass``, service names, ``gravity_compensation_node`` and ``_prefix``).
         out: a :class:`~payload_estimator.pipeline.stream.StreamEstimate`, or None.
         force: apply even if not converged, not physically consistent, poorly fitting or
             not identified (never beyond the mass limit, never non-finite):
@@ -109,12 +110,12 @@ def build_apply_request(settings: Any, out: Any, force: bool = False) -> tuple[A
         node = settings.gravity_compensation_node.rstrip("/")
         if not node:
             return None, "gravity_compensation_node is empty: name the node that has tool.mass and tool.CoG"
-        params = gravity_compensation_parameters(out.estimate.params)
+        (mass_name, mass), (cog_name, cog) = gravity_compensation_parameters(
+            out.estimate.params, settings.gravity_compensation_prefix).items()
         fields = {
             "parameters": [
-                {"name": "tool.mass", "value": {"type": PARAMETER_DOUBLE, "double_value": params["tool.mass"]}},
-                {"name": "tool.CoG",
-                 "value": {"type": PARAMETER_DOUBLE_ARRAY, "double_array_value": params["tool.CoG"]}},
+                {"name": mass_name, "value": {"type": PARAMETER_DOUBLE, "double_value": mass}},
+                {"name": cog_name, "value": {"type": PARAMETER_DOUBLE_ARRAY, "double_array_value": cog}},
             ]
         }
         name = f"{node}/set_parameters"

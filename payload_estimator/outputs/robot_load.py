@@ -7,7 +7,9 @@
   ([x, y, z] in mm, flange frame).
 * ros2_control ``control_toolbox`` GravityCompensation filter parameters:
   ``tool.mass`` (kg) and ``tool.CoG`` ([x, y, z] in m, in the filter's
-  ``sensor_frame``).
+  ``sensor_frame``), under the prefix the filter was configured with (in a
+  filter chain ``<chain>.filterN.params.``; Jazzy and later: Humble's
+  control_toolbox has no such filter).
 
 The functions take the parameters already expressed in the frame the robot
 expects; :meth:`InertialParameters.transformed` moves them there from the estimate's frame.
@@ -42,9 +44,17 @@ def xarm_set_tcp_load_fields(params_in_flange: InertialParameters) -> dict[str, 
     }
 
 
-def gravity_compensation_parameters(params_in_sensor: InertialParameters) -> dict[str, object]:
-    """``control_toolbox`` GravityCompensation parameters (COM in the filter's sensor frame)."""
+def gravity_compensation_parameters(params_in_sensor: InertialParameters, prefix: str = "") -> dict[str, object]:
+    """``control_toolbox`` GravityCompensation parameters (COM in the filter's sensor frame).
+
+    Args:
+        params_in_sensor: the payload in the filter's ``sensor_frame``.
+        prefix: the filter's parameter prefix, e.g. ``sensor_filter_chain.filter1.params`` (a missing
+            trailing dot is added, as ``filters`` does); empty for a filter configured on its own.
+    """
+    if prefix and not prefix.endswith("."):
+        prefix += "."
     return {
-        "tool.mass": float(params_in_sensor.mass),
-        "tool.CoG": [float(x) for x in params_in_sensor.com],
+        f"{prefix}tool.mass": float(params_in_sensor.mass),
+        f"{prefix}tool.CoG": [float(x) for x in params_in_sensor.com],
     }

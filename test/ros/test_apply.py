@@ -4,9 +4,12 @@ The real target, ros2_control's control_toolbox GravityCompensation filter, is
 C++ and is not built in this environment; a plain rclpy node declaring its two
 parameters (``tool.mass``, kg; ``tool.CoG``, m, in the filter's sensor frame)
 stands in for it: ``~/apply`` only talks to its standard
-``<node>/set_parameters`` service, which every node has. franka_msgs and
-xarm_msgs are not installed here either: the test checks that ``~/apply`` then
-names the missing package and that ``dry_run`` still returns the request.
+``<node>/set_parameters`` service, which every node has. In a filter chain
+(force_torque_sensor_broadcaster's ``sensor_filter_chain``) the controller's
+node holds them behind the chain's prefix: a second stand-in declares them so.
+Without franka_msgs, the test checks that ``~/apply`` names the missing
+package and that ``dry_run`` still returns the request (with it, and with
+xarm_msgs: test_vendor_apply_launch.py).
 """
 
 from __future__ import annotations
@@ -72,6 +75,21 @@ def test_apply_sets_the_gravity_compensation_parameters(ros):
     assert abs(mass - pub.run.payload_params.mass) < 0.05 * pub.run.payload_params.mass
     assert np.linalg.norm(cog - pub.run.payload_params.com) < 0.02
     assert {p.name for p in seen} == {"tool.mass", "tool.CoG"}
+
+    # the filter in force_torque_sensor_broadcaster's chain: its parameters behind the chain's prefix
+    chain = "sensor_filter_chain.filter1.params."
+    broadcaster = ros.node("force_torque_sensor_broadcaster")
+    broadcaster.declare_parameter(f"{chain}tool.mass", 0.0)
+    broadcaster.declare_parameter(f"{chain}tool.CoG", [0.0, 0.0, 0.0])
+    node.set_parameters([Parameter("gravity_compensation_node", value="/force_torque_sensor_broadcaster"),
+                         Parameter("gravity_compensation_prefix", value=chain)])
+    in_chain = _apply(helper, force=True)
+    assert in_chain.success, in_chain.message
+    assert "/force_torque_sensor_broadcaster/set_parameters" in in_chain.message
+    assert broadcaster.get_parameter(f"{chain}tool.mass").value == pytest.approx(mass, rel=0.05)
+    assert np.linalg.norm(np.asarray(broadcaster.get_parameter(f"{chain}tool.CoG").value) - cog) < 0.02
+    node.set_parameters([Parameter("gravity_compensation_node", value=f"/{FILTER_NODE}"),
+                         Parameter("gravity_compensation_prefix", value="")])
 
     # the filter refusing is reported as a failure with its reason
     gc.add_on_set_parameters_callback(lambda ps: SetParametersResult(successful=False, reason="filter busy"))
