@@ -48,3 +48,28 @@ def test_concurrent_put_and_drain_lose_nothing():
 def test_bad_length():
     with pytest.raises(ValueError):
         InputQueue(0)
+
+
+def test_receive_times_are_send_times_when_the_publisher_shares_the_clock():
+    from payload_estimator.node.input_queue import MAX_TRANSIT_NS, ReceiveClock
+
+    clock = ReceiveClock(system_ns=1_000_000_000_000, monotonic=50.0)
+    # taken now (Cyclone DDS reports the take time), sent 3 ms and 2 ms ago: the send times, distinct and ordered
+    taken = clock.system_ns
+    assert clock.receive_time(taken - 3_000_000, taken) == pytest.approx(49.997, abs=1e-9)
+    assert clock.receive_time(taken - 2_000_000, taken) == pytest.approx(49.998, abs=1e-9)
+    # a middleware that reports when the message arrived: that time when the sender's clock is off
+    arrived = taken - 1_000_000
+    assert clock.receive_time(arrived + 5_000_000, arrived) == pytest.approx(49.999, abs=1e-9)  # sender ahead
+    assert clock.receive_time(arrived - MAX_TRANSIT_NS - 1, arrived) == pytest.approx(49.999, abs=1e-9)  # far behind
+    # nothing reported: the reading itself
+    assert clock.receive_time(0, 0) == 50.0
+
+
+def test_receive_clock_reads_both_clocks_together():
+    import time
+
+    from payload_estimator.node.input_queue import ReceiveClock
+
+    clock = ReceiveClock.now()
+    assert abs(clock.receive_time(time.time_ns(), time.time_ns()) - time.monotonic()) < 0.05

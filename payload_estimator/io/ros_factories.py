@@ -84,39 +84,74 @@ _ARRAY_OF = re.compile(r"^(\w+)/(\w+)\[\d+\]$")
 def rclpy_factory() -> MessageFactory:
     """A factory of rclpy messages (needs a sourced ROS 2; imported lazily).
 
-    Only the given fields are set (``rosidl_runtime_py.set_message_fields``);
-    integers for ``byte``/``octet`` fields become the one-byte ``bytes`` rclpy
-    wants, numpy scalars become Python numbers and numpy arrays fill sequences.
+    Only the given fields are set, with the conversions of
+    ``rosidl_runtime_py.set_message_fields`` (a value of another basic type is
+    converted to the field's; nested messages from mappings); integers for
+    ``byte``/``octet`` fields become the one-byte ``bytes`` rclpy wants, numpy
+    scalars become Python numbers and numpy arrays fill sequences. Message classes
+    and the element types of sequences are looked up once per type (the node
+    builds its markers, estimate and diagnostics with it at publish_rate_hz).
     """
-    from rosidl_runtime_py.set_message import set_message_fields
+    import array
+
     from rosidl_runtime_py.utilities import get_message
 
-    def element_template(msg: Any, name: str) -> Any | None:
-        typ = msg.get_fields_and_field_types().get(name, "")
-        match = _SEQUENCE_OF.match(typ) or _ARRAY_OF.match(typ)
-        return get_message(f"{match.group(1)}/msg/{match.group(2)}")() if match else None
+    classes: dict[str, Any] = {}
+    elements: dict[tuple[Any, str], Any] = {}
+    basic = (bool, int, float, str, bytes)
 
-    def for_rclpy(template: Any, values: Mapping[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def message_class(typename: str) -> Any:
+        cls = classes.get(typename)
+        if cls is None:
+            cls = classes[typename] = get_message(typename)
+        return cls
+
+    def element_class(owner: Any, name: str) -> Any | None:
+        key = (owner, name)
+        if key not in elements:
+            typ = owner.get_fields_and_field_types().get(name, "")
+            match = _SEQUENCE_OF.match(typ) or _ARRAY_OF.match(typ)
+            elements[key] = message_class(f"{match.group(1)}/msg/{match.group(2)}") if match else None
+        return elements[key]
+
+    def fill(msg: Any, values: Mapping[str, Any]) -> None:
         for name, value in values.items():
-            current = getattr(template, name)
+            current = getattr(msg, name)  # AttributeError: no such field
             if isinstance(value, Mapping):
-                value = for_rclpy(current, value)
+                nested = type(current)()
+                fill(nested, value)
+                value = nested
             elif isinstance(current, bytes) and isinstance(value, (int, np.integer)):
                 value = bytes([int(value)])
             elif isinstance(value, (list, tuple)) and value and isinstance(value[0], Mapping):
-                element = element_template(template, name)
-                value = [for_rclpy(element, v) for v in value] if element is not None else list(value)
+                cls = element_class(type(msg), name)
+                if cls is not None:
+                    built = []
+                    for v in value:
+                        element = cls()
+                        fill(element, v)
+                        built.append(element)
+                    value = built
+                else:
+                    value = list(value)
             elif isinstance(value, np.ndarray) and not isinstance(current, np.ndarray):
                 value = value.tolist()
             elif isinstance(value, np.generic):
                 value = value.item()
-            out[name] = value
-        return out
+            kind = type(current)
+            if kind is array.array:
+                value = array.array(current.typecode, value)
+            elif kind is np.ndarray:
+                value = np.array(value, dtype=current.dtype)
+            elif kind is list:
+                value = list(value)
+            elif kind in basic and type(value) is not kind:
+                value = kind(value)
+            setattr(msg, name, value)
 
     def make(typename: str, fields: dict[str, Any]) -> Any:
-        msg = get_message(typename)()
-        set_message_fields(msg, for_rclpy(msg, fields))
+        msg = message_class(typename)()
+        fill(msg, fields)
         return msg
 
     return make

@@ -27,6 +27,14 @@ from typing import Any
 
 import numpy as np
 
+from payload_estimator.io.cdr import (
+    JointStateLayout,
+    SerializedJointState,
+    SerializedWrenchStamped,
+    WrenchLayout,
+    joint_state_layout,
+    wrench_layout,
+)
 from payload_estimator.io.ros_factories import stamp_to_sec
 from payload_estimator.pipeline.stream import IMU, JOINTS, WRENCH, EstimationStream
 
@@ -179,9 +187,13 @@ def feed_many(stream: EstimationStream, items: Iterable[tuple[str, Any, float | 
     """Feed ``(kind, msg, wall_time)`` items in order; returns how many of each kind were accepted.
 
     The same samples and the same counted problems as calling :func:`feed` on
-    each, several times cheaper at 1 kHz: consecutive joint states with the
-    same name list, and consecutive wrenches in the same frame, go into the
-    stream as one batch. Anything unusual (an unstamped or unreadable message,
+    each, several times cheaper at 1 kHz: the items are taken kind by kind (each
+    kind in its order: the stream buffers each input on its own and aligns them
+    only when it processes, so interleaving does not matter), and consecutive joint
+    states with the same name list, and consecutive wrenches in the same frame, go
+    into the stream as one batch. Serialised messages (:mod:`payload_estimator.io.cdr`, what the
+    node subscribes to) batch by their layout and are read with numpy without being
+    decoded one by one. Anything unusual (an unstamped or unreadable message,
     uneven arrays, an IMU sample) takes the one-by-one path.
     """
     accepted = {kind: 0 for kind in KINDS}
@@ -192,13 +204,20 @@ def feed_many(stream: EstimationStream, items: Iterable[tuple[str, Any, float | 
     def flush() -> None:
         nonlocal accepted, run, run_kind, run_key
         if run:
-            if run_kind == JOINTS:
+            if isinstance(run_key, JointStateLayout):
+                accepted[JOINTS] += _flush_serialized_joint_states(stream, run_key, run)
+            elif isinstance(run_key, WrenchLayout):
+                accepted[WRENCH] += _flush_serialized_wrenches(stream, run_key, run)
+            elif run_kind == JOINTS:
                 accepted[JOINTS] += _flush_joint_states(stream, run_key, run)
             else:
                 accepted[WRENCH] += _flush_wrenches(stream, run_key, run)
         run, run_kind, run_key = [], None, None
 
-    for kind, msg, wall_time in items:
+    by_kind: dict[str, list[tuple[str, Any, float | None]]] = {}
+    for item in items:
+        by_kind.setdefault(item[0], []).append(item)
+    for kind, msg, wall_time in (item for same in by_kind.values() for item in same):
         key = _batch_key(kind, msg)
         if key is None:
             flush()
@@ -212,8 +231,33 @@ def feed_many(stream: EstimationStream, items: Iterable[tuple[str, Any, float | 
     return accepted
 
 
+_UNSTAMPED_CDR = bytes(8)
+"""header.stamp of a serialised message that has none (bytes 4-11: sec 0, nanosec 0)."""
+_SERIALIZED: dict[str, type] = {JOINTS: SerializedJointState, WRENCH: SerializedWrenchStamped}
+_layouts: dict[str, Any] = {}
+"""The last layout seen per input kind: the next message of the same driver fits it (no parsing)."""
+
+
+def _serialized_key(kind: str, msg: Any) -> Any:
+    """The layout a serialised message batches by, or None for the one-by-one path."""
+    data = msg.data
+    if data[4:12] == _UNSTAMPED_CDR:
+        return None  # unstamped: the single path counts it
+    layout = _layouts.get(kind)
+    if layout is not None and layout.fits(data):
+        return layout
+    try:
+        layout = joint_state_layout(data) if kind == JOINTS else wrench_layout(data)
+    except ValueError:
+        return None  # the single path counts it as malformed
+    _layouts[kind] = layout
+    return layout
+
+
 def _batch_key(kind: str, msg: Any) -> Any:
     """What messages must share to go into the stream as one batch, or None for the one-by-one path."""
+    if type(msg) is _SERIALIZED.get(kind):
+        return _serialized_key(kind, msg)
     try:
         if msg.header.stamp.sec == 0 and msg.header.stamp.nanosec == 0:
             return None  # unstamped: the single path counts it
@@ -253,3 +297,23 @@ def _flush_wrenches(stream: EstimationStream, frame_id: str, run: list) -> int:
     except _UNREADABLE:
         return sum(bool(feed_wrench(stream, msg, wall)) for msg, wall in run)
     return stream.push_wrench(stamps, w[:, :3], w[:, 3:], frame_id=frame_id, wall_time=run[-1][1])
+
+
+def _flush_serialized_joint_states(stream: EstimationStream, layout: JointStateLayout, run: list) -> int:
+    n = len(layout.names)
+    velocities = stream.config.use_joint_velocities
+    try:
+        if layout.n_position != n or (velocities and layout.n_velocity != n):
+            raise ValueError("uneven")
+        stamps, q, dq = layout.read([msg.data for msg, _ in run], velocities)
+    except ValueError:
+        return sum(bool(feed_joint_state(stream, msg, wall)) for msg, wall in run)
+    return stream.push_joint_states(stamps, q, list(layout.names), dq, wall_time=run[-1][1])
+
+
+def _flush_serialized_wrenches(stream: EstimationStream, layout: WrenchLayout, run: list) -> int:
+    try:
+        stamps, w = layout.read([msg.data for msg, _ in run])
+    except ValueError:
+        return sum(bool(feed_wrench(stream, msg, wall)) for msg, wall in run)
+    return stream.push_wrench(stamps, w[:, :3], w[:, 3:], frame_id=_frame(layout.frame_id), wall_time=run[-1][1])

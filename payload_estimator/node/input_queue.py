@@ -7,6 +7,10 @@ queue is bounded so that a stalled consumer cannot exhaust memory: when full,
 the oldest message is dropped and counted per stream, and the consumer reports
 the count (:meth:`InputQueue.take_overflow`).
 
+Receive times are on the monotonic clock (s). Where messages are taken from
+the middleware in bulk rather than one callback each, :class:`ReceiveClock`
+turns the middleware's timestamps (system clock, ns) into that clock.
+
 ``put`` and ``drain`` are each safe against the other running in another
 thread (``collections.deque`` appends and pops are atomic in CPython); the
 overflow counters assume one producer thread at a time, as in a ROS node whose
@@ -15,13 +19,18 @@ callbacks share a mutually exclusive callback group.
 
 from __future__ import annotations
 
+import time
 from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["InputQueue", "DEFAULT_QUEUE_LENGTH"]
+__all__ = ["InputQueue", "DEFAULT_QUEUE_LENGTH", "ReceiveClock", "MAX_TRANSIT_NS"]
 
 DEFAULT_QUEUE_LENGTH = 10_000
 """About 3 s of 1 kHz joint states, wrench and IMU together."""
+MAX_TRANSIT_NS = 500_000_000
+"""A publisher's source timestamp at most this much before the middleware's receive (or take) time
+is trusted as the message's send time on this machine's clock, ns."""
 
 
 class InputQueue:
@@ -72,3 +81,31 @@ class InputQueue:
 
     def clear(self) -> None:
         self._items.clear()
+
+
+@dataclass(frozen=True)
+class ReceiveClock:
+    """The system clock (ns, the middleware's message timestamps) and the monotonic clock (s), read together.
+
+    A message's receive time is the middleware's ``received_timestamp`` (some
+    middlewares, Cyclone DDS among them, report the time it was *taken*, which
+    in bulk is the same for a whole batch); when the publisher's
+    ``source_timestamp`` lies at most :data:`MAX_TRANSIT_NS` before it (a publisher
+    on this machine or on a synchronised clock), the send time is used instead, so
+    that consecutive messages keep distinct, ordered times. A timestamp of 0 (not
+    reported) falls back to the reading itself.
+    """
+
+    system_ns: int
+    monotonic: float
+
+    @classmethod
+    def now(cls) -> ReceiveClock:
+        return cls(time.time_ns(), time.monotonic())
+
+    def receive_time(self, source_ns: int, received_ns: int) -> float:
+        """The monotonic time, s, of a message with these middleware timestamps (system clock, ns)."""
+        t = received_ns if received_ns > 0 else self.system_ns
+        if source_ns > 0 and 0 <= t - source_ns <= MAX_TRANSIT_NS:
+            t = source_ns
+        return self.monotonic + (t - self.system_ns) * 1e-9

@@ -1,14 +1,15 @@
 """The payload estimator node: joint states, a wrist wrench (and an IMU) in, the payload out.
 
 Parameters in (one per :class:`~payload_estimator.settings.Settings` field,
-usually from ``config/<robot>.yaml``), callbacks enqueue, one 100 Hz timer
-drains the queue into the :class:`~payload_estimator.node.supervisor.Supervisor`
-and publishes what it returns::
+usually from ``config/<robot>.yaml``); a 50 Hz loop in a thread of its own
+(:class:`Loop`) takes the inputs that arrived in bulk, serialised
+(:class:`InputTaker`), queues them, drains the queue into the
+:class:`~payload_estimator.node.supervisor.Supervisor` and publishes what it returns::
 
-    joint_states_topic  (sensor_msgs/JointState)      --+
-    wrench_topic        (geometry_msgs/WrenchStamped) --+--> InputQueue --(100 Hz)--> Supervisor.tick
-    imu_topic           (sensor_msgs/Imu, optional)   --+                              (Driver: stream)
-    robot_description   (std_msgs/String, latched)    ----> Supervisor.on_description (frames from tf2)
+    joint_states_topic  (sensor_msgs/JointState, raw)      --+
+    wrench_topic        (geometry_msgs/WrenchStamped, raw) --+--> InputQueue --(50 Hz)---> Supervisor.tick
+    imu_topic           (sensor_msgs/Imu, optional)        --+                              (Driver: stream)
+    robot_description   (std_msgs/String, latched)         ----> Supervisor.on_description (frames from tf2)
 
     ~/estimate       payload_estimator/PayloadEstimate   \\
     ~/inertia        geometry_msgs/InertiaStamped          } publish_rate_hz (stale: the last good one again)
@@ -63,6 +64,7 @@ from visualization_msgs.msg import MarkerArray
 from payload_estimator.action import Identify
 from payload_estimator.excitation import ExcitationError
 from payload_estimator.io import ros_factories
+from payload_estimator.io.cdr import SerializedJointState, SerializedWrenchStamped
 from payload_estimator.msg import PayloadEstimate
 from payload_estimator.node.frames import extra_frame
 from payload_estimator.node.identify import (
@@ -79,7 +81,7 @@ from payload_estimator.node.identify import (
     plan_identification,
     refusal,
 )
-from payload_estimator.node.input_queue import InputQueue
+from payload_estimator.node.input_queue import InputQueue, ReceiveClock
 from payload_estimator.node.parameters import parameter_specs
 from payload_estimator.node.supervisor import PROCESS_PERIOD_S, Supervisor
 from payload_estimator.pipeline.build import flange_frame
@@ -89,7 +91,7 @@ from payload_estimator.ros.robot_bridges import RobotBridge
 from payload_estimator.settings import NODE_NAME
 from payload_estimator.srv import ApplyEstimate, SaveUrdf
 
-__all__ = ["EstimatorNode", "InputNode", "spin_inputs", "main", "INPUT_QOS", "LATCHED_QOS"]
+__all__ = ["EstimatorNode", "InputNode", "InputTaker", "spin_inputs", "main", "INPUT_QOS", "LATCHED_QOS"]
 
 DIAGNOSTICS_PERIOD_S = 1.0
 TRAJECTORY_SERVER_WAIT_S = 2.0
@@ -98,13 +100,21 @@ EXECUTOR_THREADS = 4
 """The node's executor threads: the loop, ~/apply (waits for a service), ~/identify (runs for the whole
 motion), and one for the answers they wait for."""
 
-# Inputs: best effort, keep last, depth 100. A best-effort subscription matches
+LOOP_PERIOD_S = 2 * PROCESS_PERIOD_S
+"""Longest period of the node's loop (:class:`Loop`), s: 20 ms of input per turn, or less to publish
+faster than ``1 / LOOP_PERIOD_S``. The Driver processes by the inputs' stamps whatever a turn holds, so
+the estimate is the same as with 10 ms turns (within 1e-5, the split of the input), at about 5 % of a
+core less (the per-turn cost of the stream; benchmarks/node_cpu.py)."""
+INPUT_DEPTH = 1000
+"""Messages each input subscription holds until the loop takes them: 1 s of 1 kHz input, far longer
+than a turn (10 ms; a rebuild of the stream, the longest, takes a few hundred ms)."""
+
+# Inputs: best effort, keep last, depth INPUT_DEPTH. A best-effort subscription matches
 # both best-effort publishers (Franka's convenience topics, most sensor
 # drivers) and reliable ones (joint_state_broadcaster, xarm_ros2); a reliable
-# subscription would not match the former at all. Depth 100 is 0.1 s of 1 kHz
-# input: enough for the middleware to hold messages between two executor turns.
+# subscription would not match the former at all.
 INPUT_QOS = QoSProfile(
-    history=HistoryPolicy.KEEP_LAST, depth=100,
+    history=HistoryPolicy.KEEP_LAST, depth=INPUT_DEPTH,
     reliability=ReliabilityPolicy.BEST_EFFORT, durability=DurabilityPolicy.VOLATILE,
 )
 # robot_description and ~/urdf_inertial: one message that late joiners must get.
@@ -203,51 +213,99 @@ def _service(callback: Any) -> Any:
 
 
 class InputNode(Node):
-    """The input subscriptions, whose callbacks only enqueue, in a node of their own.
+    """The input subscriptions, in a node of their own that no executor spins: :class:`InputTaker` takes
+    what arrived in bulk.
 
-    rclpy takes one message per ready subscription each time its executor
-    waits, and builds the wait set from every entity of its nodes: with the
-    estimator's thirty-odd entities (parameter services, timers, services,
-    publishers) that caps each input near 600 messages/s on a desktop CPU. This
-    node holds only the two or three input subscriptions and is spun by an
-    executor of its own in a thread (:func:`spin_inputs`), which keeps up with
-    1 kHz joint states plus 1 kHz wrench.
+    An rclpy executor takes one message per ready subscription each time it
+    waits, rebuilds its wait set from every entity of its nodes and makes a
+    Python message and a task of each: at 1 kHz joint states plus 1 kHz wrench
+    that alone was most of a core. Joint states and the wrench are therefore
+    subscribed *raw* (the serialised bytes, read in batches with numpy by
+    :func:`~payload_estimator.io.ros_inbound.feed_many`, see
+    :mod:`payload_estimator.io.cdr`), the IMU as messages; the callbacks here only
+    run where an executor spins this node instead (:func:`spin_inputs`' fallback).
 
     It takes no command-line arguments (a launch file's ``__node:=`` would
     rename it too): the estimator passes the resolved topic names and its namespace.
     """
 
     def __init__(self, queue: InputQueue, topics: dict[str, str], namespace: str, context: Any = None) -> None:
+        # no service either (Jazzy's ~/get_type_description): nothing would ever answer it
         super().__init__(f"{NODE_NAME}_inputs", namespace=namespace, context=context,
-                         use_global_arguments=False, start_parameter_services=False)
-        self._queue = queue
-        self.create_subscription(JointState, topics[JOINTS], self._on_joint_state, INPUT_QOS)
-        self.create_subscription(WrenchStamped, topics[WRENCH], self._on_wrench, INPUT_QOS)
+                         use_global_arguments=False, start_parameter_services=False,
+                         parameter_overrides=[Parameter("start_type_description_service", value=False)])
+        self.input_queue = queue
+        self.inputs: list[tuple[str, Any, Any]] = [
+            (JOINTS, self.create_subscription(JointState, topics[JOINTS], self._on_joint_state, INPUT_QOS,
+                                              raw=True), SerializedJointState),
+            (WRENCH, self.create_subscription(WrenchStamped, topics[WRENCH], self._on_wrench, INPUT_QOS,
+                                              raw=True), SerializedWrenchStamped),
+        ]
+        """(kind, subscription, what wraps a message taken from it)"""
         if topics.get(IMU):
-            self.create_subscription(Imu, topics[IMU], self._on_imu, INPUT_QOS)
+            self.inputs.append((IMU, self.create_subscription(Imu, topics[IMU], self._on_imu, INPUT_QOS), None))
 
-    def _on_joint_state(self, msg: JointState) -> None:
-        self._queue.put(JOINTS, msg, time.monotonic())
+    def _on_joint_state(self, data: bytes) -> None:
+        self.input_queue.put(JOINTS, SerializedJointState(data), time.monotonic())
 
-    def _on_wrench(self, msg: WrenchStamped) -> None:
-        self._queue.put(WRENCH, msg, time.monotonic())
+    def _on_wrench(self, data: bytes) -> None:
+        self.input_queue.put(WRENCH, SerializedWrenchStamped(data), time.monotonic())
 
     def _on_imu(self, msg: Imu) -> None:
-        self._queue.put(IMU, msg, time.monotonic())
+        self.input_queue.put(IMU, msg, time.monotonic())
+
+
+class InputTaker:
+    """Moves every input message that arrived into the queue, in bulk (:meth:`take`, once per turn of the
+    loop): no executor, no callback, no Python message object per joint state or wrench.
+
+    The middleware holds what arrived in each subscription's history (``INPUT_QOS``:
+    :data:`INPUT_DEPTH` messages) until it is taken. Each message is queued with the
+    time the middleware reports for it (:class:`~payload_estimator.node.input_queue.ReceiveClock`).
+    """
+
+    def __init__(self, node: InputNode, queue: InputQueue) -> None:
+        self._inputs = node.inputs
+        self._queue = queue
+
+    def available(self) -> bool:
+        """Whether this rclpy lets a subscription be taken from directly (Humble and Jazzy do)."""
+        return all(hasattr(sub.handle, "take_message") for _, sub, _ in self._inputs)
+
+    def take(self) -> int:
+        """Queue everything that arrived; returns how many messages."""
+        taken = 0
+        put = self._queue.put
+        for kind, sub, wrap in self._inputs:
+            clock = ReceiveClock.now()
+            with sub.handle:
+                take = sub.handle.take_message  # what rclpy's executors call for each message
+                while True:
+                    got = take(sub.msg_type, sub.raw)
+                    if got is None:
+                        break
+                    msg, info = got
+                    put(kind, wrap(msg) if wrap is not None else msg,
+                        clock.receive_time(info.get("source_timestamp", 0), info.get("received_timestamp", 0)))
+                    taken += 1
+        return taken
 
 
 class EstimatorNode(Node):
     """Estimates the payload of a robot arm online (see the module docstring for the interface).
 
     Keyword arguments go to :class:`rclpy.node.Node` (e.g. ``parameter_overrides``).
-    ``supervisor`` holds the state (settings, status, stream); only the default,
-    mutually exclusive callback group touches it, except ``~/apply``, which reads
-    its settings and last estimate (each replaced whole, never mutated).
+    ``supervisor`` holds the state (settings, status, stream); only the loop and the
+    default, mutually exclusive callback group touch it, each holding :attr:`lock`,
+    except ``~/apply`` and ``~/identify``, which read its settings, stream and last
+    estimate (each replaced whole, never mutated) and must not wait for a loop turn.
     """
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
-        self._queue = InputQueue()
+        self.input_queue = InputQueue()
+        self.lock = threading.RLock()
+        """Held by the loop's turns and by every callback of the default group (the supervisor's users)."""
         self._tf = _TfFrames(self)
         self._internal_errors: set[str] = set()
         self._signal_handed_on = False
@@ -276,7 +334,7 @@ class EstimatorNode(Node):
         topics = {JOINTS: self._resolved(topic("joint_states_topic")), WRENCH: self._resolved(topic("wrench_topic"))}
         if topic("imu_topic"):
             topics[IMU] = self._resolved(topic("imu_topic"))
-        self.input_node = InputNode(self._queue, topics, self.get_namespace(), context=self.context)
+        self.input_node = InputNode(self.input_queue, topics, self.get_namespace(), context=self.context)
         if not self.supervisor.builtin_description:
             self.create_subscription(String, "robot_description", self._on_robot_description, LATCHED_QOS)
 
@@ -319,8 +377,8 @@ class EstimatorNode(Node):
             goal_callback=lambda goal: GoalResponse.ACCEPT, cancel_callback=self._identify_cancel,
             callback_group=ReentrantCallbackGroup())
 
-        # ---- timers: one processing loop (it publishes the estimate at publish_rate_hz), diagnostics
-        self.create_timer(PROCESS_PERIOD_S, self._process)
+        # ---- the processing loop (it publishes the estimate at publish_rate_hz) runs in a thread of its own
+        # (spin_inputs); diagnostics on a timer
         self.create_timer(DIAGNOSTICS_PERIOD_S, self._publish_diagnostics)
 
     # ================================================================ parameters
@@ -348,8 +406,9 @@ class EstimatorNode(Node):
 
     def _validate_parameters(self, parameters: list[Parameter]) -> SetParametersResult:
         """Refuse a change that makes the settings invalid (the reason says which and why)."""
-        reason = self.supervisor.check_parameters(
-            {**self._parameter_values(), **{p.name: p.value for p in parameters}})
+        with self.lock:
+            reason = self.supervisor.check_parameters(
+                {**self._parameter_values(), **{p.name: p.value for p in parameters}})
         if reason is not None:
             return SetParametersResult(successful=False, reason=reason)
         if not hasattr(self, "add_post_set_parameters_callback"):  # Humble: applied by the next _process()
@@ -358,21 +417,48 @@ class EstimatorNode(Node):
 
     def _parameters_changed(self, parameters: list[Parameter]) -> None:
         """Accepted changes: live ones at once, the others by rebuilding the stream (supervisor)."""
-        self.supervisor.parameters_changed(self._parameter_values())
+        with self.lock:
+            self.supervisor.parameters_changed(self._parameter_values())
+
+    # Humble (no post-set callback): an accepted change is applied before set_parameters returns, as
+    # on Jazzy, not one loop turn later (a ~/apply right after it would see the old settings).
+    # The parameter services call these two as well.
+    def set_parameters(self, parameter_list: list[Parameter]) -> list[SetParametersResult]:
+        results = super().set_parameters(parameter_list)
+        self._apply_pending_parameters()
+        return results
+
+    def set_parameters_atomically(self, parameter_list: list[Parameter]) -> SetParametersResult:
+        result = super().set_parameters_atomically(parameter_list)
+        self._apply_pending_parameters()
+        return result
+
+    def _apply_pending_parameters(self) -> None:
+        if getattr(self, "_parameters_pending", False):  # (False while __init__ declares them)
+            with self.lock:
+                if self._parameters_pending:
+                    self._parameters_pending = False
+                    self._parameters_changed([])
 
     # ============================================================ inputs, loop
     def _on_robot_description(self, msg: String) -> None:
-        self.supervisor.on_description(msg.data)
+        with self.lock:
+            self.supervisor.on_description(msg.data)
+
+    def process(self) -> None:
+        """One turn of the loop (:class:`Loop`, every :data:`LOOP_PERIOD_S`): drain the queue into the
+        supervisor (one Driver turn) and publish the estimate when it has one."""
+        with self.lock:
+            self._process()
 
     def _process(self) -> None:
-        """Drain the queue into the supervisor (one Driver turn) and publish the estimate when it has one."""
-        items = self._queue.drain()
+        items = self.input_queue.drain()
         try:
             if self._parameters_pending:
                 self._parameters_pending = False
                 self._parameters_changed([])
             now = time.monotonic()
-            out = self.supervisor.tick(now, items, self._queue.take_overflow())
+            out = self.supervisor.tick(now, items, self.input_queue.take_overflow())
             if self.supervisor.solver_interrupted and not self._signal_handed_on:
                 # Ctrl-C (or ros2 launch's SIGINT) landed while OSQP solved, which took it: hand it on
                 self._signal_handed_on = True
@@ -387,7 +473,8 @@ class EstimatorNode(Node):
                 return
             self._estimate_pub.publish(out.estimate)
             self._inertia_pub.publish(out.inertia)
-            self._markers_pub.publish(out.markers)
+            if self._markers_pub.get_subscription_count():  # rviz; on a robot PC usually nobody
+                self._markers_pub.publish(out.markers)
             if out.urdf_inertial is not None:
                 self._urdf_pub.publish(out.urdf_inertial)
         except Exception as exc:  # noqa: BLE001 - a bug must not take the node down
@@ -396,24 +483,29 @@ class EstimatorNode(Node):
     def _publish_diagnostics(self) -> None:
         try:
             stamp = self.get_clock().now().nanoseconds * 1e-9
-            self._diagnostics_pub.publish(self.supervisor.diagnostics(time.monotonic(), stamp, len(self._queue)))
+            with self.lock:
+                msg = self.supervisor.diagnostics(time.monotonic(), stamp, len(self.input_queue))
+            self._diagnostics_pub.publish(msg)
         except Exception as exc:  # noqa: BLE001
             self._internal_error("publishing diagnostics", exc)
 
     # ================================================================ services
     @_service
     def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        response.success, response.message = self.supervisor.reset()
+        with self.lock:
+            response.success, response.message = self.supervisor.reset()
         return response
 
     @_service
     def _on_pause(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
-        response.success, response.message = self.supervisor.pause(bool(request.data))
+        with self.lock:
+            response.success, response.message = self.supervisor.pause(bool(request.data))
         return response
 
     @_service
     def _on_save_urdf(self, request: SaveUrdf.Request, response: SaveUrdf.Response) -> SaveUrdf.Response:
-        saved = self.supervisor.save_urdf(request.frame, request.path, request.force)
+        with self.lock:
+            saved = self.supervisor.save_urdf(request.frame, request.path, request.force)
         response.success, response.message, response.urdf = saved.success, saved.message, saved.urdf
         return response
 
@@ -443,7 +535,10 @@ class EstimatorNode(Node):
             return
         for kind, msg, received in reversed(items):
             if kind == JOINTS:
-                reading = joint_reading(msg.name, msg.position, received, stream.joint_names)
+                try:
+                    reading = joint_reading(msg.name, msg.position, received, stream.joint_names)
+                except ValueError:  # bytes that are no JointState (counted by the stream as malformed)
+                    continue
                 if reading is not None:
                     self._joint_reading = reading
                     return
@@ -679,25 +774,89 @@ class EstimatorNode(Node):
         super().destroy_node()
 
 
-def spin_inputs(node: EstimatorNode) -> tuple[SingleThreadedExecutor, threading.Thread]:
-    """Spin ``node.input_node`` in a thread of its own (see :class:`InputNode`); returns the executor
-    (shut it down to stop) and the thread."""
-    executor = SingleThreadedExecutor(context=node.context)
-    executor.add_node(node.input_node)
+class Loop:
+    """The node's processing loop in a thread of its own: every :data:`LOOP_PERIOD_S` (monotonic clock) it
+    takes the inputs that arrived (:class:`InputTaker`) and runs :meth:`EstimatorNode.process`.
 
-    def spin() -> None:
-        try:
-            executor.spin()
-        except (KeyboardInterrupt, ExternalShutdownException):
-            pass
-        except Exception:
-            if rclpy.ok(context=node.context):
-                raise
-            # shut down between the executor's check and its wait (SIGTERM): rcl says "context not valid"
+    Out of the executor, a turn costs no wait-set rebuild and no task: the
+    executor wakes only for services, the action, parameters and the 1 Hz
+    diagnostics. A turn that ends after the next was due skips the missed ones
+    (as an rclpy timer does). ``taker`` None: the inputs arrive through callbacks.
+    """
 
-    thread = threading.Thread(target=spin, name="payload_estimator_inputs", daemon=True)
+    def __init__(self, node: EstimatorNode, taker: InputTaker | None) -> None:
+        self._node = node
+        self._taker = taker
+        self._stop = threading.Event()
+
+    def run(self) -> None:
+        node, taker = self._node, self._taker
+        due = time.monotonic()
+        while node.context.ok():
+            due += loop_period(node.supervisor.settings)
+            wait = due - time.monotonic()
+            if wait < -LOOP_PERIOD_S:
+                due = time.monotonic()  # fell behind (a rebuild, a loaded PC): no catching up
+            elif wait > 0 and self._stop.wait(wait):
+                return
+            if self._stop.is_set():
+                return
+            if taker is not None:
+                try:
+                    taker.take()
+                except Exception as exc:  # noqa: BLE001 - shutting down, or a bug: the node keeps running
+                    node._internal_error("taking input", exc)
+            node.process()
+
+    def shutdown(self) -> None:
+        self._stop.set()
+
+
+def loop_period(settings: Any) -> float:
+    """The loop's period, s: :data:`LOOP_PERIOD_S`, shorter to publish at ``publish_rate_hz``, never shorter
+    than the Driver's turn."""
+    rate = getattr(settings, "publish_rate_hz", 0.0) or 0.0
+    return max(PROCESS_PERIOD_S, min(LOOP_PERIOD_S, 1.0 / rate if rate > 0 else LOOP_PERIOD_S))
+
+
+class _Stop:
+    """Stops several loops and executors at once (what :func:`spin_inputs` returns)."""
+
+    def __init__(self, *parts: Any) -> None:
+        self._parts = parts
+
+    def shutdown(self) -> None:
+        for part in self._parts:
+            part.shutdown()
+
+
+def spin_inputs(node: EstimatorNode) -> tuple[Any, threading.Thread]:
+    """Start ``node``'s processing loop (:class:`Loop`), which takes its inputs, in a thread of its own;
+    returns what stops it (``.shutdown()``) and the thread. Where rclpy cannot take from a
+    subscription directly, an executor of its own spins the input node in another thread
+    (its callbacks enqueue)."""
+    taker = InputTaker(node.input_node, node.input_queue)
+    parts: list[Any] = []
+    if not taker.available():
+        executor = SingleThreadedExecutor(context=node.context)
+        executor.add_node(node.input_node)
+
+        def spin() -> None:
+            try:
+                executor.spin()
+            except (KeyboardInterrupt, ExternalShutdownException):
+                pass
+            except Exception:
+                if rclpy.ok(context=node.context):
+                    raise
+                # shut down between the executor's check and its wait (SIGTERM): rcl says "context not valid"
+
+        threading.Thread(target=spin, name="payload_estimator_input_callbacks", daemon=True).start()
+        parts.append(executor)
+    loop = Loop(node, taker if taker.available() else None)
+    thread = threading.Thread(target=loop.run, name="payload_estimator_loop", daemon=True)
     thread.start()
-    return executor, thread
+    return _Stop(loop, *parts), thread
 
 
 def main(args: list[str] | None = None) -> None:
