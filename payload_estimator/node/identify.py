@@ -15,8 +15,8 @@ here, so that it can be tested without ROS:
   robot preset when the joints are the preset's, else from the URDF), with the
   settings' motion limits and the goal's overrides, sampled into the points sent
   to the controller. Slow (an optimisation): the node runs it in the action's
-  own thread, never in its 100 Hz loop;
-* :class:`IdentifySession`: the state machine the node's 100 Hz loop ticks
+  own thread, never in its processing loop;
+* :class:`IdentifySession`: the state machine the node's processing loop ticks
   (:meth:`IdentifySession.tick`) and the action callbacks inform (the
   controller's answer, feedback and result, a cancel, the hand-over's answer).
   Each tick returns a :class:`Step`: what the node must do now (reset the

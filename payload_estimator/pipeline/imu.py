@@ -205,8 +205,9 @@ class GravityTracker:
             out[0] = self._g
             start = 1
         prev = np.vstack([self._omega_prev[None, :], omega[:-1]])
-        steps = Rotation.from_rotvec(-0.5 * (prev[start:] + omega[start:]) * self.period_s)
-        A = steps.as_matrix()
+        rotvecs = -0.5 * (prev[start:] + omega[start:]) * self.period_s
+        # SciPy < 1.11 has no empty Rotation (a first batch of one sample leaves no step)
+        A = Rotation.from_rotvec(rotvecs).as_matrix() if len(rotvecs) else np.empty((0, 3, 3))
         # The recursion is sequential; plain floats are ~4x faster than numpy on 3-vectors.
         beta, mag = self._blend, self.gravity_magnitude
         f_norm = np.linalg.norm(f, axis=1)

@@ -317,7 +317,7 @@ class SensorKinematics:
         parent_T_new = pin.SE3(R_parent_new, _vector3(xyz, "xyz"))
         frame = pin.Frame(
             name,
-            parent.parentJoint,
+            parent.parentJoint if hasattr(parent, "parentJoint") else parent.parent,  # pinocchio 3 / 2
             parent_id,
             parent.placement * parent_T_new,
             pin.FrameType.OP_FRAME,

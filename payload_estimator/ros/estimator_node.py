@@ -329,7 +329,7 @@ class EstimatorNode(Node):
         self._py_logger.setLevel(logging.INFO)
         self._py_logger.propagate = False  # printed once, by rclpy
 
-        # ---- inputs: the callbacks only enqueue (in self.input_node, spun by spin_inputs())
+        # ---- inputs: raw subscriptions in self.input_node, taken in bulk by the loop (no executor spins them)
         topic = self._parameter_value
         topics = {JOINTS: self._resolved(topic("joint_states_topic")), WRENCH: self._resolved(topic("wrench_topic"))}
         if topic("imu_topic"):
@@ -355,7 +355,7 @@ class EstimatorNode(Node):
                             callback_group=MutuallyExclusiveCallbackGroup())
 
         # ---- ~/identify: its goals run in threads of their own (reentrant group; they wait for the motion),
-        # the 100 Hz loop ticks the session, the trajectory client's answers come in a group of their own.
+        # the processing loop ticks the session, the trajectory client's answers come in a group of their own.
         # Every call into the session holds _identify_lock (none of them waits for anything).
         self._identify = IdentifySession()
         self._identify_lock = threading.Lock()
