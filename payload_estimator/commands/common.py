@@ -310,7 +310,9 @@ def console_and_progress(json_output: bool):
     quiet = json_output or (not sys.stderr.isatty() and not sys.stdout.isatty())
     progress = Progress(
         TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-        TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console, disable=quiet,
+        TextColumn("{task.fields[status]}"), TimeElapsedColumn(), disable=quiet,
+        # rich < 14.3 still prints a blank line when a disabled display stops: a silent console then
+        console=Console(stderr=json_output, quiet=True) if quiet else console,
     )
     return console, progress
 
