@@ -1,6 +1,6 @@
 """The one driver loop: feed what arrived, process every 10 ms, estimate at the publish rate.
 
-The ROS node (its 50 Hz input loop), ``replay`` (a bag in record order) and
+The ROS node (its 20 Hz input loop), ``replay`` (a bag in record order) and
 playback of simulated runs (``demo``, benchmarks) all run a stream the same
 way, through :class:`Driver`:
 

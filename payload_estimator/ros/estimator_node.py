@@ -1,13 +1,13 @@
 """The payload estimator node: joint states, a wrist wrench (and an IMU) in, the payload out.
 
 Parameters in (one per :class:`~payload_estimator.settings.Settings` field,
-usually from ``config/<robot>.yaml``); a 50 Hz loop in a thread of its own
+usually from ``config/<robot>.yaml``); a 20 Hz loop in a thread of its own
 (:class:`Loop`) takes the inputs that arrived in bulk, serialised
 (:class:`InputTaker`), queues them, drains the queue into the
 :class:`~payload_estimator.node.supervisor.Supervisor` and publishes what it returns::
 
     joint_states_topic  (sensor_msgs/JointState, raw)      --+
-    wrench_topic        (geometry_msgs/WrenchStamped, raw) --+--> InputQueue --(50 Hz)---> Supervisor.tick
+    wrench_topic        (geometry_msgs/WrenchStamped, raw) --+--> InputQueue --(20 Hz)---> Supervisor.tick
     imu_topic           (sensor_msgs/Imu, optional)        --+                              (Driver: stream)
     robot_description   (std_msgs/String, latched)         ----> Supervisor.on_description (frames from tf2)
 
@@ -100,11 +100,12 @@ EXECUTOR_THREADS = 4
 """The node's executor threads: the loop, ~/apply (waits for a service), ~/identify (runs for the whole
 motion), and one for the answers they wait for."""
 
-LOOP_PERIOD_S = 2 * PROCESS_PERIOD_S
-"""Longest period of the node's loop (:class:`Loop`), s: 20 ms of input per turn, or less to publish
+LOOP_PERIOD_S = 5 * PROCESS_PERIOD_S
+"""Longest period of the node's loop (:class:`Loop`), s: 50 ms of input per turn, or less to publish
 faster than ``1 / LOOP_PERIOD_S``. The Driver processes by the inputs' stamps whatever a turn holds, so
-the estimate is the same as with 10 ms turns (within 1e-5, the split of the input), at about 5 % of a
-core less (the per-turn cost of the stream; benchmarks/node_cpu.py)."""
+the estimate is the same as with 10 ms turns (within 1e-5, the split of the input). Each turn costs the
+stream a fixed share: at 1 kHz + 1 kHz the whole process took 33 % of a core with 10 ms turns, 26 % with
+20 ms, 23 % with 40 ms and 21 % with 50 ms (benchmarks/node_cpu.py, an idle 2-core machine)."""
 INPUT_DEPTH = 1000
 """Messages each input subscription holds until the loop takes them: 1 s of 1 kHz input, far longer
 than a turn (10 ms; a rebuild of the stream, the longest, takes a few hundred ms)."""
