@@ -266,3 +266,28 @@ def test_no_new_sample_no_new_solve(panda_run):
     for _ in range(5):
         assert stream.update_estimate() is first
     assert calls == []
+
+
+def test_a_pause_freezes_what_apply_reads_even_across_an_input_gap(panda_run):
+    """While paused, a gap in the inputs (a new segment) is not passed to the payload tracker: the estimate
+    ~/apply reads stays what it was, and the tracker hears of the break with the first samples after."""
+    from payload_estimator.core.tracking import PayloadTracker
+
+    tracker = PayloadTracker(lambda bias: build_estimator("wls", PAYLOAD.envelope, bias=bias), bias=True)
+    stream = stream_for_run(panda_run, tracker)
+    rec = recording_from_run(panda_run)
+    play(stream, rec, until=rec.start + 2.5)
+    first = stream.update_estimate()
+    breaks = []
+    original = tracker.input_break
+    tracker.input_break = lambda: breaks.append(1) or original()  # type: ignore[method-assign]
+    stream.paused = True
+    later = Recording(rec.joint_t[3000:3500], rec.joint_q[3000:3500], rec.wrench_t[3000:3500],
+                      rec.wrench[3000:3500])  # 0.5 s more, after a 0.5 s gap: a new segment
+    play(stream, later)
+    assert breaks == [] and stream.update_estimate() is first
+    stream.paused = False
+    play(stream, Recording(rec.joint_t[4000:5000], rec.joint_q[4000:5000], rec.wrench_t[4000:5000],
+                           rec.wrench[4000:5000]))
+    assert breaks  # told, with the samples it took after the pause
+    assert stream.update_estimate().estimate.samples_used > first.estimate.samples_used

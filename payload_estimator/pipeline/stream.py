@@ -248,6 +248,9 @@ class EstimationStream:
         self.convergence = ConvergenceMonitor(config.convergence)
         self.mass_com_convergence = ConvergenceMonitor(replace(config.convergence, inertia=False))
         self.paused = False
+        self._break_pending = False
+        """An input break (a gap, a restart, samples skipped while paused) the tracker is told of with the
+        next samples it takes, never while paused."""
         self.last_sample_time: float | None = None
         self.samples_processed = 0
         self._name_cache: tuple[tuple[str, ...], np.ndarray] | None = None
@@ -455,7 +458,7 @@ class EstimationStream:
                 self._reset_filters()
                 self._settled_from = float(t[0]) + self.settling_s
                 if isinstance(self.estimator, PayloadTracker):
-                    self.estimator.input_break()
+                    self._break_pending = True  # told with the next samples it takes: a pause changes nothing
             joints = batch.values[JOINTS][seg]
             n = len(self.joint_names)
             q_raw = joints[:, :n]
@@ -535,7 +538,12 @@ class EstimationStream:
         self.samples_processed += len(samples)
         self.last_sample_time = float(samples.t[-1])
         if self.paused:
+            self._break_pending = isinstance(self.estimator, PayloadTracker)  # samples skipped: a break
             return 0
+        if self._break_pending:
+            self._break_pending = False
+            assert isinstance(self.estimator, PayloadTracker)
+            self.estimator.input_break()
         before = self.estimator.rejected_samples
         self.estimator.update(samples)
         rejected = self.estimator.rejected_samples - before
@@ -689,6 +697,7 @@ class EstimationStream:
         self.estimator.reset()
         self.aligner.reset()
         self._reset_filters()
+        self._break_pending = False
         self.convergence.reset()
         self.mass_com_convergence.reset()
         self._last = None
