@@ -842,22 +842,27 @@ def spin_inputs(node: EstimatorNode) -> tuple[Any, threading.Thread]:
         executor = SingleThreadedExecutor(context=node.context)
         executor.add_node(node.input_node)
 
-        def spin() -> None:
-            try:
-                executor.spin()
-            except (KeyboardInterrupt, ExternalShutdownException):
-                pass
-            except Exception:
-                if rclpy.ok(context=node.context):
-                    raise
-                # shut down between the executor's check and its wait (SIGTERM): rcl says "context not valid"
-
-        threading.Thread(target=spin, name="payload_estimator_input_callbacks", daemon=True).start()
+        threading.Thread(target=_spin_until_shutdown, args=(executor, node.context),
+                         name="payload_estimator_input_callbacks", daemon=True).start()
         parts.append(executor)
     loop = Loop(node, taker if taker.available() else None)
     thread = threading.Thread(target=loop.run, name="payload_estimator_loop", daemon=True)
     thread.start()
     return _Stop(loop, *parts), thread
+
+
+def _spin_until_shutdown(executor: Any, context: Any) -> None:
+    """Spin ``executor`` until Ctrl-C or the context's shutdown, which end it cleanly. A shutdown (SIGTERM)
+    between the executor's check and its wait makes rcl report an invalid context instead of
+    ExternalShutdownException: a clean shutdown all the same; anything else while the context is valid
+    is raised."""
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except Exception:
+        if rclpy.ok(context=context):
+            raise
 
 
 def main(args: list[str] | None = None) -> None:
@@ -869,14 +874,7 @@ def main(args: list[str] | None = None) -> None:
     executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
     executor.add_node(node)
     try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except Exception:
-        if rclpy.ok(context=node.context):
-            raise
-        # the context was shut down (SIGTERM) between the executor's check and its wait: rcl reports
-        # an invalid context instead of ExternalShutdownException; it is a clean shutdown all the same
+        _spin_until_shutdown(executor, node.context)
     finally:
         try:
             inputs.shutdown()
