@@ -31,13 +31,15 @@ __all__ = [
     "TARGETS_WITHOUT_INERTIA",
     "CONVERGE_ON",
     "settings_for_robot",
+    "PRESET_VARIANTS",
+    "preset_file_name",
     "render_parameters_yaml",
     "load_parameters_yaml",
     "NODE_NAME",
 ]
 
 NODE_NAME = "payload_estimator"
-WRENCH_SOURCES = ("ft_sensor", "franka_base", "franka_stiffness")
+WRENCH_SOURCES = ("ft_sensor", "franka_base", "franka_stiffness", "joint_torques")
 APPLY_TARGETS = ("none", "franka", "xarm", "gravity_compensation")
 TARGETS_WITHOUT_INERTIA = ("xarm", "gravity_compensation")
 """Apply targets that take mass and COM only (``SetTcpLoad``; ``tool.mass``, ``tool.CoG``)."""
@@ -83,7 +85,10 @@ class Settings:
     wrench_source: str = _p(
         "ft_sensor",
         "ft_sensor: a wrist F/T sensor; franka_base: libfranka O_F_ext_hat_K (base frame, about K); "
-        "franka_stiffness: libfranka K_F_ext_hat_K (in K)", WRENCH_SOURCES)
+        "franka_stiffness: libfranka K_F_ext_hat_K (in K); joint_torques: no wrench input, the joint states' "
+        "efforts less the unloaded arm's torques (arm_calibration)", WRENCH_SOURCES)
+    arm_calibration: str = _p("", "joint_torques: the unloaded arm's calibration file (payload-estimator calibrate, "
+                                  "~/calibrate); empty: the description's inertias and no friction (rough)")
     wrench_frame: str = _p("", "frame the wrench components are expressed in; empty: sensor_frame (ft_sensor), "
                                "the base link (franka_base), stiffness_frame (franka_stiffness)")
     stiffness_frame: str = _p("", "Franka stiffness frame K (franka sources); empty: the flange")
@@ -97,7 +102,8 @@ class Settings:
                                       "from the IMU, gravity from the joints", MOTION_SOURCES)
     # ------------------------------------------------------------- estimator
     estimator: str = _p("pmd", "estimator: " + ", ".join(METHODS), METHODS)
-    estimate_bias: bool = _p(True, "also estimate the six F/T offsets")
+    estimate_bias: bool = _p(True, "also estimate the six F/T offsets (never with joint_torques: the calibration "
+                                   "holds the joints' offsets)")
     c1: float = _p(C1_DEFAULT, "PMD dynamism scale c1 of paper 004 eq. (9) (see pmd.C1_DEFAULT)")
     regularization: float = _p(1.0, "PMD regularisation lambda")
     forgetting: float = _p(0.999, "per-sample forgetting factor of rls/rtls (1: none)")
@@ -259,14 +265,40 @@ def _coerce(key: str, value: Any, default: Any) -> Any:
 
 
 # ------------------------------------------------------------------ presets
-def settings_for_robot(robot: str, **overrides: Any) -> Settings:
-    """The preset of ``robot`` (:data:`~payload_estimator.robots.ROBOTS`) with ``overrides`` applied;
-    ``robot=""`` gives the defaults for an arm known only from its description."""
+PRESET_VARIANTS = ("", "joint_torques")
+"""Variants of every robot's preset: as the robot is usually equipped, and without a wrist sensor
+(the wrench from joint torques; ``config/<robot>_joint_torques.yaml``)."""
+
+
+def _variant_parameters(robot: str, variant: str) -> dict[str, Any]:
+    if variant == "":
+        return {}
+    if variant != "joint_torques":
+        raise ValueError(f"unknown preset variant {variant!r}; choose one of {', '.join(PRESET_VARIANTS[1:])}")
+    spec = ROBOTS[robot]
+    topic = ("/franka_robot_state_broadcaster/measured_joint_states" if robot in ("panda", "fr3")
+             else spec.parameters["joint_states_topic"])
+    # Efforts: Franka's link-side tau_J (measured_joint_states), xArm's current-based estimate. The estimate is
+    # expressed at the flange (what SetLoad and set_tcp_load take); no F/T offsets and no range check.
+    return {"wrench_source": "joint_torques", "sensor_frame": spec.flange_frame, "joint_states_topic": topic,
+            "estimate_bias": False, "sensor_force_range": 0.0, "sensor_torque_range": 0.0,
+            "arm_calibration": f"~/.ros/payload_estimator/{robot}_arm_calibration.yaml"}
+
+
+def preset_file_name(robot: str, variant: str = "") -> str:
+    """``config/`` file name of a robot's preset variant (:data:`PRESET_VARIANTS`)."""
+    return f"{robot}_{variant}.yaml" if variant else f"{robot}.yaml"
+
+
+def settings_for_robot(robot: str, variant: str = "", **overrides: Any) -> Settings:
+    """The preset of ``robot`` (:data:`~payload_estimator.robots.ROBOTS`), in one of its
+    :data:`PRESET_VARIANTS`, with ``overrides`` applied; ``robot=""`` gives the defaults for an arm
+    known only from its description."""
     if robot == "":
         return Settings.from_dict({"robot": "", **overrides})
     if robot not in ROBOTS:
         raise ValueError(f"unknown robot {robot!r}; choose one of {', '.join(ROBOT_NAMES)}")
-    return Settings.from_dict({**ROBOTS[robot].parameters, **overrides})
+    return Settings.from_dict({**ROBOTS[robot].parameters, **_variant_parameters(robot, variant), **overrides})
 
 
 def _yaml_value(v: Any) -> str:
@@ -281,11 +313,12 @@ def _yaml_value(v: Any) -> str:
     return str(v)
 
 
-def render_parameters_yaml(robot: str) -> str:
-    """The ``config/<robot>.yaml`` file: every parameter, commented, in ROS 2 parameter-file form."""
-    s = settings_for_robot(robot)
+def render_parameters_yaml(robot: str, variant: str = "") -> str:
+    """The ``config/<robot>[_<variant>].yaml`` file: every parameter, commented, in ROS 2 parameter-file form."""
+    s = settings_for_robot(robot, variant)
+    what = f"the {robot}" + (" without a wrist sensor: the wrench from joint torques" if variant else "")
     lines = [
-        f"# payload_estimator parameters for the {robot}.",
+        f"# payload_estimator parameters for {what}.",
         "# Generated by `python -m payload_estimator.settings`; edit freely (values only), and see README.md.",
         f"{NODE_NAME}:",
         "  ros__parameters:",
@@ -314,7 +347,8 @@ if __name__ == "__main__":  # regenerate (or --check) config/<robot>.yaml of a c
 
     _root = checkout_root()
     sys.exit(write_or_check(
-        {f"{robot}.yaml": render_parameters_yaml(robot) for robot in ROBOT_NAMES},
+        {preset_file_name(robot, v): render_parameters_yaml(robot, v)
+         for robot in ROBOT_NAMES for v in PRESET_VARIANTS},
         None if _root is None else _root / "config",
         prog="python -m payload_estimator.settings",
         what="the per-robot parameter files config/<robot>.yaml",

@@ -17,13 +17,13 @@ import pytest
 from payload_estimator.io.samples_file import read_samples
 from payload_estimator.robots import ROBOT_NAMES
 from payload_estimator.robots.generate import checkout_root, default_urdf
-from payload_estimator.settings import render_parameters_yaml
+from payload_estimator.settings import PRESET_VARIANTS, preset_file_name, render_parameters_yaml
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "payload_estimator"
 
 GENERATORS = {
-    "payload_estimator.settings": (REPO / "config", lambda robot: (f"{robot}.yaml", render_parameters_yaml(robot))),
+    "payload_estimator.settings": (REPO / "config", lambda robot: (preset_file_name(robot), render_parameters_yaml(robot))),
     "payload_estimator.robots.generate": (PACKAGE / "robots" / "urdf",
                                           lambda robot: (f"{robot}.urdf", default_urdf(robot))),
 }
@@ -86,7 +86,8 @@ def test_an_installed_package_is_never_written_to(module, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["site-packages"]
     # an explicit --out is fine
     done = run_module(module, "--out", str(tmp_path / "mine"), pythonpath=site, cwd=tmp_path)
-    assert done.returncode == 0 and len(list((tmp_path / "mine").iterdir())) == len(ROBOT_NAMES)
+    per_robot = len(PRESET_VARIANTS) if module == "payload_estimator.settings" else 1
+    assert done.returncode == 0 and len(list((tmp_path / "mine").iterdir())) == per_robot * len(ROBOT_NAMES)
 
 
 @pytest.mark.parametrize("module", GENERATORS)

@@ -11,17 +11,26 @@ import yaml
 from payload_estimator.pipeline.build import build_stream, builtin_description, stream_config
 from payload_estimator.pipeline.wrench import wrench_to_sensor
 from payload_estimator.robots import ROBOT_NAMES, get_robot
-from payload_estimator.settings import Settings, load_parameters_yaml, render_parameters_yaml, settings_for_robot
+from payload_estimator.settings import (
+    PRESET_VARIANTS,
+    Settings,
+    load_parameters_yaml,
+    preset_file_name,
+    render_parameters_yaml,
+    settings_for_robot,
+)
 
 CONFIG = Path(__file__).resolve().parents[1] / "config"
 
 
+@pytest.mark.parametrize("variant", PRESET_VARIANTS)
 @pytest.mark.parametrize("robot", list(ROBOT_NAMES))
-def test_config_files_are_rendered_from_the_settings(robot):
-    path = CONFIG / f"{robot}.yaml"
-    assert path.read_text() == render_parameters_yaml(robot), "run: python -m payload_estimator.settings"
+def test_config_files_are_rendered_from_the_settings(robot, variant):
+    path = CONFIG / preset_file_name(robot, variant)
+    assert path.read_text() == render_parameters_yaml(robot, variant), "run: python -m payload_estimator.settings"
     s = load_parameters_yaml(path)
-    assert s == settings_for_robot(robot)
+    assert s == settings_for_robot(robot, variant)
+    assert (s.wrench_source == "joint_torques") == (variant == "joint_torques")
     # every field is a ROS parameter in the file, with its description above it
     params = yaml.safe_load(path.read_text())["payload_estimator"]["ros__parameters"]
     assert set(params) == {name for name, _, _ in Settings.describe()}

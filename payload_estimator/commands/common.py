@@ -292,6 +292,7 @@ def recording_from_run(run: SimulatedRun, imu: bool = False) -> Recording:
         imu_t=run.imu_t if has_imu else None,
         imu_gyro=run.imu_gyro_in_imu if has_imu else None,
         imu_specific_force=run.imu_specific_force_in_imu if has_imu else None,
+        joint_effort=run.joint_effort,
     )
 
 

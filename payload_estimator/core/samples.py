@@ -14,6 +14,11 @@ Conventions
 * ``wrench_in_sensor``: ``[fx, fy, fz, tx, ty, tz]``, the force and the torque
   about the origin of ``S`` that the payload exerts **on the sensor**. For a
   payload at rest this is ``f = m g`` and ``tau = m c x g``.
+* ``wrench_information_sqrt`` (optional): per sample a 6 x 6 ``W`` with ``W^T W`` the
+  information of that sample's wrench, so that its cost is ``|W (w - Y phi)|²``. None (an F/T
+  sensor): every channel alike, ``W = I``. A wrench recovered from joint torques through the
+  Jacobian (:mod:`payload_estimator.pipeline.joint_torques`) carries ``W^T W = J S^-1 J^T``:
+  the joint-space least-squares cost exactly, rank-deficient at a singular pose.
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ class SensorSamples:
     ang_acc_in_sensor: np.ndarray
     gravity_in_sensor: np.ndarray
     wrench_in_sensor: np.ndarray
+    wrench_information_sqrt: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         t = np.atleast_1d(np.asarray(self.t, dtype=float))
@@ -86,6 +92,11 @@ class SensorSamples:
                     f"{name} has {arr.shape[0]} rows but t has {t.shape[0]} samples"
                 )
             object.__setattr__(self, name, arr)
+        if self.wrench_information_sqrt is not None:
+            W = np.asarray(self.wrench_information_sqrt, dtype=float)
+            if W.shape != (t.shape[0], 6, 6):
+                raise ValueError(f"wrench_information_sqrt must have shape ({t.shape[0]}, 6, 6), got {W.shape}")
+            object.__setattr__(self, "wrench_information_sqrt", W)
 
     def __len__(self) -> int:
         return int(self.t.shape[0])
@@ -107,12 +118,17 @@ class SensorSamples:
 
     def finite_mask(self) -> np.ndarray:
         """(N,) True where every value of the sample is finite."""
-        return np.isfinite(self.t) & np.isfinite(self._values()).all(axis=1)
+        ok = np.isfinite(self.t) & np.isfinite(self._values()).all(axis=1)
+        if self.wrench_information_sqrt is not None:
+            ok &= np.isfinite(self.wrench_information_sqrt).all(axis=(1, 2))
+        return ok
 
     def usable_mask(self) -> np.ndarray:
         """(N,) True where the stamp is finite and every value finite and at most
         :data:`MAX_ABS_VALUE` in magnitude: the samples an estimator may take."""
         in_range = (np.abs(self._values()) <= MAX_ABS_VALUE).all(axis=1)  # False for NaN too
+        if self.wrench_information_sqrt is not None:
+            in_range &= (np.abs(self.wrench_information_sqrt) <= MAX_ABS_VALUE).all(axis=(1, 2))
         return np.isfinite(self.t) & in_range
 
     def with_tiny_values_zeroed(self) -> SensorSamples:
@@ -123,7 +139,8 @@ class SensorSamples:
         if not tiny.any():
             return self
         v = np.where(tiny, 0.0, values)
-        return SensorSamples(self.t, v[:, 0:3], v[:, 3:6], v[:, 6:9], v[:, 9:12], v[:, 12:18])
+        return SensorSamples(self.t, v[:, 0:3], v[:, 3:6], v[:, 6:9], v[:, 9:12], v[:, 12:18],
+                             self.wrench_information_sqrt)
 
     def _values(self) -> np.ndarray:
         """(N, 18) every value but the stamp."""
@@ -146,13 +163,27 @@ class SensorSamples:
             self.ang_acc_in_sensor[index],
             self.gravity_in_sensor[index],
             self.wrench_in_sensor[index],
+            None if self.wrench_information_sqrt is None else self.wrench_information_sqrt[index],
         )
+
+    def whitened(self, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+        """``(W Y, W w, weighted)``: the regressor ``Y`` (N, 6, k) of these samples and their wrench,
+        each multiplied by the sample's :attr:`wrench_information_sqrt` (unchanged without one;
+        ``weighted`` says whether there was one). The rows then have independent, equal noise."""
+        W = self.wrench_information_sqrt
+        if W is None:
+            return Y, self.wrench_in_sensor, False
+        return W @ Y, np.einsum("nij,nj->ni", W, self.wrench_in_sensor), True
 
     @staticmethod
     def concatenate(batches: list[SensorSamples]) -> SensorSamples:
         """Join batches in the order given."""
         if not batches:
             return SensorSamples.empty()
+        info = None
+        if any(b.wrench_information_sqrt is not None for b in batches):
+            info = np.concatenate([np.broadcast_to(np.eye(6), (len(b), 6, 6)) if b.wrench_information_sqrt is None
+                                   else b.wrench_information_sqrt for b in batches])
         return SensorSamples(
             np.concatenate([b.t for b in batches]),
             np.concatenate([b.lin_acc_in_sensor for b in batches]),
@@ -160,6 +191,7 @@ class SensorSamples:
             np.concatenate([b.ang_acc_in_sensor for b in batches]),
             np.concatenate([b.gravity_in_sensor for b in batches]),
             np.concatenate([b.wrench_in_sensor for b in batches]),
+            info,
         )
 
     def dynamism(self, n1: float = 1.0, n2: float = 1.0, n3: float = 0.5) -> np.ndarray:

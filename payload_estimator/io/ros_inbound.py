@@ -101,7 +101,8 @@ def feed_joint_state(stream: EstimationStream, msg: Any, wall_time: float | None
     """Push a ``sensor_msgs/JointState`` into ``stream``; False when it was dropped (and counted).
 
     Names may come in any order and include joints the stream does not use
-    (gripper fingers); velocities are read only when the stream uses them.
+    (gripper fingers); velocities are read only when the stream uses them, efforts only when the
+    wrench comes from joint torques.
 
     Args:
         wall_time: receive time, s, on the clock used for rates and staleness
@@ -114,9 +115,10 @@ def feed_joint_state(stream: EstimationStream, msg: Any, wall_time: float | None
         names = [str(n) for n in msg.name]
         positions = _floats(msg.position)
         velocities = _floats(msg.velocity) if stream.config.use_joint_velocities else None
+        efforts = _floats(msg.effort) if stream.config.joint_torques else None
     except _UNREADABLE as exc:
         return _malformed(stream, JOINTS, "JointState", exc)
-    return stream.push_joint_states(stamp, positions, names, velocities, wall_time=wall_time) > 0
+    return stream.push_joint_states(stamp, positions, names, velocities, wall_time=wall_time, efforts=efforts) > 0
 
 
 def feed_wrench(stream: EstimationStream, msg: Any, wall_time: float | None = None) -> bool:
@@ -284,9 +286,15 @@ def _flush_joint_states(stream: EstimationStream, names: tuple[str, ...], run: l
             if any(len(v) != n for v in velocities):
                 raise ValueError("uneven")
             dq = np.array(velocities, dtype=float).reshape(len(run), n)
+        tau = None
+        if stream.config.joint_torques:
+            efforts = [msg.effort for msg, _ in run]
+            if any(len(e) != n for e in efforts):
+                raise ValueError("uneven")
+            tau = np.array(efforts, dtype=float).reshape(len(run), n)
     except _UNREADABLE:
         return sum(bool(feed_joint_state(stream, msg, wall)) for msg, wall in run)
-    return stream.push_joint_states(stamps, q, [str(x) for x in names], dq, wall_time=run[-1][1])
+    return stream.push_joint_states(stamps, q, [str(x) for x in names], dq, wall_time=run[-1][1], efforts=tau)
 
 
 def _flush_wrenches(stream: EstimationStream, frame_id: str, run: list) -> int:

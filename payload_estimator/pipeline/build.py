@@ -12,6 +12,7 @@ stream configuration. A robot is either a built-in preset
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -20,6 +21,7 @@ from payload_estimator.core.convergence import ConvergenceCriteria
 from payload_estimator.core.estimators import ESTIMATORS, Estimator
 from payload_estimator.core.shapes import parse_shape_spec, sample_parts
 from payload_estimator.core.tracking import PayloadModel, PayloadTracker
+from payload_estimator.pipeline.arm_dynamics import ArmCalibration
 from payload_estimator.pipeline.health import InputHealth
 from payload_estimator.pipeline.stream import EstimationStream, StreamConfig
 from payload_estimator.pipeline.wrench import SaturationCheck, WrenchConvention
@@ -36,6 +38,7 @@ __all__ = [
     "stream_config",
     "build_stream",
     "convergence_criteria",
+    "load_arm_calibration",
 ]
 
 ExtraFrame = tuple[str, str, Sequence[float], Sequence[float]]
@@ -95,9 +98,10 @@ def build_estimator(settings: Settings) -> PayloadModel:
     def make(bias: bool) -> Estimator:
         return cls.create(points, bias=bias, **options)
 
+    bias = settings.estimate_bias and settings.wrench_source != "joint_torques"  # no F/T offsets without a sensor
     if settings.track_payload:
-        return PayloadTracker(make, bias=settings.estimate_bias)
-    return make(settings.estimate_bias)
+        return PayloadTracker(make, bias=bias)
+    return make(bias)
 
 
 def convergence_criteria(settings: Settings) -> ConvergenceCriteria:
@@ -108,6 +112,23 @@ def convergence_criteria(settings: Settings) -> ConvergenceCriteria:
         inertia=settings.converge_on_inertia,
         inertia_rel_std=settings.max_inertia_rel_std,
     )
+
+
+def load_arm_calibration(settings: Settings, joint_names: Sequence[str]) -> ArmCalibration | None:
+    """The arm calibration ``settings.arm_calibration`` names (None: empty, or not the joint-torque source),
+    checked against the robot and its joints; ``ValueError`` in one line if it is missing or another arm's."""
+    if settings.wrench_source != "joint_torques" or not settings.arm_calibration:
+        return None
+    path = Path(settings.arm_calibration).expanduser()
+    if not path.is_file():
+        raise ValueError(f"no arm calibration at {path}: record one with the arm unloaded (payload-estimator "
+                         "calibrate, or the node's ~/calibrate service), or set arm_calibration to '' (uncalibrated)")
+    calibration = ArmCalibration.load(path)
+    try:
+        calibration.check_matches(settings.robot, joint_names)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    return calibration
 
 
 def stream_config(
@@ -130,13 +151,14 @@ def stream_config(
     if settings.sensor_frame not in names and not description.has_link(settings.sensor_frame):
         parent = settings.sensor_parent_frame or flange
         frames.append((settings.sensor_frame, parent, tuple(settings.sensor_xyz), tuple(settings.sensor_rpy)))
+    joints = arm_joint_names(settings, urdf)
     saturation = None
     if settings.wrench_source == "ft_sensor" and settings.sensor_force_range > 0 and settings.sensor_torque_range > 0:
         saturation = SaturationCheck(settings.sensor_force_range, settings.sensor_torque_range)
     return StreamConfig(
         urdf=urdf,
         sensor_frame=settings.sensor_frame,
-        joint_names=arm_joint_names(settings, urdf),
+        joint_names=joints,
         extra_frames=tuple(frames),  # type: ignore[arg-type]
         flange_frame=flange,
         wrench=wrench_convention(settings, description.root_link),
@@ -154,6 +176,8 @@ def stream_config(
         convergence=convergence_criteria(settings),
         stale_after_s=settings.stale_after_s,
         zero_phase=zero_phase,
+        joint_torques=settings.wrench_source == "joint_torques",
+        arm_calibration=load_arm_calibration(settings, joints),
     )
 
 

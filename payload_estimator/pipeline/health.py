@@ -41,6 +41,7 @@ __all__ = [
     "LENGTH_MISMATCH",
     "UNKNOWN_JOINT",
     "MISSING_JOINT",
+    "MISSING_EFFORT",
     "SATURATED",
     "WRONG_FRAME",
     "BUFFER_OVERFLOW",
@@ -71,6 +72,8 @@ UNKNOWN_JOINT = "unknown_joint"
 """A joint name that the robot model does not have; ignored."""
 MISSING_JOINT = "missing_joint"
 """A joint of the model absent from a joint-state message; the message is dropped."""
+MISSING_EFFORT = "missing_effort"
+"""A joint-state message without an effort per joint while the wrench comes from joint torques; dropped."""
 SATURATED = "saturated"
 """A force/torque sample near or beyond the sensor range; dropped."""
 WRONG_FRAME = "wrong_frame"
@@ -94,6 +97,7 @@ REASONS: tuple[str, ...] = (
     LENGTH_MISMATCH,
     UNKNOWN_JOINT,
     MISSING_JOINT,
+    MISSING_EFFORT,
     SATURATED,
     WRONG_FRAME,
     BUFFER_OVERFLOW,

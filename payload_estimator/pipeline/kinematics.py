@@ -244,6 +244,36 @@ class SensorKinematics:
         return V
 
     # ----------------------------------------------------------------------- API
+    def pinocchio_state(
+        self, q: np.ndarray, dq: np.ndarray | None = None, ddq: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(Q (N, model.nq), V (N, model.nv), A (N, model.nv))``: joint states in :attr:`joint_names`
+        column order as pinocchio's configuration and tangent vectors of :attr:`model` (None: zero)."""
+        q = self._batch(q, "q")
+        zero = np.zeros_like(q)
+        dq = zero if dq is None else self._batch(dq, "dq")
+        ddq = zero if ddq is None else self._batch(ddq, "ddq")
+        return self._configurations(q), self._tangent(dq), self._tangent(ddq)
+
+    @property
+    def velocity_index(self) -> np.ndarray:
+        """(n_joints,) the index in pinocchio's tangent vectors of each joint, :attr:`joint_names` order."""
+        return self._idx_v.copy()
+
+    def frame_jacobian(self, q: np.ndarray, frame: str | None = None) -> np.ndarray:
+        """(N, 6, n_joints) Jacobian of the sensor frame (or ``frame``) expressed in itself
+        (``pinocchio.LOCAL``): rows ``[v; omega]`` of the frame's origin, columns :attr:`joint_names`.
+        Its transpose maps a wrench ``[f; tau]`` on the frame (in the frame, torque about its origin) to
+        joint torques."""
+        q = self._batch(q, "q")
+        fid = self._sensor_fid if frame is None else self._frame_id(frame)
+        Q = self._configurations(q)
+        out = np.empty((q.shape[0], 6, self.n_joints))
+        model, data, local = self._model, self._data, pin.ReferenceFrame.LOCAL
+        for k in range(q.shape[0]):
+            out[k] = pin.computeFrameJacobian(model, data, Q[k], fid, local)[:, self._idx_v]
+        return out
+
     def compute(
         self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, frame: str | None = None
     ) -> SensorMotion:

@@ -28,8 +28,10 @@ class Recording:
     Attributes:
         joint_t, joint_q: (N,), (N, n) joint positions in the stream's joint order;
             ``joint_dq`` (N, n) when the driver's velocities are used.
-        wrench_t, wrench: (M,), (M, 6) force and torque as the wrench source reports them.
+        wrench_t, wrench: (M,), (M, 6) force and torque as the wrench source reports them
+            (empty when the wrench comes from joint torques).
         imu_t, imu_gyro, imu_specific_force: (K,), (K, 3), (K, 3) or empty.
+        joint_effort: (N, n) the joints' efforts, N·m (joint torques), or None.
     """
 
     joint_t: np.ndarray
@@ -40,22 +42,23 @@ class Recording:
     imu_t: np.ndarray | None = None
     imu_gyro: np.ndarray | None = None
     imu_specific_force: np.ndarray | None = None
+    joint_effort: np.ndarray | None = None
 
     @property
     def start(self) -> float:
-        return float(min(self.joint_t[0], self.wrench_t[0]))
+        return float(min(self.joint_t[0], self.wrench_t[0])) if len(self.wrench_t) else float(self.joint_t[0])
 
     @property
     def end(self) -> float:
-        return float(max(self.joint_t[-1], self.wrench_t[-1]))
+        return float(max(self.joint_t[-1], self.wrench_t[-1])) if len(self.wrench_t) else float(self.joint_t[-1])
 
 
 def _push_arrays(stream: EstimationStream, items: list) -> None:
     """Feed of :func:`play`: each item is ``(kind, stamps, values..., wall_time)`` of recorded arrays."""
     for kind, *args, wall in items:
         if kind == "joints":
-            t, q, dq = args
-            stream.push_joint_states(t, q, velocities=dq, wall_time=wall)
+            t, q, dq, effort = args
+            stream.push_joint_states(t, q, velocities=dq, wall_time=wall, efforts=effort)
         elif kind == "wrench":
             t, w = args
             stream.push_wrench(t, w[:, :3], w[:, 3:], wall_time=wall)
@@ -105,7 +108,8 @@ def play(
         sj = advance("j", rec.joint_t, t)
         if sj.stop > sj.start:
             items.append(("joints", rec.joint_t[sj], rec.joint_q[sj],
-                          None if rec.joint_dq is None else rec.joint_dq[sj], t))
+                          None if rec.joint_dq is None else rec.joint_dq[sj],
+                          None if rec.joint_effort is None else rec.joint_effort[sj], t))
         sw = advance("w", rec.wrench_t, t)
         if sw.stop > sw.start:
             items.append(("wrench", rec.wrench_t[sw], rec.wrench[sw], t))

@@ -19,6 +19,10 @@ The chain, for every batch the aligner releases::
          or from the IMU
       -> SensorSamples, decimated to the estimator rate -> estimator.update
 
+Without a force/torque sensor (``joint_torques``) the joint states' efforts take the wrench's place:
+filtered like every other signal, less the unloaded arm's own torques, and mapped through the
+Jacobian into a wrench with its information (:mod:`payload_estimator.pipeline.joint_torques`).
+
 Bad input never raises: it is dropped, counted in :attr:`health` with a clear
 log line, and the estimate stays what it was.
 """
@@ -39,6 +43,7 @@ from payload_estimator.core.samples import MAX_ABS_VALUE, STANDARD_GRAVITY, Sens
 from payload_estimator.core.signal_noise import SignalNoise
 from payload_estimator.core.tracking import PayloadModel, PayloadTracker, TrackingState
 from payload_estimator.pipeline.align import MAX_STAMP_S, StreamAligner
+from payload_estimator.pipeline.arm_dynamics import ArmCalibration, ArmDynamics
 from payload_estimator.pipeline.filters import (
     MatchedDelay,
     MatchedDifferentiator,
@@ -49,6 +54,7 @@ from payload_estimator.pipeline.filters import (
 )
 from payload_estimator.pipeline.health import (
     LENGTH_MISMATCH,
+    MISSING_EFFORT,
     MISSING_JOINT,
     NON_FINITE,
     OUT_OF_RANGE,
@@ -57,6 +63,7 @@ from payload_estimator.pipeline.health import (
     InputHealth,
 )
 from payload_estimator.pipeline.imu import ImuMount, ImuProcessor
+from payload_estimator.pipeline.joint_torques import JointTorqueWrench
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.wrench import SaturationCheck, WrenchConvention, wrench_to_sensor
 
@@ -113,6 +120,12 @@ class StreamConfig:
             the estimator sees nothing before ``finish()``.
         min_samples: samples the estimator needs before :meth:`EstimationStream.estimate`
             returns anything (a handful of samples gives meaningless numbers).
+        joint_torques: the wrench comes from the joint states' efforts (no wrench input; ``wrench``
+            and ``saturation`` are ignored), less the unloaded arm's torques.
+        arm_calibration: the unloaded arm's calibration (joint torques only); None: the description's
+            inertias and no friction.
+        effort_std: (n,) effort noise per joint, N·m, the joints' weights (joint torques only); None:
+            the calibration's residual.
     """
 
     urdf: str
@@ -139,6 +152,9 @@ class StreamConfig:
     zero_phase: bool = False
     min_samples: int = 20
     convergence: ConvergenceCriteria = field(default_factory=ConvergenceCriteria)
+    joint_torques: bool = False
+    arm_calibration: ArmCalibration | None = None
+    effort_std: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.motion_source not in ("joints", "imu"):
@@ -202,11 +218,19 @@ class EstimationStream:
         self.joint_names = self.kinematics.joint_names
         n = len(self.joint_names)
         self.wrench_convention = config.wrench or WrenchConvention(config.sensor_frame, None, 1.0)
-        for frame in {self.wrench_convention.expressed_in, self.wrench_convention.reference_frame}:
-            if not self.kinematics.has_frame(frame):
-                raise ValueError(f"wrench frame {frame!r} is not in the robot description")
+        self.torque_wrench: JointTorqueWrench | None = None
+        if config.joint_torques:
+            dynamics = ArmDynamics(self.kinematics, config.arm_calibration)
+            self.torque_wrench = JointTorqueWrench(
+                dynamics, None if config.effort_std is None else np.asarray(config.effort_std, dtype=float))
+        else:
+            for frame in {self.wrench_convention.expressed_in, self.wrench_convention.reference_frame}:
+                if not self.kinematics.has_frame(frame):
+                    raise ValueError(f"wrench frame {frame!r} is not in the robot description")
         self.imu_mount = self._imu_mount()
-        streams = {JOINTS: 2 * n if config.use_joint_velocities else n, WRENCH: 6}
+        joint_columns = n * (1 + int(config.use_joint_velocities) + int(config.joint_torques))
+        self._effort_columns = slice(joint_columns - n, joint_columns) if config.joint_torques else None
+        streams = {JOINTS: joint_columns} if config.joint_torques else {JOINTS: joint_columns, WRENCH: 6}
         if self.imu_mount is not None:
             streams[IMU] = 6
         self.health = health if health is not None else InputHealth(expected_streams=list(streams))
@@ -225,7 +249,8 @@ class EstimationStream:
             self._joint_filter = PositionVelocityDifferentiator(*args, n, config.filter_order)
         else:
             self._joint_filter = MatchedDifferentiator(*args, n, config.filter_order)
-        self._wrench_filter = MatchedDelay(*args, 6, config.filter_order)
+        self._wrench_filter = MatchedDelay(*args, n if config.joint_torques else 6, config.filter_order)
+        """Delays the wrench, or the efforts (joint torques), exactly like the joint filter."""
         # Noise the pipeline puts into the accelerations it differentiates (errors in variables): the
         # encoders' white noise on the grid, through the matched second derivative and the arm.
         self._joint_noise = SignalNoise()
@@ -295,6 +320,7 @@ class EstimationStream:
         names: Sequence[str] | None = None,
         velocities: np.ndarray | None = None,
         wall_time: float | None = None,
+        efforts: np.ndarray | None = None,
     ) -> int:
         """Joint states, one (``stamps`` a number, ``positions`` (k,)) or a batch (``stamps`` (N,),
         ``positions`` (N, k)), all sharing one ``names`` list.
@@ -302,7 +328,8 @@ class EstimationStream:
         ``names``: the joint of each column, in any order and possibly with
         joints the stream does not use (as ``sensor_msgs/JointState`` has them);
         None: the columns are :attr:`joint_names`. ``velocities`` (same shape)
-        are needed when the driver's velocities are used. ``wall_time`` is the
+        are needed when the driver's velocities are used, ``efforts`` (N·m, same shape) when the
+        wrench comes from joint torques. ``wall_time`` is the
         receive time for rate and staleness bookkeeping (default: now; playback
         passes the recorded time). Returns how many samples were received (0:
         all dropped, and counted); of those, the aligner drops and counts the ones
@@ -327,13 +354,24 @@ class EstimationStream:
                 self.health.report(LENGTH_MISMATCH, f"{what} but velocities of another length; "
                                    f"{len(t)} messages dropped", JOINTS, len(t))
                 return 0
+        tau = None
+        if self.config.joint_torques:
+            if efforts is not None and np.size(efforts) == q.size:
+                tau = np.asarray(efforts, dtype=float).reshape(q.shape)
+            else:
+                got = "no efforts" if efforts is None or np.size(efforts) == 0 else f"{np.size(efforts)} efforts"
+                self.health.report(MISSING_EFFORT, f"joint states with {what} but {got}: the wrench comes from joint "
+                                   f"torques and needs an effort per joint; {len(t)} messages dropped", JOINTS,
+                                   len(t))
+                return 0
         if names is not None:
             index = self._joint_index(columns, len(t))
             if index is None:
                 return 0
             q = q[:, index]
             dq = None if dq is None else dq[:, index]
-        rows = q if dq is None else np.hstack([q, dq])
+            tau = None if tau is None else tau[:, index]
+        rows = np.hstack([a for a in (q, dq, tau) if a is not None])
         return self._take(JOINTS, t, rows, wall_time)
 
     def push_wrench(
@@ -349,8 +387,11 @@ class EstimationStream:
         ``frame_id`` (the message header's) must be the configured wrench frame,
         or empty. Samples with a NaN/inf or an out-of-range value are dropped
         before the saturation check (which would call them saturated). Returns
-        how many samples were taken (0: all dropped, and counted).
+        how many samples were taken (0: all dropped, and counted; always 0 when the wrench comes
+        from joint torques).
         """
+        if self.config.joint_torques:
+            return 0
         t = np.atleast_1d(np.asarray(stamp, dtype=float)).reshape(-1)
         n = max(len(t), 1)
         if frame_id and frame_id != self.wrench_convention.expressed_in:
@@ -462,12 +503,14 @@ class EstimationStream:
             joints = batch.values[JOINTS][seg]
             n = len(self.joint_names)
             q_raw = joints[:, :n]
-            wrench_sensor = self.wrench_in_sensor(batch.values[WRENCH][seg], q_raw)
+            if self._effort_columns is not None:
+                w = self._wrench_filter(t, joints[:, self._effort_columns])  # the efforts
+            else:
+                w = self._wrench_filter(t, self.wrench_in_sensor(batch.values[WRENCH][seg], q_raw))
             if isinstance(self._joint_filter, PositionVelocityDifferentiator):  # use_joint_velocities
-                d = self._joint_filter(t, q_raw, joints[:, n:])
+                d = self._joint_filter(t, q_raw, joints[:, n:2 * n])
             else:
                 d = self._joint_filter(t, q_raw)
-            w = self._wrench_filter(t, wrench_sensor)
             imu_motion = None
             if self._imu is not None:
                 g_raw = self._gravity_in_sensor(q_raw)
@@ -489,12 +532,25 @@ class EstimationStream:
                 lin_acc = imu_motion.lin_acc_in_sensor[keep]
             else:
                 ang_vel, ang_acc, lin_acc = motion.ang_vel_in_sensor, motion.ang_acc_in_sensor, motion.lin_acc_in_sensor
-            if self._ddq_gain > 0.0 and self.config.motion_source != "imu":
+            if self._ddq_gain > 0.0 and self.config.motion_source != "imu" and self.torque_wrench is None:
+                # (joint-torque samples are whitened per sample: the errors-in-variables Gram is not theirs)
                 if not self._joint_noise.settled:  # the encoders' noise does not change
                     self._joint_noise.update(q_raw)
                 self._supply_kinematic_noise(q_raw[-1])
-            fed += self._feed(SensorSamples(d.t[keep], lin_acc, ang_vel, ang_acc, motion.gravity_in_sensor, w.x[keep]))
+            wrench, information = self._sample_wrench(d.x[keep], d.dx[keep], d.ddx[keep], w.x[keep])
+            fed += self._feed(SensorSamples(d.t[keep], lin_acc, ang_vel, ang_acc, motion.gravity_in_sensor, wrench,
+                                            information))
         return fed
+
+    def _sample_wrench(
+        self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, filtered: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """The samples' wrench on S and its information: the filtered wrench as is, or the wrench the
+        filtered efforts imply (joint torques)."""
+        if self.torque_wrench is None:
+            return filtered, None
+        tw = self.torque_wrench(q, dq, ddq, filtered)
+        return tw.wrench_in_sensor, tw.information_sqrt
 
     def _supply_kinematic_noise(self, q: np.ndarray) -> None:
         """Tell the estimator the noise of the accelerations this pipeline makes.
@@ -559,7 +615,10 @@ class EstimationStream:
             if batch.segment_start[seg.start] or not self._offline:
                 self._offline.append([])
             joints = batch.values[JOINTS][seg]
-            self._offline[-1].append((batch.t[seg], joints[:, :n], batch.values[WRENCH][seg]))
+            if self._effort_columns is not None:
+                self._offline[-1].append((batch.t[seg], joints[:, :n], joints[:, self._effort_columns]))
+            else:
+                self._offline[-1].append((batch.t[seg], joints[:, :n], batch.values[WRENCH][seg]))
 
     def finish(self) -> int:
         """Zero-phase mode: filter every kept segment forward and backward and feed the estimator.
@@ -578,7 +637,8 @@ class EstimationStream:
             if len(t) < 5:
                 continue
             q_raw = np.concatenate([p[1] for p in pieces])
-            wrench = self.wrench_in_sensor(np.concatenate([p[2] for p in pieces]), q_raw)
+            other = np.concatenate([p[2] for p in pieces])  # wrench, or efforts (joint torques)
+            wrench = other if self.torque_wrench is not None else self.wrench_in_sensor(other, q_raw)
             q = zero_phase_lowpass(q_raw, c.rate_hz, c.cutoff_hz, c.filter_order)
             w = zero_phase_lowpass(wrench, c.rate_hz, c.cutoff_hz, c.filter_order)
             T = 1.0 / c.rate_hz
@@ -589,8 +649,9 @@ class EstimationStream:
             if not keep.any():
                 continue
             motion = self.kinematics.compute(q[keep], dq[keep], ddq[keep])
+            wrench_s, information = self._sample_wrench(q[keep], dq[keep], ddq[keep], w[keep])
             fed += self._feed(SensorSamples(t[keep], motion.lin_acc_in_sensor, motion.ang_vel_in_sensor,
-                                            motion.ang_acc_in_sensor, motion.gravity_in_sensor, w[keep]))
+                                            motion.ang_acc_in_sensor, motion.gravity_in_sensor, wrench_s, information))
         self._offline = []
         return fed
 

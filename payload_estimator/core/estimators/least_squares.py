@@ -94,8 +94,8 @@ class OrdinaryLeastSquares(Estimator):
 
     def _accumulate(self, samples: SensorSamples) -> None:
         features = samples_features(samples)
-        Y = features_regressor(features)
-        self.stats.add(Y, samples.wrench_in_sensor, t=samples.t, features=features)
+        Y, wrench, weighted = samples.whitened(features_regressor(features))
+        self.stats.add(Y, wrench, t=samples.t, features=None if weighted else features)
 
     def _reset(self) -> None:
         self.stats.reset()

@@ -287,12 +287,13 @@ class PointMassDiscretization(Estimator):
         if self.reduced_with_linear_acceleration:
             apparent = apparent - samples.lin_acc_in_sensor
         reduced = samples_features(samples, apparent_gravity=apparent)
+        Y_reduced, wrench, weighted = samples.whitened(reduced_regressor(apparent))
         self.stats_reduced.add(
-            reduced_regressor(apparent), samples.wrench_in_sensor, (1.0 - w) ** 2, t=samples.t, features=reduced
+            Y_reduced, wrench, (1.0 - w) ** 2, t=samples.t, features=None if weighted else reduced
         )
         features = samples_features(samples)
-        Y = features_regressor(features)
-        self.stats_full.add(Y, samples.wrench_in_sensor, w**2, t=samples.t, features=features)
+        Y, wrench, weighted = samples.whitened(features_regressor(features))
+        self.stats_full.add(Y, wrench, w**2, t=samples.t, features=None if weighted else features)
         self._combined = None
         self._force_norm_sum += float(np.linalg.norm(samples.wrench_in_sensor[:, :3], axis=1).sum())
         self._gravity_norm_sum += float(np.linalg.norm(samples.gravity_in_sensor, axis=1).sum())

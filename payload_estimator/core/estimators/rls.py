@@ -74,9 +74,9 @@ class RecursiveLeastSquares(Estimator):
 
     def _accumulate(self, samples: SensorSamples) -> None:
         features = samples_features(samples)
-        Y = features_regressor(features)
+        Y, wrench, weighted = samples.whitened(features_regressor(features))
         self._prior_scale *= self.stats.add_with_forgetting(
-            Y, samples.wrench_in_sensor, self.forgetting, t=samples.t, features=features
+            Y, wrench, self.forgetting, t=samples.t, features=None if weighted else features
         )
 
     def _reset(self) -> None:

@@ -205,8 +205,9 @@ class RecursiveTotalLeastSquares(Estimator):
 
     def _accumulate(self, samples: SensorSamples) -> None:
         features = samples_features(samples)
-        Y = features_regressor(features)
-        self.stats.add_with_forgetting(Y, samples.wrench_in_sensor, self.forgetting, t=samples.t, features=features)
+        Y, wrench, weighted = samples.whitened(features_regressor(features))
+        self.stats.add_with_forgetting(Y, wrench, self.forgetting, t=samples.t,
+                                       features=None if weighted else features)
         self._force_noise.update(samples.wrench_in_sensor[:, :3])
         self._torque_noise.update(samples.wrench_in_sensor[:, 3:])
 

@@ -1,0 +1,495 @@
+"""The unloaded arm's own joint torques, and their calibration from a recording of it.
+
+Model
+-----
+A joint-torque sensor (Franka's link-side ``tau_J``) or a current-based estimate (xArm) reports,
+for joint ``i`` (seed 000, "Method 1"; Khalil & Dombre, *Modeling, Identification and Control of
+Robots*, 2002, ch. 12)::
+
+    s_i tau_meas_i = [Y(q, dq, ddq) pi]_i + f_v,i dq_i + f_c,i sgn_e(dq_i) + f_o,i - [J_S^T w]_i
+
+* ``Y pi``: rigid-body dynamics of the arm, linear in the ten inertial parameters of every body
+  (pinocchio's ``computeJointTorqueRegressor``; ``pi`` in pinocchio's order, per body
+  ``[m, m c, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz]`` about the joint frame's origin, in that frame);
+  gravity ``R_world_base^T g_world`` in the base frame.
+* friction: viscous ``f_v``, Coulomb ``f_c`` through the smooth sign
+  ``sgn_e(v) = tanh(v / SMOOTH_SIGN_VELOCITY)``, and a constant offset ``f_o`` (the sensor's zero).
+* ``s_i``: the effort's scale (1 unless calibrated: a current-to-torque constant that is off).
+* ``J_S^T w``: the payload (:mod:`payload_estimator.pipeline.joint_torques`).
+
+Calibration (:func:`calibrate_arm`) fits ``pi``, the friction and optionally ``s`` to a recording
+of the arm *without* payload, as a maximum a posteriori estimate around the robot description:
+the description's inertial parameters are the prior mean, with standard deviations of
+:class:`ArmPrior` (a vendor URDF's masses are off by 10-20 %, its COMs by a centimetre). What the
+motion excites comes from the data; the combinations no motion of a fixed-base arm can separate
+(the base parameters' null space) and the ones this motion did not excite stay at the description.
+That is what lets a calibration generalise to another motion: the fitted combinations are the
+ones that matter for any motion, the rest is no worse than the vendor's. Everything is linear, so
+the fit is one solve of normal equations accumulated sample by sample (sufficient statistics,
+as in the estimators).
+
+Units SI: N·m, rad, rad/s, N·m·s/rad, kg, m, kg·m².
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pinocchio as pin
+
+from payload_estimator.files import atomic_path
+from payload_estimator.pipeline.kinematics import SensorKinematics
+
+__all__ = [
+    "ArmCalibration",
+    "ArmDynamics",
+    "ArmPrior",
+    "CalibrationFit",
+    "JointRecording",
+    "calibrate_arm",
+    "joint_recording",
+    "residual_rms",
+    "SMOOTH_SIGN_VELOCITY",
+    "CALIBRATION_FORMAT",
+    "body_is_consistent",
+]
+
+SMOOTH_SIGN_VELOCITY = 0.02
+"""rad/s: the Coulomb term's sign is smoothed as ``tanh(v / 0.02)`` (a joint at rest has no sign)."""
+CALIBRATION_FORMAT = "payload_estimator.ArmCalibration/1"
+_FRICTION_TERMS = 3  # viscous, Coulomb, offset
+
+
+def body_is_consistent(pi_body: np.ndarray, tol: float = 1e-9) -> bool:
+    """Whether ten parameters (pinocchio order, about the body frame's origin) are those of a real body:
+    positive mass, inertia about the COM positive semi-definite with its principal moments obeying the
+    triangle inequality."""
+    m = float(pi_body[0])
+    if not m > 0.0:
+        return False
+    c = pi_body[1:4] / m
+    Ixx, Ixy, Iyy, Ixz, Iyz, Izz = pi_body[4:10]
+    I_o = np.array([[Ixx, Ixy, Ixz], [Ixy, Iyy, Iyz], [Ixz, Iyz, Izz]])
+    I_c = I_o - m * (float(c @ c) * np.eye(3) - np.outer(c, c))
+    lam = np.linalg.eigvalsh(0.5 * (I_c + I_c.T))
+    scale = max(float(np.max(np.abs(lam))), 1e-12)
+    return bool(lam[0] >= -tol * scale and lam[0] + lam[1] >= lam[2] - tol * scale)
+
+
+@dataclass(frozen=True, eq=False)
+class ArmCalibration:
+    """What a calibration found (:func:`calibrate_arm`); saved as YAML (:meth:`save`, :meth:`load`).
+
+    Attributes:
+        robot: the preset it was made for ("" for an arm known from its URDF only).
+        joint_names: (n,) the arm joints, in the column order of every per-joint array.
+        body_joints: (b,) the joint each body of :attr:`body_parameters` moves with (pinocchio's reduced model).
+        body_parameters: (b, 10) each body's inertial parameters, pinocchio order, about its joint frame.
+        viscous: (n,) N·m·s/rad. coulomb: (n,) N·m. offset: (n,) N·m.
+        effort_scale: (n,) the factor the reported effort is multiplied by (1: not calibrated).
+        residual_std: (n,) N·m, the effort residual per joint on the calibration data: the joint-torque
+            noise the payload estimate weights the joints by.
+        consistent: (b,) whether each body's fitted parameters are physically consistent.
+        info: provenance (source recording, samples, date, the fit's figures) as plain strings/numbers.
+    """
+
+    robot: str
+    joint_names: tuple[str, ...]
+    body_joints: tuple[str, ...]
+    body_parameters: np.ndarray
+    viscous: np.ndarray
+    coulomb: np.ndarray
+    offset: np.ndarray
+    effort_scale: np.ndarray
+    residual_std: np.ndarray
+    consistent: tuple[bool, ...] = ()
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n, b = len(self.joint_names), len(self.body_joints)
+        object.__setattr__(self, "joint_names", tuple(str(x) for x in self.joint_names))
+        object.__setattr__(self, "body_joints", tuple(str(x) for x in self.body_joints))
+        P = np.asarray(self.body_parameters, dtype=float).reshape(b, 10)
+        object.__setattr__(self, "body_parameters", P)
+        for name in ("viscous", "coulomb", "offset", "effort_scale", "residual_std"):
+            v = np.asarray(getattr(self, name), dtype=float).reshape(-1)
+            if v.shape != (n,):
+                raise ValueError(f"arm calibration: {name} has {v.size} values for {n} joints")
+            object.__setattr__(self, name, v)
+        values = np.concatenate([P.ravel(), self.viscous, self.coulomb, self.offset, self.effort_scale,
+                                 self.residual_std])
+        if not np.all(np.isfinite(values)):
+            raise ValueError("arm calibration: a value is not finite")
+        if np.any(self.effort_scale <= 0.0) or np.any(self.residual_std <= 0.0):
+            raise ValueError("arm calibration: effort_scale and residual_std must be positive")
+        if not self.consistent:
+            object.__setattr__(self, "consistent", tuple(body_is_consistent(p) for p in P))
+
+    # ------------------------------------------------------------------ checks
+    def check_matches(self, robot: str, joint_names: Sequence[str]) -> None:
+        """``ValueError`` (one line) unless this calibration is for ``robot`` and these joints."""
+        if robot and self.robot and robot != self.robot:
+            raise ValueError(f"the arm calibration is for the {self.robot}, not the {robot}")
+        if tuple(joint_names) != self.joint_names:
+            raise ValueError(f"the arm calibration is for joints {list(self.joint_names)}, "
+                             f"the arm has {list(joint_names)}")
+
+    # ---------------------------------------------------------------- file I/O
+    def to_dict(self) -> dict[str, Any]:
+        def floats(v: np.ndarray) -> list[float]:
+            return [float(x) for x in v]
+
+        return {
+            "format": CALIBRATION_FORMAT,
+            "robot": self.robot,
+            "joint_names": list(self.joint_names),
+            "friction": {"viscous": floats(self.viscous), "coulomb": floats(self.coulomb),
+                         "offset": floats(self.offset), "smooth_sign_velocity": SMOOTH_SIGN_VELOCITY},
+            "effort_scale": floats(self.effort_scale),
+            "residual_std": floats(self.residual_std),
+            "bodies": [
+                {"joint": j, "consistent": bool(ok), "parameters": floats(p)}
+                for j, p, ok in zip(self.body_joints, self.body_parameters, self.consistent)
+            ],
+            "info": dict(self.info),
+        }
+
+    def save(self, path: str | Path) -> None:
+        """Write the calibration as YAML (atomically)."""
+        import yaml
+
+        header = ("# payload_estimator arm calibration (payload-estimator calibrate). Units SI; body parameters in\n"
+                  "# pinocchio's order [m, mcx, mcy, mcz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz] about each joint frame.\n")
+        with atomic_path(path) as tmp:
+            Path(tmp).write_text(header + yaml.safe_dump(self.to_dict(), sort_keys=False, width=120))
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "arm calibration") -> ArmCalibration:
+        if not isinstance(data, dict) or data.get("format") != CALIBRATION_FORMAT:
+            raise ValueError(f"{source}: not an arm calibration (no 'format: {CALIBRATION_FORMAT}')")
+        try:
+            friction = data["friction"]
+            bodies = data["bodies"]
+            return cls(
+                robot=str(data.get("robot", "")),
+                joint_names=tuple(data["joint_names"]),
+                body_joints=tuple(b["joint"] for b in bodies),
+                body_parameters=np.array([b["parameters"] for b in bodies], dtype=float),
+                viscous=friction["viscous"], coulomb=friction["coulomb"], offset=friction["offset"],
+                effort_scale=data["effort_scale"], residual_std=data["residual_std"],
+                consistent=tuple(bool(b.get("consistent", True)) for b in bodies),
+                info=dict(data.get("info") or {}),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{source}: {exc}") from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> ArmCalibration:
+        """Read a file written by :meth:`save`; ``ValueError`` (one line) for anything else."""
+        import yaml
+
+        try:
+            data = yaml.safe_load(Path(path).read_text())
+        except OSError as exc:
+            raise ValueError(f"{path}: {exc.strerror or exc}") from None
+        except yaml.YAMLError as exc:
+            raise ValueError(f"{path}: not YAML ({str(exc).splitlines()[0]})") from None
+        return cls.from_dict(data, str(path))
+
+
+class ArmDynamics:
+    """Joint torques of the unloaded arm (module docstring), from its description and a calibration.
+
+    Args:
+        kinematics: the arm's :class:`SensorKinematics` (its reduced model, joints and gravity).
+        calibration: fitted parameters and friction; None: the description's inertias, no friction.
+
+    Raises:
+        ValueError: a calibration for other joints, or for a model with other bodies.
+    """
+
+    def __init__(self, kinematics: SensorKinematics, calibration: ArmCalibration | None = None) -> None:
+        self.kinematics = kinematics
+        self.model = pin.Model(kinematics.model)  # a copy: gravity is set here
+        self.model.gravity.linear = kinematics.R_world_base.T @ kinematics.gravity_in_world
+        self._data = self.model.createData()
+        self.body_joints = tuple(self.model.names[j] for j in range(1, self.model.njoints))
+        self.nominal = np.array([self.model.inertias[j].toDynamicParameters() for j in range(1, self.model.njoints)])
+        self._v_index = kinematics.velocity_index
+        n = kinematics.n_joints
+        self.calibration = calibration
+        if calibration is None:
+            self.parameters = self.nominal.ravel().copy()
+            self.viscous = self.coulomb = self.offset = np.zeros(n)
+            self.effort_scale = np.ones(n)
+        else:
+            calibration.check_matches("", kinematics.joint_names)
+            if calibration.body_joints != self.body_joints:
+                raise ValueError(f"the arm calibration has bodies on joints {list(calibration.body_joints)}, the "
+                                 f"description {list(self.body_joints)}")
+            self.parameters = calibration.body_parameters.ravel().copy()
+            self.viscous, self.coulomb, self.offset = calibration.viscous, calibration.coulomb, calibration.offset
+            self.effort_scale = calibration.effort_scale
+
+    @property
+    def n_joints(self) -> int:
+        return self.kinematics.n_joints
+
+    def regressor(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+        """(N, n, 10 b) the rigid-body regressor ``Y`` of the joints (rows in joint order)."""
+        Q, V, A = self.kinematics.pinocchio_state(q, dq, ddq)
+        out = np.empty((Q.shape[0], self.n_joints, 10 * len(self.body_joints)))
+        for k in range(Q.shape[0]):
+            out[k] = pin.computeJointTorqueRegressor(self.model, self._data, Q[k], V[k], A[k])[self._v_index]
+        return out
+
+    def rigid_body_torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+        """(N, n) ``Y pi``: inverse dynamics of the arm with the calibrated (or described) bodies, N·m."""
+        if self.calibration is None:
+            Q, V, A = self.kinematics.pinocchio_state(q, dq, ddq)
+            out = np.empty((Q.shape[0], self.n_joints))
+            for k in range(Q.shape[0]):
+                out[k] = pin.rnea(self.model, self._data, Q[k], V[k], A[k])[self._v_index]
+            return out
+        return self.regressor(q, dq, ddq) @ self.parameters
+
+    def friction(self, dq: np.ndarray) -> np.ndarray:
+        """(N, n) friction and offset torques at joint velocities ``dq`` (N, n), N·m."""
+        dq = np.atleast_2d(np.asarray(dq, dtype=float))
+        return self.viscous * dq + self.coulomb * np.tanh(dq / SMOOTH_SIGN_VELOCITY) + self.offset
+
+    def torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+        """(N, n) what the joints report for the unloaded arm, in the units of the corrected effort
+        (:meth:`corrected_effort`), N·m."""
+        return self.rigid_body_torques(q, dq, ddq) + self.friction(dq)
+
+    def corrected_effort(self, effort: np.ndarray) -> np.ndarray:
+        """(N, n) the reported efforts times the calibrated scale, N·m."""
+        return np.asarray(effort, dtype=float) * self.effort_scale
+
+
+# ----------------------------------------------------------------- calibration
+@dataclass(frozen=True)
+class ArmPrior:
+    """How far the robot description's inertial parameters may be from the truth (1 sigma), the prior
+    of :func:`calibrate_arm`; and the friction's (zero-mean, weak).
+
+    Attributes:
+        mass_rel: relative std of each body's mass. mass_floor: kg, added in quadrature.
+        com: m, std of each COM coordinate (the first moment's std is ``m com``, plus ``mass_rel`` of it).
+        inertia_rel: relative std of each inertia entry about the joint frame; inertia_floor: kg·m².
+        friction: std of every friction coefficient (N·m, N·m·s/rad) and offset (N·m).
+        effort_scale: std of an effort scale about 1 (when calibrated).
+    """
+
+    mass_rel: float = 0.2
+    mass_floor: float = 0.05
+    com: float = 0.02
+    inertia_rel: float = 0.3
+    inertia_floor: float = 1e-3
+    friction: float = 10.0
+    effort_scale: float = 0.1
+
+    def body_std(self, nominal: np.ndarray) -> np.ndarray:
+        """(b, 10) the std of each body's ten parameters around ``nominal`` (b, 10)."""
+        m = np.abs(nominal[:, 0])
+        std = np.empty_like(nominal)
+        std[:, 0] = np.hypot(self.mass_rel * m, self.mass_floor)
+        std[:, 1:4] = np.sqrt((self.mass_rel * nominal[:, 1:4]) ** 2 + (np.maximum(m, self.mass_floor)[:, None] * self.com) ** 2)
+        std[:, 4:10] = np.sqrt((self.inertia_rel * nominal[:, 4:10]) ** 2 + self.inertia_floor**2)
+        return std
+
+
+@dataclass(frozen=True, eq=False)
+class JointRecording:
+    """Joint states of the arm on a uniform time grid, already low-pass filtered and differentiated alike
+    (the efforts with the same filter as the positions).
+
+    Attributes:
+        t: (N,) s. q: (N, n) rad. dq: (N, n) rad/s. ddq: (N, n) rad/s². effort: (N, n) N·m.
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    dq: np.ndarray
+    ddq: np.ndarray
+    effort: np.ndarray
+
+    def __len__(self) -> int:
+        return int(len(self.t))
+
+    def select(self, index: np.ndarray | slice) -> JointRecording:
+        return JointRecording(self.t[index], self.q[index], self.dq[index], self.ddq[index], self.effort[index])
+
+
+@dataclass(frozen=True, eq=False)
+class CalibrationFit:
+    """Figures of a calibration: effort residual RMS per joint (N·m) with the description alone (no
+    friction) and with the calibration, on the data it was fitted to and on held-out data."""
+
+    rms_description: np.ndarray
+    rms_calibrated: np.ndarray
+    samples: int
+    rms_description_held_out: np.ndarray | None = None
+    rms_calibrated_held_out: np.ndarray | None = None
+    held_out_samples: int = 0
+
+
+def _friction_regressor(dq: np.ndarray) -> np.ndarray:
+    """(N, n, 3n) columns ``[viscous (n), Coulomb (n), offset (n)]`` per joint row."""
+    N, n = dq.shape
+    F = np.zeros((N, n, _FRICTION_TERMS * n))
+    idx = np.arange(n)
+    F[:, idx, idx] = dq
+    F[:, idx, n + idx] = np.tanh(dq / SMOOTH_SIGN_VELOCITY)
+    F[:, idx, 2 * n + idx] = 1.0
+    return F
+
+
+def residual_rms(dynamics: ArmDynamics, rec: JointRecording) -> np.ndarray:
+    """(n,) RMS of the corrected effort minus the model's torque per joint, N·m."""
+    r = dynamics.corrected_effort(rec.effort) - dynamics.torques(rec.q, rec.dq, rec.ddq)
+    return np.sqrt(np.mean(r**2, axis=0))
+
+
+def calibrate_arm(
+    kinematics: SensorKinematics,
+    recording: JointRecording,
+    *,
+    robot: str = "",
+    effort_scale: bool = False,
+    prior: ArmPrior | None = None,
+    held_out: JointRecording | None = None,
+    info: dict[str, Any] | None = None,
+) -> tuple[ArmCalibration, CalibrationFit]:
+    """Fit the arm's inertial parameters, friction (and effort scales, ``effort_scale``) to ``recording``
+    of the arm without payload (module docstring): a weighted least-squares fit with the description as
+    prior, weighted per joint by the residual of a first pass (iteratively reweighted, twice).
+
+    ``held_out``: another recording (another motion) the figures are also computed on.
+    """
+    prior = prior or ArmPrior()
+    n = kinematics.n_joints
+    nominal_model = ArmDynamics(kinematics)
+    b = len(nominal_model.body_joints)
+    n_pi = 10 * b
+    n_f = _FRICTION_TERMS * n
+    n_s = n if effort_scale else 0
+    p = n_pi + n_f + n_s
+    x0 = np.concatenate([nominal_model.nominal.ravel(), np.zeros(n_f), np.ones(n_s)])
+    std0 = np.concatenate([prior.body_std(nominal_model.nominal).ravel(), np.full(n_f, prior.friction),
+                           np.full(n_s, prior.effort_scale)])
+    if len(recording) < 10:
+        raise ValueError(f"the recording has {len(recording)} usable samples; calibration needs seconds of motion")
+
+    # normal equations per joint (sufficient statistics): rows [Y, F, -diag(effort)] x = effort (or 0 with scale)
+    G = np.zeros((n, p, p))
+    c = np.zeros((n, p))
+    s2 = np.zeros(n)
+    chunk = 512
+    for start in range(0, len(recording), chunk):
+        part = recording.select(slice(start, start + chunk))
+        A = np.concatenate([nominal_model.regressor(part.q, part.dq, part.ddq), _friction_regressor(part.dq)], axis=2)
+        if effort_scale:
+            S = np.zeros((len(part), n, n))
+            S[:, np.arange(n), np.arange(n)] = -part.effort
+            A = np.concatenate([A, S], axis=2)
+            y = np.zeros_like(part.effort)
+        else:
+            y = part.effort
+        G += np.einsum("kip,kiq->ipq", A, A)
+        c += np.einsum("kip,ki->ip", A, y)
+        s2 += np.einsum("ki,ki->i", y, y)
+
+    prior_info = 1.0 / std0**2
+    sigma = np.ones(n)
+    x = x0
+    for _ in range(3):
+        H = np.tensordot(1.0 / sigma**2, G, axes=1) + np.diag(prior_info)
+        rhs = np.tensordot(1.0 / sigma**2, c, axes=1) + prior_info * x0
+        x = np.linalg.solve(H, rhs)
+        rss = np.einsum("p,ipq,q->i", x, G, x) - 2.0 * c @ x + s2
+        sigma = np.sqrt(np.maximum(rss, 0.0) / len(recording))
+        sigma = np.maximum(sigma, 1e-3 * max(float(sigma.max()), 1e-9))
+    pi = x[:n_pi].reshape(b, 10)
+    f = x[n_pi:n_pi + n_f]
+    scale = x[n_pi + n_f:] if effort_scale else np.ones(n)
+    meta = {"created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "samples": int(len(recording)), "effort_scale_calibrated": bool(effort_scale)}
+    meta.update(info or {})
+    calibration = ArmCalibration(
+        robot=robot, joint_names=kinematics.joint_names, body_joints=nominal_model.body_joints, body_parameters=pi,
+        viscous=f[:n], coulomb=f[n:2 * n], offset=f[2 * n:], effort_scale=scale, residual_std=sigma, info=meta,
+    )
+    calibrated = ArmDynamics(kinematics, calibration)
+    fit = CalibrationFit(
+        rms_description=residual_rms(nominal_model, recording),
+        rms_calibrated=residual_rms(calibrated, recording),
+        samples=len(recording),
+    )
+    if held_out is not None and len(held_out):
+        fit = CalibrationFit(fit.rms_description, fit.rms_calibrated, fit.samples,
+                             residual_rms(nominal_model, held_out), residual_rms(calibrated, held_out), len(held_out))
+    return calibration, fit
+
+
+def joint_recording(
+    t: np.ndarray,
+    q: np.ndarray,
+    effort: np.ndarray,
+    *,
+    rate_hz: float = 1000.0,
+    cutoff_hz: float = 10.0,
+    order: int = 4,
+    fit_rate_hz: float = 100.0,
+    max_gap_s: float = 0.05,
+    trim_s: float = 0.2,
+) -> JointRecording:
+    """Raw joint states ``t`` (N,) s, ``q`` (N, n) rad, ``effort`` (N, n) N·m of a recording -> a
+    :class:`JointRecording` for :func:`calibrate_arm`: samples sorted, those with a NaN/inf or a repeated
+    stamp dropped, split where the stamps jump more than ``max_gap_s``, each piece interpolated onto a
+    ``rate_hz`` grid, low-passed forward and backward (no lag: the calibration is offline) at ``cutoff_hz``
+    like the positions, differentiated with central differences, ``trim_s`` cut at both ends of every
+    piece (the filters' edges) and kept at ``fit_rate_hz``."""
+    from payload_estimator.pipeline.filters import zero_phase_lowpass
+
+    t = np.asarray(t, dtype=float).reshape(-1)
+    q = np.asarray(q, dtype=float).reshape(len(t), -1)
+    effort = np.asarray(effort, dtype=float).reshape(q.shape)
+    ok = np.isfinite(t) & np.isfinite(q).all(axis=1) & np.isfinite(effort).all(axis=1)
+    t, q, effort = t[ok], q[ok], effort[ok]
+    order_idx = np.argsort(t, kind="stable")
+    t, q, effort = t[order_idx], q[order_idx], effort[order_idx]
+    fresh = np.concatenate(([True], np.diff(t) > 0.0))
+    t, q, effort = t[fresh], q[fresh], effort[fresh]
+    pieces: list[JointRecording] = []
+    if len(t) == 0:
+        n = q.shape[1]
+        z = np.zeros((0, n))
+        return JointRecording(np.zeros(0), z, z, z, z)
+    breaks = np.flatnonzero(np.diff(t) > max_gap_s) + 1
+    step = max(1, int(round(rate_hz / fit_rate_hz)))
+    T = 1.0 / rate_hz
+    for seg_t, seg_q, seg_e in zip(np.split(t, breaks), np.split(q, breaks), np.split(effort, breaks)):
+        grid = np.arange(seg_t[0], seg_t[-1], T)
+        if grid[-1] - grid[0] < 2.0 * trim_s + 0.1:
+            continue
+        qg = np.column_stack([np.interp(grid, seg_t, seg_q[:, j]) for j in range(seg_q.shape[1])])
+        eg = np.column_stack([np.interp(grid, seg_t, seg_e[:, j]) for j in range(seg_e.shape[1])])
+        qf = zero_phase_lowpass(qg, rate_hz, cutoff_hz, order)
+        ef = zero_phase_lowpass(eg, rate_hz, cutoff_hz, order)
+        dq = np.gradient(qf, T, axis=0)
+        ddq = np.gradient(dq, T, axis=0)
+        keep = (grid >= grid[0] + trim_s) & (grid <= grid[-1] - trim_s)
+        keep &= np.arange(len(grid)) % step == 0
+        pieces.append(JointRecording(grid[keep], qf[keep], dq[keep], ddq[keep], ef[keep]))
+    if not pieces:
+        n = q.shape[1]
+        z = np.zeros((0, n))
+        return JointRecording(np.zeros(0), z, z, z, z)
+    return JointRecording(*(np.concatenate([getattr(p, f) for p in pieces]) for f in ("t", "q", "dq", "ddq", "effort")))

@@ -1,0 +1,91 @@
+"""The payload's wrench from joint torques: no force/torque sensor needed.
+
+With the unloaded arm's own torques known (:class:`~payload_estimator.pipeline.arm_dynamics.ArmDynamics`),
+the rest of the reported effort is the payload's (seed 000, Method 2's equation with a model of the arm
+in place of an unloaded run)::
+
+    dtau = s * tau_meas - tau_arm(q, dq, ddq) = -J_S(q)^T w,      w = Y(a - g, omega, alpha) phi
+
+``J_S`` is the Jacobian of the sensor frame ``S`` in ``S`` (``pinocchio.LOCAL``: rows ``[v; omega]``),
+``w`` the payload's wrench on ``S`` (:mod:`payload_estimator.core.samples`). The joint-space residual,
+each joint weighted by its effort noise ``sigma_i`` (the calibration's residual),
+``|Sigma^-1/2 (dtau + J^T Y phi)|²``, is what the estimators should minimise. With the SVD
+``-Sigma^-1/2 J^T = U diag(sv) V^T`` (n x 6) it equals, up to a constant, ``|W (w_hat - Y phi)|²`` with
+``W = diag(sv) V^T`` and ``w_hat = V diag(1/sv) U^T Sigma^-1/2 dtau`` (directions with ``sv`` below
+:data:`SINGULAR_RCOND` of the largest dropped): a wrench sample with its own information
+(``SensorSamples.wrench_information_sqrt``), so every estimator takes it unchanged. At a singular pose
+the wrench direction no joint feels gets no weight instead of the noise a plain pseudo-inverse would
+amplify into it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from payload_estimator.pipeline.arm_dynamics import ArmDynamics
+
+__all__ = ["JointTorqueWrench", "TorqueWrench", "SINGULAR_RCOND", "DEFAULT_EFFORT_STD"]
+
+SINGULAR_RCOND = 1e-6
+"""Wrench directions whose singular value is below this fraction of the largest carry no information."""
+DEFAULT_EFFORT_STD = 0.5
+"""N·m: the effort noise assumed per joint without a calibration (which measures it)."""
+
+
+@dataclass(frozen=True, eq=False)
+class TorqueWrench:
+    """Wrenches recovered from joint torques for ``N`` samples.
+
+    Attributes:
+        wrench_in_sensor: (N, 6) the least-squares wrench ``w_hat`` on S, N and N·m.
+        information_sqrt: (N, 6, 6) ``W``, with ``W^T W`` the information of ``w_hat``.
+        payload_torques: (N, n) ``dtau``, the joint torques attributed to the payload, N·m.
+        min_singular: (N,) the smallest singular value of ``Sigma^-1/2 J^T`` over the largest (0: singular).
+    """
+
+    wrench_in_sensor: np.ndarray
+    information_sqrt: np.ndarray
+    payload_torques: np.ndarray
+    min_singular: np.ndarray
+
+
+class JointTorqueWrench:
+    """Joint states and efforts -> the payload's wrench on the sensor frame, with its information.
+
+    Args:
+        dynamics: the unloaded arm's torques (and the kinematics whose sensor frame is ``S``).
+        effort_std: (n,) effort noise per joint, N·m; None: the calibration's residual, else
+            :data:`DEFAULT_EFFORT_STD`.
+    """
+
+    def __init__(self, dynamics: ArmDynamics, effort_std: np.ndarray | None = None) -> None:
+        self.dynamics = dynamics
+        n = dynamics.n_joints
+        if effort_std is None:
+            cal = dynamics.calibration
+            effort_std = cal.residual_std if cal is not None else np.full(n, DEFAULT_EFFORT_STD)
+        std = np.asarray(effort_std, dtype=float).reshape(-1)
+        if std.shape != (n,) or np.any(~np.isfinite(std)) or np.any(std <= 0.0):
+            raise ValueError(f"effort_std must be {n} positive numbers (N·m)")
+        self.effort_std = std
+
+    def __call__(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, effort: np.ndarray) -> TorqueWrench:
+        """For joint states ``q, dq, ddq`` and reported ``effort`` (N, n) (filtered alike)."""
+        dyn = self.dynamics
+        dtau = dyn.corrected_effort(effort) - dyn.torques(q, dq, ddq)
+        J = dyn.kinematics.frame_jacobian(q)  # (N, 6, n)
+        A = -np.transpose(J, (0, 2, 1)) / self.effort_std[None, :, None]  # (N, n, 6)
+        b = dtau / self.effort_std
+        U, sv, Vt = np.linalg.svd(A, full_matrices=False)  # U (N, n, k), sv (N, k), Vt (N, k, 6), k = min(n, 6)
+        top = np.maximum(sv[:, :1], 1e-300)
+        keep = sv > SINGULAR_RCOND * top
+        inv = np.where(keep, 1.0 / np.where(keep, sv, 1.0), 0.0)
+        proj = np.einsum("nik,ni->nk", U, b)  # U^T b
+        w_hat = np.einsum("nkj,nk->nj", Vt, inv * proj)
+        k = sv.shape[1]
+        W = np.zeros((len(q), 6, 6))
+        W[:, :k, :] = np.where(keep, sv, 0.0)[:, :, None] * Vt
+        min_sv = np.where(keep.all(axis=1) & (k == 6), sv[:, -1] / top[:, 0], 0.0)
+        return TorqueWrench(w_hat, W, dtau, min_sv)
