@@ -23,7 +23,8 @@ the robot's configuration (:class:`~payload_estimator.settings.Settings`):
   run's sensor frame: once at the start, and for a work cycle again at each change of the held
   payload, stamped with its time; all zero for an empty gripper);
 * the run's description in the metadata's ``custom_data`` (keys prefixed with
-  :data:`~payload_estimator.io.bag.CUSTOM_DATA_PREFIX`).
+  :data:`~payload_estimator.io.bag.CUSTOM_DATA_PREFIX`; ``effort_model`` when the efforts come
+  from a :class:`~payload_estimator.sim.efforts.EffortModel`).
 
 Header stamps are ``epoch + t`` exactly (integer ns); each topic is recorded a
 fixed fraction of a millisecond after its stamp (:data:`RECORD_LATENCY_S`),
@@ -166,6 +167,8 @@ def _fields(ns: int) -> dict[str, int]:
 def _custom_data(run: SimulatedRun) -> dict[str, str]:
     data = {"robot": run.robot, "payload": run.payload_name, "trajectory": run.trajectory, "noise": run.noise,
             "seed": str(run.seed)}
+    if run.effort_model:  # a joint-torque sensor model (sim.efforts): what the efforts are
+        data["effort_model"] = run.effort_model
     from payload_estimator.core.shapes import format_shape_spec
     from payload_estimator.sim.payloads import get_payload
 

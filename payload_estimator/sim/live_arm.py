@@ -13,8 +13,8 @@ reference when a ``FollowJointTrajectory`` goal arrives or is cancelled.
   when its goal is cancelled). Whatever follows, the pose is then held.
 * Physics, controller and sensors are those of :func:`~payload_estimator.sim.mujoco_sim.simulate`
   (the same :class:`~payload_estimator.sim.mujoco_sim.ArmStepper`, model, noise levels and F/T
-  offset with drift), so a trajectory followed from the start pose gives the very states of a batch
-  run of that trajectory.
+  offset with drift, opt-in joint friction, effort sensor and model mismatch), so a trajectory
+  followed from the start pose gives the very states of a batch run of that trajectory.
 * The wrench is also given as the robot's configured source reports it
   (:class:`~payload_estimator.sim.bag.SourceWrench`, as for simulated bags and the replay), at
   the measured joint positions of the same physics step.
@@ -25,7 +25,7 @@ Times are "arm time", s, from the arm's creation: step ``k`` of the physics is a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -36,6 +36,7 @@ from payload_estimator.excitation.trajectory import JointTrajectory, braking_tra
 from payload_estimator.robots import get_robot
 from payload_estimator.settings import Settings, settings_for_robot
 from payload_estimator.sim.bag import SourceWrench
+from payload_estimator.sim.efforts import EFFORT_STREAM, ArmMismatch, EffortModel
 from payload_estimator.sim.mujoco_sim import (
     SENSOR_FRAME,
     ArmStepper,
@@ -93,7 +94,8 @@ class LiveSamples:
     Joint states (rate ``rate_hz``):
         joint_t: (N,) s. joint_q: (N, n) rad. joint_dq: (N, n) rad/s. joint_effort: (N, n) N·m
         (measured, with noise). q_ref: (N, n) the reference, rad. true_q, true_dq, true_ddq: (N, n)
-        the simulated state and acceleration, rad, rad/s, rad/s².
+        the simulated state and acceleration, rad, rad/s, rad/s². true_joint_torque: (N, n) the
+        motors' torque (friction included), N·m.
     Wrench (rate ``wrench_rate_hz``):
         wrench_t: (M,) s. wrench_in_sensor: (M, 6) [f N, tau N·m], the payload on the sensor, in S,
         with offset and noise. wrench: (M, 6) the same as the configured source reports it.
@@ -118,6 +120,7 @@ class LiveSamples:
     imu_t: np.ndarray
     imu_gyro_in_imu: np.ndarray
     imu_specific_force_in_imu: np.ndarray
+    true_joint_torque: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
 
 
 class _Hold:
@@ -154,9 +157,13 @@ class LiveArm:
         ft_drift: let the offset drift.
         bandwidth_hz, damping_ratio: computed-torque gains.
         physics_rate_hz: integration rate (default: as :func:`simulate`).
+        efforts: a joint-torque sensor with its friction (as :func:`simulate`; its noise drawn from
+            ``default_rng([seed, EFFORT_STREAM])``), or None.
+        arm_mismatch: simulate an arm unlike its URDF (as :func:`simulate`), or None.
 
     Attributes:
-        joint_names, urdf, sensor_frame, imu_frame (None without an IMU), truth (the payload's
+        joint_names, urdf (the nominal URDF, what the estimator gets), true_urdf (the one simulated),
+        sensor_frame, imu_frame (None without an IMU), truth (the payload's
         inertial parameters in S), wrench_frame_id (the frame the source's wrench is expressed in),
         ddq_max, dddq_max (n,) the limits a stop respects, rad/s², rad/s³.
     """
@@ -177,6 +184,8 @@ class LiveArm:
         bandwidth_hz: float = 12.0,
         damping_ratio: float = 1.0,
         physics_rate_hz: float | None = None,
+        efforts: EffortModel | None = None,
+        arm_mismatch: ArmMismatch | None = None,
     ) -> None:
         spec = get_robot(robot)
         self.robot = robot
@@ -192,7 +201,13 @@ class LiveArm:
         self.physics_rate_hz = float(physics_rate_hz or default_physics_rate([self.rate_hz, self.wrench_rate_hz]))
         self._joint_stride = sample_stride(self.physics_rate_hz, self.rate_hz, "rate_hz")
         self._wrench_stride = sample_stride(self.physics_rate_hz, self.wrench_rate_hz, "wrench_rate_hz")
-        self.urdf, self._model = robot_arm_model(robot, payload_model, self.physics_rate_hz, imu)
+        self.urdf, self._model = robot_arm_model(robot, payload_model, self.physics_rate_hz, imu,
+                                                 arm_mismatch=arm_mismatch)
+        self.true_urdf = self._model.urdf
+        if efforts is not None and efforts.n_joints != spec.n_joints:
+            raise ValueError(f"the effort model is for {efforts.n_joints} joints, the {robot} has {spec.n_joints}")
+        self.efforts = efforts if efforts is None or noise != "none" else efforts.without_noise()
+        self._effort_rng = np.random.default_rng([int(seed), EFFORT_STREAM])
         self.sensor_frame = SENSOR_FRAME
         self.imu_frame = "imu_link" if imu else None
         self._convert = SourceWrench(settings, self.urdf, SENSOR_FRAME, self.joint_names)
@@ -208,7 +223,8 @@ class LiveArm:
         if np.any(q0 < spec.q_min) or np.any(q0 > spec.q_max):
             raise ValueError("q_start is outside the joint limits")
         w = 2.0 * np.pi * bandwidth_hz
-        self._stepper = ArmStepper(self._model, kp=w * w, kd=2.0 * damping_ratio * w)
+        self._stepper = ArmStepper(self._model, kp=w * w, kd=2.0 * damping_ratio * w,
+                                   friction=efforts.friction if efforts is not None else None)
         self._stepper.reset(q0, np.zeros_like(q0))
         self._k = 0  # next physics step
         self._ref: JointTrajectory = _Hold(q0)
@@ -308,6 +324,8 @@ class LiveArm:
         joint_q = true_q + rng.normal(0.0, levels.joint_position, true_q.shape)
         joint_dq = true_dq + rng.normal(0.0, levels.joint_velocity, true_dq.shape)
         joint_effort = rec.tau[js] + rng.normal(0.0, levels.joint_effort, true_q.shape)
+        if self.efforts is not None:  # its own stream: the draw above stays, so later draws do not move
+            joint_effort = self.efforts.measure(rec.tau[js], self._effort_rng)
         # the wrench source's conversion at the measured joint positions of the same step
         q_meas = rec.q.copy()
         q_meas[js] = joint_q
@@ -330,5 +348,5 @@ class LiveArm:
             true_q=true_q.reshape(-1, n), true_dq=true_dq.reshape(-1, n), true_ddq=rec.ddq[js].reshape(-1, n),
             wrench_t=wrench_t, wrench_in_sensor=wrench_S, wrench=wrench,
             true_wrench_in_sensor=true_wrench, ft_bias=bias, imu_t=imu_t, imu_gyro_in_imu=gyro,
-            imu_specific_force_in_imu=specific_force,
+            imu_specific_force_in_imu=specific_force, true_joint_torque=rec.tau[js].reshape(-1, n),
         )

@@ -42,6 +42,17 @@ Computed torque with MuJoCo's own model: ``tau = M(q) (ddq_ref + Kp e + Kd
 de) + qfrc_bias(q, dq)`` (``mj_mulM``, ``qfrc_bias``), ``Kp = w²``,
 ``Kd = 2 zeta w``, ``w = 2 pi bandwidth_hz``, torques clipped to the vendor
 limits (clipped steps are counted).
+
+Joint efforts (opt-in, :mod:`payload_estimator.sim.efforts`)
+-----------------------------------------------------------
+Without an effort model the arm has no friction and ``joint_effort`` is the applied torque plus
+the nominal joint noise. With one, its friction acts on the joints (``qfrc_applied =
+-tau_friction(dq)``, set before each step's dynamics) and the controller adds ``tau_friction(dq)``
+to its torque, as a real controller compensates friction: the tracking is unchanged and the
+applied torque is ``M(q) ddq + C dq + g(q) + tau_friction(dq)`` of the recorded state exactly
+(:func:`rigid_body_torque` gives the first terms); the sensor reports it scaled and with noise.
+With an :class:`~payload_estimator.sim.efforts.ArmMismatch` the compiled arm is a perturbed copy
+of the URDF the estimator is given, and the controller's model is that true arm.
 """
 
 from __future__ import annotations
@@ -62,6 +73,7 @@ from payload_estimator.core.samples import STANDARD_GRAVITY
 from payload_estimator.core.shapes import Box, Cylinder, Mesh, Shape, Sphere, Union
 from payload_estimator.robots import RobotSpec, get_robot, robot_urdf
 from payload_estimator.robots.generate import DEFAULT_IMU_XYZ_IN_SENSOR
+from payload_estimator.sim.efforts import EFFORT_STREAM, ArmMismatch, EffortModel, JointFriction
 from payload_estimator.sim.payloads import Payload, get_payload
 from payload_estimator.sim.run import SimulatedRun
 from payload_estimator.sim.trajectories import JointTrajectory, make_trajectory
@@ -77,6 +89,8 @@ __all__ = [
     "sample_stride",
     "default_physics_rate",
     "resolve_payload",
+    "rigid_body_torque",
+    "NO_PAYLOAD",
     "wrench_from_mujoco",
     "read_wrench_in_sensor",
     "read_imu",
@@ -106,6 +120,8 @@ MIN_PRINCIPAL_INERTIA = 1e-12
 """Added to the principal moments (kg·m²) of a payload that has a smaller one (a point mass, a
 rod), which MuJoCo would reject; real solids are simulated exactly."""
 IMU_FRAME = "imu_link"
+NO_PAYLOAD = "none"
+"""Payload name of an unloaded arm (:func:`resolve_payload`): nothing on the F/T sensor."""
 
 
 # ------------------------------------------------------------------- model
@@ -122,6 +138,7 @@ class ArmModel:
         force_adr, torque_adr: start of the F/T readings in ``sensordata``.
         gyro_adr, accelerometer_adr: start of the IMU readings (None without an IMU).
         sensor_body_id, payload_body_id, ft_site_id, imu_site_id (-1 without an IMU).
+        urdf: the URDF compiled (the true arm: perturbed when simulating a model mismatch).
     """
 
     model: mujoco.MjModel
@@ -138,6 +155,7 @@ class ArmModel:
     payload_body_id: int
     ft_site_id: int
     imu_site_id: int
+    urdf: str = ""
 
 
 def _quat_wxyz(rpy: Sequence[float]) -> list[float]:
@@ -253,6 +271,7 @@ def build_model(
         payload_body_id=int(model.body(PAYLOAD_BODY).id),
         ft_site_id=int(model.site(FT_SITE).id),
         imu_site_id=int(model.site(IMU_SITE).id) if imu_frame else -1,
+        urdf=urdf,
     )
 
 
@@ -313,6 +332,19 @@ def computed_torque(
     M_acc = np.empty(arm.model.nv)
     mujoco.mj_mulM(arm.model, data, M_acc, acc)
     return (M_acc + data.qfrc_bias)[arm.dof_adr]
+
+
+def rigid_body_torque(arm: ArmModel, q: ArrayLike, dq: ArrayLike, ddq: ArrayLike) -> np.ndarray:
+    """(N, n) ``M(q) ddq + C(q, dq) dq + g(q)`` of the compiled model (its payload included), N·m,
+    at the states ``q``, ``dq``, ``ddq`` (N, n) rad, rad/s, rad/s² (MuJoCo's inverse dynamics)."""
+    q, dq, ddq = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (q, dq, ddq))
+    d = mujoco.MjData(arm.model)
+    out = np.empty(q.shape)
+    for i in range(len(q)):
+        d.qpos[arm.qpos_adr], d.qvel[arm.dof_adr], d.qacc[arm.dof_adr] = q[i], dq[i], ddq[i]
+        mujoco.mj_inverse(arm.model, d)
+        out[i] = d.qfrc_inverse[arm.dof_adr]
+    return out
 
 
 # ------------------------------------------------------------------- noise
@@ -489,6 +521,8 @@ class StepRecording:
         ddq: (N, n) rad/s². tau: (N, n) applied torque (clipped), N·m.
         sensordata: (N, nsensordata) MuJoCo's sensors (:func:`read_wrench_in_sensor`, :func:`read_imu`).
         clipped_steps: steps where a torque hit its limit.
+        tau_friction: (N, n) the friction torque the motors supplied (included in ``tau``), N·m, or
+            None for a frictionless arm.
     """
 
     t: np.ndarray
@@ -499,6 +533,7 @@ class StepRecording:
     tau: np.ndarray
     sensordata: np.ndarray
     clipped_steps: int
+    tau_friction: np.ndarray | None = None
 
 
 class ArmStepper:
@@ -511,15 +546,22 @@ class ArmStepper:
         arm: the compiled model.
         kp, kd: computed-torque gains, 1/s², 1/s.
         hook: a work schedule applied during the steps, or None.
+        friction: the joints' friction, or None: applied to the joints (``qfrc_applied =
+            -tau_friction(dq)``) and fed forward by the controller (``+tau_friction(dq)``, at the
+            true speed), so the tracking is that of a frictionless arm.
 
     Attributes:
         data: the :class:`mujoco.MjData` (the state between calls).
     """
 
-    def __init__(self, arm: ArmModel, kp: float, kd: float, hook: _ScheduleHook | None = None) -> None:
+    def __init__(self, arm: ArmModel, kp: float, kd: float, hook: _ScheduleHook | None = None,
+                 friction: JointFriction | None = None) -> None:
         self.arm = arm
         self.kp, self.kd = float(kp), float(kd)
         self.hook = hook
+        if friction is not None and friction.n_joints != len(arm.joint_names):
+            raise ValueError(f"the friction is for {friction.n_joints} joints, the arm has {len(arm.joint_names)}")
+        self.friction = friction
         self.data = mujoco.MjData(arm.model)
 
     def reset(self, q: np.ndarray, dq: np.ndarray) -> None:
@@ -543,6 +585,8 @@ class ArmStepper:
         qadr, dadr, act, tau_lim = arm.qpos_adr, arm.dof_adr, arm.actuator_ids, arm.tau_max
         rec_q, rec_dq, rec_ddq, rec_tau = (np.empty((n_steps, n)) for _ in range(4))
         rec_sens = np.empty((n_steps, m.nsensordata))
+        friction = self.friction
+        rec_friction = np.empty((n_steps, n)) if friction is not None else None
         clipped = 0
         report_every = max(n_steps // 100, 1)
         for i in range(n_steps):
@@ -552,6 +596,11 @@ class ArmStepper:
             if hook is not None:
                 hook.after_kinematics(float(t[i]), d)
             tau = computed_torque(arm, d, q_ref[i], dq_ref[i], ddq_ref[i], kp, kd)
+            if friction is not None and rec_friction is not None:
+                tau_f = friction.torque(d.qvel[dadr])
+                d.qfrc_applied[dadr] = -tau_f  # the joints' friction, used by mj_step2
+                tau = tau + tau_f  # fed forward
+                rec_friction[i] = tau_f
             if np.any(np.abs(tau) > tau_lim):
                 clipped += 1
                 tau = np.clip(tau, -tau_lim, tau_lim)
@@ -566,7 +615,8 @@ class ArmStepper:
                 progress((i + 1) / n_steps)
         if progress is not None:
             progress(1.0)
-        return StepRecording(np.asarray(t, dtype=float), q_ref, rec_q, rec_dq, rec_ddq, rec_tau, rec_sens, clipped)
+        return StepRecording(np.asarray(t, dtype=float), q_ref, rec_q, rec_dq, rec_ddq, rec_tau, rec_sens, clipped,
+                             rec_friction)
 
 
 def sample_stride(physics_hz: float, rate_hz: float, what: str) -> int:
@@ -590,11 +640,21 @@ def default_physics_rate(rates_hz: Sequence[float], at_least_hz: float = 1000.0)
 def resolve_payload(
     payload: str | Payload | InertialParameters,
 ) -> tuple[str, Payload | InertialParameters, InertialParameters]:
-    """(name, object for the model, inertial parameters in S)."""
+    """(name, object for the model, inertial parameters in S).
+
+    :data:`NO_PAYLOAD` ("none") or inertial parameters of zero mass: the unloaded arm (name "none",
+    nothing on the payload body), e.g. for an arm calibration run.
+    """
     if isinstance(payload, str):
+        if payload == NO_PAYLOAD:
+            return NO_PAYLOAD, InertialParameters.zero(), InertialParameters.zero()
         payload = get_payload(payload)
     if isinstance(payload, Payload):
         return payload.name, payload, payload.params
+    if payload.mass <= 0.0:
+        if np.any(payload.phi != 0.0):
+            raise ValueError("a payload of zero mass must have all its inertial parameters zero")
+        return NO_PAYLOAD, payload, payload
     return "custom", payload, payload
 
 
@@ -619,10 +679,15 @@ def robot_arm_model(
     sensor_rpy_in_flange: Sequence[float] = (0.0, 0.0, 0.0),
     imu_xyz_in_sensor: Sequence[float] = DEFAULT_IMU_XYZ_IN_SENSOR,
     imu_rpy_in_sensor: Sequence[float] = (0.0, 0.0, 0.0),
+    arm_mismatch: ArmMismatch | None = None,
 ) -> tuple[str, ArmModel]:
     """(URDF, compiled model) of catalogue robot ``robot`` holding ``payload`` on its F/T sensor
     (frame :data:`SENSOR_FRAME`, and IMU frame :data:`IMU_FRAME` with ``imu``), integrated at
-    ``physics_rate_hz``; mounts in m and rad as for :func:`simulate`."""
+    ``physics_rate_hz``; mounts in m and rad as for :func:`simulate`.
+
+    With ``arm_mismatch`` the model is compiled from the URDF perturbed by it (its links but the
+    sensor and IMU frames; ``ArmModel.urdf``), and the URDF returned stays the nominal one: what
+    the estimator is given."""
     spec = get_robot(robot)
     urdf = robot_urdf(
         robot,
@@ -633,8 +698,9 @@ def robot_arm_model(
         imu_rpy_in_sensor=imu_rpy_in_sensor,
         imu_frame=IMU_FRAME,
     )
-    arm = build_model(urdf, spec.joint_names, payload, spec.tau_max, SENSOR_FRAME, IMU_FRAME if imu else None,
-                      timestep=1.0 / physics_rate_hz)
+    true_urdf = urdf if arm_mismatch is None else arm_mismatch.apply(urdf, keep=(SENSOR_FRAME, IMU_FRAME))
+    arm = build_model(true_urdf, spec.joint_names, payload, spec.tau_max, SENSOR_FRAME,
+                      IMU_FRAME if imu else None, timestep=1.0 / physics_rate_hz)
     return urdf, arm
 
 
@@ -659,12 +725,15 @@ def simulate(
     bandwidth_hz: float = 12.0,
     damping_ratio: float = 1.0,
     schedule: WorkSchedule | None = None,
+    efforts: EffortModel | None = None,
+    arm_mismatch: ArmMismatch | None = None,
 ) -> SimulatedRun:
     """Simulate ``robot`` carrying ``payload`` along ``trajectory``; returns a :class:`SimulatedRun`.
 
     Args:
         robot: one of :data:`~payload_estimator.robots.ROBOT_NAMES`.
-        payload: catalogue name, :class:`Payload`, or inertial parameters in S.
+        payload: catalogue name, :class:`Payload`, or inertial parameters in S; :data:`NO_PAYLOAD`
+            ("none") or zero inertial parameters for the unloaded arm.
         trajectory: a kind for :func:`~payload_estimator.sim.trajectories.make_trajectory`
             (built with ``duration``; ``"thesis"`` also with ``seed``) or a trajectory.
         duration: simulated time, s (a shorter trajectory's last pose is held).
@@ -687,6 +756,19 @@ def simulate(
         bandwidth_hz, damping_ratio: computed-torque gains (``Kp = w²``, ``Kd = 2 zeta w``).
         schedule: a work cycle: payload changes and contacts (:class:`WorkSchedule`); the
             controller knows the payload held at every instant (its model is the simulated one).
+        efforts: a joint-torque sensor (:class:`~payload_estimator.sim.efforts.EffortModel`, e.g.
+            ``EffortModel.for_robot(robot)``): its friction acts on the joints (the controller
+            compensates it) and ``joint_effort`` is ``scale * tau + noise`` with its noise (zero
+            for ``noise="none"``), drawn from ``default_rng([seed, EFFORT_STREAM])``. None: no
+            friction, ``joint_effort`` is the applied torque plus the nominal joint noise.
+        arm_mismatch: simulate an arm whose links differ from the URDF
+            (:class:`~payload_estimator.sim.efforts.ArmMismatch`; the run's ``urdf`` stays the
+            nominal one, ``true_urdf`` is the one simulated; the controller knows the true arm).
+            None: the arm is its URDF.
+
+    Enabling ``efforts`` or ``arm_mismatch`` leaves every other signal's noise draws unchanged
+    (the states differ only by the rounding of the compensated friction, or by the true arm's
+    tracking).
     """
     spec = get_robot(robot)
     payload_name, payload_model, params = resolve_payload(payload)
@@ -700,12 +782,15 @@ def simulate(
 
     imu_frame = IMU_FRAME if imu else None
     urdf, arm = robot_arm_model(robot, payload_model, physics_rate_hz, imu, sensor_xyz_in_flange,
-                                sensor_rpy_in_flange, imu_xyz_in_sensor, imu_rpy_in_sensor)
+                                sensor_rpy_in_flange, imu_xyz_in_sensor, imu_rpy_in_sensor, arm_mismatch)
+    if efforts is not None and efforts.n_joints != spec.n_joints:
+        raise ValueError(f"the effort model is for {efforts.n_joints} joints, the {robot} has {spec.n_joints}")
     n_steps = int(round(duration * rate_hz)) * joint_stride
     t_steps = np.arange(n_steps) / physics_rate_hz
     w = 2.0 * np.pi * bandwidth_hz
     hook = _ScheduleHook(arm, schedule) if schedule is not None else None
-    stepper = ArmStepper(arm, kp=w * w, kd=2.0 * damping_ratio * w, hook=hook)
+    stepper = ArmStepper(arm, kp=w * w, kd=2.0 * damping_ratio * w, hook=hook,
+                         friction=efforts.friction if efforts is not None else None)
     q_ref, dq_ref, ddq_ref = traj(t_steps)
     stepper.reset(q_ref[0], dq_ref[0])  # from rest at traj(0)
     rec = stepper.run(t_steps, q_ref, dq_ref, ddq_ref, progress=progress)
@@ -728,6 +813,9 @@ def simulate(
     joint_q = true_q + rng.normal(0.0, levels.joint_position, true_q.shape)
     joint_dq = true_dq + rng.normal(0.0, levels.joint_velocity, true_dq.shape)
     joint_effort = rec.tau[js] + rng.normal(0.0, levels.joint_effort, true_q.shape)
+    if efforts is not None:  # its own stream: the draw above stays, so later draws do not move
+        sensor = efforts if noise != "none" else efforts.without_noise()
+        joint_effort = sensor.measure(rec.tau[js], np.random.default_rng([int(seed), EFFORT_STREAM]))
     if imu:
         imu_t = rec.t[js]
         gyro, specific_force = read_imu(arm, rec.sensordata[js])
@@ -771,4 +859,13 @@ def simulate(
         truth_change_t=np.array([t for t, _ in schedule.changes]),
         truth_phis=np.array([p.phi for _, p in schedule.changes]).reshape(-1, 10),
         contact_spans=np.array([[c.t_start, c.t_end] for c in schedule.contacts]).reshape(-1, 2),
+        true_joint_torque=rec.tau[js],
+        true_joint_friction=rec.tau_friction[js] if rec.tau_friction is not None else np.zeros((0, spec.n_joints)),
+        effort_model=efforts.name if efforts is not None else "",
+        effort_noise_std=(
+            (efforts.noise_std if noise != "none" else np.zeros(spec.n_joints)) if efforts is not None
+            else np.full(spec.n_joints, levels.joint_effort)
+        ),
+        effort_scale=efforts.scale if efforts is not None else np.ones(spec.n_joints),
+        true_urdf=arm.urdf if arm_mismatch is not None else "",
     )

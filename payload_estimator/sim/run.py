@@ -34,7 +34,8 @@ __all__ = ["SimulatedRun", "FORMAT"]
 FORMAT = "payload_estimator.SimulatedRun/1"
 """Tag stored in every file under the key ``_format``."""
 
-_STRINGS = ("robot", "urdf", "sensor_frame", "imu_frame", "payload_name", "trajectory", "noise")
+_STRINGS = ("robot", "urdf", "sensor_frame", "imu_frame", "payload_name", "trajectory", "noise", "effort_model",
+            "true_urdf")
 _FLOATS = ("rate_hz", "wrench_rate_hz", "physics_rate_hz")
 _INTS = ("seed", "torque_clipped_steps")
 
@@ -45,7 +46,8 @@ class SimulatedRun:
 
     Measured (noisy):
         joint_t: (N,) s. joint_q: (N, n) rad. joint_dq: (N, n) rad/s.
-        joint_effort: (N, n) applied joint torque plus noise, N·m.
+        joint_effort: (N, n) the joint-torque readings, N·m: ``effort_scale * true_joint_torque``
+            plus noise of std ``effort_noise_std``.
         wrench_t: (M,) s. wrench_in_sensor: (M, 6) [f (N), tau (N·m)] in S,
             with noise, bias and drift.
         imu_t: (K,) s. imu_gyro_in_imu: (K, 3) rad/s.
@@ -58,6 +60,11 @@ class SimulatedRun:
         true_q, true_dq, true_ddq: (N, n) the simulator's joint state and
             acceleration at ``joint_t``, noise-free.
         true_wrench_in_sensor: (M, 6) noise-free, bias-free wrench.
+        true_joint_torque: (N, n) the motors' torque (rigid body, payload and friction), N·m.
+        true_joint_friction: (N, n) its part against friction (same sign as the speed), N·m;
+            empty (0, n) for a frictionless arm.
+        true_urdf: the URDF of the arm simulated when it differs from ``urdf`` (a model
+            mismatch), else "".
 
     Metadata:
         robot, urdf (the exact URDF simulated), sensor_frame, imu_frame (None
@@ -65,7 +72,9 @@ class SimulatedRun:
         trajectory, noise (level name), seed, rate_hz (joint and IMU rate),
         wrench_rate_hz, physics_rate_hz (integration rate),
         tracking_error_max (n,) max |q_ref - q| over the run, rad,
-        torque_clipped_steps (integration steps where a torque hit its limit).
+        torque_clipped_steps (integration steps where a torque hit its limit),
+        effort_model: the joint-torque sensor's name ("" for the applied torque plus nominal
+        noise), effort_noise_std (n,) N·m and effort_scale (n,) (empty in files of older versions).
 
     A work cycle (the payload changes, contacts push on it; empty otherwise):
         truth_change_t: (K,) s, when the gripper's content changes; ``payload_phi`` is what it
@@ -106,10 +115,16 @@ class SimulatedRun:
     truth_change_t: np.ndarray = field(default_factory=lambda: np.zeros(0))
     truth_phis: np.ndarray = field(default_factory=lambda: np.zeros((0, 10)))
     contact_spans: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    true_joint_torque: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    true_joint_friction: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    effort_model: str = ""
+    effort_noise_std: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    effort_scale: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    true_urdf: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "joint_names", tuple(str(n) for n in self.joint_names))
-        for name in (*_ARRAY_SHAPES, "payload_phi", "tracking_error_max"):
+        for name in (*_ARRAY_SHAPES, "payload_phi", "tracking_error_max", "effort_noise_std", "effort_scale"):
             object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=float))
         object.__setattr__(self, "truth_change_t", np.asarray(self.truth_change_t, dtype=float).reshape(-1))
         object.__setattr__(self, "truth_phis", np.asarray(self.truth_phis, dtype=float).reshape(-1, 10))
@@ -126,8 +141,15 @@ class SimulatedRun:
                 raise ValueError(f"{name} has shape {getattr(self, name).shape}, expected {want}")
         if self.payload_phi.shape != (10,):
             raise ValueError(f"payload_phi must have 10 entries, got {self.payload_phi.shape}")
-        if self.tracking_error_max.shape not in ((0,), (n,)):
-            raise ValueError("tracking_error_max must be empty or have one entry per joint")
+        for name in ("tracking_error_max", "effort_noise_std", "effort_scale"):
+            if getattr(self, name).shape not in ((0,), (n,)):
+                raise ValueError(f"{name} must be empty or have one entry per joint")
+        for name in ("true_joint_torque", "true_joint_friction"):  # optional: empty when unknown
+            arr = np.asarray(getattr(self, name), dtype=float)
+            arr = arr.reshape(0, n) if arr.size == 0 else arr
+            if arr.shape not in ((0, n), (len(self.joint_t), n)):
+                raise ValueError(f"{name} has shape {arr.shape}, expected (0, {n}) or ({len(self.joint_t)}, {n})")
+            object.__setattr__(self, name, arr)
 
     def phi_at(self, t: np.ndarray | float) -> np.ndarray:
         """(N, 10) true parameters of what the gripper holds at times ``t`` (a change at ``t``
@@ -156,6 +178,19 @@ class SimulatedRun:
     def payload_params(self) -> InertialParameters:
         """True inertial parameters of the payload in S."""
         return InertialParameters(self.payload_phi)
+
+    @property
+    def simulated_urdf(self) -> str:
+        """The URDF of the arm simulated: ``true_urdf``, or ``urdf`` without a model mismatch."""
+        return self.true_urdf or self.urdf
+
+    @property
+    def true_rigid_body_torque(self) -> np.ndarray:
+        """(N, n) ``true_joint_torque`` minus the friction: ``M(q) ddq + C dq + g`` of the simulated
+        arm holding its payload, N·m (empty in files of older versions)."""
+        if len(self.true_joint_friction) == 0:
+            return self.true_joint_torque.copy()
+        return self.true_joint_torque - self.true_joint_friction
 
     @property
     def duration(self) -> float:
