@@ -13,7 +13,9 @@ Robots*, 2002, ch. 12)::
   ``[m, m c, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz]`` about the joint frame's origin, in that frame);
   gravity ``R_world_base^T g_world`` in the base frame.
 * friction: viscous ``f_v``, Coulomb ``f_c`` through the smooth sign
-  ``sgn_e(v) = tanh(v / SMOOTH_SIGN_VELOCITY)``, and a constant offset ``f_o`` (the sensor's zero).
+  ``sgn_e(v) = tanh(v / v_k)`` at each of the :data:`COULOMB_VELOCITIES` (a Coulomb level that sets
+  in at several speeds: real joints' transition from sticking to sliding, and Stribeck's dip, differ from
+  joint to joint and robot to robot; ``f_c`` is (n, k)), and a constant offset ``f_o`` (the sensor's zero).
 * ``s_i``: the effort's scale (1 unless calibrated: a current-to-torque constant that is off).
 * ``J_S^T w``: the payload (:mod:`payload_estimator.pipeline.joint_torques`).
 
@@ -54,15 +56,15 @@ __all__ = [
     "calibrate_arm",
     "joint_recording",
     "residual_rms",
-    "SMOOTH_SIGN_VELOCITY",
+    "COULOMB_VELOCITIES",
     "CALIBRATION_FORMAT",
     "body_is_consistent",
 ]
 
-SMOOTH_SIGN_VELOCITY = 0.02
-"""rad/s: the Coulomb term's sign is smoothed as ``tanh(v / 0.02)`` (a joint at rest has no sign)."""
+COULOMB_VELOCITIES = (0.02, 0.1, 0.4)
+"""rad/s: the Coulomb terms ``tanh(v / v_k)``: a sharp step, and transitions over 0.1 and 0.4 rad/s."""
 CALIBRATION_FORMAT = "payload_estimator.ArmCalibration/1"
-_FRICTION_TERMS = 3  # viscous, Coulomb, offset
+_FRICTION_TERMS = 2 + len(COULOMB_VELOCITIES)  # viscous, Coulomb levels, offset
 
 
 def body_is_consistent(pi_body: np.ndarray, tol: float = 1e-9) -> bool:
@@ -90,7 +92,8 @@ class ArmCalibration:
         joint_names: (n,) the arm joints, in the column order of every per-joint array.
         body_joints: (b,) the joint each body of :attr:`body_parameters` moves with (pinocchio's reduced model).
         body_parameters: (b, 10) each body's inertial parameters, pinocchio order, about its joint frame.
-        viscous: (n,) N·m·s/rad. coulomb: (n,) N·m. offset: (n,) N·m.
+        viscous: (n,) N·m·s/rad. coulomb: (n, k) N·m, one column per :data:`COULOMB_VELOCITIES`.
+        offset: (n,) N·m.
         effort_scale: (n,) the factor the reported effort is multiplied by (1: not calibrated).
         residual_std: (n,) N·m, the effort residual per joint on the calibration data: the joint-torque
             noise the payload estimate weights the joints by.
@@ -116,12 +119,17 @@ class ArmCalibration:
         object.__setattr__(self, "body_joints", tuple(str(x) for x in self.body_joints))
         P = np.asarray(self.body_parameters, dtype=float).reshape(b, 10)
         object.__setattr__(self, "body_parameters", P)
-        for name in ("viscous", "coulomb", "offset", "effort_scale", "residual_std"):
+        C = np.asarray(self.coulomb, dtype=float)
+        if C.shape != (n, len(COULOMB_VELOCITIES)):
+            raise ValueError(f"arm calibration: coulomb must be {n} rows of {len(COULOMB_VELOCITIES)} levels "
+                             f"(one per velocity {list(COULOMB_VELOCITIES)} rad/s)")
+        object.__setattr__(self, "coulomb", C)
+        for name in ("viscous", "offset", "effort_scale", "residual_std"):
             v = np.asarray(getattr(self, name), dtype=float).reshape(-1)
             if v.shape != (n,):
                 raise ValueError(f"arm calibration: {name} has {v.size} values for {n} joints")
             object.__setattr__(self, name, v)
-        values = np.concatenate([P.ravel(), self.viscous, self.coulomb, self.offset, self.effort_scale,
+        values = np.concatenate([P.ravel(), self.viscous, C.ravel(), self.offset, self.effort_scale,
                                  self.residual_std])
         if not np.all(np.isfinite(values)):
             raise ValueError("arm calibration: a value is not finite")
@@ -148,8 +156,8 @@ class ArmCalibration:
             "format": CALIBRATION_FORMAT,
             "robot": self.robot,
             "joint_names": list(self.joint_names),
-            "friction": {"viscous": floats(self.viscous), "coulomb": floats(self.coulomb),
-                         "offset": floats(self.offset), "smooth_sign_velocity": SMOOTH_SIGN_VELOCITY},
+            "friction": {"viscous": floats(self.viscous), "coulomb": [floats(row) for row in self.coulomb],
+                         "offset": floats(self.offset), "coulomb_velocities": list(COULOMB_VELOCITIES)},
             "effort_scale": floats(self.effort_scale),
             "residual_std": floats(self.residual_std),
             "bodies": [
@@ -174,6 +182,9 @@ class ArmCalibration:
             raise ValueError(f"{source}: not an arm calibration (no 'format: {CALIBRATION_FORMAT}')")
         try:
             friction = data["friction"]
+            if list(friction.get("coulomb_velocities", [])) != list(COULOMB_VELOCITIES):
+                raise ValueError(f"friction model of coulomb_velocities {friction.get('coulomb_velocities')}, this "
+                                 f"version fits {list(COULOMB_VELOCITIES)}: calibrate again")
             bodies = data["bodies"]
             return cls(
                 robot=str(data.get("robot", "")),
@@ -225,7 +236,8 @@ class ArmDynamics:
         self.calibration = calibration
         if calibration is None:
             self.parameters = self.nominal.ravel().copy()
-            self.viscous = self.coulomb = self.offset = np.zeros(n)
+            self.viscous = self.offset = np.zeros(n)
+            self.coulomb = np.zeros((n, len(COULOMB_VELOCITIES)))
             self.effort_scale = np.ones(n)
         else:
             calibration.check_matches("", kinematics.joint_names)
@@ -261,7 +273,8 @@ class ArmDynamics:
     def friction(self, dq: np.ndarray) -> np.ndarray:
         """(N, n) friction and offset torques at joint velocities ``dq`` (N, n), N·m."""
         dq = np.atleast_2d(np.asarray(dq, dtype=float))
-        return self.viscous * dq + self.coulomb * np.tanh(dq / SMOOTH_SIGN_VELOCITY) + self.offset
+        steps = np.tanh(dq[:, :, None] / np.asarray(COULOMB_VELOCITIES))  # (N, n, k)
+        return self.viscous * dq + np.einsum("nik,ik->ni", steps, self.coulomb) + self.offset
 
     def torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
         """(N, n) what the joints report for the unloaded arm, in the units of the corrected effort
@@ -283,7 +296,10 @@ class ArmPrior:
         mass_rel: relative std of each body's mass. mass_floor: kg, added in quadrature.
         com: m, std of each COM coordinate (the first moment's std is ``m com``, plus ``mass_rel`` of it).
         inertia_rel: relative std of each inertia entry about the joint frame; inertia_floor: kg·m².
-        friction: std of every friction coefficient (N·m, N·m·s/rad) and offset (N·m).
+        friction: std of every friction coefficient (N·m, N·m·s/rad) and offset (N·m). The friction columns
+            are strongly correlated (Coulomb levels at three speeds, viscous): a weak prior keeps them from
+            trading noise with the inertias; 1 was measured best against 10 (``benchmarks/joint_torques.py``
+            --friction-prior), on a Franka's 0.3-1.3 N·m and an xArm's 1-3 N·m friction alike.
         effort_scale: std of an effort scale about 1 (when calibrated).
     """
 
@@ -292,7 +308,7 @@ class ArmPrior:
     com: float = 0.02
     inertia_rel: float = 0.3
     inertia_floor: float = 1e-3
-    friction: float = 10.0
+    friction: float = 1.0
     effort_scale: float = 0.1
 
     def body_std(self, nominal: np.ndarray) -> np.ndarray:
@@ -300,7 +316,8 @@ class ArmPrior:
         m = np.abs(nominal[:, 0])
         std = np.empty_like(nominal)
         std[:, 0] = np.hypot(self.mass_rel * m, self.mass_floor)
-        std[:, 1:4] = np.sqrt((self.mass_rel * nominal[:, 1:4]) ** 2 + (np.maximum(m, self.mass_floor)[:, None] * self.com) ** 2)
+        lever = np.maximum(m, self.mass_floor)[:, None] * self.com
+        std[:, 1:4] = np.sqrt((self.mass_rel * nominal[:, 1:4]) ** 2 + lever**2)
         std[:, 4:10] = np.sqrt((self.inertia_rel * nominal[:, 4:10]) ** 2 + self.inertia_floor**2)
         return std
 
@@ -341,13 +358,15 @@ class CalibrationFit:
 
 
 def _friction_regressor(dq: np.ndarray) -> np.ndarray:
-    """(N, n, 3n) columns ``[viscous (n), Coulomb (n), offset (n)]`` per joint row."""
+    """(N, n, (2 + k) n) columns ``[viscous (n), Coulomb (n, k) row-major, offset (n)]`` per joint row."""
     N, n = dq.shape
+    k = len(COULOMB_VELOCITIES)
     F = np.zeros((N, n, _FRICTION_TERMS * n))
     idx = np.arange(n)
     F[:, idx, idx] = dq
-    F[:, idx, n + idx] = np.tanh(dq / SMOOTH_SIGN_VELOCITY)
-    F[:, idx, 2 * n + idx] = 1.0
+    for j, v in enumerate(COULOMB_VELOCITIES):
+        F[:, idx, n + idx * k + j] = np.tanh(dq / v)
+    F[:, idx, (1 + k) * n + idx] = 1.0
     return F
 
 
@@ -380,41 +399,34 @@ def calibrate_arm(
     n_pi = 10 * b
     n_f = _FRICTION_TERMS * n
     n_s = n if effort_scale else 0
-    p = n_pi + n_f + n_s
     x0 = np.concatenate([nominal_model.nominal.ravel(), np.zeros(n_f), np.ones(n_s)])
     std0 = np.concatenate([prior.body_std(nominal_model.nominal).ravel(), np.full(n_f, prior.friction),
                            np.full(n_s, prior.effort_scale)])
     if len(recording) < 10:
         raise ValueError(f"the recording has {len(recording)} usable samples; calibration needs seconds of motion")
 
-    # normal equations per joint (sufficient statistics): rows [Y, F, -diag(effort)] x = effort (or 0 with scale)
-    G = np.zeros((n, p, p))
-    c = np.zeros((n, p))
-    s2 = np.zeros(n)
-    chunk = 512
-    for start in range(0, len(recording), chunk):
-        part = recording.select(slice(start, start + chunk))
-        A = np.concatenate([nominal_model.regressor(part.q, part.dq, part.ddq), _friction_regressor(part.dq)], axis=2)
-        if effort_scale:
-            S = np.zeros((len(part), n, n))
-            S[:, np.arange(n), np.arange(n)] = -part.effort
-            A = np.concatenate([A, S], axis=2)
-            y = np.zeros_like(part.effort)
-        else:
-            y = part.effort
-        G += np.einsum("kip,kiq->ipq", A, A)
-        c += np.einsum("kip,ki->ip", A, y)
-        s2 += np.einsum("ki,ki->i", y, y)
+    # rows [Y, F, -diag(effort)] x = effort (or 0 with scale), per sample and joint
+    A = np.concatenate([nominal_model.regressor(recording.q, recording.dq, recording.ddq),
+                        _friction_regressor(recording.dq)], axis=2)
+    if effort_scale:
+        S = np.zeros((len(recording), n, n))
+        S[:, np.arange(n), np.arange(n)] = -recording.effort
+        A = np.concatenate([A, S], axis=2)
+        y = np.zeros_like(recording.effort)
+    else:
+        y = recording.effort
 
     prior_info = 1.0 / std0**2
+    # normal equations per joint (the rows are kept: a recording of minutes is a few MB)
+    G = np.einsum("kip,kiq->ipq", A, A)
+    c = np.einsum("kip,ki->ip", A, y)
     sigma = np.ones(n)
     x = x0
-    for _ in range(3):
+    for _ in range(3):  # iteratively reweighted: each joint by its residual
         H = np.tensordot(1.0 / sigma**2, G, axes=1) + np.diag(prior_info)
         rhs = np.tensordot(1.0 / sigma**2, c, axes=1) + prior_info * x0
         x = np.linalg.solve(H, rhs)
-        rss = np.einsum("p,ipq,q->i", x, G, x) - 2.0 * c @ x + s2
-        sigma = np.sqrt(np.maximum(rss, 0.0) / len(recording))
+        sigma = np.sqrt(np.mean((y - A @ x) ** 2, axis=0))
         sigma = np.maximum(sigma, 1e-3 * max(float(sigma.max()), 1e-9))
     pi = x[:n_pi].reshape(b, 10)
     f = x[n_pi:n_pi + n_f]
@@ -424,7 +436,8 @@ def calibrate_arm(
     meta.update(info or {})
     calibration = ArmCalibration(
         robot=robot, joint_names=kinematics.joint_names, body_joints=nominal_model.body_joints, body_parameters=pi,
-        viscous=f[:n], coulomb=f[n:2 * n], offset=f[2 * n:], effort_scale=scale, residual_std=sigma, info=meta,
+        viscous=f[:n], coulomb=f[n:-n].reshape(n, len(COULOMB_VELOCITIES)), offset=f[-n:], effort_scale=scale,
+        residual_std=sigma, info=meta,
     )
     calibrated = ArmDynamics(kinematics, calibration)
     fit = CalibrationFit(

@@ -40,13 +40,14 @@ class TorqueWrench:
 
     Attributes:
         wrench_in_sensor: (N, 6) the least-squares wrench ``w_hat`` on S, N and N·m.
-        information_sqrt: (N, 6, 6) ``W``, with ``W^T W`` the information of ``w_hat``.
+        information_sqrt: (N, 6, 6) ``W``, with ``W^T W`` the information of ``w_hat`` (None: plain
+            pseudo-inverse wrenches, ``joint_space_rows=False``).
         payload_torques: (N, n) ``dtau``, the joint torques attributed to the payload, N·m.
         min_singular: (N,) the smallest singular value of ``Sigma^-1/2 J^T`` over the largest (0: singular).
     """
 
     wrench_in_sensor: np.ndarray
-    information_sqrt: np.ndarray
+    information_sqrt: np.ndarray | None
     payload_torques: np.ndarray
     min_singular: np.ndarray
 
@@ -58,10 +59,16 @@ class JointTorqueWrench:
         dynamics: the unloaded arm's torques (and the kinematics whose sensor frame is ``S``).
         effort_std: (n,) effort noise per joint, N·m; None: the calibration's residual, else
             :data:`DEFAULT_EFFORT_STD`.
+        joint_space_rows: True: the samples carry ``W`` (the module docstring). False, for comparison
+            only: the plain pseudo-inverse wrench ``pinv(-J^T) dtau``, every channel alike, as if an F/T
+            sensor had measured it (``benchmarks/joint_torques.py`` shows what that costs near a
+            singular pose).
     """
 
-    def __init__(self, dynamics: ArmDynamics, effort_std: np.ndarray | None = None) -> None:
+    def __init__(self, dynamics: ArmDynamics, effort_std: np.ndarray | None = None,
+                 joint_space_rows: bool = True) -> None:
         self.dynamics = dynamics
+        self.joint_space_rows = bool(joint_space_rows)
         n = dynamics.n_joints
         if effort_std is None:
             cal = dynamics.calibration
@@ -88,4 +95,7 @@ class JointTorqueWrench:
         W = np.zeros((len(q), 6, 6))
         W[:, :k, :] = np.where(keep, sv, 0.0)[:, :, None] * Vt
         min_sv = np.where(keep.all(axis=1) & (k == 6), sv[:, -1] / top[:, 0], 0.0)
+        if not self.joint_space_rows:
+            w_plain = np.einsum("nji,nj->ni", np.linalg.pinv(-np.transpose(J, (0, 2, 1)), rcond=SINGULAR_RCOND), dtau)
+            return TorqueWrench(w_plain, None, dtau, min_sv)
         return TorqueWrench(w_hat, W, dtau, min_sv)

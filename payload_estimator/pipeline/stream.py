@@ -126,6 +126,8 @@ class StreamConfig:
             inertias and no friction.
         effort_std: (n,) effort noise per joint, N·m, the joints' weights (joint torques only); None:
             the calibration's residual.
+        joint_space_rows: joint torques enter as joint-space rows (True, always but to compare), or as
+            the plain pseudo-inverse wrench (:class:`~payload_estimator.pipeline.joint_torques.JointTorqueWrench`).
     """
 
     urdf: str
@@ -155,6 +157,7 @@ class StreamConfig:
     joint_torques: bool = False
     arm_calibration: ArmCalibration | None = None
     effort_std: tuple[float, ...] | None = None
+    joint_space_rows: bool = True
 
     def __post_init__(self) -> None:
         if self.motion_source not in ("joints", "imu"):
@@ -222,7 +225,8 @@ class EstimationStream:
         if config.joint_torques:
             dynamics = ArmDynamics(self.kinematics, config.arm_calibration)
             self.torque_wrench = JointTorqueWrench(
-                dynamics, None if config.effort_std is None else np.asarray(config.effort_std, dtype=float))
+                dynamics, None if config.effort_std is None else np.asarray(config.effort_std, dtype=float),
+                config.joint_space_rows)
         else:
             for frame in {self.wrench_convention.expressed_in, self.wrench_convention.reference_frame}:
                 if not self.kinematics.has_frame(frame):

@@ -1,0 +1,145 @@
+"""The payload from joint torques: the arm's own torques, the wrench through the Jacobian, joint-space rows.
+
+Ground truth comes from MuJoCo (its computed-torque controller's applied torques and its F/T site), never from
+our own regressor.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from payload_estimator.core.estimators import ESTIMATORS
+from payload_estimator.core.inertia import InertialParameters
+from payload_estimator.core.regressor import samples_regressor
+from payload_estimator.core.samples import SensorSamples
+from payload_estimator.pipeline.arm_dynamics import (
+    ArmCalibration,
+    ArmDynamics,
+    calibrate_arm,
+    joint_recording,
+)
+from payload_estimator.pipeline.health import MISSING_EFFORT
+from payload_estimator.pipeline.joint_torques import JointTorqueWrench
+from payload_estimator.pipeline.kinematics import SensorKinematics
+from payload_estimator.pipeline.stream import EstimationStream, StreamConfig
+from payload_estimator.robots import get_robot, robot_urdf
+from payload_estimator.sim.mujoco_sim import simulate
+
+
+@pytest.fixture(scope="module")
+def xarm_run():
+    return simulate(robot="xarm7", payload="hammer", duration=6.0, noise="none", seed=3, trajectory="thesis")
+
+
+def _kinematics(run) -> SensorKinematics:
+    return SensorKinematics(run.urdf, run.sensor_frame, run.joint_names)
+
+
+def test_mujoco_torques_less_the_arm_are_the_payload_wrench_through_the_jacobian(xarm_run):
+    run = xarm_run
+    convert = JointTorqueWrench(ArmDynamics(_kinematics(run)))
+    rows = slice(200, len(run.joint_t), 97)
+    tw = convert(run.true_q[rows], run.true_dq[rows], run.true_ddq[rows], run.joint_effort[rows])
+    truth = run.true_wrench_in_sensor[np.searchsorted(run.wrench_t, run.joint_t[rows])]
+    scale = np.abs(truth).max(axis=0)
+    assert np.all(scale[:3] > 0.5)  # the payload pulls
+    np.testing.assert_allclose(tw.wrench_in_sensor, truth, atol=1e-6 * scale.max() + 1e-9)
+    # and the joints feel exactly -J^T w
+    J = convert.dynamics.kinematics.frame_jacobian(run.true_q[rows])
+    np.testing.assert_allclose(tw.payload_torques, -np.einsum("nki,nk->ni", J, truth), atol=1e-6)
+
+
+def test_joint_space_rows_are_exact_least_squares_at_every_pose_and_survive_a_singular_one():
+    robot = "xarm7"
+    urdf = robot_urdf(robot)
+    spec = get_robot(robot)
+    kin = SensorKinematics(urdf, spec.flange_frame, spec.joint_names)
+    convert = JointTorqueWrench(ArmDynamics(kin), effort_std=np.linspace(0.2, 0.6, 7))
+    rng = np.random.default_rng(0)
+    n = 60
+    q = np.array(spec.q_home) + rng.normal(0.0, 0.4, (n, 7))
+    q[:10] = 0.0  # ten samples at a singular pose: the arm stretched straight up, the wrist's axes aligned
+    dq, ddq = rng.normal(0.0, 0.5, (n, 7)), rng.normal(0.0, 2.0, (n, 7))
+    motion = kin.compute(q, dq, ddq)
+    samples0 = SensorSamples(np.arange(n) * 0.01, motion.lin_acc_in_sensor, motion.ang_vel_in_sensor,
+                             motion.ang_acc_in_sensor, motion.gravity_in_sensor, np.zeros((n, 6)))
+    truth = InertialParameters.from_mass_com_inertia(1.2, [0.01, -0.02, 0.08], np.diag([4e-3, 5e-3, 2e-3]))
+    w_true = samples_regressor(samples0) @ truth.phi
+    J = kin.frame_jacobian(q)
+    effort = convert.dynamics.torques(q, dq, ddq) - np.einsum("nki,nk->ni", J, w_true)
+    effort += rng.normal(0.0, 1.0, effort.shape) * convert.effort_std
+    tw = convert(q, dq, ddq, effort)
+    assert np.all(tw.min_singular[:10] < 1e-6) and np.all(tw.min_singular[10:] > 1e-3)
+    assert np.all(np.isfinite(tw.wrench_in_sensor)) and np.abs(tw.wrench_in_sensor[:10]).max() < 1e3
+    # the estimator on the whitened wrench samples == weighted least squares on the stacked joint rows
+    samples = SensorSamples(samples0.t, samples0.lin_acc_in_sensor, samples0.ang_vel_in_sensor,
+                            samples0.ang_acc_in_sensor, samples0.gravity_in_sensor, tw.wrench_in_sensor,
+                            tw.information_sqrt)
+    est = ESTIMATORS["ols"].create()
+    est.update(samples)
+    phi = est.estimate().params.phi
+    Y = samples_regressor(samples0)  # (n, 6, 10)
+    rows = -np.einsum("nki,nkp->nip", J, Y) / convert.effort_std[None, :, None]
+    b = (effort - convert.dynamics.torques(q, dq, ddq)) / convert.effort_std
+    direct, *_ = np.linalg.lstsq(rows.reshape(-1, 10), b.reshape(-1), rcond=None)
+    np.testing.assert_allclose(phi, direct, rtol=1e-6, atol=1e-9)
+    assert abs(phi[0] - 1.2) < 0.1
+
+
+def test_calibration_file_round_trip_and_checks(tmp_path, xarm_run):
+    run = xarm_run
+    kin = _kinematics(run)
+    rec = joint_recording(run.joint_t, run.joint_q, run.joint_effort)
+    cal, fit = calibrate_arm(kin, rec, robot="xarm7")
+    path = tmp_path / "cal.yaml"
+    cal.save(path)
+    back = ArmCalibration.load(path)
+    np.testing.assert_array_equal(back.body_parameters, cal.body_parameters)
+    np.testing.assert_array_equal(back.coulomb, cal.coulomb)
+    assert back.joint_names == cal.joint_names and back.robot == "xarm7"
+    with pytest.raises(ValueError, match="for the xarm7, not the panda"):
+        back.check_matches("panda", get_robot("panda").joint_names)
+    with pytest.raises(ValueError, match="joints"):
+        back.check_matches("", cal.joint_names[:6])
+    (tmp_path / "bad.yaml").write_text("just: text\n")
+    with pytest.raises(ValueError, match="not an arm calibration"):
+        ArmCalibration.load(tmp_path / "bad.yaml")
+    with pytest.raises(ValueError, match="No such file"):
+        ArmCalibration.load(tmp_path / "missing.yaml")
+    # the fit explains the efforts: the description alone does not know the payload it carries
+    assert np.all(fit.rms_calibrated < fit.rms_description + 1e-9)
+    assert fit.rms_calibrated.max() < 0.2 * fit.rms_description.max()
+
+
+def test_stream_without_efforts_counts_them_and_estimates_nothing(xarm_run):
+    run = xarm_run
+    spec = get_robot("xarm7")
+    config = StreamConfig(urdf=run.urdf, sensor_frame=run.sensor_frame, joint_names=run.joint_names,
+                          flange_frame=spec.flange_frame, joint_torques=True)
+    stream = EstimationStream(config, ESTIMATORS["wls"].create())
+    taken = stream.push_joint_states(run.joint_t[:500], run.joint_q[:500], list(run.joint_names))
+    assert taken == 0
+    assert stream.push_joint_states(run.joint_t[:5], run.joint_q[:5], efforts=np.zeros((5, 3))) == 0
+    stream.process()
+    assert stream.update_estimate() is None
+    assert stream.health.snapshot()["counts"][MISSING_EFFORT] == 505
+    # a wrench is not an input of a joint-torque stream
+    assert stream.push_wrench(run.wrench_t[:5], run.wrench_in_sensor[:5, :3], run.wrench_in_sensor[:5, 3:]) == 0
+
+
+def test_stream_estimates_the_payload_from_efforts(xarm_run):
+    run = xarm_run
+    spec = get_robot("xarm7")
+    config = StreamConfig(urdf=run.urdf, sensor_frame=run.sensor_frame, joint_names=run.joint_names,
+                          flange_frame=spec.flange_frame, joint_torques=True)
+    stream = EstimationStream(config, ESTIMATORS["wls"].create())
+    for k in range(0, len(run.joint_t), 50):
+        s = slice(k, k + 50)
+        stream.push_joint_states(run.joint_t[s], run.joint_q[s], list(run.joint_names), efforts=run.joint_effort[s])
+        stream.process()
+    est = stream.update_estimate()
+    assert est is not None
+    truth = InertialParameters(run.payload_phi)
+    assert abs(est.estimate.params.mass - truth.mass) < 0.01 * truth.mass
+    assert np.linalg.norm(est.estimate.params.com - truth.com) < 0.003
