@@ -370,6 +370,170 @@ def _friction_regressor(dq: np.ndarray) -> np.ndarray:
     return F
 
 
+def _inertia_about_origin(m: float, c: np.ndarray, I_c: np.ndarray) -> np.ndarray:
+    """Pinocchio's six inertia entries ``[Ixx, Ixy, Iyy, Ixz, Iyz, Izz]`` about the frame origin."""
+    I_o = I_c + m * (float(c @ c) * np.eye(3) - np.outer(c, c))
+    return np.array([I_o[0, 0], I_o[0, 1], I_o[1, 1], I_o[0, 2], I_o[1, 2], I_o[2, 2]])
+
+
+def _inertia_about_com(p: np.ndarray) -> np.ndarray:
+    m, c = float(p[0]), p[1:4] / p[0]
+    Ixx, Ixy, Iyy, Ixz, Iyz, Izz = p[4:10]
+    I_o = np.array([[Ixx, Ixy, Ixz], [Ixy, Iyy, Iyz], [Ixz, Iyz, Izz]])
+    return I_o - m * (float(c @ c) * np.eye(3) - np.outer(c, c))
+
+
+def _carried_inertias(nominal: np.ndarray, fitted: np.ndarray) -> np.ndarray:
+    """(b, 10) ``nominal`` with each body's inertia about its joint replaced by the description's inertia
+    about the COM, scaled by the fitted mass, carried to the fitted COM: the prior's mean for the inertias
+    once the data have moved a body's mass and COM (the description's inertia about the joint would
+    otherwise stay behind a COM that moved, and the inertia about the COM turn negative)."""
+    out = nominal.copy()
+    for k, (p0, p) in enumerate(zip(nominal, fitted)):
+        if not (p0[0] > 0.0 and p[0] > 0.0):
+            continue
+        I_c = _inertia_about_com(p0) * (p[0] / p0[0])
+        out[k, 4:10] = _inertia_about_origin(float(p[0]), p[1:4] / p[0], I_c)
+    return out
+
+
+def pseudo_inertia(p: np.ndarray) -> np.ndarray:
+    """(..., 4, 4) pseudo-inertia ``[[Sigma, h], [h^T, m]]`` of bodies' ten parameters (..., 10), pinocchio
+    order; ``Sigma = tr(I)/2 1 - I``. A body's parameters are those of a real mass distribution exactly when
+    it is positive definite (Wensing, Kim, Slotine, RA-L 2018)."""
+    p = np.asarray(p, dtype=float)
+    Ixx, Ixy, Iyy, Ixz, Iyz, Izz = (p[..., k] for k in range(4, 10))
+    I_o = np.stack([np.stack([Ixx, Ixy, Ixz], -1), np.stack([Ixy, Iyy, Iyz], -1), np.stack([Ixz, Iyz, Izz], -1)], -2)
+    tr = Ixx + Iyy + Izz
+    J = np.zeros(p.shape[:-1] + (4, 4))
+    J[..., :3, :3] = 0.5 * tr[..., None, None] * np.eye(3) - I_o
+    J[..., :3, 3] = J[..., 3, :3] = p[..., 1:4]
+    J[..., 3, 3] = p[..., 0]
+    return J
+
+
+def _parameters_from_pseudo_inertia(J: np.ndarray) -> np.ndarray:
+    S = J[..., :3, :3]
+    I_o = np.trace(S, axis1=-2, axis2=-1)[..., None, None] * np.eye(3) - S
+    return np.stack([J[..., 3, 3], J[..., 0, 3], J[..., 1, 3], J[..., 2, 3], I_o[..., 0, 0], I_o[..., 0, 1],
+                     I_o[..., 1, 1], I_o[..., 0, 2], I_o[..., 1, 2], I_o[..., 2, 2]], -1)
+
+
+_UPPER = np.triu_indices(3, 1)
+
+
+def _parameters_from_log_cholesky(theta: np.ndarray) -> np.ndarray:
+    """(b, 10) parameters of the log-Cholesky coordinates (b, 10) ``[alpha, d (3), s (3), t (3)]``:
+    ``J = U U^T``, ``U = e^alpha [[diag(e^d) + s above it, t], [0, 1]]`` (Rucker & Wensing, RA-L 2022), a
+    real body for every ``theta``."""
+    b = theta.shape[0]
+    U = np.zeros((b, 4, 4))
+    idx = np.arange(3)
+    U[:, idx, idx] = np.exp(theta[:, 1:4])
+    U[:, _UPPER[0], _UPPER[1]] = theta[:, 4:7]
+    U[:, :3, 3] = theta[:, 7:10]
+    U[:, 3, 3] = 1.0
+    U *= np.exp(theta[:, 0])[:, None, None]
+    return _parameters_from_pseudo_inertia(U @ np.transpose(U, (0, 2, 1)))
+
+
+def _log_cholesky(p: np.ndarray) -> np.ndarray:
+    """(b, 10) coordinates of bodies' parameters (b, 10); a body that is not a real one is first moved to
+    the nearest pseudo-inertia with eigenvalues at least 1e-9 of its largest."""
+    J = pseudo_inertia(p)
+    out = np.zeros((len(p), 10))
+    flip = np.eye(4)[::-1]
+    for k, Jk in enumerate(J):
+        lam, V = np.linalg.eigh(0.5 * (Jk + Jk.T))
+        Jk = (V * np.maximum(lam, 1e-9 * max(float(lam[-1]), 1e-12))) @ V.T
+        L = np.linalg.cholesky(flip @ Jk @ flip)
+        U = flip @ L @ flip  # upper triangular, J = U U^T
+        scale = U[3, 3]
+        Un = U / scale
+        out[k] = np.concatenate([[np.log(scale)], np.log(np.diag(Un)[:3]), Un[:3, :3][_UPPER], Un[:3, 3]])
+    return out
+
+
+SHAPE_PRIOR_STD = 2.0
+"""Std of the weak prior on each body's log-Cholesky coordinates (a factor e² on the pseudo-inertia's
+scales) in the consistent calibration."""
+
+
+def _consistent_fit(A: np.ndarray, y: np.ndarray, sigma: np.ndarray, x_linear: np.ndarray, mean: np.ndarray,
+                    std: np.ndarray, n_pi: int, b: int) -> np.ndarray:
+    """The MAP fit of :func:`calibrate_arm` over real bodies: the bodies' parameters through log-Cholesky
+    coordinates, the rest (friction, scales) as they are; started from the linear fit projected onto real
+    bodies."""
+    from scipy.optimize import least_squares
+
+    # the data term through its sufficient statistics: |rows x - target|² = |R x - R^-T c|² + constant
+    weighted = (A / sigma[None, :, None]).reshape(-1, A.shape[2])
+    G = weighted.T @ weighted
+    c = weighted.T @ (y / sigma[None, :]).reshape(-1)
+    R = np.linalg.cholesky(G + 1e-12 * np.trace(G) / len(G) * np.eye(len(G))).T
+    rows, target = R, np.linalg.solve(R.T, c)
+    theta0 = np.concatenate([_log_cholesky(x_linear[:n_pi].reshape(b, 10)).ravel(), x_linear[n_pi:]])
+    # a weak prior on the coordinates themselves, around the description's bodies: it keeps a body from
+    # degenerating to a rod or a disc (a log-diagonal going to -inf) where the data cannot tell
+    theta_mean = _log_cholesky(mean[:n_pi].reshape(b, 10)).ravel()
+
+    def unpack(z: np.ndarray) -> np.ndarray:
+        return np.concatenate([_parameters_from_log_cholesky(z[:n_pi].reshape(b, 10)).ravel(), z[n_pi:]])
+
+    def residuals(z: np.ndarray) -> np.ndarray:
+        x = unpack(z)
+        return np.concatenate([rows @ x - target, (x - mean) / std, (z[:n_pi] - theta_mean) / SHAPE_PRIOR_STD])
+
+    def jacobian(z: np.ndarray) -> np.ndarray:
+        # d x / d z: block-diagonal, 10 x 10 per body (central differences), identity for the rest
+        D = np.eye(len(z))
+        thetas = z[:n_pi].reshape(b, 10)
+        h = 1e-6
+        for j in range(10):
+            step = np.zeros((b, 10))
+            step[:, j] = h
+            d = (_parameters_from_log_cholesky(thetas + step) - _parameters_from_log_cholesky(thetas - step)) / (2 * h)
+            for k in range(b):
+                D[10 * k:10 * k + 10, 10 * k + j] = d[k]
+        shape = np.zeros((n_pi, len(z)))
+        shape[:, :n_pi] = np.eye(n_pi) / SHAPE_PRIOR_STD
+        return np.vstack([rows @ D, D / std[:, None], shape])
+
+    solution = least_squares(residuals, theta0, jac=jacobian, method="trf", x_scale="jac", max_nfev=200,
+                             ftol=1e-10, xtol=1e-10)
+    return unpack(solution.x)
+
+
+def _dissipative_coordinates(n_pi: int, n: int, n_s: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(T, lower)``: the unknowns ``x = T z`` with ``z >= lower`` exactly when every joint's friction
+    dissipates at speed: its viscous coefficient and the sum of its Coulomb levels (the level reached at
+    speed) are not negative. Per joint ``z`` holds the viscous term, every Coulomb level but the last, and
+    their sum in place of the last; the rest of ``x`` is ``z``."""
+    k = len(COULOMB_VELOCITIES)
+    p = n_pi + _FRICTION_TERMS * n + n_s
+    T = np.eye(p)
+    lower = np.full(p, -np.inf)
+    for i in range(n):
+        lower[n_pi + i] = 0.0  # viscous
+        cols = n_pi + n + i * k + np.arange(k)
+        last = cols[-1]
+        T[last, cols[:-1]] = -1.0  # the last level = the sum - the others
+        lower[last] = 0.0  # the sum
+    return T, lower
+
+
+def _bounded_quadratic_minimum(H: np.ndarray, g: np.ndarray, lower: np.ndarray) -> np.ndarray:
+    """``argmin 1/2 z^T H z - g^T z`` over ``z >= lower`` for a positive definite ``H`` (scipy's bounded
+    linear least squares on its Cholesky factor)."""
+    from scipy.optimize import lsq_linear
+
+    z = np.linalg.solve(H, g)
+    if np.all(z >= lower):
+        return z
+    R = np.linalg.cholesky(H).T  # H = R^T R
+    return np.asarray(lsq_linear(R, np.linalg.solve(R.T, g), bounds=(lower, np.inf), method="bvls").x)
+
+
 def residual_rms(dynamics: ArmDynamics, rec: JointRecording) -> np.ndarray:
     """(n,) RMS of the corrected effort minus the model's torque per joint, N·m."""
     r = dynamics.corrected_effort(rec.effort) - dynamics.torques(rec.q, rec.dq, rec.ddq)
@@ -385,12 +549,20 @@ def calibrate_arm(
     prior: ArmPrior | None = None,
     held_out: JointRecording | None = None,
     info: dict[str, Any] | None = None,
+    consistent: bool = False,
 ) -> tuple[ArmCalibration, CalibrationFit]:
     """Fit the arm's inertial parameters, friction (and effort scales, ``effort_scale``) to ``recording``
     of the arm without payload (module docstring): a weighted least-squares fit with the description as
     prior, weighted per joint by the residual of a first pass (iteratively reweighted, twice).
 
-    ``held_out``: another recording (another motion) the figures are also computed on.
+    ``held_out``: another recording (another motion) the figures are also computed on. ``consistent``:
+    the same objective over real bodies only (every body's pseudo-inertia positive definite, through
+    log-Cholesky coordinates; scipy's trust-region least squares from the linear fit projected onto real
+    bodies), so that no body has a negative mass or an impossible inertia: an arm model fit for a
+    simulator. Off by default because the payload estimate does not need it and, measured
+    (``benchmarks/joint_torques.py --consistent``), it fits the efforts a little worse and moves the
+    payload's COM more: the lumped combinations the data determine are split among the bodies by the
+    prior, and real bodies cannot always take their share.
     """
     prior = prior or ArmPrior()
     n = kinematics.n_joints
@@ -421,13 +593,17 @@ def calibrate_arm(
     G = np.einsum("kip,kiq->ipq", A, A)
     c = np.einsum("kip,ki->ip", A, y)
     sigma = np.ones(n)
-    x = x0
-    for _ in range(3):  # iteratively reweighted: each joint by its residual
+    x, mean = x0, x0.copy()
+    T, lower = _dissipative_coordinates(n_pi, n, n_s)
+    for _ in range(4):  # iteratively reweighted: each joint by its residual; the inertias' prior follows the COMs
         H = np.tensordot(1.0 / sigma**2, G, axes=1) + np.diag(prior_info)
-        rhs = np.tensordot(1.0 / sigma**2, c, axes=1) + prior_info * x0
-        x = np.linalg.solve(H, rhs)
+        rhs = np.tensordot(1.0 / sigma**2, c, axes=1) + prior_info * mean
+        x = T @ _bounded_quadratic_minimum(T.T @ H @ T, T.T @ rhs, lower)
         sigma = np.sqrt(np.mean((y - A @ x) ** 2, axis=0))
         sigma = np.maximum(sigma, 1e-3 * max(float(sigma.max()), 1e-9))
+        mean[:n_pi] = _carried_inertias(nominal_model.nominal, x[:n_pi].reshape(b, 10)).ravel()
+    if consistent:
+        x = _consistent_fit(A, y, sigma, x, mean, std0, n_pi, b)
     pi = x[:n_pi].reshape(b, 10)
     f = x[n_pi:n_pi + n_f]
     scale = x[n_pi + n_f:] if effort_scale else np.ones(n)

@@ -171,6 +171,9 @@ class KinematicNoise:
         self._lin_acc = SignalNoise()
         self._ang_acc = SignalNoise()
         self._supplied: tuple[float, float, float] | None = None
+        self._whitened = False
+        """Samples with their own wrench information arrived (joint torques): their rows are mixed per sample,
+        and the expected noise Gram of the plain regressor rows is not theirs; nothing is compensated."""
 
     def supply(self, lin_acc_std: float, ang_acc_std: float, relative_variance: float) -> None:
         """Noise levels that whoever made the samples knows better than the samples show (``"auto"``
@@ -181,6 +184,8 @@ class KinematicNoise:
             self._supplied = (float(lin_acc_std), float(ang_acc_std), float(relative_variance))
 
     def update(self, samples: SensorSamples) -> None:
+        if samples.wrench_information_sqrt is not None:
+            self._whitened = True
         if self.auto and self._supplied is None:
             self._lin_acc.update(samples.lin_acc_in_sensor)
             self._ang_acc.update(samples.ang_acc_in_sensor)
@@ -189,9 +194,12 @@ class KinematicNoise:
         self._lin_acc.reset()
         self._ang_acc.reset()
         self._supplied = None
+        self._whitened = False
 
     def std(self) -> tuple[float, float] | None:
         """``(lin_acc_std, ang_acc_std)``, or None when there is nothing to compensate."""
+        if self._whitened:
+            return None
         if self.known is not None:
             return self.known
         if not self.auto:
