@@ -1,4 +1,5 @@
-"""The ``payload-estimator`` command line: ``estimate``, ``excite``, ``demo``, ``simulate``, ``replay``.
+"""The ``payload-estimator`` command line: ``estimate``, ``excite``, ``demo``, ``simulate``, ``replay``,
+``calibrate``.
 
 Every problem with the user's input ends the same way: one line on stderr,
 ``payload-estimator <command>: error: ...``, and exit status 2, never a
@@ -20,7 +21,7 @@ from payload_estimator.commands import CommandError, missing_extra
 
 __all__ = ["main", "build_parser", "OneLineErrorParser"]
 
-_COMMANDS = ("estimate", "excite", "demo", "simulate", "replay")
+_COMMANDS = ("estimate", "excite", "demo", "simulate", "replay", "calibrate")
 
 
 class OneLineErrorParser(argparse.ArgumentParser):

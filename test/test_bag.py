@@ -32,7 +32,7 @@ def test_interface_definitions_are_found_and_parse():
 
     defs = interface_definitions()
     assert set(defs) == {"payload_estimator/msg/PayloadEstimate", "payload_estimator/srv/ApplyEstimate",
-                         "payload_estimator/srv/SaveUrdf"}
+                         "payload_estimator/srv/SaveUrdf", "payload_estimator/srv/Calibrate"}
     ours = defs["payload_estimator/msg/PayloadEstimate"]
     assert (interface_root() / "msg" / "PayloadEstimate.msg").read_text() == ours
     for name, text in defs.items():

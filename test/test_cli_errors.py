@@ -89,7 +89,7 @@ def test_estimate_on_a_missing_file(capsys, tmp_path):
 
 def test_a_missing_argument_and_an_unknown_command_are_one_line(capsys):
     assert_one_line_error(capsys, ["estimate"], "estimate", "required", "samples")
-    assert_one_line_error(capsys, ["calibrate"], "", "invalid choice", "estimate")
+    assert_one_line_error(capsys, ["recalibrate"], "", "invalid choice", "estimate")
 
 
 def test_help_is_still_complete(capsys):

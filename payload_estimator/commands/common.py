@@ -48,8 +48,14 @@ __all__ = [
     "check_out_file",
     "TRAJECTORY_NAMES",
     "DEFAULT_DURATION_S",
+    "DEFAULT_TRAJECTORY",
     "add_trajectory_arguments",
     "resolve_trajectory",
+    "parse_override",
+    "config_error",
+    "one_line",
+    "add_effort_arguments",
+    "effort_model",
 ]
 
 SIM_RATE_HZ = 1000.0
@@ -326,10 +332,17 @@ DEFAULT_DURATION_S = 10.0
 is :class:`~payload_estimator.excitation.limits.MotionLimits`'s, a file's its own)."""
 
 
-def add_trajectory_arguments(p: argparse.ArgumentParser) -> None:
-    """``--trajectory`` (a name or a CSV file) and ``--duration`` of ``demo`` and ``simulate``."""
-    p.add_argument("--trajectory", default="paper004", metavar="NAME|FILE.csv",
-                   help="paper004: wrist sinusoids (default); thesis: all-joint sinusoids; pickplace: a "
+DEFAULT_TRAJECTORY = "paper004"
+"""``--trajectory`` when not given."""
+
+
+def add_trajectory_arguments(p: argparse.ArgumentParser, default: str | None = DEFAULT_TRAJECTORY,
+                             default_note: str = "default") -> None:
+    """``--trajectory`` (a name or a CSV file) and ``--duration`` of ``demo`` and ``simulate``; ``default``
+    None leaves ``args.trajectory`` None when not given (the command chooses, :data:`DEFAULT_TRAJECTORY` or
+    another as ``default_note`` says in the help)."""
+    p.add_argument("--trajectory", default=default, metavar="NAME|FILE.csv",
+                   help=f"paper004: wrist sinusoids ({default_note}); thesis: all-joint sinusoids; pickplace: a "
                         "pick-and-place move; optimal: a motion designed for the payload's parameters from the "
                         "home pose (as `excite` and the node's ~/identify do); or a CSV file t,<joint names> "
                         "(positions, rad; `excite --out`)")
@@ -387,3 +400,76 @@ def resolve_trajectory(robot: str, trajectory: str, duration: float | None,
     except ExcitationError as exc:
         raise CommandError(f"--trajectory {trajectory}: {exc}") from None
     return path.name, traj, traj.duration if duration is None else duration, check
+
+
+# ------------------------------------------------------------- settings options
+
+
+def one_line(text: object) -> str:
+    """``text`` with its whitespace runs (newlines included) made single spaces."""
+    return " ".join(str(text).split())
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """``--set NAME=VALUE`` -> (name, value read as YAML: ``8`` a number, ``true`` a bool, else the text)."""
+    import yaml
+
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise CommandError(f"--set expects NAME=VALUE, got {text!r}")
+    try:
+        parsed = yaml.safe_load(value) if value.strip() else ""
+    except yaml.YAMLError:
+        parsed = value
+    return name.strip(), "" if parsed is None else parsed
+
+
+def config_error(path: str, exc: BaseException) -> CommandError:
+    """One line for a ``--config`` parameter file that cannot be used (PyYAML's own messages span several lines)."""
+    import yaml
+
+    if isinstance(exc, FileNotFoundError):
+        return CommandError(f"--config: {exc.filename or path}: no such file")
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        return CommandError(f"--config {path}: not valid YAML: {exc.problem or exc.context}{where}")
+    if isinstance(exc, yaml.YAMLError):
+        return CommandError(f"--config {path}: not valid YAML: {one_line(exc)}")
+    if isinstance(exc, OSError):
+        return CommandError(f"--config {path}: {exc.strerror or exc}")
+    if isinstance(exc, UnicodeDecodeError):
+        return CommandError(f"--config {path}: not a text file")
+    return CommandError(f"--config {path}: {one_line(exc)}")
+
+
+# ------------------------------------------------------------ simulated efforts
+
+
+def add_effort_arguments(p: argparse.ArgumentParser, switch: bool = True) -> None:
+    """``--efforts`` (unless ``switch`` is False: always on), ``--arm-seed`` and ``--effort-scale-error`` of the
+    commands that simulate joint torques (:func:`effort_model`)."""
+    if switch:
+        p.add_argument("--efforts", action="store_true",
+                       help="realistic joint efforts, as the wrench-less joint-torque path reads them: the robot's "
+                            "friction (compensated by the controller) and effort noise (Franka tau_J, xArm "
+                            "current-based), and an arm whose links differ from its URDF (masses +-15 %%, COMs "
+                            "+-1 cm); default: the applied torques with a little noise, the arm exactly its URDF")
+    p.add_argument("--arm-seed", type=nonnegative_int, default=0,
+                   help="which simulated arm (its links' deviation from the URDF, its effort scales): a "
+                        "calibration run and the runs it is used on must share it (default 0)")
+    p.add_argument("--effort-scale-error", type=nonnegative_float, default=0.0, metavar="FRACTION",
+                   help="each joint's effort scale off by up to this fraction, e.g. 0.03 (default 0: exact)")
+
+
+def effort_model(robot: str, args: argparse.Namespace) -> tuple[Any, Any]:
+    """(EffortModel, ArmMismatch) of the options of :func:`add_effort_arguments` (both None without
+    ``--efforts``): the robot's default effort model and a mismatched arm, both drawn from ``--arm-seed``."""
+    if not getattr(args, "efforts", True):
+        return None, None
+    from payload_estimator.sim.efforts import ArmMismatch, EffortModel
+
+    if args.effort_scale_error >= 1.0:
+        raise CommandError(f"--effort-scale-error must be below 1, got {args.effort_scale_error:g}")
+    return (EffortModel.for_robot(robot, effort_scale_error=args.effort_scale_error, seed=args.arm_seed),
+            ArmMismatch(seed=args.arm_seed))

@@ -18,6 +18,13 @@ arm that is no built-in preset works from its description alone: name its
 flange and topics, e.g. ``--urdf ur5e.urdf --set flange_frame=tool0
 --set joint_states_topic=/joint_states --set wrench_topic=/ft/wrench``.
 
+Without a wrist sensor, ``--set wrench_source=joint_torques`` takes the payload from the joint
+states' efforts: the preset's joint-torque variant (``config/<robot>_joint_torques.yaml``: no
+wrench topic read, the estimate at the flange) with ``--set arm_calibration=CAL.yaml`` from
+``payload-estimator calibrate`` (empty: the description's inertias, no friction; rough). Joint
+states without an effort per arm joint, or a calibration of another robot or joint set, stop with
+one line. ``--json`` has ``estimate_in_flange`` (and ``truth_in_flange``) for every wrench source.
+
 Any rosbag2 a user records is read (:mod:`payload_estimator.io.bag`): split
 into several files, without ``metadata.yaml``, with other topics and custom
 message types; what had to be worked around is printed as one warning line
@@ -41,11 +48,11 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from payload_estimator.commands import CommandError
+from payload_estimator.commands.common import config_error, parse_override
 from payload_estimator.core.tracking import CHANGE, PayloadTracker
 
 __all__ = ["add_parser", "run", "detect_robot"]
@@ -101,44 +108,13 @@ def detect_robot(urdf: str | None) -> str | None:
     return detect_preset(urdf, ROBOT_NAMES)
 
 
-def _parse_override(text: str) -> tuple[str, Any]:
-    import yaml
-
-    name, sep, value = text.partition("=")
-    if not sep or not name.strip():
-        raise CommandError(f"--set expects NAME=VALUE, got {text!r}")
-    try:
-        parsed = yaml.safe_load(value) if value.strip() else ""
-    except yaml.YAMLError:
-        parsed = value
-    return name.strip(), "" if parsed is None else parsed
-
-
-def _config_error(path: str, exc: BaseException) -> CommandError:
-    """One line for a parameter file that cannot be used (PyYAML's own messages span several lines)."""
-    import yaml
-
-    if isinstance(exc, FileNotFoundError):
-        return CommandError(f"--config: {exc.filename or path}: no such file")
-    if isinstance(exc, yaml.MarkedYAMLError):
-        mark = exc.problem_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        return CommandError(f"--config {path}: not valid YAML: {exc.problem or exc.context}{where}")
-    if isinstance(exc, yaml.YAMLError):
-        return CommandError(f"--config {path}: not valid YAML: {_one_line(exc)}")
-    if isinstance(exc, OSError):
-        return CommandError(f"--config {path}: {exc.strerror or exc}")
-    if isinstance(exc, UnicodeDecodeError):
-        return CommandError(f"--config {path}: not a text file")
-    return CommandError(f"--config {path}: {_one_line(exc)}")
-
-
 def _one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 
-def robot_from_topics(bag: Path, topics: dict[str, tuple[str, int]]) -> str | None:
-    """The built-in preset whose joint-state and wrench topics the bag holds, or None.
+def robot_from_topics(bag: Path, topics: dict[str, tuple[str, int]], wrench: bool = True) -> str | None:
+    """The built-in preset whose joint-state and wrench topics (only the joint states without ``wrench``:
+    the wrench from joint torques) the bag holds, or None.
 
     Presets that share topics (xArm 6 and 7, say) are told apart by the joint
     names of the first joint state: the preset with the most arm joints, all
@@ -151,7 +127,7 @@ def robot_from_topics(bag: Path, topics: dict[str, tuple[str, int]]) -> str | No
     candidates = []
     for name in ROBOT_NAMES:
         preset = settings_for_robot(name)
-        if preset.joint_states_topic in topics and preset.wrench_topic in topics:
+        if preset.joint_states_topic in topics and (preset.wrench_topic in topics or not wrench):
             candidates.append((name, preset.joint_states_topic))
     if len(candidates) <= 1:
         return candidates[0][0] if candidates else None
@@ -173,26 +149,30 @@ def _settings(args: argparse.Namespace, urdf: str | None, info, bag: Path):
     from payload_estimator.io.bag import CUSTOM_DATA_PREFIX
     from payload_estimator.settings import Settings, load_parameters_yaml, settings_for_robot
 
+    overrides = dict(parse_override(text) for text in args.overrides)
+    # no wrist sensor: a preset's joint-torque variant (config/<robot>_joint_torques.yaml), estimate at the flange
+    joint_torques = overrides.get("wrench_source") == "joint_torques"
     if args.config:
         try:
             base, origin = load_parameters_yaml(args.config), f"config {args.config}"
         except (ValueError, TypeError, OSError, yaml.YAMLError) as exc:
-            raise _config_error(args.config, exc) from None
+            raise config_error(args.config, exc) from None
         how = f"named in {args.config}"
     else:
         robot = args.robot or detect_robot(urdf)
         source = "--urdf" if args.urdf else "the bag's robot_description"
         how = "given by --robot" if args.robot else f"from {source}"
         if robot is None and urdf is None:
-            robot = robot_from_topics(bag, info.topics)
+            robot = robot_from_topics(bag, info.topics, wrench=not joint_torques)
             how = ("from the topics recorded" if robot is not None
                    else "the default: no robot description, no preset's topics recorded")
             robot = robot or "panda"
         elif robot is None:
             robot, how = "", "an arm known from its robot description"
-        origin = (f"{robot} preset" + ("" if args.robot else f" ({how})")) if robot else f"no preset ({how})"
-        base = settings_for_robot(robot)
-    overrides = dict(_parse_override(text) for text in args.overrides)
+        variant = "joint_torques" if joint_torques and robot else ""
+        origin = ((f"{robot}{' joint-torque' if variant else ''} preset" + ("" if args.robot else f" ({how})"))
+                  if robot else f"no preset ({how})")
+        base = settings_for_robot(robot, variant)
     if args.estimator:
         overrides["estimator"] = args.estimator
     if args.shape:
@@ -270,6 +250,20 @@ def _warn(line: str) -> None:
     print(f"payload-estimator replay: warning: {line}", file=sys.stderr)
 
 
+def _check_efforts(bag: Path, topic: str, joint_names) -> None:
+    """The wrench from joint torques needs an effort per arm joint: checked on the first joint state."""
+    from payload_estimator.io.bag import JOINT_STATE_TYPE, BagError, bag_first_message, effort_problem
+
+    try:
+        msg = bag_first_message(bag, topic, JOINT_STATE_TYPE)
+    except BagError as exc:
+        raise CommandError(_one_line(exc)) from None
+    problem = None if msg is None else effort_problem(msg, joint_names)
+    if problem is not None:
+        raise CommandError(f"{bag}: the joint states on {topic} {problem}; the wrench source joint_torques needs "
+                           "each arm joint's effort (a wrist F/T sensor's wrench: wrench_source=ft_sensor)")
+
+
 def _read_urdf(path: str) -> str:
     try:
         return Path(path).read_text()
@@ -331,6 +325,8 @@ def _replay(args: argparse.Namespace, warnings: list[str]) -> int:
         stream = build_stream(settings, urdf, imu_frame=imu_frame, zero_phase=args.zero_phase)
     except ValueError as exc:
         raise CommandError(f"cannot build the pipeline: {_one_line(exc)}") from None
+    if settings.wrench_source == "joint_torques":
+        _check_efforts(bag, settings.joint_states_topic, stream.joint_names)
     if description is None and not settings.use_builtin_description:
         warnings.append(f"no {ROBOT_DESCRIPTION_TOPIC} in the bag: using the package's URDF of the "
                         f"{settings.robot} preset ({how}); give --urdf FILE if the robot recorded differs")
@@ -411,12 +407,23 @@ def _replay(args: argparse.Namespace, warnings: list[str]) -> int:
             duration_s=info.duration, messages=counts, accepted=accepted, bag_files=list(info.files),
             bag_warnings=warnings,
             input_problems_by_stream=stream.health.snapshot()["counts_by_stream"])
+        if truth is not None:
+            in_flange = truth.transformed(stream.R_flange_sensor, stream.p_flange_sensor)
+            summary["truth_in_flange"] = {"mass": in_flange.mass, "com": in_flange.com.tolist(),
+                                          "inertia_com": in_flange.inertia_com.tolist()}
+        summary["wrench_source"] = settings.wrench_source
+        if settings.wrench_source == "joint_torques":
+            summary["arm_calibration"] = settings.arm_calibration or None
         if tracking is not None:
             summary["tracking"] = tracking
         json.dump(summary, sys.stdout)
         sys.stdout.write("\n")
         return 0
-    report.print(console, headline=f"{bag}: {info.duration:.1f} s; settings: {origin}; "
+    source = ""
+    if settings.wrench_source == "joint_torques":
+        source = "; wrench from joint torques, " + (f"arm calibration {settings.arm_calibration}"
+                                                    if settings.arm_calibration else "arm uncalibrated (rough)")
+    report.print(console, headline=f"{bag}: {info.duration:.1f} s; settings: {origin}{source}; "
                  + ", ".join(f"{n} {k}" for k, n in counts.items() if n), what="of the recording")
     if tracking is not None:
         shifts = f", {tracking['offset_shifts']} offset shift(s) after input gaps" if tracking["offset_shifts"] else ""

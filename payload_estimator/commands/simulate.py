@@ -9,6 +9,15 @@ configuration, which ``ros2 bag play`` and ``payload-estimator replay`` accept.
 placed, contacts); the truth of each payload is recorded at its change (the NPZ's
 ``truth_change_t``/``truth_phis``, the bag's ``/payload_estimator/ground_truth`` at each change),
 and ``--payload``, ``--trajectory`` and ``--duration`` do not apply.
+
+For the joint-torque path (no wrist sensor), ``--efforts`` makes the joint efforts a real robot's:
+friction, effort noise, and an arm unlike its URDF (``--arm-seed`` picks which one); ``--payload
+none`` is the unloaded arm. A calibration bag and an estimation bag of the same arm::
+
+    payload-estimator simulate --bag cal --robot xarm7 --payload none --efforts --trajectory thesis --seed 1
+    payload-estimator simulate --bag est --robot xarm7 --efforts --trajectory thesis --seed 2
+    payload-estimator calibrate cal --out cal.yaml
+    payload-estimator replay est --set wrench_source=joint_torques --set arm_calibration=cal.yaml
 """
 
 from __future__ import annotations
@@ -18,8 +27,10 @@ import argparse
 from payload_estimator.commands import CommandError
 from payload_estimator.commands.common import (
     SIM_RATE_HZ,
+    add_effort_arguments,
     add_trajectory_arguments,
     check_out_file,
+    effort_model,
     nonnegative_int,
     resolve_trajectory,
     wrench_rate,
@@ -39,7 +50,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     target.add_argument("--bag", metavar="DIR", help="rosbag2 directory to write (must not exist yet)")
     p.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap", help="rosbag2 storage (default mcap)")
     p.add_argument("--robot", choices=ROBOT_NAMES, default="panda")
-    p.add_argument("--payload", choices=sorted(PAYLOADS), default="claw_hammer")
+    # "none": sim.mujoco_sim.NO_PAYLOAD (not imported here: MuJoCo loads with the run, not with --help)
+    p.add_argument("--payload", choices=[*sorted(PAYLOADS), "none"], default="claw_hammer",
+                   help="what the arm holds (default claw_hammer); none: nothing (a calibration run)")
     add_trajectory_arguments(p)
     p.add_argument("--noise", choices=("none", "low", "moderate", "high"), default="moderate")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of every random draw, >= 0 (default 0)")
@@ -49,6 +62,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--scenario", choices=("single", "cycle"), default="single",
                    help="single: one payload throughout (default); cycle: picks and places of four payloads "
                         "with contacts")
+    add_effort_arguments(p)
     return p
 
 
@@ -67,7 +81,10 @@ def run(args: argparse.Namespace) -> int:
         if Path(args.bag).exists():
             raise CommandError(f"--bag {args.bag}: exists; rosbag2 does not overwrite, choose another --bag")
         check_out_file(args.bag, option="--bag")
+    efforts, mismatch = effort_model(args.robot, args)
     if args.scenario == "cycle":
+        if efforts is not None:
+            raise CommandError("--efforts applies to --scenario single (the work cycle has no effort model)")
         from dataclasses import replace
 
         from payload_estimator.sim.cycle import arm_work_cycle
@@ -82,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
                                                                  seed=args.seed)
         sim = simulate(robot=args.robot, payload=args.payload, trajectory=trajectory,
                        duration=args.duration, noise=args.noise, seed=args.seed, rate_hz=SIM_RATE_HZ,
-                       wrench_rate_hz=args.wrench_rate, imu=not args.no_imu)
+                       wrench_rate_hz=args.wrench_rate, imu=not args.no_imu, efforts=efforts,
+                       arm_mismatch=mismatch)
     if args.out:
         sim.save(path)
         print(f"wrote {path}: {args.robot} + {args.payload}, {args.duration:g} s, "
@@ -92,5 +110,6 @@ def run(args: argparse.Namespace) -> int:
         path = write_simulated_bag(sim, args.bag, storage=args.storage)
     except FileExistsError as exc:
         raise CommandError(str(exc)) from None
-    print(f"wrote rosbag2 {path} ({args.storage})")
+    what = f", efforts {sim.effort_model} (arm seed {args.arm_seed})" if efforts is not None else ""
+    print(f"wrote rosbag2 {path} ({args.storage}): {args.robot} + {args.payload}, {args.duration:g} s{what}")
     return 0

@@ -49,6 +49,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import numpy as np
+
 from payload_estimator.core.inertia import InertialParameters, from_ros_inertia_fields
 from payload_estimator.pipeline.stream import IMU, JOINTS, WRENCH
 
@@ -76,6 +78,9 @@ __all__ = [
     "bag_robot_description",
     "bag_ground_truth",
     "bag_first_message",
+    "JointStateArrays",
+    "read_joint_states",
+    "effort_problem",
 ]
 
 STORAGES: tuple[str, ...] = ("mcap", "sqlite3")
@@ -422,8 +427,11 @@ def bag_info(path: str | Path) -> BagInfo:
 
 
 def input_topics(settings: Settings) -> dict[str, str]:
-    """Topic -> input kind for ``settings`` (the IMU only when a topic is configured)."""
-    topics = {settings.joint_states_topic: JOINTS, settings.wrench_topic: WRENCH}
+    """Topic -> input kind for ``settings`` (no wrench when it comes from joint torques; the IMU only when a
+    topic is configured)."""
+    topics = {settings.joint_states_topic: JOINTS}
+    if settings.wrench_source != "joint_torques":
+        topics[settings.wrench_topic] = WRENCH
     if settings.imu_topic:
         topics[settings.imu_topic] = IMU
     return topics
@@ -472,8 +480,8 @@ class BagReading:
 def read_bag(path: str | Path, settings: Settings) -> BagReading:
     """The input messages of the bag at ``path``, in record order, for the topics of ``settings``.
 
-    Checked before the first message: the joint-state and wrench topics (and
-    the IMU topic when the motion comes from the IMU) must be in the bag with
+    Checked before the first message: the joint-state and wrench topics (no wrench
+    when it comes from joint torques; the IMU topic when the motion comes from the IMU) must be in the bag with
     the right types. A message that does not deserialize is skipped and
     counted (:class:`BagReading`).
 
@@ -491,7 +499,7 @@ def read_bag(path: str | Path, settings: Settings) -> BagReading:
         topics = bag.topics()
     if not topics:
         raise BagError(f"{path}: no topics recorded (yet: a recording still being written?)")
-    required = {JOINTS, WRENCH} | ({IMU} if settings.motion_source == "imu" else set())
+    required = {kind for kind in wanted.values() if kind != IMU} | ({IMU} if settings.motion_source == "imu" else set())
     problems = []
     for topic, kind in wanted.items():
         if topic not in types:
@@ -556,3 +564,107 @@ def bag_ground_truth(path: str | Path) -> GroundTruth | None:
                 continue
             return GroundTruth(params, str(msg.header.frame_id), topic)
     return None
+
+
+# ------------------------------------------------------------ joint states as arrays
+
+
+@dataclass(frozen=True, eq=False)
+class JointStateArrays:
+    """The joint states of one topic of a bag as arrays, columns in the order asked for.
+
+    Attributes:
+        t: (N,) header stamps, s (the record time for a message stamped zero).
+        q: (N, n) positions, rad. effort: (N, n) efforts, N·m (joint torques).
+        skipped: messages left out (another name list without the joints, no or too few efforts,
+            not deserializable), with :attr:`notes` saying why, one line per reason.
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    effort: np.ndarray
+    skipped: int = 0
+    notes: tuple[str, ...] = ()
+
+
+def effort_problem(msg: Any, joint_names: Iterable[str]) -> str | None:
+    """Why a ``sensor_msgs/JointState`` cannot give the efforts of ``joint_names`` (one line), or None.
+
+    The reasons, in the order checked: an arm joint it does not name, positions or efforts not one
+    per name (an empty ``effort``: the driver does not report torques).
+    """
+    names = [str(x) for x in msg.name]
+    missing = [j for j in joint_names if j not in names]
+    if missing:
+        return f"name no {_names(missing)} (they name {_names(names) or 'nothing'})"
+    if len(msg.position) != len(names):
+        return f"have {len(msg.position)} positions for {len(names)} names"
+    if len(msg.effort) == 0:
+        return "carry no efforts (the effort field is empty): the driver publishes no joint torques"
+    if len(msg.effort) != len(names):
+        return f"have {len(msg.effort)} efforts for {len(names)} joints: the efforts must be one per name"
+    return None
+
+
+def read_joint_states(path: str | Path, topic: str, joint_names: Iterable[str]) -> JointStateArrays:
+    """Positions and efforts of ``joint_names`` from the ``sensor_msgs/JointState`` messages on ``topic``,
+    in record order; a message that cannot give them (:func:`effort_problem`) is skipped and counted.
+
+    Raises:
+        BagError: the bag is unreadable, lacks ``topic`` (or it has another type), or no message on it gives
+            the positions and efforts asked for (one line: the first message's problem).
+    """
+    from payload_estimator.io.ros_factories import stamp_to_sec
+
+    joints = [str(j) for j in joint_names]
+    with _Bag(path) as bag:
+        types: dict[str, set[str]] = {}
+        for c in bag.connections():
+            types.setdefault(c.topic, set()).add(c.msgtype)
+        if topic not in types:
+            listing = ", ".join(sorted(t for t, ts in types.items() if JOINT_STATE_TYPE in ts))
+            raise BagError(f"{path}: no {topic} ({JOINT_STATE_TYPE}) recorded; its joint-state topics: "
+                           f"{listing or 'none'}")
+        if JOINT_STATE_TYPE not in types[topic]:
+            raise BagError(f"{path}: {topic} is {', '.join(sorted(types[topic]))}, not {JOINT_STATE_TYPE}")
+        store = _typestore()
+        notes: list[str] = []
+        t: list[float] = []
+        rows_q: list[list[float]] = []
+        rows_e: list[list[float]] = []
+        reasons: Counter[str] = Counter()
+        first_problem: str | None = None
+        index: dict[tuple[str, ...], list[int]] = {}
+        for conn, t_ns, raw in bag.messages([(topic, JOINT_STATE_TYPE)], notes):
+            try:
+                msg = store.deserialize_cdr(raw, conn.msgtype)
+            except Exception:  # damaged bytes
+                reasons["do not deserialize"] += 1
+                continue
+            key = tuple(str(x) for x in msg.name)
+            columns = index.get(key)
+            if columns is None:
+                problem = effort_problem(msg, joints)
+                if problem is not None:
+                    first_problem = first_problem or problem
+                    reasons[problem] += 1
+                    continue
+                columns = index[key] = [key.index(j) for j in joints]
+            if len(msg.position) != len(key) or len(msg.effort) != len(key):
+                problem = effort_problem(msg, joints) or "have positions or efforts of another length"
+                first_problem = first_problem or problem
+                reasons[problem] += 1
+                continue
+            stamp = stamp_to_sec(msg.header.stamp)
+            t.append(stamp if stamp != 0.0 else t_ns * 1e-9)
+            rows_q.append([float(msg.position[c]) for c in columns])
+            rows_e.append([float(msg.effort[c]) for c in columns])
+    skipped = sum(reasons.values())
+    if not t:
+        if first_problem is None:
+            raise BagError(f"{path}: no readable message on {topic}" + (f" ({notes[0]})" if notes else ""))
+        raise BagError(f"{path}: the joint states on {topic} {first_problem}")
+    notes.extend(f"{n} message(s) on {topic} skipped: they {reason}" for reason, n in sorted(reasons.items()))
+    n = len(joints)
+    return JointStateArrays(np.array(t), np.array(rows_q, dtype=float).reshape(-1, n),
+                            np.array(rows_e, dtype=float).reshape(-1, n), skipped, tuple(notes))
