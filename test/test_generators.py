@@ -23,7 +23,8 @@ REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "payload_estimator"
 
 GENERATORS = {
-    "payload_estimator.settings": (REPO / "config", lambda robot: (preset_file_name(robot), render_parameters_yaml(robot))),
+    "payload_estimator.settings": (REPO / "config",
+                                   lambda robot: (preset_file_name(robot), render_parameters_yaml(robot))),
     "payload_estimator.robots.generate": (PACKAGE / "robots" / "urdf",
                                           lambda robot: (f"{robot}.urdf", default_urdf(robot))),
 }

@@ -15,6 +15,14 @@ same duration where they are admissible. ``--out FILE.csv`` writes the motion (h
 ``t,<joint names>``, positions in rad, uniform step ``--dt``) for ``demo --trajectory FILE`` or
 your own controller. Any arm: ``--urdf FILE --tcp-frame FRAME`` (with ``--start``; accelerations
 and jerks then get conservative defaults).
+
+``--for calibration`` designs the motion for calibrating the unloaded arm instead (``payload-estimator
+calibrate``, the node's ``~/calibrate``): longer (30 s by default), every joint through both
+directions and a wide range of speeds, poses spread, maximising what the calibration learns about
+the arm's inertial parameters and joint friction beyond the robot description, under the same
+limits. It prints the peaks, each joint's speed range and the predicted std of its viscous and
+Coulomb friction (for ``--effort-std`` of effort noise), beside the thesis's all-joint sinusoids of
+the same duration. Run it on the arm without payload and record the joint states.
 """
 
 from __future__ import annotations
@@ -28,7 +36,10 @@ from typing import Any
 from payload_estimator.commands import CommandError
 from payload_estimator.commands.common import check_out_file, nonnegative_float, nonnegative_int, positive_float
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "run", "PURPOSES"]
+
+PURPOSES = ("payload", "calibration")
+"""What ``--for`` designs a motion for: the payload's parameters, or a calibration of the unloaded arm."""
 
 MAX_DT_S = 0.01
 """Largest time step of a written trajectory, s."""
@@ -52,6 +63,7 @@ def _start(text: str) -> list[float]:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    from payload_estimator.excitation.calibration import CALIBRATION_DURATION_S, DESIGN_EFFORT_STD
     from payload_estimator.excitation.limits import MotionLimits  # no pinocchio: --help works core-only
     from payload_estimator.robots import ROBOT_NAMES
 
@@ -62,13 +74,17 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    p.add_argument("--for", dest="purpose", choices=PURPOSES, default="payload",
+                   help="payload: a short motion for the payload's parameters (default); calibration: a long one "
+                        "for calibrating the unloaded arm (inertial parameters, joint friction)")
     p.add_argument("--robot", choices=ROBOT_NAMES, default="panda", help="a built-in robot (default panda)")
     p.add_argument("--urdf", metavar="FILE", help="any arm's URDF instead of a built-in robot (needs --tcp-frame "
                                                   "and --start)")
     p.add_argument("--tcp-frame", metavar="FRAME", help="with --urdf: the flange or sensor frame")
     p.add_argument("--start", type=_start, metavar="Q1,Q2,...",
                    help="start (and end) joint positions, rad, in the robot's joint order (default: home)")
-    p.add_argument("--duration", type=positive_float, default=d.duration, help=f"s (default {d.duration:g})")
+    p.add_argument("--duration", type=positive_float, default=None,
+                   help=f"s (default {d.duration:g}; --for calibration: {CALIBRATION_DURATION_S:g})")
     p.add_argument("--max-tcp-speed", type=positive_float, default=d.max_tcp_speed,
                    help=f"m/s (default {d.max_tcp_speed:g}, ISO/TS 15066 cobot practice)")
     p.add_argument("--max-excursion", type=positive_float, default=d.max_excursion,
@@ -83,6 +99,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="also predict for this payload: a catalogue name (e.g. claw_hammer, drill) or "
                         "MASS@X,Y,Z (kg; COM in the TCP frame, m)")
     p.add_argument("--no-bias", action="store_true", help="design for known F/T offsets (not estimated)")
+    p.add_argument("--effort-std", type=positive_float, default=DESIGN_EFFORT_STD,
+                   help=f"--for calibration: joint effort noise the design and its prediction assume, N·m "
+                        f"(default {DESIGN_EFFORT_STD:g})")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the design (default 0)")
     p.add_argument("--dt", type=_dt, default=0.005, help=f"time step of --out, s, at most {MAX_DT_S} (default 0.005)")
     p.add_argument("--out", metavar="FILE.csv", help="write the motion as a CSV (t,<joint names>)")
@@ -146,7 +165,32 @@ def _arm(args: argparse.Namespace) -> tuple[str, Any, Any, Any]:
     return name, kin, arm, start
 
 
+def _limits(args: argparse.Namespace, default_duration: float) -> Any:
+    from payload_estimator.excitation.limits import ExcitationError, MotionLimits
+
+    try:
+        return MotionLimits(duration=default_duration if args.duration is None else args.duration,
+                            max_tcp_speed=args.max_tcp_speed, max_excursion=args.max_excursion,
+                            floor_height=args.floor_height, base_clearance=args.base_clearance,
+                            payload_radius=args.payload_radius)
+    except ExcitationError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def _write_csv(out: Path, trajectory: Any, joint_names: tuple[str, ...], dt: float) -> None:
+    """The motion's positions on a uniform grid of step ``dt`` (ending on a whole step)."""
+    from payload_estimator.excitation.check import trajectory_grid
+    from payload_estimator.excitation.trajectory import write_trajectory_csv
+
+    t = trajectory_grid(trajectory.duration, 1.0 / dt)
+    if len(t) > 1 and t[-1] - t[-2] < 0.5 * dt:  # keep the grid uniform: end on a whole step
+        t = t[:-1]
+    write_trajectory_csv(out, joint_names, t, trajectory(t)[0])
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.purpose == "calibration":
+        return _run_calibration(args)
     from payload_estimator.excitation.design import design_excitation, predict_uncertainty
     from payload_estimator.excitation.limits import ExcitationError, MotionLimits
     from payload_estimator.outputs.report import excitation_table
@@ -154,10 +198,8 @@ def run(args: argparse.Namespace) -> int:
     out = check_out_file(args.out) if args.out else None
     payload = _payload(args.payload) if args.payload else None
     name, kin, arm, start = _arm(args)
+    limits = _limits(args, MotionLimits().duration)
     try:
-        limits = MotionLimits(duration=args.duration, max_tcp_speed=args.max_tcp_speed,
-                              max_excursion=args.max_excursion, floor_height=args.floor_height,
-                              base_clearance=args.base_clearance, payload_radius=args.payload_radius)
         design = design_excitation(kin, arm, start, limits, seed=args.seed, estimate_offsets=not args.no_bias)
     except ExcitationError as exc:
         raise CommandError(str(exc)) from None
@@ -168,13 +210,7 @@ def run(args: argparse.Namespace) -> int:
             design.trajectory, kin, params, estimate_offsets=not args.no_bias).summary()}
     summary["paper004"] = _paper004(args, name, kin, arm, start, limits, payload)
     if out is not None:
-        from payload_estimator.excitation.check import trajectory_grid
-        from payload_estimator.excitation.trajectory import write_trajectory_csv
-
-        t = trajectory_grid(design.trajectory.duration, 1.0 / args.dt)
-        if len(t) > 1 and t[-1] - t[-2] < 0.5 * args.dt:  # keep the grid uniform: end on a whole step
-            t = t[:-1]
-        write_trajectory_csv(out, design.joint_names, t, design.trajectory(t)[0])
+        _write_csv(out, design.trajectory, design.joint_names, args.dt)
         summary["csv"] = str(out)
     if args.json:
         json.dump(summary, sys.stdout)
@@ -189,6 +225,114 @@ def run(args: argparse.Namespace) -> int:
     if out is not None:
         console.print(f"wrote {out}", markup=False, highlight=False, soft_wrap=True)
     return 0
+
+
+def _run_calibration(args: argparse.Namespace) -> int:
+    """``--for calibration``: the motion for calibrating the unloaded arm (module docstring)."""
+    from payload_estimator.excitation.calibration import CALIBRATION_DURATION_S, design_calibration_motion
+    from payload_estimator.excitation.limits import ExcitationError
+
+    for option, given in (("--payload", args.payload), ("--no-bias", args.no_bias)):
+        if given:
+            raise CommandError(f"{option} applies to --for payload: a calibration motion is for the unloaded arm")
+    out = check_out_file(args.out) if args.out else None
+    name, kin, arm, start = _arm(args)
+    limits = _limits(args, CALIBRATION_DURATION_S)
+    try:
+        motion = design_calibration_motion(kin, arm, start, limits, seed=args.seed, effort_std=args.effort_std)
+    except ExcitationError as exc:
+        raise CommandError(str(exc)) from None
+    summary: dict[str, Any] = {"robot": name, **motion.summary()}
+    summary["thesis"] = _thesis(args, name, kin, arm, start, limits)
+    if out is not None:
+        _write_csv(out, motion.trajectory, motion.joint_names, args.dt)
+        summary["csv"] = str(out)
+    if args.json:
+        json.dump(summary, sys.stdout)
+        sys.stdout.write("\n")
+        return 0
+    from rich.console import Console
+
+    console = Console()
+    console.print(_calibration_table(summary))
+    for line in motion.check.violations:
+        console.print(f"violation: {line}", markup=False)
+    if out is not None:
+        console.print(f"wrote {out}", markup=False, highlight=False, soft_wrap=True)
+    return 0
+
+
+def _thesis(args: argparse.Namespace, name: str, kin: Any, arm: Any, start: Any, limits: Any) -> dict[str, Any] | None:
+    """The thesis's all-joint sinusoids (seed 0) of the same duration from home, for comparison
+    (built-in robots at home only: that is where they are defined)."""
+    import numpy as np
+
+    from payload_estimator.excitation.calibration import arm_information
+    from payload_estimator.excitation.check import check_trajectory
+    from payload_estimator.robots import get_robot
+
+    if args.urdf or not np.allclose(start, get_robot(name).q_home):
+        return None
+    from payload_estimator.sim.trajectories import ThesisSinusoids
+
+    try:
+        thesis = ThesisSinusoids(get_robot(name), duration=limits.duration, ramp=min(1.0, 0.2 * limits.duration))
+    except (RuntimeError, ValueError):
+        return None
+    check = check_trajectory(thesis, kin, arm, start, limits)
+    return {"ok": check.ok, "violations": list(check.violations),
+            "information": arm_information(thesis, kin, args.effort_std, arm=arm).summary()}
+
+
+def _calibration_table(summary: dict[str, Any]) -> Any:
+    """The calibration motion's summary (``CalibrationMotion.summary()`` and the thesis's sinusoids)."""
+    from rich.table import Table
+
+    info = summary["information"]
+    thesis = summary.get("thesis")
+    other = thesis["information"] if thesis else None
+    mark = "" if not thesis or thesis["ok"] else "*"
+    table = Table(title=f"Calibration motion for {summary['robot']}: {summary['duration_s']:g} s, "
+                        f"harmonics {summary['harmonics']} of {summary['base_frequency_hz']:.3f} Hz")
+    table.add_column("quantity", no_wrap=True)
+    table.add_column("value", justify="right", no_wrap=True)
+    table.add_row("peak joint speed (of limit)", f"{100 * summary['peak_velocity_fraction']:.0f} %")
+    table.add_row("peak joint acceleration (of limit)", f"{100 * summary['peak_acceleration_fraction']:.0f} %")
+    table.add_row("peak joint jerk (of limit)", f"{100 * summary['peak_jerk_fraction']:.1f} %")
+    table.add_row("largest joint excursion", f"{summary['max_excursion_rad']:.2f} rad")
+    table.add_row("closest approach to a joint limit", f"{summary['min_limit_distance_rad']:.2f} rad")
+    table.add_row("peak TCP speed", f"{summary['peak_tcp_speed_m_s']:.3f} m/s (limit {summary['max_tcp_speed_m_s']:g})")
+    table.add_row("floor / base clearance beyond the margins",
+                  f"{summary['min_floor_clearance_m']:.3f} / {summary['min_base_clearance_m']:.3f} m")
+    versus = f" (thesis{mark} {other['log_det_gain']:.0f})" if other else ""
+    table.add_row("information gain, log det", f"{info['log_det_gain']:.0f}{versus}")
+    versus = f" (thesis{mark} {other['directions_better_than_prior']})" if other else ""
+    table.add_row("directions known better than the URDF",
+                  f"{info['directions_better_than_prior']} of {info['parameters']}{versus}")
+    table.add_row("all limits respected", "yes" if summary["ok"] else "NO")
+
+    joints = Table(title=f"Per joint: speed range; predicted std of the viscous (N·m·s/rad) and Coulomb (N·m) "
+                         f"friction for {info['effort_std']:g} N·m of effort noise",
+                   caption="std: Cramér-Rao with the URDF as prior, effort noise only (a lower bound, to compare "
+                           "motions)" + ("" if not mark else "; *: the thesis sinusoids break these limits"))
+    joints.add_column("joint", no_wrap=True)
+    joints.add_column("speeds rad/s", justify="right", no_wrap=True)
+    joints.add_column("of limit", justify="right", no_wrap=True)
+    joints.add_column("viscous", justify="right", no_wrap=True)
+    joints.add_column("Coulomb", justify="right", no_wrap=True)
+    if other:
+        joints.add_column(f"thesis{mark}", justify="right", no_wrap=True)
+    for j, name in enumerate(summary["joints"]):
+        lo, hi, limit = info["speed_min_rad_s"][j], info["speed_max_rad_s"][j], info["speed_limit_rad_s"][j]
+        row = [name, f"{lo:+.2f}..{hi:+.2f}", f"{100 * max(-lo, hi) / limit:.0f} %",
+               f"{info['viscous_std'][j]:.3f}", f"{info['coulomb_std'][j]:.3f}"]
+        if other:
+            row.append(f"{other['viscous_std'][j]:.3f} {other['coulomb_std'][j]:.3f}")
+        joints.add_row(*row)
+    grid = Table.grid()
+    grid.add_row(table)
+    grid.add_row(joints)
+    return grid
 
 
 def _paper004(args: argparse.Namespace, name: str, kin: Any, arm: Any, start: Any, limits: Any,

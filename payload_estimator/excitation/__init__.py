@@ -6,9 +6,19 @@ parameters, and the checks every motion passes before it is sent to a robot.
 * :mod:`~payload_estimator.excitation.check`: :func:`check_trajectory`, every constraint on the
   sampled trajectory;
 * :mod:`~payload_estimator.excitation.design`: :func:`design_excitation` (a Fourier-series
-  motion maximising the information about the ten parameters) and :func:`predict_uncertainty`.
+  motion maximising the information about the ten parameters) and :func:`predict_uncertainty`;
+* :mod:`~payload_estimator.excitation.calibration`: :func:`design_calibration_motion` (the same
+  family, maximising what a calibration of the unloaded arm learns: its inertial parameters and
+  joint friction) and :func:`arm_information`.
 """
 
+from payload_estimator.excitation.calibration import (
+    ArmInformation,
+    CalibrationMotion,
+    arm_information,
+    calibration_limits,
+    design_calibration_motion,
+)
 from payload_estimator.excitation.check import CHECK_RATE_HZ, TrajectoryCheck, check_trajectory, trajectory_grid
 from payload_estimator.excitation.design import (
     ExcitationDesign,
@@ -39,4 +49,9 @@ __all__ = [
     "information_matrix",
     "scaled_condition_number",
     "nominal_payload",
+    "ArmInformation",
+    "CalibrationMotion",
+    "arm_information",
+    "calibration_limits",
+    "design_calibration_motion",
 ]

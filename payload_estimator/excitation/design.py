@@ -74,6 +74,10 @@ __all__ = [
     "ExcitationDesign",
     "PredictedUncertainty",
     "design_excitation",
+    "FourierSearch",
+    "check_start",
+    "fit_to_limits",
+    "fourier_harmonics",
     "predict_uncertainty",
     "information_matrix",
     "scaled_condition_number",
@@ -389,12 +393,25 @@ class ExcitationDesign:
         }
 
 
-class _Problem:
-    """The optimisation: coefficients -> the largest admissible scaling -> score."""
+class FourierSearch:
+    """The search over the coefficients of a :class:`FourierExcitation`: the largest admissible
+    scaling of any coefficients (the joint limits exactly, then the TCP speed and the clearances),
+    gradient ascent along the limit that binds, from the best of seeded random starts. A subclass
+    says what is maximised (:meth:`score`, :meth:`gradient`): the payload's information here
+    (``_Problem``), the arm's in :mod:`~payload_estimator.excitation.calibration`.
+
+    Args:
+        kin, arm, q_start, limits: as :func:`design_excitation`'s.
+        ramp: start/stop blend, s. harmonics: (H,) the harmonic numbers.
+        design_rate_hz: rate of the grid the score and the TCP checks use, Hz.
+    """
+
+    speed_slack = 0.98
+    """A TCP speed above the limit scales the motion to this fraction of the limit's ratio (a slack
+    of 2 %: the speed is not exactly proportional to the scaling)."""
 
     def __init__(self, kin: SensorKinematics, arm: ArmLimits, q_start: np.ndarray, limits: MotionLimits,
-                 ramp: float, harmonics: np.ndarray, force_std: float, torque_std: float,
-                 estimate_offsets: bool, payload: InertialParameters) -> None:
+                 ramp: float, harmonics: np.ndarray, design_rate_hz: float = _DESIGN_RATE_HZ) -> None:
         self.kin, self.arm, self.q_start, self.limits = kin, arm, q_start, limits
         self.n = arm.n_joints
         self.H = len(harmonics)
@@ -402,7 +419,7 @@ class _Problem:
         probe = FourierExcitation(q_start, np.zeros((2 * self.H, self.n)), limits.duration, ramp, harmonics)
         t_lim = trajectory_grid(limits.duration, _LIMIT_RATE_HZ)
         self.B = probe.basis(t_lim)
-        t_design = trajectory_grid(limits.duration, _DESIGN_RATE_HZ)
+        t_design = trajectory_grid(limits.duration, design_rate_hz)
         self.Bd = probe.basis(t_design)[:3]
         # the normalised variables x: a_k = x_k / k (each harmonic's speed ~ x w)
         k = np.asarray(harmonics, dtype=float)
@@ -411,10 +428,35 @@ class _Problem:
         self.room_down = q_start - (arm.q_min + limits.position_margin)
         self.allowed = (limits.velocity_fraction * arm.dq_max, limits.acceleration_fraction * arm.ddq_max,
                         limits.jerk_fraction * arm.dddq_max)
-        self.w = _channel_weights(force_std, torque_std)
-        self.estimate_offsets = estimate_offsets
-        self.scale = _parameter_scale(payload)
         self.up = -kin.gravity_in_world / np.linalg.norm(kin.gravity_in_world)
+
+    def score(self, x: np.ndarray) -> tuple[float, np.ndarray | None]:
+        """(criterion, admissible coefficients) of the largest admissible scaling of the normalised
+        coefficients ``x``; ``(-1e9, None)`` when there is none."""
+        raise NotImplementedError
+
+    def gradient(self, C: np.ndarray) -> np.ndarray:
+        """(2H, n) gradient of the criterion by the coefficients ``C`` (no re-scaling)."""
+        raise NotImplementedError
+
+    def design_states(self, C: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(q, dq, ddq)`` (N, n) on the design grid for the coefficients ``C``."""
+        B0, B1, B2 = self.Bd
+        return self.q_start + B0 @ C, B1 @ C, B2 @ C
+
+    def search(self, seed: int, candidates: int = _CANDIDATES, starts: int = _STARTS,
+               iterations: int = _ITERATIONS) -> np.ndarray | None:
+        """The best admissible coefficients found: ``candidates`` seeded random sets scored, the best
+        ``starts`` of them refined by :meth:`ascend` (``iterations`` steps); None if none is admissible."""
+        rng = np.random.default_rng(seed)
+        drawn = rng.normal(size=(candidates, 2 * self.H * self.n))
+        scores = [self.score(x)[0] for x in drawn]
+        best_score, best_C = -np.inf, None
+        for k in np.argsort(scores)[::-1][:starts]:
+            score, C = self.ascend(drawn[k], iterations)
+            if C is not None and score > best_score:
+                best_score, best_C = score, C
+        return best_C
 
     def coefficients(self, x: np.ndarray) -> np.ndarray:
         return x.reshape(2 * self.H, self.n) * self.unit
@@ -433,8 +475,8 @@ class _Problem:
     def admissible(self, x: np.ndarray) -> tuple[np.ndarray, Any] | None:
         """(scaled coefficients, motion on the design grid) of the largest admissible scaling.
 
-        The TCP speed is nearly proportional to the scaling: one proportional step (with 2 %
-        slack) usually lands below the limit; a clearance violated shrinks the motion by 30 %."""
+        The TCP speed is nearly proportional to the scaling: one proportional step (with
+        :attr:`speed_slack`) usually lands below the limit; a clearance violated shrinks the motion by 30 %."""
         C = self.coefficients(x)
         s = self.linear_scale(C)
         B0, B1, B2 = self.Bd
@@ -451,8 +493,79 @@ class _Problem:
                                 - self.limits.payload_radius - self.limits.base_clearance))
             if speed <= target and floor >= 0.0 and base >= 0.0:
                 return Cs, motion
-            s *= min(0.98 * target / speed if speed > target else 1.0, 0.7 if min(floor, base) < 0.0 else 1.0)
+            s *= min(self.speed_slack * target / speed if speed > target else 1.0,
+                     0.7 if min(floor, base) < 0.0 else 1.0)
         return None
+
+    def active_gradient(self, C: np.ndarray) -> np.ndarray:
+        """(2H, n) gradient of the ratio ``r`` of the limit ``C`` comes nearest (``r = 1``: on it),
+        a function of degree 1 in ``C``: so moving along ``g - (g . C) grad r`` keeps ``r`` while
+        the log det changes as the gradient ``g`` says. Joint limits are linear in ``C``; the TCP
+        speed is taken as linear too (its Jacobian at the fastest sample)."""
+        B0, B1, B2, B3 = self.B
+        D = B0 @ C
+        cap_up = np.minimum(self.room_up, self.limits.max_excursion)
+        cap_down = np.minimum(self.room_down, self.limits.max_excursion)
+        terms = [(D / cap_up, B0, 1.0 / cap_up), (-D / cap_down, B0, -1.0 / cap_down)]
+        for Bi, allowed in zip((B1, B2, B3), self.allowed):
+            X = Bi @ C
+            terms.append((np.abs(X) / allowed, Bi, np.sign(X) / allowed))
+        worst, grad = -np.inf, np.zeros_like(C)
+        for ratio, Bi, weight in terms:
+            k, j = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
+            if ratio[k, j] > worst:
+                worst = float(ratio[k, j])
+                grad = np.zeros_like(C)
+                grad[:, j] = Bi[k] * weight[k, j] if np.ndim(weight) == 2 else Bi[k] * weight[j]
+        Bd0, Bd1, _ = self.Bd
+        q, dq = self.q_start + Bd0 @ C, Bd1 @ C
+        v = self.kin.compute(q, dq, np.zeros_like(dq)).lin_vel_in_sensor
+        speed = np.linalg.norm(v, axis=1)
+        fastest = int(np.argmax(speed))
+        if speed[fastest] / (0.97 * self.limits.max_tcp_speed) > worst:
+            worst = float(speed[fastest] / (0.97 * self.limits.max_tcp_speed))
+            Jv = self.kin.compute(np.repeat(q[fastest:fastest + 1], self.n, axis=0), np.eye(self.n),
+                                  np.zeros((self.n, self.n))).lin_vel_in_sensor.T  # (3, n)
+            grad = np.outer(Bd1[fastest], Jv.T @ (v[fastest] / speed[fastest])) / (0.97 * self.limits.max_tcp_speed)
+        return grad / max(worst, 1e-300)
+
+    def ascend(self, x: np.ndarray, iterations: int) -> tuple[float, np.ndarray | None]:
+        """Gradient ascent from ``x``: step along the gradient with the part that only scales the
+        motion removed (the scaling takes it back), re-scale, keep improvements; the step grows
+        after a success and shrinks after a failure. Returns (score, admissible coefficients)."""
+        best, C = self.score(x)
+        if C is None:
+            return best, None
+        eta = None
+        for _ in range(iterations):
+            g = self.gradient(C)
+            g -= np.sum(g * C) * self.active_gradient(C)  # along the active limit's surface
+            norm = float(np.linalg.norm(g))
+            if norm == 0.0:
+                break
+            eta = 0.2 * float(np.linalg.norm(C)) / norm if eta is None else eta
+            while eta * norm > 1e-6 * float(np.linalg.norm(C)):
+                score, moved = self.score(((C + eta * g) / self.unit).reshape(-1))
+                if moved is not None and score > best:
+                    best, C, eta = score, moved, 1.5 * eta
+                    break
+                eta *= 0.4
+            else:
+                break
+        return best, C
+
+
+
+class _Problem(FourierSearch):
+    """The payload design: coefficients -> the largest admissible scaling -> score."""
+
+    def __init__(self, kin: SensorKinematics, arm: ArmLimits, q_start: np.ndarray, limits: MotionLimits,
+                 ramp: float, harmonics: np.ndarray, force_std: float, torque_std: float,
+                 estimate_offsets: bool, payload: InertialParameters) -> None:
+        super().__init__(kin, arm, q_start, limits, ramp, harmonics)
+        self.w = _channel_weights(force_std, torque_std)
+        self.estimate_offsets = estimate_offsets
+        self.scale = _parameter_scale(payload)
 
     def score(self, x: np.ndarray) -> tuple[float, np.ndarray | None]:
         """(log det of the scaled information, admissible coefficients) of the largest admissible
@@ -517,77 +630,22 @@ class _Problem:
             grad += basis.T @ by_state
         return grad
 
-    def active_gradient(self, C: np.ndarray) -> np.ndarray:
-        """(2H, n) gradient of the ratio ``r`` of the limit ``C`` comes nearest (``r = 1``: on it),
-        a function of degree 1 in ``C``: so moving along ``g - (g . C) grad r`` keeps ``r`` while
-        the log det changes as the gradient ``g`` says. Joint limits are linear in ``C``; the TCP
-        speed is taken as linear too (its Jacobian at the fastest sample)."""
-        B0, B1, B2, B3 = self.B
-        D = B0 @ C
-        cap_up = np.minimum(self.room_up, self.limits.max_excursion)
-        cap_down = np.minimum(self.room_down, self.limits.max_excursion)
-        terms = [(D / cap_up, B0, 1.0 / cap_up), (-D / cap_down, B0, -1.0 / cap_down)]
-        for Bi, allowed in zip((B1, B2, B3), self.allowed):
-            X = Bi @ C
-            terms.append((np.abs(X) / allowed, Bi, np.sign(X) / allowed))
-        worst, grad = -np.inf, np.zeros_like(C)
-        for ratio, Bi, weight in terms:
-            k, j = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
-            if ratio[k, j] > worst:
-                worst = float(ratio[k, j])
-                grad = np.zeros_like(C)
-                grad[:, j] = Bi[k] * weight[k, j] if np.ndim(weight) == 2 else Bi[k] * weight[j]
-        Bd0, Bd1, _ = self.Bd
-        q, dq = self.q_start + Bd0 @ C, Bd1 @ C
-        v = self.kin.compute(q, dq, np.zeros_like(dq)).lin_vel_in_sensor
-        speed = np.linalg.norm(v, axis=1)
-        fastest = int(np.argmax(speed))
-        if speed[fastest] / (0.97 * self.limits.max_tcp_speed) > worst:
-            worst = float(speed[fastest] / (0.97 * self.limits.max_tcp_speed))
-            Jv = self.kin.compute(np.repeat(q[fastest:fastest + 1], self.n, axis=0), np.eye(self.n),
-                                  np.zeros((self.n, self.n))).lin_vel_in_sensor.T  # (3, n)
-            grad = np.outer(Bd1[fastest], Jv.T @ (v[fastest] / speed[fastest])) / (0.97 * self.limits.max_tcp_speed)
-        return grad / max(worst, 1e-300)
 
-    def ascend(self, x: np.ndarray, iterations: int) -> tuple[float, np.ndarray | None]:
-        """Gradient ascent from ``x``: step along the gradient with the part that only scales the
-        motion removed (the scaling takes it back), re-scale, keep improvements; the step grows
-        after a success and shrinks after a failure. Returns (score, admissible coefficients)."""
-        best, C = self.score(x)
-        if C is None:
-            return best, None
-        eta = None
-        for _ in range(iterations):
-            g = self.gradient(C)
-            g -= np.sum(g * C) * self.active_gradient(C)  # along the active limit's surface
-            norm = float(np.linalg.norm(g))
-            if norm == 0.0:
-                break
-            eta = 0.2 * float(np.linalg.norm(C)) / norm if eta is None else eta
-            while eta * norm > 1e-6 * float(np.linalg.norm(C)):
-                score, moved = self.score(((C + eta * g) / self.unit).reshape(-1))
-                if moved is not None and score > best:
-                    best, C, eta = score, moved, 1.5 * eta
-                    break
-                eta *= 0.4
-            else:
-                break
-        return best, C
-
-
-def _harmonics(duration: float, ramp: float) -> np.ndarray:
-    """Harmonic numbers up to :data:`MAX_FREQUENCY_HZ` for a series of period ``duration - ramp``:
-    all of them, or :data:`MAX_HARMONICS` spread geometrically from the fundamental."""
-    top = max(1, int(np.floor(MAX_FREQUENCY_HZ * (duration - ramp))))
-    if top <= MAX_HARMONICS:
+def fourier_harmonics(duration: float, ramp: float, max_frequency_hz: float = MAX_FREQUENCY_HZ,
+                      max_harmonics: int = MAX_HARMONICS) -> np.ndarray:
+    """Harmonic numbers up to ``max_frequency_hz`` for a series of period ``duration - ramp``:
+    all of them, or ``max_harmonics`` spread geometrically from the fundamental."""
+    top = max(1, int(np.floor(max_frequency_hz * (duration - ramp))))
+    if top <= max_harmonics:
         return np.arange(1, top + 1)
-    k = np.unique(np.round(np.geomspace(1, top, MAX_HARMONICS)).astype(int))
-    while len(k) < MAX_HARMONICS:  # rounding merged low ones: add the next free numbers
+    k = np.unique(np.round(np.geomspace(1, top, max_harmonics)).astype(int))
+    while len(k) < max_harmonics:  # rounding merged low ones: add the next free numbers
         k = np.unique(np.append(k, np.setdiff1d(np.arange(1, top + 1), k)[0]))
     return k
 
 
 def _validate_start(arm: ArmLimits, q_start: np.ndarray, limits: MotionLimits) -> np.ndarray:
+    """(n,) the start as an array; ``ExcitationError`` if it is not a finite pose inside the limits' margin."""
     q = np.asarray(q_start, dtype=float).reshape(-1)
     if q.shape != (arm.n_joints,):
         raise ExcitationError(f"the start has {q.size} joint positions, the arm {arm.n_joints} "
@@ -604,6 +662,39 @@ def _validate_start(arm: ArmLimits, q_start: np.ndarray, limits: MotionLimits) -
             f"[{arm.q_min[j]:.3f}, {arm.q_max[j]:.3f}] rad (margin {limits.position_margin} rad): "
             "move the robot away from the limit first")
     return q
+
+
+def check_start(kin: SensorKinematics, arm: ArmLimits, q_start: np.ndarray, limits: MotionLimits) -> np.ndarray:
+    """(n,) the start of a motion to design, checked: the kinematics and the limits name the same
+    joints, the start is inside the limits' margin, the duration at least :data:`MIN_DURATION_S`, and
+    the start pose itself keeps the clearances. ``ExcitationError`` (one line) otherwise."""
+    if tuple(kin.joint_names) != tuple(arm.joint_names):
+        raise ExcitationError("the kinematics and the limits must name the same joints in the same order")
+    q0 = _validate_start(arm, q_start, limits)
+    if limits.duration < MIN_DURATION_S:
+        raise ExcitationError(f"a motion of {limits.duration:g} s is too short to move safely: "
+                              f"at least {MIN_DURATION_S:g} s")
+    rest = check_trajectory(FourierExcitation(q0, np.zeros((2, arm.n_joints)), limits.duration, 0.5),
+                            kin, arm, q0, limits, rate_hz=10.0)
+    if not rest.ok:
+        raise ExcitationError(f"the start pose itself is unsafe: {rest.violations[0]}")
+    return q0
+
+
+def fit_to_limits(trajectory: FourierExcitation, kin: SensorKinematics, arm: ArmLimits, q_start: np.ndarray,
+                  limits: MotionLimits) -> tuple[FourierExcitation, TrajectoryCheck]:
+    """A designed motion checked on the 1 kHz sampled trajectory (:func:`check_trajectory`), shrunk by
+    3 % steps while a peak between the design grid's samples exceeds a limit; ``ExcitationError``
+    if 30 steps do not make it pass."""
+    check = check_trajectory(trajectory, kin, arm, q_start, limits)
+    for _ in range(30):
+        if check.ok:
+            break
+        trajectory = trajectory.scaled(0.97)
+        check = check_trajectory(trajectory, kin, arm, q_start, limits)
+    if not check.ok:
+        raise ExcitationError(f"the designed motion violates a limit: {check.violations[0]}")
+    return trajectory, check
 
 
 def design_excitation(
@@ -637,42 +728,18 @@ def design_excitation(
     """
     started = time.perf_counter()
     limits = MotionLimits() if limits is None else limits
-    if tuple(kin.joint_names) != tuple(arm.joint_names):
-        raise ExcitationError("the kinematics and the limits must name the same joints in the same order")
-    q0 = _validate_start(arm, q_start, limits)
-    if limits.duration < MIN_DURATION_S:
-        raise ExcitationError(f"a motion of {limits.duration:g} s is too short to move safely: "
-                              f"at least {MIN_DURATION_S:g} s")
+    q0 = check_start(kin, arm, q_start, limits)
     payload = payload or nominal_payload()
-    rest = check_trajectory(FourierExcitation(q0, np.zeros((2, arm.n_joints)), limits.duration, 0.5),
-                            kin, arm, q0, limits, rate_hz=10.0)
-    if not rest.ok:
-        raise ExcitationError(f"the start pose itself is unsafe: {rest.violations[0]}")
     ramp = min(0.5, 0.2 * limits.duration)
-    harmonics = _harmonics(limits.duration, ramp)
+    harmonics = fourier_harmonics(limits.duration, ramp)
     problem = _Problem(kin, arm, q0, limits, ramp, harmonics, force_std, torque_std, estimate_offsets,
                        payload)
 
-    rng = np.random.default_rng(seed)
-    candidates = rng.normal(size=(_CANDIDATES, 2 * len(harmonics) * arm.n_joints))
-    scores = [problem.score(x)[0] for x in candidates]
-    best_score, best_C = -np.inf, None
-    for k in np.argsort(scores)[::-1][:_STARTS]:
-        score, C = problem.ascend(candidates[k], _ITERATIONS)
-        if C is not None and score > best_score:
-            best_score, best_C = score, C
+    best_C = problem.search(seed)
     if best_C is None:
         raise ExcitationError("no admissible motion was found: relax the limits (TCP speed, clearances)")
-    found = (best_C,)
-    trajectory = FourierExcitation(q0, found[0], limits.duration, ramp, harmonics, arm.joint_names)
-    check = check_trajectory(trajectory, kin, arm, q0, limits)
-    for _ in range(30):  # a peak between the design grid's samples: shrink until the 1 kHz check holds
-        if check.ok:
-            break
-        trajectory = trajectory.scaled(0.97)
-        check = check_trajectory(trajectory, kin, arm, q0, limits)
-    if not check.ok:
-        raise ExcitationError(f"the designed motion violates a limit: {check.violations[0]}")
+    trajectory, check = fit_to_limits(FourierExcitation(q0, best_C, limits.duration, ramp, harmonics,
+                                                        arm.joint_names), kin, arm, q0, limits)
     t = trajectory_grid(limits.duration, 100.0)
     M = information_matrix(kin, *trajectory(t), force_std, torque_std, estimate_offsets)
     scale = _parameter_scale(payload)

@@ -55,6 +55,7 @@ __all__ = [
     "JointRecording",
     "calibrate_arm",
     "joint_recording",
+    "friction_regressor",
     "residual_rms",
     "COULOMB_VELOCITIES",
     "CALIBRATION_FORMAT",
@@ -357,7 +358,7 @@ class CalibrationFit:
     held_out_samples: int = 0
 
 
-def _friction_regressor(dq: np.ndarray) -> np.ndarray:
+def friction_regressor(dq: np.ndarray) -> np.ndarray:
     """(N, n, (2 + k) n) columns ``[viscous (n), Coulomb (n, k) row-major, offset (n)]`` per joint row."""
     N, n = dq.shape
     k = len(COULOMB_VELOCITIES)
@@ -579,7 +580,7 @@ def calibrate_arm(
 
     # rows [Y, F, -diag(effort)] x = effort (or 0 with scale), per sample and joint
     A = np.concatenate([nominal_model.regressor(recording.q, recording.dq, recording.ddq),
-                        _friction_regressor(recording.dq)], axis=2)
+                        friction_regressor(recording.dq)], axis=2)
     if effort_scale:
         S = np.zeros((len(recording), n, n))
         S[:, np.arange(n), np.arange(n)] = -recording.effort
