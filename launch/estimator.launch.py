@@ -1,7 +1,9 @@
 """The payload estimator for a robot: ros2 launch payload_estimator estimator.launch.py robot:=fr3
 
-Parameters come from ``config:=`` (default: the package's ``config/<robot>.yaml``);
-the other arguments override single parameters when given. The robot model
+Parameters come from ``config:=`` (default: the package's ``config/<robot>.yaml``, or
+``config/<robot>_joint_torques.yaml`` with ``wrench_source:=joint_torques``: no wrist sensor, the
+wrench from the joints' efforts and the unloaded arm's calibration ``arm_calibration:=``, which the
+node's ``~/calibrate`` records); the other arguments override single parameters when given. The robot model
 comes from ``robot_description`` (robot_state_publisher's topic) unless
 ``use_builtin_description:=true``. An arm that is no built-in preset runs with
 ``robot:=''`` and ``config:=`` a parameter file of its own, whose ``robot`` is
@@ -22,18 +24,20 @@ from payload_estimator.robots import ROBOT_NAMES
 
 def _estimator_node(context):
     """The node, with the parameter file read here so that it applies in any namespace."""
-    from payload_estimator.settings import Settings, load_parameters_yaml
+    from payload_estimator.settings import Settings, load_parameters_yaml, preset_file_name
 
     robot = LaunchConfiguration("robot").perform(context)
     config = LaunchConfiguration("config").perform(context)
     if not config and not robot:
         raise RuntimeError("robot:='' (an arm that is no built-in preset) needs config:=<parameter file>")
-    config = config or os.path.join(get_package_share_directory("payload_estimator"), "config", f"{robot}.yaml")
+    variant = "joint_torques" if LaunchConfiguration("wrench_source").perform(context) == "joint_torques" else ""
+    config = config or os.path.join(get_package_share_directory("payload_estimator"), "config",
+                                    preset_file_name(robot, variant))
     params = load_parameters_yaml(config).to_dict()  # a bad file stops here, with the reason
-    for name in ("wrench_source", "estimator", "payload_shape", "trajectory_action"):
+    for name in ("wrench_source", "estimator", "payload_shape", "trajectory_action", "arm_calibration"):
         value = LaunchConfiguration(name).perform(context)
         if value:
-            params[name] = value
+            params[name] = "" if name == "arm_calibration" and value == "none" else value
     builtin = LaunchConfiguration("use_builtin_description").perform(context)
     if builtin:
         params["use_builtin_description"] = builtin.lower() in ("true", "1", "yes")
@@ -60,7 +64,12 @@ def generate_launch_description():
         DeclareLaunchArgument("config", default_value="",
                               description="parameter file (default: share/payload_estimator/config/<robot>.yaml)"),
         DeclareLaunchArgument("wrench_source", default_value="",
-                              description="ft_sensor, franka_base or franka_stiffness (default: the file's)"),
+                              description="ft_sensor, franka_base, franka_stiffness or joint_torques (no wrist "
+                                          "sensor; default file config/<robot>_joint_torques.yaml) (default: the "
+                                          "file's)"),
+        DeclareLaunchArgument("arm_calibration", default_value="",
+                              description="joint_torques: the unloaded arm's calibration file (~/calibrate writes "
+                                          "it); none: uncalibrated (default: the file's)"),
         DeclareLaunchArgument("estimator", default_value="",
                               description=f"{', '.join(METHODS)} (default: the file's)"),
         DeclareLaunchArgument("payload_shape", default_value="",

@@ -4,6 +4,8 @@
     ros2 launch payload_estimator sim_demo.launch.py rviz:=false      # headless
     ros2 launch payload_estimator sim_demo.launch.py scenario:=cycle  # picks and places, contacts
     ros2 launch payload_estimator sim_demo.launch.py scenario:=identify  # still until trajectory goals come
+    ros2 launch payload_estimator sim_demo.launch.py wrench_source:=joint_torques payload:=none  # then call
+        # ~/calibrate (the arm moves, unloaded); a loaded run later uses the same arm (arm_mismatch_seed)
 
 The simulator (node ``payload_sim``) publishes joint states, the wrench (in the
 robot's own convention), robot_description and tf; the estimator receives the
@@ -11,6 +13,12 @@ robot model from it (``use_builtin_description:=false``) and is given the
 payload's outer shape for PMD. The truth is on ``/payload_sim/truth``. With
 ``scenario:=identify`` the simulator also serves the robot's
 ``control_msgs/FollowJointTrajectory`` action (its driver's controller name).
+
+With ``wrench_source:=joint_torques`` the robot has no wrist sensor: the simulator reports realistic
+joint efforts (``efforts``, default true then) from an arm unlike its URDF (``arm_mismatch_seed``,
+default 0 then) on the topic of ``config/<robot>_joint_torques.yaml``, and the estimator runs that
+file, with ``arm_calibration:=`` (default: the file's; ``none``: uncalibrated). Without a calibration
+file the estimator reports an ERROR diagnostic until ``~/calibrate`` (``payload:=none``) writes it.
 """
 
 from ament_index_python.packages import PackageNotFoundError, get_package_prefix, get_package_share_directory
@@ -36,8 +44,17 @@ def _nodes(context):
 
         shape = format_shape_spec(arm_work_cycle(robot).envelope)
     else:
-        shape = format_shape_spec(get_payload(payload).envelope)
+        shape = format_shape_spec(get_payload(payload if payload != "none" else "claw_hammer").envelope)
     use_sim_time = LaunchConfiguration("use_sim_time").perform(context).lower() in ("true", "1", "yes")
+    wrench_source = LaunchConfiguration("wrench_source").perform(context)
+    joint_torques = wrench_source == "joint_torques"
+    sim_extra = {}
+    if joint_torques:  # the joint states where the joint-torque preset reads them
+        from payload_estimator.settings import settings_for_robot
+
+        sim_extra["joint_states_topic"] = settings_for_robot(robot, "joint_torques").joint_states_topic
+    efforts = LaunchConfiguration("efforts").perform(context).lower()
+    mismatch = LaunchConfiguration("arm_mismatch_seed").perform(context)
     actions = [
         Node(
             package="payload_estimator",
@@ -51,6 +68,9 @@ def _nodes(context):
                 "duration": float(LaunchConfiguration("duration").perform(context)),
                 "noise": LaunchConfiguration("noise").perform(context),
                 "publish_clock": use_sim_time,
+                "efforts": efforts in ("true", "1", "yes") if efforts else joint_torques,
+                "arm_mismatch_seed": int(mismatch) if mismatch else (0 if joint_torques else -1),
+                **sim_extra,
             }],
             output="screen",
             emulate_tty=True,
@@ -63,6 +83,8 @@ def _nodes(context):
                 "payload_shape": shape,
                 "use_builtin_description": "false",
                 "use_sim_time": str(use_sim_time).lower(),
+                "wrench_source": wrench_source,
+                "arm_calibration": LaunchConfiguration("arm_calibration").perform(context),
                 "namespace": "",  # the group below pushes the namespace
             }.items(),
         ),
@@ -87,7 +109,8 @@ def generate_launch_description():
     return LaunchDescription([
         DeclareLaunchArgument("robot", default_value="panda", choices=list(ROBOT_NAMES), description="simulated robot"),
         DeclareLaunchArgument("payload", default_value="claw_hammer",
-                              description="payload of the catalogue (payload_estimator.sim.payloads)"),
+                              description="payload of the catalogue (payload_estimator.sim.payloads); none: the "
+                                          "unloaded arm (to calibrate it)"),
         DeclareLaunchArgument("scenario", default_value="single", choices=["single", "cycle", "identify"],
                               description="single: the payload held throughout; cycle: picks and places of four "
                                           "payloads with contacts (payload, trajectory, duration do not apply); "
@@ -98,6 +121,18 @@ def generate_launch_description():
         DeclareLaunchArgument("duration", default_value="20.0", description="simulated seconds before looping"),
         DeclareLaunchArgument("noise", default_value="moderate", choices=["none", "low", "moderate", "high"],
                               description="F/T noise level (paper 004 Table II)"),
+        DeclareLaunchArgument("wrench_source", default_value="",
+                              description="the estimator's wrench source (default: the robot's file); "
+                                          "joint_torques: no wrist sensor, config/<robot>_joint_torques.yaml"),
+        DeclareLaunchArgument("arm_calibration", default_value="",
+                              description="joint_torques: the arm calibration file (default: the file's; none: "
+                                          "uncalibrated)"),
+        DeclareLaunchArgument("efforts", default_value="",
+                              description="the simulator reports realistic joint efforts (default: true with "
+                                          "wrench_source:=joint_torques)"),
+        DeclareLaunchArgument("arm_mismatch_seed", default_value="",
+                              description="the simulated arm differs from its URDF, drawn from this seed; -1: it "
+                                          "does not (default: 0 with wrench_source:=joint_torques, else -1)"),
         DeclareLaunchArgument("estimator", default_value="", description="ols, wls, rls, rtls or pmd "
                                                                           "(default: the robot's file)"),
         DeclareLaunchArgument("rviz", default_value="true", description="start rviz2 (if installed)"),

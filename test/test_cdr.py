@@ -216,3 +216,89 @@ def test_serialised_input_gives_the_stream_what_messages_give(tmp_path, typestor
         "joint_states": 0, "wrench": 0, "imu": 0}
     assert serial.health.counts_for("joint_states")[MALFORMED] == 1
     assert serial.health.counts_for("wrench")[MALFORMED] == 1
+
+
+# ------------------------------------------------ efforts (the wrench from joint torques)
+
+
+def test_a_batch_reads_the_efforts_as_each_message_has_them(typestore):
+    rng = np.random.default_rng(4)
+    msgs = [joint_state(typestore, 50, int(rng.integers(0, 10**9)), PANDA_ARM, rng.normal(size=7), (),
+                        rng.normal(size=7) * 30.0) for _ in range(11)]
+    for little_endian in (True, False):
+        blobs = [serialised(typestore, m, little_endian) for m in msgs]
+        layout = cdr.joint_state_layout(blobs[0])
+        stamps, q, dq, tau = layout.read_arrays(blobs, velocities=False, efforts=True)
+        assert dq is None and tau.shape == (11, 7) and tau.flags.c_contiguous
+        np.testing.assert_array_equal(tau, [m.effort for m in msgs])  # bit for bit
+        np.testing.assert_array_equal(q, [m.position for m in msgs])
+        assert layout.read_arrays(blobs)[3] is None  # read only when asked
+    none = [serialised(typestore, joint_state(typestore, 1, k, PANDA_ARM, np.zeros(7), np.zeros(7)))
+            for k in range(4)]
+    assert cdr.joint_state_layout(none[0]).read_arrays(none, efforts=True)[3].shape == (4, 0)
+
+
+@pytest.fixture(scope="module")
+def joint_torque_items(tmp_path_factory, typestore):
+    from payload_estimator.io.bag import read_bag
+    from payload_estimator.settings import settings_for_robot
+    from payload_estimator.sim.bag import write_simulated_bag
+    from payload_estimator.sim.mujoco_sim import simulate
+
+    run = simulate(robot="panda", payload="claw_hammer", duration=2.5, seed=6)
+    settings = settings_for_robot("panda", "joint_torques", arm_calibration="",
+                                  joint_states_topic="/joint_states")
+    bag = write_simulated_bag(run, tmp_path_factory.mktemp("jt") / "bag", settings=settings)
+    return settings, [item for item in read_bag(bag, settings) if item[0] == "joint_states"]
+
+
+def test_serialised_joint_torques_give_the_stream_what_messages_give(joint_torque_items, typestore):
+    """Joint-torque mode: the efforts read in bulk from the bytes are the messages' own, bit for bit (the same
+    estimate), and efforts missing or of the wrong length are counted alike (missing_effort)."""
+    from payload_estimator.pipeline.build import build_stream, builtin_description
+    from payload_estimator.pipeline.health import MISSING_EFFORT
+
+    settings, items = joint_torque_items
+    assert len(items) > 2000 and len(items[0][1].effort) == 7
+
+    def spoil(i, fn):
+        kind, msg, t = items[i]
+        msg = copy.deepcopy(msg)
+        fn(msg)
+        items[i] = (kind, msg, t)
+
+    items = list(items)
+    for i in range(100, 130):  # a driver that stops sending efforts for a while
+        spoil(i, lambda m: setattr(m, "effort", m.effort[:0]))
+    spoil(300, lambda m: setattr(m, "effort", m.effort[:-1]))  # of the wrong length
+    raw = [(kind, cdr.SerializedJointState(serialised(typestore, msg)), t) for kind, msg, t in items]
+    messages, serial = (build_stream(settings, builtin_description(settings)) for _ in range(2))
+    assert serial.config.joint_torques
+    for k in range(0, len(items), 20):
+        feed_many(messages, items[k:k + 20])
+        messages.process()
+        feed_many(serial, raw[k:k + 20])
+        serial.process()
+    assert messages.health.counts == serial.health.counts
+    assert serial.health.counts_for("joint_states").get(MISSING_EFFORT) == 31
+    a, b = messages.update_estimate().estimate, serial.update_estimate().estimate
+    assert a.samples_used == b.samples_used > 0
+    np.testing.assert_array_equal(a.phi, b.phi)
+
+
+def test_joint_states_without_efforts_give_no_estimate(joint_torque_items, typestore):
+    from payload_estimator.pipeline.build import build_stream, builtin_description
+    from payload_estimator.pipeline.health import MISSING_EFFORT
+
+    settings, items = joint_torque_items
+    stream = build_stream(settings, builtin_description(settings))
+    raw = []
+    for kind, msg, t in items:
+        msg = copy.deepcopy(msg)
+        msg.effort = msg.effort[:0]
+        raw.append((kind, cdr.SerializedJointState(serialised(typestore, msg)), t))
+    for k in range(0, len(raw), 50):
+        assert feed_many(stream, raw[k:k + 50])["joint_states"] == 0
+        stream.process()
+    assert stream.health.counts_for("joint_states")[MISSING_EFFORT] == len(raw)
+    assert stream.update_estimate() is None

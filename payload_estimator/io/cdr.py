@@ -11,8 +11,8 @@ unchanged. The 1 kHz path does not decode them one by one: consecutive messages
 with the same :class:`JointStateLayout` (same frame, joint names and array
 lengths: one robot driver) or :class:`WrenchLayout` (same frame) are read as one
 strided numpy view over the joined bytes (:meth:`JointStateLayout.read`,
-:meth:`WrenchLayout.read`), which gives bit for bit the numbers rclpy's
-deserialisation gives.
+:meth:`JointStateLayout.read_arrays` with the efforts, :meth:`WrenchLayout.read`),
+which gives bit for bit the numbers rclpy's deserialisation gives.
 
 The format is the one every ROS 2 middleware puts on the wire for these types:
 plain CDR (XCDR version 1, OMG DDS-XTypes 7.4.3.5 "encapsulation CDR"), a 4-byte
@@ -239,6 +239,16 @@ class JointStateLayout:
         Raises:
             ValueError: a velocity or effort count differs from this layout's (read those one by one).
         """
+        return self.read_arrays(blobs, velocities)[:3]
+
+    def read_arrays(
+        self, blobs: list[bytes], velocities: bool = True, efforts: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """As :meth:`read`, and the efforts (n, :attr:`n_effort`) N·m (None unless ``efforts``).
+
+        Raises:
+            ValueError: a velocity or effort count differs from this layout's (read those one by one).
+        """
         n, size, order = len(blobs), self.size, self.order
         joined = b"".join(blobs)
         if len(joined) != n * size:
@@ -248,7 +258,8 @@ class JointStateLayout:
                 raise ValueError("velocity or effort counts differ between the messages")
         q = _strided(joined, n, size, self.position_at, order + "f8", self.n_position)
         dq = _strided(joined, n, size, self.velocity_at, order + "f8", self.n_velocity) if velocities else None
-        return _stamps(joined, n, size, order), q, dq
+        tau = _strided(joined, n, size, self.effort_at, order + "f8", self.n_effort) if efforts else None
+        return _stamps(joined, n, size, order), q, dq, tau
 
     def positions(self, data: bytes) -> np.ndarray:
         """(k,) positions of one message that :meth:`fits` this layout."""

@@ -310,13 +310,15 @@ def _flush_wrenches(stream: EstimationStream, frame_id: str, run: list) -> int:
 def _flush_serialized_joint_states(stream: EstimationStream, layout: JointStateLayout, run: list) -> int:
     n = len(layout.names)
     velocities = stream.config.use_joint_velocities
+    efforts = stream.config.joint_torques
     try:
         if layout.n_position != n or (velocities and layout.n_velocity != n):
             raise ValueError("uneven")
-        stamps, q, dq = layout.read([msg.data for msg, _ in run], velocities)
+        stamps, q, dq, tau = layout.read_arrays([msg.data for msg, _ in run], velocities, efforts)
     except ValueError:
         return sum(bool(feed_joint_state(stream, msg, wall)) for msg, wall in run)
-    return stream.push_joint_states(stamps, q, list(layout.names), dq, wall_time=run[-1][1])
+    # efforts of another length than the names (none at all, often): the stream counts the whole run at once
+    return stream.push_joint_states(stamps, q, list(layout.names), dq, wall_time=run[-1][1], efforts=tau)
 
 
 def _flush_serialized_wrenches(stream: EstimationStream, layout: WrenchLayout, run: list) -> int:

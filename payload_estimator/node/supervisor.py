@@ -31,7 +31,12 @@ without ROS:
   can change the estimate);
 * **diagnostics**: the node's own status first, then the stream's;
 * **services**: reset, pause, ``save_urdf`` (the frame, the file) and what
-  ``~/apply`` sends (the robot bridge only sends it).
+  ``~/apply`` sends (the robot bridge only sends it); ``~/calibrate``'s recording
+  (:class:`~payload_estimator.node.calibrate.JointStateRecorder`, fed every turn, running or not)
+  and the arm model it is fitted with;
+* **joint torques** (``wrench_source: joint_torques``): a calibration file that is missing or
+  another arm's is a configuration error naming the file and what to do (``~/calibrate``), looked
+  for again every :data:`TF_RETRY_S`; joint states without efforts make the node's status ERROR.
 
 Messages are made by a :data:`~payload_estimator.io.ros_factories.MessageFactory`:
 rclpy messages in the node, ``rosbags`` dataclasses in tests. Times: ``now``
@@ -42,7 +47,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +55,8 @@ import numpy as np
 
 from payload_estimator.files import write_text_atomic
 from payload_estimator.io import ros_factories, ros_inbound, ros_outbound
+from payload_estimator.io.diagnostic_level import DiagnosticLevel
+from payload_estimator.node.calibrate import CalibrateRequest, JointStateRecorder
 from payload_estimator.node.frames import frames_to_look_up
 from payload_estimator.node.parameters import LIVE, NO_CHANGE, REBUILD, change_effect, changed_fields, settings_with
 from payload_estimator.node.publish_policy import RepublishPolicy
@@ -65,9 +72,17 @@ from payload_estimator.outputs.apply import ApplyRequest, build_apply_request
 from payload_estimator.outputs.handover import check_handover
 from payload_estimator.outputs.markers import estimate_markers
 from payload_estimator.outputs.urdf import urdf_inertial
-from payload_estimator.pipeline.build import ExtraFrame, build_stream, builtin_description, flange_frame
+from payload_estimator.pipeline.build import (
+    ExtraFrame,
+    arm_joint_names,
+    build_stream,
+    builtin_description,
+    flange_frame,
+    load_arm_calibration,
+)
 from payload_estimator.pipeline.driver import PROCESS_PERIOD_S, Driver
-from payload_estimator.pipeline.health import BUFFER_OVERFLOW, LOGGER_NAME, SOLVER_FAILURE
+from payload_estimator.pipeline.health import BUFFER_OVERFLOW, LOGGER_NAME, MISSING_EFFORT, SOLVER_FAILURE
+from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.stream import IMU, EstimationStream, StreamEstimate
 from payload_estimator.robots.description import parse_description
 from payload_estimator.settings import NODE_NAME, Settings
@@ -207,6 +222,9 @@ class Supervisor:
         self._output_stream: EstimationStream | None = None  # the stream that made last_output
         self._fresh_at: float | None = None  # when last_output last took in new samples
         self._fresh_samples = -1  # its samples_used then
+        self.calibration: JointStateRecorder | None = None
+        """``~/calibrate``'s recording while it runs (fed by :meth:`tick`)."""
+        self._extra_frames: list[ExtraFrame] = []  # frames from tf2 of the last build (for ~/calibrate's model)
 
         try:
             self.settings = settings_with(Settings(), parameters)
@@ -296,6 +314,8 @@ class Supervisor:
         what to publish on every turn that takes an estimate (at ``publish_rate_hz``), else None.
         """
         overflow = {k: int(n) for k, n in (overflow or {}).items() if int(n) > 0}
+        if self.calibration is not None:
+            self.calibration.add(items)
         for kind, n in overflow.items():
             self._overflow_since_diagnostics[kind] = self._overflow_since_diagnostics.get(kind, 0) + n
         if self._rebuild_requested or self._build_due(now):
@@ -430,6 +450,7 @@ class Supervisor:
         not_found = list(missing)
         if missing and self._lookup is not None:
             extra, not_found = self._lookup(missing, flange)
+        self._extra_frames = extra
         if not_found:
             if self._frames_wait_start is None:
                 self._frames_wait_start = now
@@ -438,6 +459,14 @@ class Supervisor:
             if now - self._frames_wait_start < TF_WAIT_S:
                 self._set_not_running(NodeStatus(WAITING_FRAMES, ", ".join(not_found)))
                 return
+        try:
+            load_arm_calibration(settings, arm_joint_names(settings, urdf))
+        except ValueError as exc:  # joint torques: a missing file may be written any time (CLI, ~/calibrate)
+            hint = "" if "~/calibrate" in str(exc) else (
+                "; call ~/calibrate with the arm unloaded and moving to record this arm's, or set arm_calibration")
+            self._configuration_error(f"arm calibration: {exc}{hint}")
+            self._next_frames_retry = now + TF_RETRY_S
+            return
         try:
             stream = build_stream(settings, urdf, extra_frames=extra, imu_frame=imu_frame)
         except Exception as exc:  # noqa: BLE001 - any configuration problem is reported, not raised
@@ -460,9 +489,12 @@ class Supervisor:
         if self._release_lookup is not None:
             self._release_lookup()
         self.status = NodeStatus(RUNNING)
+        source = (f"the joints' efforts on {self._resolve(settings.joint_states_topic)}, arm calibration "
+                  f"{settings.arm_calibration or 'none (the description, no friction)'}"
+                  if stream.config.joint_torques else self._resolve(settings.wrench_topic))
         self.log.info(
             f"estimating with {settings.estimator} in {settings.sensor_frame} ({settings.wrench_source} wrench from "
-            f"{self._resolve(settings.wrench_topic)}, joints {', '.join(stream.joint_names)})"
+            f"{source}, joints {', '.join(stream.joint_names)})"
             + (f"; frames from tf2: {', '.join(self.frames_from_tf)}" if self.frames_from_tf else ""))
 
     def _set_not_running(self, status: NodeStatus) -> None:
@@ -496,16 +528,32 @@ class Supervisor:
             "estimate stale": f"yes: {self.stale_reason}" if self.stale else "no",
             "estimate age (s)": f"{self._age(now):.1f}" if self.last_output is not None else "no estimate",
         })
-        node_status = self.factory("diagnostic_msgs/msg/DiagnosticStatus",
-                                   node_status_fields(status, self.name, overflow))
+        if settings is not None and settings.wrench_source == "joint_torques":
+            status.values["arm calibration"] = settings.arm_calibration or "none (the description, no friction)"
+        recorder = self.calibration
+        if recorder is not None:
+            status.values["calibrating"] = (f"recording {recorder.elapsed(now):.1f} of {recorder.duration_s:g} s, "
+                                            f"{recorder.samples} joint states with efforts, "
+                                            f"{recorder.without_efforts} without")
         stream = self.stream
-        if stream is None:
-            msg = self.factory("diagnostic_msgs/msg/DiagnosticArray",
-                               {"header": {"stamp": ros_factories.sec_to_stamp_fields(stamp)}, "status": []})
-        else:
+        diagnostics = None
+        if stream is not None:
             diagnostics = stream.diagnostics(now)
             diagnostics["recent_counts"] = ros_outbound.recent_counts(self._previous_counts, diagnostics["counts"])
             self._previous_counts = dict(diagnostics["counts"])
+        fields = node_status_fields(status, self.name, overflow)
+        no_effort = int((diagnostics or {}).get("recent_counts", {}).get(MISSING_EFFORT, 0))
+        if no_effort and stream is not None:
+            assert settings is not None
+            fields["level"] = DiagnosticLevel.ERROR
+            fields["message"] = (f"{no_effort} joint states without an effort per joint since the last status (on "
+                                 f"{self._resolve(settings.joint_states_topic)}): the wrench comes from joint torques "
+                                 "(wrench_source joint_torques): they are dropped, no estimate comes from them")
+        node_status = self.factory("diagnostic_msgs/msg/DiagnosticStatus", fields)
+        if diagnostics is None:
+            msg = self.factory("diagnostic_msgs/msg/DiagnosticArray",
+                               {"header": {"stamp": ros_factories.sec_to_stamp_fields(stamp)}, "status": []})
+        else:
             msg = ros_outbound.diagnostic_array_msg(self.factory, diagnostics, self.name, stamp)
         msg.status.insert(0, node_status)
         return msg
@@ -576,6 +624,53 @@ class Supervisor:
         if not out.converged:
             message += f" (not converged: {out.reason})"
         return SavedUrdf(True, message, text)
+
+    def start_calibration(self, request: CalibrateRequest, now: float) -> str | None:
+        """``~/calibrate``: start recording the arm's joint states at ``now`` for ``request.duration_s``;
+        why not ("refused: ..."), or None."""
+        if self.calibration is not None:
+            return "refused: a calibration is already recording"
+        settings, urdf = self.settings, self.description
+        if settings is None:
+            return f"refused: {self.status.message}"
+        stream = self.stream
+        if stream is not None:
+            joints = stream.joint_names
+        elif urdf is None:
+            return f"refused: no robot model yet ({self.status.message})"
+        else:
+            try:
+                joints = arm_joint_names(settings, urdf)
+            except ValueError as exc:
+                return f"refused: {exc}"
+        self.calibration = JointStateRecorder(joints, now, request.duration_s)
+        return None
+
+    def stop_calibration(self) -> JointStateRecorder | None:
+        """End ``~/calibrate``'s recording; returns it (None when none ran)."""
+        recorder, self.calibration = self.calibration, None
+        return recorder
+
+    def calibration_kinematics(self) -> SensorKinematics:
+        """The arm's model for ``~/calibrate``'s fit: the running stream's, else one built from the settings and
+        the description without any calibration (slow: call it outside the loop).
+
+        Raises:
+            ValueError: no robot model, or one the settings cannot be built with.
+        """
+        stream, settings, urdf = self.stream, self.settings, self.description
+        if stream is not None:
+            return stream.kinematics
+        if settings is None or urdf is None:
+            raise ValueError(f"no robot model ({self.status.message})")
+        uncalibrated = replace(settings, arm_calibration="")
+        return build_stream(uncalibrated, urdf, extra_frames=self._extra_frames,
+                            imu_frame=settings.imu_frame or self._imu_frame_seen).kinematics
+
+    def reload_calibration(self) -> None:
+        """The file of ``arm_calibration`` was (re)written: rebuild the stream with it."""
+        self.log.info("arm calibration written: the estimation restarts with it")
+        self._request_rebuild()
 
     def apply(self, force: bool = False, dry_run: bool = False) -> ApplyDecision:
         """``~/apply``: refuse (with the reason), answer a dry run with the request, or say what to send.

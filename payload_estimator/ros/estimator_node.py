@@ -1,4 +1,4 @@
-"""The payload estimator node: joint states, a wrist wrench (and an IMU) in, the payload out.
+"""The payload estimator node: joint states, a wrist wrench or the joints' efforts (and an IMU) in, the payload out.
 
 Parameters in (one per :class:`~payload_estimator.settings.Settings` field,
 usually from ``config/<robot>.yaml``); a 20 Hz loop in a thread of its own
@@ -8,6 +8,7 @@ usually from ``config/<robot>.yaml``); a 20 Hz loop in a thread of its own
 
     joint_states_topic  (sensor_msgs/JointState, raw)      --+
     wrench_topic        (geometry_msgs/WrenchStamped, raw) --+--> InputQueue --(20 Hz)---> Supervisor.tick
+      (not with wrench_source joint_torques: the efforts of the joint states)
     imu_topic           (sensor_msgs/Imu, optional)        --+                              (Driver: stream)
     robot_description   (std_msgs/String, latched)         ----> Supervisor.on_description (frames from tf2)
 
@@ -19,6 +20,7 @@ usually from ``config/<robot>.yaml``); a 20 Hz loop in a thread of its own
 
     ~/reset (std_srvs/Trigger)  ~/pause (std_srvs/SetBool)
     ~/save_urdf (payload_estimator/SaveUrdf)  ~/apply (payload_estimator/ApplyEstimate)
+    ~/calibrate (payload_estimator/Calibrate): record the unloaded arm, write arm_calibration, load it
     ~/identify (payload_estimator/action/Identify) --> trajectory_action (control_msgs/action/FollowJointTrajectory)
 
 Everything this node decides (status, rebuilds, the processing loop, what to
@@ -42,6 +44,8 @@ import signal
 import threading
 import time
 import traceback
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import rclpy
@@ -66,6 +70,13 @@ from payload_estimator.excitation import ExcitationError
 from payload_estimator.io import ros_factories
 from payload_estimator.io.cdr import SerializedJointState, SerializedWrenchStamped
 from payload_estimator.msg import PayloadEstimate
+from payload_estimator.node.calibrate import (
+    END_MARGIN_S,
+    CalibrateResult,
+    calibrate_request,
+    fit_calibration,
+    recording_refusal,
+)
 from payload_estimator.node.frames import extra_frame
 from payload_estimator.node.identify import (
     ABORTED,
@@ -89,16 +100,16 @@ from payload_estimator.pipeline.health import LOGGER_NAME, SATURATED
 from payload_estimator.pipeline.stream import IMU, JOINTS, WRENCH
 from payload_estimator.ros.robot_bridges import RobotBridge
 from payload_estimator.settings import NODE_NAME
-from payload_estimator.srv import ApplyEstimate, SaveUrdf
+from payload_estimator.srv import ApplyEstimate, Calibrate, SaveUrdf
 
 __all__ = ["EstimatorNode", "InputNode", "InputTaker", "spin_inputs", "main", "INPUT_QOS", "LATCHED_QOS"]
 
 DIAGNOSTICS_PERIOD_S = 1.0
 TRAJECTORY_SERVER_WAIT_S = 2.0
 """How long ~/identify waits for the FollowJointTrajectory server before refusing, s."""
-EXECUTOR_THREADS = 4
-"""The node's executor threads: the loop, ~/apply (waits for a service), ~/identify (runs for the whole
-motion), and one for the answers they wait for."""
+EXECUTOR_THREADS = 5
+"""The node's executor threads: the default group, ~/apply (waits for a service), ~/identify (runs for the
+whole motion), ~/calibrate (records for its duration, then fits), and one for the answers they wait for."""
 
 LOOP_PERIOD_S = 5 * PROCESS_PERIOD_S
 """Longest period of the node's loop (:class:`Loop`), s: 50 ms of input per turn, or less to publish
@@ -239,10 +250,11 @@ class InputNode(Node):
         self.inputs: list[tuple[str, Any, Any]] = [
             (JOINTS, self.create_subscription(JointState, topics[JOINTS], self._on_joint_state, INPUT_QOS,
                                               raw=True), SerializedJointState),
-            (WRENCH, self.create_subscription(WrenchStamped, topics[WRENCH], self._on_wrench, INPUT_QOS,
-                                              raw=True), SerializedWrenchStamped),
         ]
         """(kind, subscription, what wraps a message taken from it)"""
+        if topics.get(WRENCH):  # none when the wrench comes from the joints' efforts
+            self.inputs.append((WRENCH, self.create_subscription(
+                WrenchStamped, topics[WRENCH], self._on_wrench, INPUT_QOS, raw=True), SerializedWrenchStamped))
         if topics.get(IMU):
             self.inputs.append((IMU, self.create_subscription(Imu, topics[IMU], self._on_imu, INPUT_QOS), None))
 
@@ -318,6 +330,8 @@ class EstimatorNode(Node):
             name=self.get_fully_qualified_name().lstrip("/"), lookup=self._tf.lookup,
             release_lookup=self._tf.release, resolve=self._resolved, log=self.get_logger())
         self._parameters_pending = False
+        self._wrench_subscribed = self._parameter_value("wrench_source") != "joint_torques"
+        """Whether the input node subscribes to wrench_topic (topics are read once, at start-up)."""
         self.add_on_set_parameters_callback(self._validate_parameters)
         if hasattr(self, "add_post_set_parameters_callback"):  # Jazzy
             self.add_post_set_parameters_callback(self._parameters_changed)
@@ -332,7 +346,9 @@ class EstimatorNode(Node):
 
         # ---- inputs: raw subscriptions in self.input_node, taken in bulk by the loop (no executor spins them)
         topic = self._parameter_value
-        topics = {JOINTS: self._resolved(topic("joint_states_topic")), WRENCH: self._resolved(topic("wrench_topic"))}
+        topics = {JOINTS: self._resolved(topic("joint_states_topic"))}
+        if self._wrench_subscribed:
+            topics[WRENCH] = self._resolved(topic("wrench_topic"))
         if topic("imu_topic"):
             topics[IMU] = self._resolved(topic("imu_topic"))
         self.input_node = InputNode(self.input_queue, topics, self.get_namespace(), context=self.context)
@@ -354,6 +370,11 @@ class EstimatorNode(Node):
         self._bridge = RobotBridge(self, MutuallyExclusiveCallbackGroup())
         self.create_service(ApplyEstimate, "~/apply", self._on_apply,
                             callback_group=MutuallyExclusiveCallbackGroup())
+        # ~/calibrate records for seconds: a reentrant group of its own, so a second call is answered
+        # (refused) at once instead of waiting behind the first
+        self._calibrate_lock = threading.Lock()
+        self._calibrating = False
+        self.create_service(Calibrate, "~/calibrate", self._on_calibrate, callback_group=ReentrantCallbackGroup())
 
         # ---- ~/identify: its goals run in threads of their own (reentrant group; they wait for the motion),
         # the processing loop ticks the session, the trajectory client's answers come in a group of their own.
@@ -408,8 +429,11 @@ class EstimatorNode(Node):
     def _validate_parameters(self, parameters: list[Parameter]) -> SetParametersResult:
         """Refuse a change that makes the settings invalid (the reason says which and why)."""
         with self.lock:
-            reason = self.supervisor.check_parameters(
-                {**self._parameter_values(), **{p.name: p.value for p in parameters}})
+            values = {**self._parameter_values(), **{p.name: p.value for p in parameters}}
+            reason = self.supervisor.check_parameters(values)
+        if reason is None and not self._wrench_subscribed and values.get("wrench_source") != "joint_torques":
+            reason = ("the node started with wrench_source joint_torques and has no wrench subscription: "
+                      "restart it to use another wrench source")
         if reason is not None:
             return SetParametersResult(successful=False, reason=reason)
         if not hasattr(self, "add_post_set_parameters_callback"):  # Humble: applied by the next _process()
@@ -527,6 +551,83 @@ class EstimatorNode(Node):
         else:
             self.get_logger().warning(f"~/apply: {message}")
         return success, message, decision.request
+
+    # ================================================================ ~/calibrate
+    @_service
+    def _on_calibrate(self, request: Calibrate.Request, response: Calibrate.Response) -> Calibrate.Response:
+        result = self._calibrate(float(request.duration), str(request.path), bool(request.effort_scale))
+        response.success, response.message, response.path = result.success, result.message, result.path
+        response.joint_names = list(result.joint_names)
+        response.rms_before, response.rms_after = list(result.rms_before), list(result.rms_after)
+        response.samples = int(result.samples)
+        if result.success:
+            self.get_logger().info(f"~/calibrate: {result.message}")
+        else:
+            self.get_logger().warning(f"~/calibrate: {result.message}")
+        return response
+
+    def _calibrate(self, duration: float, path: str, effort_scale: bool) -> CalibrateResult:
+        """Record for ``duration`` s (the loop feeds the supervisor's recorder), fit here, in the service's
+        own thread (never in the loop), write the file and, in joint-torque mode, load it."""
+        with self._calibrate_lock:
+            if self._calibrating:
+                return CalibrateResult(False, "refused: a calibration is already recording")
+            self._calibrating = True
+        try:
+            with self.lock:
+                settings = self.supervisor.settings
+                try:
+                    request = calibrate_request(duration, path, settings.arm_calibration if settings else "",
+                                                effort_scale)
+                except ValueError as exc:
+                    return CalibrateResult(False, str(exc))
+                start = time.monotonic()
+                why = self.supervisor.start_calibration(request, start)
+            if why is not None:
+                return CalibrateResult(False, why)
+            assert settings is not None
+            topic = self._resolved(settings.joint_states_topic)
+            self.get_logger().info(f"~/calibrate: recording the joint states on {topic} for {request.duration_s:g} s: "
+                                   "move the arm, without payload, through its range")
+            deadline = start + request.duration_s + END_MARGIN_S
+            while time.monotonic() < deadline and self.context.ok():
+                time.sleep(0.05)
+            with self.lock:
+                recorder = self.supervisor.stop_calibration()
+            if recorder is None:
+                return CalibrateResult(False, "the recording was lost (internal error)")
+            why = recording_refusal(recorder, topic)
+            if why is not None:
+                return CalibrateResult(False, why)
+            try:
+                kinematics = self.supervisor.calibration_kinematics()
+            except ValueError as exc:
+                return CalibrateResult(False, f"refused: {exc}")
+            result = fit_calibration(kinematics, recorder, request, robot=settings.robot)
+            if result.success:
+                result = self._load_calibration(result, request.path)
+            return result
+        finally:
+            with self.lock:
+                self.supervisor.stop_calibration()  # (left early: an error, shutdown)
+            with self._calibrate_lock:
+                self._calibrating = False
+
+    def _load_calibration(self, result: CalibrateResult, path: Any) -> CalibrateResult:
+        """In joint-torque mode, estimate with the calibration just written (the parameter names it)."""
+        settings = self.supervisor.settings
+        if settings is None or settings.wrench_source != "joint_torques":
+            return result
+        current = str(Path(settings.arm_calibration).expanduser().absolute()) if settings.arm_calibration else ""
+        if current == str(path):
+            with self.lock:
+                self.supervisor.reload_calibration()
+            return replace(result, message=result.message + "; estimating with it")
+        outcome = self.set_parameters([Parameter("arm_calibration", value=str(path))])[0]
+        if not outcome.successful:
+            return replace(result, message=result.message + f"; not loaded: {outcome.reason}")
+        return replace(result, message=result.message + "; arm_calibration now names it and the estimation "
+                                                        "restarts with it")
 
     # ================================================================ ~/identify
     def _note_joints(self, items: list[tuple[str, Any, float]]) -> None:

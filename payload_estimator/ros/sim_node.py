@@ -4,7 +4,12 @@ At start-up the node simulates ``duration`` seconds of the ``robot`` carrying
 ``payload`` along ``trajectory`` (MuJoCo, :func:`~payload_estimator.sim.mujoco_sim.simulate`),
 then publishes it in real time, looping (or holding the last sample):
 
-* joint states on the robot's ``joint_states_topic`` (sensor_msgs/JointState, rad, rad/s, N m);
+* joint states on the robot's ``joint_states_topic`` (sensor_msgs/JointState, rad, rad/s, N m); with
+  ``efforts`` the efforts are a realistic joint-torque sensor's (Franka's tau_J, the xArm's motor
+  currents: :meth:`~payload_estimator.sim.efforts.EffortModel.for_robot`), its friction acting on the
+  joints, and ``arm_mismatch_seed`` makes the simulated arm unlike its URDF (the estimator still gets
+  the URDF): what the joint-torque wrench source (``wrench_source: joint_torques``) and its
+  calibration (``~/calibrate`` of the estimator, with ``payload:=none``) meet on a real arm;
 * the wrench on its ``wrench_topic``, in the convention of its configuration:
   the F/T sensor's reading for the xArm, Franka's external wrench in the
   stiffness frame (sign -1) for the Panda and FR3 (geometry_msgs/WrenchStamped);
@@ -89,7 +94,8 @@ LATCHED_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
 
 _PARAMETERS: tuple[tuple[str, Any, str], ...] = (
     ("robot", "panda", "robot model: panda, fr3, xarm7 or xarm6"),
-    ("payload", "claw_hammer", "payload of the catalogue (payload_estimator.sim.payloads)"),
+    ("payload", "claw_hammer", "payload of the catalogue (payload_estimator.sim.payloads), or none: the unloaded arm "
+                               "(e.g. for the estimator's ~/calibrate)"),
     ("scenario", "single", "single: the payload held throughout; cycle: picks and places of four payloads with "
                            "contacts (sim.cycle.arm_work_cycle; payload, trajectory and duration do not apply); "
                            "identify: the arm holds still at home until FollowJointTrajectory goals move it "
@@ -97,6 +103,12 @@ _PARAMETERS: tuple[tuple[str, Any, str], ...] = (
     ("trajectory", "paper004", "excitation: paper004, thesis or pickplace"),
     ("duration", 20.0, "simulated time before the run loops or holds, s"),
     ("noise", "moderate", "F/T noise level of paper 004 Table II: none, low, moderate, high"),
+    ("efforts", False, "report realistic joint efforts: the robot's joint-torque sensor (Franka tau_J, xArm motor "
+                       "currents) with its friction acting on the joints and its noise (sim.efforts.EffortModel."
+                       "for_robot); false: the applied torque with small noise, no friction"),
+    ("arm_mismatch_seed", -1, "simulate an arm unlike its URDF (link masses +-15 %, COMs +-1 cm) drawn from this "
+                              "seed: the same seed, the same arm (a calibration run and an estimation run); "
+                              "-1: the arm is its URDF"),
     ("seed", 0, "seed of every random draw"),
     ("loop", True, "replay the run again and again (else hold the last sample)"),
     ("rate_hz", 1000.0, "joint state (and IMU) rate, Hz"),
@@ -133,13 +145,15 @@ class SimNode(Node):
         overrides = {k: p[k] for k in ("joint_states_topic", "wrench_topic", "wrench_source") if p[k]}
         settings = settings_for_robot(p["robot"], **overrides)
         rate_hz, wrench_rate_hz = float(p["rate_hz"]), float(p["wrench_rate_hz"]) or None
+        self._arm_options = _arm_options(p)
         self.live: LiveRun | None = None
         self.arm: LiveArm | None = None
         self._lock = threading.Lock()  # the live arm: stepped by the timer, steered by the action server
         t0 = time.perf_counter()
         if p["scenario"] == "identify":
             self.arm = LiveArm(robot=p["robot"], payload=p["payload"], settings=settings, noise=p["noise"],
-                               seed=int(p["seed"]), rate_hz=rate_hz, wrench_rate_hz=wrench_rate_hz, imu=bool(p["imu"]))
+                               seed=int(p["seed"]), rate_hz=rate_hz, wrench_rate_hz=wrench_rate_hz, imu=bool(p["imu"]),
+                               **self._arm_options)
             self.joint_names: tuple[str, ...] = tuple(self.arm.joint_names)
             self.urdf, self.sensor_frame, self.imu_frame = self.arm.urdf, self.arm.sensor_frame, self.arm.imu_frame
             self.wrench_frame_id = self.arm.wrench_frame_id
@@ -160,7 +174,10 @@ class SimNode(Node):
         self.get_logger().info(
             f"ready in {time.perf_counter() - t0:.1f} s; payload mass {truth.mass:.4f} kg, COM "
             f"{np.round(truth.com, 4).tolist()} m in {self.sensor_frame}; publishing joint states on "
-            f"{settings.joint_states_topic}, the {settings.wrench_source} wrench on {settings.wrench_topic} "
+            f"{settings.joint_states_topic}"
+            + (f" (efforts: {self._arm_options['efforts'].name})" if "efforts" in self._arm_options else "")
+            + (" from an arm unlike its URDF" if "arm_mismatch" in self._arm_options else "")
+            + f", the {settings.wrench_source} wrench on {settings.wrench_topic} "
             f"(frame {self.wrench_frame_id})"
             + ("" if self.live is None else ", looping" if p["loop"] else ", then holding"))
 
@@ -205,10 +222,10 @@ class SimNode(Node):
 
             return arm_work_cycle(p["robot"], seed=int(p["seed"])).simulate(
                 noise=p["noise"], seed=int(p["seed"]), imu=bool(p["imu"]), rate_hz=rate_hz,
-                wrench_rate_hz=wrench_rate_hz)
+                wrench_rate_hz=wrench_rate_hz, **self._arm_options)
         return simulate(robot=p["robot"], payload=p["payload"], trajectory=p["trajectory"],
                         duration=float(p["duration"]), noise=p["noise"], seed=int(p["seed"]),
-                        imu=bool(p["imu"]), rate_hz=rate_hz, wrench_rate_hz=wrench_rate_hz)
+                        imu=bool(p["imu"]), rate_hz=rate_hz, wrench_rate_hz=wrench_rate_hz, **self._arm_options)
 
     # ----------------------------------------------------------------- stamps
     def run_time(self) -> float:
@@ -317,6 +334,18 @@ class SimNode(Node):
         t, q = self._last_joint
         self._tf.sendTransform([self._transform(x, self._origin + t)
                                 for x in self._tree.moving(self.joint_names, q)])
+
+
+def _arm_options(p: dict[str, Any]) -> dict[str, Any]:
+    """The simulator's ``efforts`` and ``arm_mismatch`` arguments from the node's parameters."""
+    from payload_estimator.sim.efforts import ArmMismatch, EffortModel
+
+    options: dict[str, Any] = {}
+    if p["efforts"]:
+        options["efforts"] = EffortModel.for_robot(p["robot"])
+    if int(p["arm_mismatch_seed"]) >= 0:
+        options["arm_mismatch"] = ArmMismatch(seed=int(p["arm_mismatch_seed"]))
+    return options
 
 
 class _FollowJointTrajectoryServer:

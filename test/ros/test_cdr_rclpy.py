@@ -47,6 +47,8 @@ def test_rclpy_serialised_joint_states_decode_bit_for_bit(frame, lengths):
         stamps, q, dq = layout.read(blobs)
         assert stamps.tolist() == [m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 for m in msgs]
         assert q.tolist() == [list(m.position) for m in msgs] and dq.tolist() == [list(m.velocity) for m in msgs]
+    _, _, _, tau = layout.read_arrays(blobs, velocities=False, efforts=True)  # the joint-torque source's path
+    assert tau.shape == (5, lengths[2]) and tau.tolist() == [list(m.effort) for m in msgs]
 
 
 def test_rclpy_serialised_wrenches_decode_bit_for_bit():

@@ -1,0 +1,317 @@
+"""``~/calibrate`` without ROS: record the unloaded arm's joint states, check them, fit and write its calibration.
+
+The rclpy node (:mod:`payload_estimator.ros.estimator_node`) serves
+``payload_estimator/srv/Calibrate``; what it decides is decided here, so that it can be tested
+without ROS:
+
+* :func:`calibrate_request`: the request's duration and file (``~`` expanded, made absolute;
+  empty: the ``arm_calibration`` parameter's file), or why it is refused;
+* :class:`JointStateRecorder`: the positions and efforts of the arm's joints in every
+  ``sensor_msgs/JointState`` received during the recording (serialised messages, what the node
+  subscribes to, are read in bulk like the stream reads them, see :mod:`payload_estimator.io.cdr`;
+  any message with the same fields works). The node's processing loop feeds it what arrived on each
+  turn, whether or not the stream runs (a node in joint-torque mode without a calibration has none);
+* :func:`recording_refusal`: why a recording cannot be fitted (no joint states, no efforts, a joint
+  that did not move);
+* :func:`fit_calibration`: :func:`~payload_estimator.pipeline.arm_dynamics.joint_recording` and
+  :func:`~payload_estimator.pipeline.arm_dynamics.calibrate_arm`, then the YAML written atomically
+  (:meth:`~payload_estimator.pipeline.arm_dynamics.ArmCalibration.save`; its directories made). Slow
+  (about a second): the node runs it in the service's own thread, never in its processing loop.
+
+The motion is the user's: the arm, *without payload*, is moved through its range while the service
+records (jogged, taught, or a trajectory sent to its controller). Every joint must move (at least
+:data:`MIN_JOINT_RANGE_RAD`); the wider and faster, the better the friction and inertias are told apart.
+
+Times: receive times are the node's monotonic clock, s; the samples' times are their header stamps
+(an unstamped message: its receive time). Units SI: rad, N·m.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from payload_estimator.io.cdr import JointStateLayout, SerializedJointState, joint_state_layout
+from payload_estimator.io.ros_factories import stamp_to_sec
+from payload_estimator.pipeline.arm_dynamics import calibrate_arm, joint_recording
+from payload_estimator.pipeline.kinematics import SensorKinematics
+from payload_estimator.pipeline.stream import JOINTS
+
+__all__ = [
+    "CalibrateRequest",
+    "CalibrateResult",
+    "JointStateRecorder",
+    "calibrate_request",
+    "recording_refusal",
+    "fit_calibration",
+    "DEFAULT_DURATION_S",
+    "MAX_DURATION_S",
+    "MIN_JOINT_RANGE_RAD",
+    "END_MARGIN_S",
+]
+
+DEFAULT_DURATION_S = 15.0
+"""Recording time when the request asks for 0 s."""
+MAX_DURATION_S = 300.0
+"""Longest recording, s (5 min of 1 kHz joint states: 34 MB of positions and efforts)."""
+MIN_JOINT_RANGE_RAD = 0.1
+"""A joint whose position spans less than this during the recording did not move: its friction and the
+inertias it carries cannot be told apart, and the calibration is refused."""
+MIN_SECONDS_WITH_EFFORTS = 1.0
+"""Seconds of joint states with efforts a fit needs at the very least."""
+END_MARGIN_S = 1.0
+"""How long after the recording's end the node waits for its loop to hand over the last messages, s."""
+
+
+@dataclass(frozen=True)
+class CalibrateRequest:
+    """A valid ``~/calibrate`` request: ``duration_s`` s, the file to write, and whether to fit effort scales."""
+
+    duration_s: float
+    path: Path
+    effort_scale: bool = False
+
+
+@dataclass(frozen=True)
+class CalibrateResult:
+    """``~/calibrate``'s answer.
+
+    Attributes:
+        success, message: whether the file was written; one sentence saying what was done or why not.
+        path: the file written ("" when none).
+        joint_names: (n,) the joints, the order of the RMS arrays.
+        rms_before, rms_after: (n,) effort residual RMS per joint on the recording, N·m: with the robot
+            description alone (no friction), and with the calibration.
+        samples: samples the fit used (after filtering and decimation).
+    """
+
+    success: bool
+    message: str
+    path: str = ""
+    joint_names: tuple[str, ...] = ()
+    rms_before: tuple[float, ...] = ()
+    rms_after: tuple[float, ...] = ()
+    samples: int = 0
+
+
+def calibrate_request(
+    duration_s: float, path: str, parameter_path: str, effort_scale: bool = False
+) -> CalibrateRequest:
+    """The request, checked: ``duration_s`` (0: :data:`DEFAULT_DURATION_S`), ``path`` (empty: the
+    ``arm_calibration`` parameter's ``parameter_path``), ``~`` expanded and made absolute.
+
+    Raises:
+        ValueError: "refused: ..." (a duration that is not positive or too long, no file to write).
+    """
+    duration = float(duration_s) if duration_s else DEFAULT_DURATION_S
+    if not np.isfinite(duration) or duration <= 0.0 or duration > MAX_DURATION_S:
+        raise ValueError(f"refused: duration must be in (0, {MAX_DURATION_S:g}] s (0: {DEFAULT_DURATION_S:g} s), "
+                         f"got {duration_s:g}")
+    chosen = str(path).strip() or str(parameter_path).strip()
+    if not chosen:
+        raise ValueError("refused: no file to write: give a path, or set the arm_calibration parameter")
+    return CalibrateRequest(duration, Path(chosen).expanduser().absolute(), bool(effort_scale))
+
+
+class JointStateRecorder:
+    """The positions and efforts of ``joint_names`` in the joint states received from ``start`` for
+    ``duration_s`` s (receive times, s).
+
+    Messages without an effort per position, without one of the joints, or unreadable are counted
+    (:attr:`without_efforts`, :attr:`without_joints`, :attr:`malformed`), not recorded.
+    """
+
+    def __init__(self, joint_names: Sequence[str], start: float, duration_s: float) -> None:
+        self.joint_names = tuple(str(j) for j in joint_names)
+        self.start = float(start)
+        self.duration_s = float(duration_s)
+        self.end = self.start + self.duration_s
+        self.messages = 0
+        """Joint-state messages received during the recording."""
+        self.without_efforts = 0
+        self.without_joints = 0
+        self.malformed = 0
+        self._t: list[np.ndarray] = []
+        self._q: list[np.ndarray] = []
+        self._effort: list[np.ndarray] = []
+        self._last_seen = self.start
+
+    # ------------------------------------------------------------------ state
+    def done(self, now: float) -> bool:
+        """Whether the recording time is over at ``now`` (receive clock)."""
+        return now >= self.end
+
+    def elapsed(self, now: float) -> float:
+        return min(max(0.0, now - self.start), self.duration_s)
+
+    @property
+    def samples(self) -> int:
+        """Joint states recorded (with positions and efforts of every joint)."""
+        return int(sum(len(t) for t in self._t))
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Stamps (N,) s, positions (N, n) rad and efforts (N, n) N·m recorded, in arrival order."""
+        n = len(self.joint_names)
+        if not self._t:
+            return np.zeros(0), np.zeros((0, n)), np.zeros((0, n))
+        return np.concatenate(self._t), np.concatenate(self._q), np.concatenate(self._effort)
+
+    # ------------------------------------------------------------------ input
+    def add(self, items: Iterable[tuple[str, Any, float]]) -> None:
+        """Record the joint states among ``(kind, msg, receive time)`` items received within the recording
+        (other kinds and other times are ignored). Serialised messages of one layout are read in bulk."""
+        run: list[tuple[Any, float]] = []
+        run_layout: JointStateLayout | None = None
+        for kind, msg, received in items:
+            if kind != JOINTS or not self.start <= received < self.end:
+                continue
+            self.messages += 1
+            layout = _layout_of(msg, run_layout)
+            if layout is None or layout is not run_layout:
+                self._flush(run_layout, run)
+                run, run_layout = [], layout
+            if layout is None:
+                self._add_one(msg, received)
+            else:
+                run.append((msg, received))
+        self._flush(run_layout, run)
+
+    def _index(self, names: Sequence[str]) -> np.ndarray | None:
+        where = {str(n): i for i, n in enumerate(names)}
+        try:
+            return np.array([where[j] for j in self.joint_names], dtype=int)
+        except KeyError:
+            return None
+
+    def _keep(self, t: np.ndarray, q: np.ndarray, effort: np.ndarray) -> None:
+        self._t.append(t)
+        self._q.append(q)
+        self._effort.append(effort)
+
+    def _flush(self, layout: JointStateLayout | None, run: list[tuple[Any, float]]) -> None:
+        if layout is None or not run:
+            return
+        index = self._index(layout.names)
+        if index is None:
+            self.without_joints += len(run)
+            return
+        if layout.n_position != len(layout.names):
+            self.malformed += len(run)
+            return
+        if layout.n_effort != layout.n_position:
+            self.without_efforts += len(run)
+            return
+        try:
+            t, q, _, effort = layout.read_arrays([msg.data for msg, _ in run], velocities=False, efforts=True)
+        except ValueError:  # counts that differ between the messages: one by one
+            for msg, received in run:
+                self._add_one(msg, received)
+            return
+        assert effort is not None
+        receive_times = np.array([r for _, r in run])
+        self._keep(np.where(t == 0.0, receive_times, t), q[:, index], effort[:, index])
+
+    def _add_one(self, msg: Any, received: float) -> None:
+        try:
+            names = [str(n) for n in msg.name]
+            position = np.asarray(msg.position, dtype=float).reshape(-1)
+            effort = np.asarray(msg.effort, dtype=float).reshape(-1)
+            t = stamp_to_sec(msg.header.stamp) or float(received)
+        except (AttributeError, TypeError, ValueError, IndexError, OverflowError):
+            self.malformed += 1
+            return
+        index = self._index(names)
+        if index is None:
+            self.without_joints += 1
+        elif len(position) != len(names):
+            self.malformed += 1
+        elif len(effort) != len(names):
+            self.without_efforts += 1
+        else:
+            self._keep(np.array([t]), position[index][None, :], effort[index][None, :])
+
+
+def _layout_of(msg: Any, previous: JointStateLayout | None) -> JointStateLayout | None:
+    """The layout of a serialised JointState (``previous`` when it fits), or None (read one by one)."""
+    if type(msg) is not SerializedJointState:
+        return None
+    data = msg.data
+    if previous is not None and previous.fits(data):
+        return previous
+    try:
+        return joint_state_layout(data)
+    except ValueError:
+        return None
+
+
+def recording_refusal(recorder: JointStateRecorder, topic: str = "") -> str | None:
+    """Why the recording cannot be fitted ("refused: ..."), or None."""
+    where = f" on {topic}" if topic else ""
+    d = recorder.duration_s
+    if recorder.messages == 0:
+        return f"refused: no joint states arrived{where} during the {d:g} s recording"
+    if recorder.samples == 0:
+        if recorder.without_efforts:
+            return (f"refused: the joint states{where} carry no efforts ({recorder.without_efforts} messages without "
+                    "an effort per joint): the calibration needs the joints' torques")
+        if recorder.without_joints:
+            return (f"refused: no joint state{where} has every arm joint ({', '.join(recorder.joint_names)}; "
+                    f"{recorder.without_joints} messages without)")
+        return f"refused: {recorder.malformed} joint states{where} could not be read"
+    t, q, _ = recorder.arrays()
+    span = float(np.max(t) - np.min(t))
+    if span < MIN_SECONDS_WITH_EFFORTS:
+        return (f"refused: only {span:.2f} s of joint states with efforts{where} ({recorder.samples} messages; "
+                f"{recorder.without_efforts} without efforts)")
+    moved = np.ptp(q, axis=0)
+    still = [f"{name} ({r:.3f} rad)" for name, r in zip(recorder.joint_names, moved) if not r >= MIN_JOINT_RANGE_RAD]
+    if still:
+        return (f"refused: too little motion: {', '.join(still)} did not move (each joint must move at least "
+                f"{MIN_JOINT_RANGE_RAD:g} rad while recording; move the unloaded arm through its range)")
+    return None
+
+
+def fit_calibration(
+    kinematics: SensorKinematics,
+    recorder: JointStateRecorder,
+    request: CalibrateRequest,
+    robot: str = "",
+    info: dict[str, Any] | None = None,
+) -> CalibrateResult:
+    """Fit the arm's calibration to a recording :func:`recording_refusal` accepts and write it to
+    ``request.path`` (directories made, atomically). A failure (too few samples once filtered, a file that
+    cannot be written) is an unsuccessful result, never an exception.
+
+    ``kinematics``: the arm's, whose joints are the recorder's (the stream's, or one built for it).
+    """
+    if tuple(kinematics.joint_names) != recorder.joint_names:
+        return CalibrateResult(False, f"refused: the arm's joints {list(kinematics.joint_names)} are not the "
+                                      f"recorded ones {list(recorder.joint_names)}")
+    t, q, effort = recorder.arrays()
+    recording = joint_recording(t, q, effort)
+    meta = {"source": "~/calibrate", "recorded_s": round(float(np.ptp(t)), 3), "joint_states": int(len(t)),
+            "joint_states_without_efforts": int(recorder.without_efforts), **(info or {})}
+    try:
+        calibration, fit = calibrate_arm(kinematics, recording, robot=robot, effort_scale=request.effort_scale,
+                                         info=meta)
+    except ValueError as exc:
+        return CalibrateResult(False, f"refused: {exc} (joint states with gaps longer than 50 ms are split, and "
+                                      "each piece loses 0.2 s at both ends)")
+    try:
+        request.path.parent.mkdir(parents=True, exist_ok=True)
+        calibration.save(request.path)
+    except OSError as exc:
+        return CalibrateResult(False, f"cannot write {request.path}: {exc.strerror or exc}")
+    before, after = fit.rms_description, fit.rms_calibrated
+    inconsistent = [j for j, ok in zip(calibration.body_joints, calibration.consistent) if not ok]
+    message = (f"calibrated {len(recorder.joint_names)} joints from {fit.samples} samples "
+               f"({meta['recorded_s']:g} s): effort residual RMS {float(np.sqrt(np.mean(before ** 2))):.3f} -> "
+               f"{float(np.sqrt(np.mean(after ** 2))):.3f} N·m"
+               + (f" (bodies on {', '.join(inconsistent)} not physically consistent)" if inconsistent else "")
+               + f"; written to {request.path}")
+    return CalibrateResult(True, message, str(request.path), recorder.joint_names,
+                           tuple(float(x) for x in before), tuple(float(x) for x in after), int(fit.samples))
