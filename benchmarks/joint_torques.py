@@ -62,6 +62,7 @@ def _payload(name: str):
 
 
 FRICTION_PRIOR = ArmPrior().friction
+CONSISTENT = False
 
 
 def _calibrate(robot: str, mismatch: ArmMismatch, seconds: float, seed: int):
@@ -72,7 +73,7 @@ def _calibrate(robot: str, mismatch: ArmMismatch, seconds: float, seed: int):
     kin = SensorKinematics(run.urdf, run.sensor_frame, run.joint_names)
     started = time.perf_counter()
     cal, fit = calibrate_arm(kin, joint_recording(run.joint_t, run.joint_q, run.joint_effort), robot=robot,
-                             prior=ArmPrior(friction=FRICTION_PRIOR))
+                             prior=ArmPrior(friction=FRICTION_PRIOR), consistent=CONSISTENT)
     return cal, fit, time.perf_counter() - started
 
 
@@ -127,9 +128,10 @@ def main() -> None:
     ap.add_argument("--singular", action="store_true", help="near a singular pose: joint-space rows vs pseudo-inverse")
     ap.add_argument("--friction-prior", type=float, default=ArmPrior().friction,
                     help="std of the calibration's friction prior, N·m (default: ArmPrior's)")
+    ap.add_argument("--consistent", action="store_true", help="calibrate over real bodies only (slower)")
     args = ap.parse_args()
-    global FRICTION_PRIOR
-    FRICTION_PRIOR = args.friction_prior
+    global FRICTION_PRIOR, CONSISTENT
+    FRICTION_PRIOR, CONSISTENT = args.friction_prior, args.consistent
     if args.quick:
         args.robots, args.payloads, args.seeds, args.motions, args.methods = (
             ["xarm7", "panda"], ["ws_club_hammer"], 1, ["thesis"], ["wls"])
