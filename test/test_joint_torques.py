@@ -85,6 +85,13 @@ def test_joint_space_rows_are_exact_least_squares_at_every_pose_and_survive_a_si
     direct, *_ = np.linalg.lstsq(rows.reshape(-1, 10), b.reshape(-1), rcond=None)
     np.testing.assert_allclose(phi, direct, rtol=1e-6, atol=1e-9)
     assert abs(phi[0] - 1.2) < 0.1
+    # the plain pseudo-inverse (for comparison only) is the joint-space wrench with every joint alike, where J is
+    # well conditioned
+    same = np.ones(7)
+    plain = JointTorqueWrench(convert.dynamics, same, joint_space_rows=False)(q, dq, ddq, effort)
+    rows_alike = JointTorqueWrench(convert.dynamics, same)(q, dq, ddq, effort)
+    assert plain.information_sqrt is None
+    np.testing.assert_allclose(plain.wrench_in_sensor[10:], rows_alike.wrench_in_sensor[10:], rtol=1e-8, atol=1e-8)
 
 
 def test_calibration_file_round_trip_and_checks(tmp_path, xarm_run):

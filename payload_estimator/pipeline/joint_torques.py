@@ -96,6 +96,6 @@ class JointTorqueWrench:
         W[:, :k, :] = np.where(keep, sv, 0.0)[:, :, None] * Vt
         min_sv = np.where(keep.all(axis=1) & (k == 6), sv[:, -1] / top[:, 0], 0.0)
         if not self.joint_space_rows:
-            w_plain = np.einsum("nji,nj->ni", np.linalg.pinv(-np.transpose(J, (0, 2, 1)), rcond=SINGULAR_RCOND), dtau)
+            w_plain = np.einsum("nij,nj->ni", np.linalg.pinv(-np.transpose(J, (0, 2, 1)), rcond=SINGULAR_RCOND), dtau)
             return TorqueWrench(w_plain, None, dtau, min_sv)
         return TorqueWrench(w_hat, W, dtau, min_sv)
