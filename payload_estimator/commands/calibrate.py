@@ -81,6 +81,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--effort-scale", action="store_true",
                    help="also fit each joint's effort scale (a current-to-torque constant that is off); needs "
                         "a rich motion")
+    p.add_argument("--consistent", action="store_true",
+                   help="fit over physically consistent bodies only (an arm model for a simulator; slower, and the "
+                        "payload estimate does not need it)")
     p.add_argument("--validate", metavar="BAG2",
                    help="another recording of the unloaded arm (another motion): residuals on it, held out")
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of tables")
@@ -298,7 +301,7 @@ def run(args: argparse.Namespace) -> int:
         info["validation"] = str(args.validate)
     try:
         calibration, fit = calibrate_arm(kinematics, rec, robot=settings.robot, effort_scale=args.effort_scale,
-                                         held_out=held_out, info=info)
+                                         held_out=held_out, info=info, consistent=args.consistent)
     except ValueError as exc:  # a fit that cannot be made of this recording (degenerate, diverged)
         raise CommandError(f"{bag}: the calibration failed: {one_line(exc)}") from None
     warnings += friction_warnings(ArmDynamics(kinematics, calibration), coverage)
