@@ -200,9 +200,11 @@ def singular(args: argparse.Namespace) -> None:
     for robot in args.robots:
         spec = get_robot(robot)
         starts = {"home": np.array(spec.q_home, dtype=float)}
-        near = np.zeros(len(spec.joint_names))  # stretched up, wrist aligned: then nudged inside the limits
-        near = np.clip(near, np.array(spec.q_min) + 0.15, np.array(spec.q_max) - 0.15)
-        near[1] = np.clip(0.15, spec.q_min[1] + 0.15, spec.q_max[1] - 0.15)
+        # the elbow nearly straight and the wrist's axes nearly aligned (as close to 0 as the limits' margin allows)
+        near = np.array(spec.q_home, dtype=float)
+        elbow, wrist = (3, 5) if len(near) == 7 else (2, 4)
+        for j in (elbow, wrist):
+            near[j] = np.clip(0.05, spec.q_min[j] + 0.12, spec.q_max[j] - 0.12)
         starts["near singular"] = near
         for label, q0 in starts.items():
             trajectory = _motion(robot, "designed", args.duration, q0)
