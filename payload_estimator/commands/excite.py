@@ -209,22 +209,7 @@ def run(args: argparse.Namespace) -> int:
         summary["predicted_payload"] = {"payload": label, **predict_uncertainty(
             design.trajectory, kin, params, estimate_offsets=not args.no_bias).summary()}
     summary["paper004"] = _paper004(args, name, kin, arm, start, limits, payload)
-    if out is not None:
-        _write_csv(out, design.trajectory, design.joint_names, args.dt)
-        summary["csv"] = str(out)
-    if args.json:
-        json.dump(summary, sys.stdout)
-        sys.stdout.write("\n")
-        return 0
-    from rich.console import Console
-
-    console = Console()
-    console.print(excitation_table(summary))
-    for line in design.check.violations:
-        console.print(f"violation: {line}", markup=False)
-    if out is not None:
-        console.print(f"wrote {out}", markup=False, highlight=False, soft_wrap=True)
-    return 0
+    return _emit(args, out, summary, design, excitation_table)
 
 
 def _run_calibration(args: argparse.Namespace) -> int:
@@ -244,6 +229,12 @@ def _run_calibration(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     summary: dict[str, Any] = {"robot": name, **motion.summary()}
     summary["thesis"] = _thesis(args, name, kin, arm, start, limits)
+    return _emit(args, out, summary, motion, _calibration_table)
+
+
+def _emit(args: argparse.Namespace, out: Any, summary: dict[str, Any], motion: Any, table: Any) -> int:
+    """Write the designed ``motion`` to ``out`` (CSV, when given), then print ``summary`` as JSON or as
+    ``table(summary)`` with the motion's violations; exit status 0."""
     if out is not None:
         _write_csv(out, motion.trajectory, motion.joint_names, args.dt)
         summary["csv"] = str(out)
@@ -254,7 +245,7 @@ def _run_calibration(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     console = Console()
-    console.print(_calibration_table(summary))
+    console.print(table(summary))
     for line in motion.check.violations:
         console.print(f"violation: {line}", markup=False)
     if out is not None:

@@ -172,8 +172,10 @@ class SimNode(Node):
             truth = run.payload_params
             self._held_phi = run.payload_phi
         self.get_logger().info(
-            f"ready in {time.perf_counter() - t0:.1f} s; payload mass {truth.mass:.4f} kg, COM "
-            f"{np.round(truth.com, 4).tolist()} m in {self.sensor_frame}; publishing joint states on "
+            f"ready in {time.perf_counter() - t0:.1f} s; "
+            + (f"payload mass {truth.mass:.4f} kg, COM {np.round(truth.com, 4).tolist()} m in {self.sensor_frame}"
+               if truth.mass > 0.0 else "no payload (the unloaded arm)")
+            + f"; publishing joint states on "
             f"{settings.joint_states_topic}"
             + (f" (efforts: {self._arm_options['efforts'].name})" if "efforts" in self._arm_options else "")
             + (" from an arm unlike its URDF" if "arm_mismatch" in self._arm_options else "")
