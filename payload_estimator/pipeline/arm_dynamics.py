@@ -227,7 +227,7 @@ class ArmDynamics:
 
     def __init__(self, kinematics: SensorKinematics, calibration: ArmCalibration | None = None) -> None:
         self.kinematics = kinematics
-        self.model = pin.Model(kinematics.model)  # a copy: gravity is set here
+        self.model = kinematics.model.copy()  # gravity is set here
         self.model.gravity.linear = kinematics.R_world_base.T @ kinematics.gravity_in_world
         self._data = self.model.createData()
         self.body_joints = tuple(self.model.names[j] for j in range(1, self.model.njoints))
