@@ -40,7 +40,14 @@ import numpy as np
 from payload_estimator.commands.common import build_estimator, recording_from_run, stream_for_run
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.metrics import paper_errors
-from payload_estimator.excitation import ArmLimits, MotionLimits, design_excitation, flange_kinematics
+from payload_estimator.excitation import (
+    ArmLimits,
+    MotionLimits,
+    calibration_limits,
+    design_calibration_motion,
+    design_excitation,
+    flange_kinematics,
+)
 from payload_estimator.pipeline.arm_dynamics import ArmPrior, calibrate_arm, joint_recording
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.playback import play
@@ -63,13 +70,20 @@ def _payload(name: str):
 
 FRICTION_PRIOR = ArmPrior().friction
 CONSISTENT = False
+CALIBRATION_MOTION = "thesis"
 
 
 def _calibrate(robot: str, mismatch: ArmMismatch, seconds: float, seed: int):
     """Calibration of the arm ``mismatch`` on its own unloaded run; returns (calibration, fit, seconds)."""
-    run = simulate(robot=robot, payload=NO_PAYLOAD, trajectory=make_trajectory("thesis", get_robot(robot),
-                   duration=seconds, seed=1000 + seed), duration=seconds, noise="moderate", seed=1000 + seed,
-                   imu=False, efforts=EffortModel.for_robot(robot), arm_mismatch=mismatch)
+    spec = get_robot(robot)
+    if CALIBRATION_MOTION == "designed":  # what `excite --for calibration` designs from home
+        motion = design_calibration_motion(flange_kinematics(robot), ArmLimits.from_robot(spec),
+                                           np.asarray(spec.q_home), calibration_limits(duration=seconds),
+                                           seed=seed).trajectory
+    else:
+        motion = make_trajectory("thesis", spec, duration=seconds, seed=1000 + seed)
+    run = simulate(robot=robot, payload=NO_PAYLOAD, trajectory=motion, duration=seconds, noise="moderate",
+                   seed=1000 + seed, imu=False, efforts=EffortModel.for_robot(robot), arm_mismatch=mismatch)
     kin = SensorKinematics(run.urdf, run.sensor_frame, run.joint_names)
     started = time.perf_counter()
     cal, fit = calibrate_arm(kin, joint_recording(run.joint_t, run.joint_q, run.joint_effort), robot=robot,
@@ -129,9 +143,11 @@ def main() -> None:
     ap.add_argument("--friction-prior", type=float, default=ArmPrior().friction,
                     help="std of the calibration's friction prior, N·m (default: ArmPrior's)")
     ap.add_argument("--consistent", action="store_true", help="calibrate over real bodies only (slower)")
+    ap.add_argument("--calibration-motion", choices=("thesis", "designed"), default="thesis",
+                    help="seed 000's sinusoids (default), or what `excite --for calibration` designs")
     args = ap.parse_args()
-    global FRICTION_PRIOR, CONSISTENT
-    FRICTION_PRIOR, CONSISTENT = args.friction_prior, args.consistent
+    global FRICTION_PRIOR, CONSISTENT, CALIBRATION_MOTION
+    FRICTION_PRIOR, CONSISTENT, CALIBRATION_MOTION = args.friction_prior, args.consistent, args.calibration_motion
     if args.quick:
         args.robots, args.payloads, args.seeds, args.motions, args.methods = (
             ["xarm7", "panda"], ["ws_club_hammer"], 1, ["thesis"], ["wls"])
@@ -139,7 +155,8 @@ def main() -> None:
         singular(args)
         return
 
-    print(f"## Calibration ({args.calibration_s:g} s of the unloaded arm, seed 000's sinusoids), effort RMS "
+    what = "seed 000's sinusoids" if args.calibration_motion == "thesis" else "the designed calibration motion"
+    print(f"## Calibration ({args.calibration_s:g} s of the unloaded arm, {what}), effort RMS "
           "residual on it (N·m, mean over joints)\n")
     print("| robot | arm | description alone | calibrated | bodies consistent | fit time |")
     print("|---|---|---|---|---|---|")
