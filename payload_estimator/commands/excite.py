@@ -229,7 +229,9 @@ def _run_calibration(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     summary: dict[str, Any] = {"robot": name, **motion.summary()}
     summary["thesis"] = _thesis(args, name, kin, arm, start, limits)
-    return _emit(args, out, summary, motion, _calibration_table)
+    from payload_estimator.outputs.report import calibration_motion_table
+
+    return _emit(args, out, summary, motion, calibration_motion_table)
 
 
 def _emit(args: argparse.Namespace, out: Any, summary: dict[str, Any], motion: Any, table: Any) -> int:
@@ -273,57 +275,6 @@ def _thesis(args: argparse.Namespace, name: str, kin: Any, arm: Any, start: Any,
     check = check_trajectory(thesis, kin, arm, start, limits)
     return {"ok": check.ok, "violations": list(check.violations),
             "information": arm_information(thesis, kin, args.effort_std, arm=arm).summary()}
-
-
-def _calibration_table(summary: dict[str, Any]) -> Any:
-    """The calibration motion's summary (``CalibrationMotion.summary()`` and the thesis's sinusoids)."""
-    from rich.table import Table
-
-    info = summary["information"]
-    thesis = summary.get("thesis")
-    other = thesis["information"] if thesis else None
-    mark = "" if not thesis or thesis["ok"] else "*"
-    table = Table(title=f"Calibration motion for {summary['robot']}: {summary['duration_s']:g} s, "
-                        f"harmonics {summary['harmonics']} of {summary['base_frequency_hz']:.3f} Hz")
-    table.add_column("quantity", no_wrap=True)
-    table.add_column("value", justify="right", no_wrap=True)
-    table.add_row("peak joint speed (of limit)", f"{100 * summary['peak_velocity_fraction']:.0f} %")
-    table.add_row("peak joint acceleration (of limit)", f"{100 * summary['peak_acceleration_fraction']:.0f} %")
-    table.add_row("peak joint jerk (of limit)", f"{100 * summary['peak_jerk_fraction']:.1f} %")
-    table.add_row("largest joint excursion", f"{summary['max_excursion_rad']:.2f} rad")
-    table.add_row("closest approach to a joint limit", f"{summary['min_limit_distance_rad']:.2f} rad")
-    table.add_row("peak TCP speed", f"{summary['peak_tcp_speed_m_s']:.3f} m/s (limit {summary['max_tcp_speed_m_s']:g})")
-    table.add_row("floor / base clearance beyond the margins",
-                  f"{summary['min_floor_clearance_m']:.3f} / {summary['min_base_clearance_m']:.3f} m")
-    versus = f" (thesis{mark} {other['log_det_gain']:.0f})" if other else ""
-    table.add_row("information gain, log det", f"{info['log_det_gain']:.0f}{versus}")
-    versus = f" (thesis{mark} {other['directions_better_than_prior']})" if other else ""
-    table.add_row("directions known better than the URDF",
-                  f"{info['directions_better_than_prior']} of {info['parameters']}{versus}")
-    table.add_row("all limits respected", "yes" if summary["ok"] else "NO")
-
-    joints = Table(title=f"Per joint: speed range; predicted std of the viscous (N·m·s/rad) and Coulomb (N·m) "
-                         f"friction for {info['effort_std']:g} N·m of effort noise",
-                   caption="std: Cramér-Rao with the URDF as prior, effort noise only (a lower bound, to compare "
-                           "motions)" + ("" if not mark else "; *: the thesis sinusoids break these limits"))
-    joints.add_column("joint", no_wrap=True)
-    joints.add_column("speeds rad/s", justify="right", no_wrap=True)
-    joints.add_column("of limit", justify="right", no_wrap=True)
-    joints.add_column("viscous", justify="right", no_wrap=True)
-    joints.add_column("Coulomb", justify="right", no_wrap=True)
-    if other:
-        joints.add_column(f"thesis{mark}", justify="right", no_wrap=True)
-    for j, name in enumerate(summary["joints"]):
-        lo, hi, limit = info["speed_min_rad_s"][j], info["speed_max_rad_s"][j], info["speed_limit_rad_s"][j]
-        row = [name, f"{lo:+.2f}..{hi:+.2f}", f"{100 * max(-lo, hi) / limit:.0f} %",
-               f"{info['viscous_std'][j]:.3f}", f"{info['coulomb_std'][j]:.3f}"]
-        if other:
-            row.append(f"{other['viscous_std'][j]:.3f} {other['coulomb_std'][j]:.3f}")
-        joints.add_row(*row)
-    grid = Table.grid()
-    grid.add_row(table)
-    grid.add_row(joints)
-    return grid
 
 
 def _paper004(args: argparse.Namespace, name: str, kin: Any, arm: Any, start: Any, limits: Any,

@@ -10,7 +10,7 @@ from rich.table import Table
 from payload_estimator.core.estimate import FROM_PRIOR, NOT_IDENTIFIED, Estimate
 from payload_estimator.core.inertia import InertialParameters
 
-__all__ = ["estimate_table", "quality_table", "excitation_table"]
+__all__ = ["estimate_table", "quality_table", "excitation_table", "calibration_motion_table"]
 
 
 def _vec(v: np.ndarray, scale: float = 1.0, digits: int = 4) -> str:
@@ -88,10 +88,10 @@ def _predicted_cells(predicted: dict[str, Any] | None) -> list[str]:
             f"{100 * max(predicted['inertia_rel_std']):.1f} %"]
 
 
-def excitation_table(summary: dict[str, Any]) -> Table:
-    """An identification motion (``ExcitationDesign.summary()`` plus ``payload-estimator excite``'s
-    comparison with paper 004's wrist sinusoids): limits used and predicted uncertainty."""
-    table = Table(title=f"Identification motion for {summary['robot']}: {summary['duration_s']:g} s, "
+def _motion_table(what: str, summary: dict[str, Any]) -> Table:
+    """The rows every designed motion has (a ``summary()`` with its limit check): peaks against the limits,
+    the TCP speed and the clearances."""
+    table = Table(title=f"{what} for {summary['robot']}: {summary['duration_s']:g} s, "
                         f"harmonics {summary['harmonics']} of {summary['base_frequency_hz']:.3f} Hz")
     table.add_column("quantity", no_wrap=True)
     table.add_column("value", justify="right", no_wrap=True)
@@ -104,6 +104,13 @@ def excitation_table(summary: dict[str, Any]) -> Table:
                                     f"(limit {summary['max_tcp_speed_m_s']:g})")
     table.add_row("floor / base clearance beyond the margins",
                   f"{summary['min_floor_clearance_m']:.3f} / {summary['min_base_clearance_m']:.3f} m")
+    return table
+
+
+def excitation_table(summary: dict[str, Any]) -> Table:
+    """An identification motion (``ExcitationDesign.summary()`` plus ``payload-estimator excite``'s
+    comparison with paper 004's wrist sinusoids): limits used and predicted uncertainty."""
+    table = _motion_table("Identification motion", summary)
     table.add_row("scaled condition number", f"{summary['scaled_condition_number']:.0f}")
     table.add_row("all limits respected", "yes" if summary["ok"] else "NO")
 
@@ -127,4 +134,44 @@ def excitation_table(summary: dict[str, Any]) -> Table:
     grid = Table.grid()
     grid.add_row(table)
     grid.add_row(predicted)
+    return grid
+
+
+def calibration_motion_table(summary: dict[str, Any]) -> Table:
+    """A motion for the arm's calibration (``CalibrationMotion.summary()`` plus ``payload-estimator excite
+    --for calibration``'s comparison with seed 000's sinusoids): limits used, information, per-joint speeds
+    and predicted friction std."""
+    info = summary["information"]
+    thesis = summary.get("thesis")
+    other = thesis["information"] if thesis else None
+    mark = "" if not thesis or thesis["ok"] else "*"
+    table = _motion_table("Calibration motion", summary)
+    versus = f" (thesis{mark} {other['log_det_gain']:.0f})" if other else ""
+    table.add_row("information gain, log det", f"{info['log_det_gain']:.0f}{versus}")
+    versus = f" (thesis{mark} {other['directions_better_than_prior']})" if other else ""
+    table.add_row("directions known better than the URDF",
+                  f"{info['directions_better_than_prior']} of {info['parameters']}{versus}")
+    table.add_row("all limits respected", "yes" if summary["ok"] else "NO")
+
+    joints = Table(title=f"Per joint: speed range; predicted std of the viscous (N·m·s/rad) and Coulomb (N·m) "
+                         f"friction for {info['effort_std']:g} N·m of effort noise",
+                   caption="std: Cramér-Rao with the URDF as prior, effort noise only (a lower bound, to compare "
+                           "motions)" + ("" if not mark else "; *: the thesis sinusoids break these limits"))
+    joints.add_column("joint", no_wrap=True)
+    joints.add_column("speeds rad/s", justify="right", no_wrap=True)
+    joints.add_column("of limit", justify="right", no_wrap=True)
+    joints.add_column("viscous", justify="right", no_wrap=True)
+    joints.add_column("Coulomb", justify="right", no_wrap=True)
+    if other:
+        joints.add_column(f"thesis{mark}", justify="right", no_wrap=True)
+    for j, name in enumerate(summary["joints"]):
+        lo, hi, limit = info["speed_min_rad_s"][j], info["speed_max_rad_s"][j], info["speed_limit_rad_s"][j]
+        row = [name, f"{lo:+.2f}..{hi:+.2f}", f"{100 * max(-lo, hi) / limit:.0f} %",
+               f"{info['viscous_std'][j]:.3f}", f"{info['coulomb_std'][j]:.3f}"]
+        if other:
+            row.append(f"{other['viscous_std'][j]:.3f} {other['coulomb_std'][j]:.3f}")
+        joints.add_row(*row)
+    grid = Table.grid()
+    grid.add_row(table)
+    grid.add_row(joints)
     return grid
