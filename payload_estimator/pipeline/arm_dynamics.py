@@ -26,9 +26,10 @@ the description's inertial parameters are the prior mean, with standard deviatio
 motion excites comes from the data; the combinations no motion of a fixed-base arm can separate
 (the base parameters' null space) and the ones this motion did not excite stay at the description.
 That is what lets a calibration generalise to another motion: the fitted combinations are the
-ones that matter for any motion, the rest is no worse than the vendor's. Everything is linear, so
-the fit is one solve of normal equations accumulated sample by sample (sufficient statistics,
-as in the estimators).
+ones that matter for any motion, the rest is no worse than the vendor's. Everything is linear: the
+fit solves normal equations (sufficient statistics, as in the estimators), with each joint's friction
+kept dissipative at speed (its viscous term and its summed Coulomb levels not negative, a bounded
+least squares), so that a speed the calibration did not see cannot turn friction into a motor.
 
 Units SI: N·m, rad, rad/s, N·m·s/rad, kg, m, kg·m².
 """
@@ -553,8 +554,9 @@ def calibrate_arm(
     consistent: bool = False,
 ) -> tuple[ArmCalibration, CalibrationFit]:
     """Fit the arm's inertial parameters, friction (and effort scales, ``effort_scale``) to ``recording``
-    of the arm without payload (module docstring): a weighted least-squares fit with the description as
-    prior, weighted per joint by the residual of a first pass (iteratively reweighted, twice).
+    of the arm without payload (module docstring): a least-squares fit with the description as prior,
+    each joint weighted by its own residual (iteratively reweighted, four passes; the inertias' prior mean
+    follows the fitted COMs between passes), the friction kept dissipative.
 
     ``held_out``: another recording (another motion) the figures are also computed on. ``consistent``:
     the same objective over real bodies only (every body's pseudo-inertia positive definite, through
