@@ -62,6 +62,7 @@ from payload_estimator.excitation.design import (
     check_start,
     fit_to_limits,
     fourier_harmonics,
+    motion_summary,
 )
 from payload_estimator.excitation.limits import ArmLimits, ExcitationError, MotionLimits
 
@@ -317,13 +318,7 @@ class CalibrationMotion:
         """Plain values for printing and JSON."""
         return {
             "purpose": "calibration",
-            "duration_s": self.trajectory.duration,
-            "joints": list(self.joint_names),
-            "q_start": self.q_start.tolist(),
-            "harmonics": self.trajectory.harmonics.tolist(),
-            "base_frequency_hz": self.trajectory.omega / (2.0 * np.pi),
-            **self.check.summary(),
-            "max_tcp_speed_m_s": self.limits.max_tcp_speed,
+            **motion_summary(self.trajectory, self.joint_names, self.q_start, self.check, self.limits),
             "payload_radius_m": self.limits.payload_radius,
             "information": self.information.summary(),
             "seed": self.seed,

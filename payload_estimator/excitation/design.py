@@ -54,6 +54,7 @@ TCP: the flange or the sensor), in its axes.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +79,7 @@ __all__ = [
     "check_start",
     "fit_to_limits",
     "fourier_harmonics",
+    "motion_summary",
     "predict_uncertainty",
     "information_matrix",
     "scaled_condition_number",
@@ -378,19 +380,28 @@ class ExcitationDesign:
     def summary(self) -> dict[str, Any]:
         """Plain values for printing and JSON."""
         return {
-            "duration_s": self.trajectory.duration,
-            "joints": list(self.joint_names),
-            "q_start": self.q_start.tolist(),
-            "harmonics": self.trajectory.harmonics.tolist(),
-            "base_frequency_hz": self.trajectory.omega / (2.0 * np.pi),
-            **self.check.summary(),
-            "max_tcp_speed_m_s": self.limits.max_tcp_speed,
+            **motion_summary(self.trajectory, self.joint_names, self.q_start, self.check, self.limits),
             "log_det_information": self.log_det,
             "scaled_condition_number": self.condition_number,
             "predicted_nominal": self.predicted.summary(),
             "seed": self.seed,
             "design_time_s": self.design_time_s,
         }
+
+
+def motion_summary(trajectory: FourierExcitation, joint_names: Sequence[str], q_start: np.ndarray,
+                   check: TrajectoryCheck, limits: MotionLimits) -> dict[str, Any]:
+    """What every designed motion's ``summary()`` starts with: its length, joints, start, harmonics, the limit
+    check and the TCP speed limit (plain values)."""
+    return {
+        "duration_s": trajectory.duration,
+        "joints": list(joint_names),
+        "q_start": q_start.tolist(),
+        "harmonics": trajectory.harmonics.tolist(),
+        "base_frequency_hz": trajectory.omega / (2.0 * np.pi),
+        **check.summary(),
+        "max_tcp_speed_m_s": limits.max_tcp_speed,
+    }
 
 
 class FourierSearch:
