@@ -45,6 +45,13 @@ from typing import Any
 import numpy as np
 import pinocchio as pin
 
+from payload_estimator.core.inertia import (
+    InertialParameters,
+    from_pseudo_inertia,
+    phi_from_pinocchio,
+    phi_to_pinocchio,
+    pseudo_inertia,
+)
 from payload_estimator.files import atomic_path
 from payload_estimator.pipeline.kinematics import SensorKinematics
 
@@ -69,20 +76,15 @@ CALIBRATION_FORMAT = "payload_estimator.ArmCalibration/1"
 _FRICTION_TERMS = 2 + len(COULOMB_VELOCITIES)  # viscous, Coulomb levels, offset
 
 
-def body_is_consistent(pi_body: np.ndarray, tol: float = 1e-9) -> bool:
-    """Whether ten parameters (pinocchio order, about the body frame's origin) are those of a real body:
-    positive mass, inertia about the COM positive semi-definite with its principal moments obeying the
-    triangle inequality."""
-    m = float(pi_body[0])
-    if not m > 0.0:
-        return False
-    c = pi_body[1:4] / m
-    Ixx, Ixy, Iyy, Ixz, Iyz, Izz = pi_body[4:10]
-    I_o = np.array([[Ixx, Ixy, Ixz], [Ixy, Iyy, Iyz], [Ixz, Iyz, Izz]])
-    I_c = I_o - m * (float(c @ c) * np.eye(3) - np.outer(c, c))
-    lam = np.linalg.eigvalsh(0.5 * (I_c + I_c.T))
-    scale = max(float(np.max(np.abs(lam))), 1e-12)
-    return bool(lam[0] >= -tol * scale and lam[0] + lam[1] >= lam[2] - tol * scale)
+def _body(p: np.ndarray) -> InertialParameters:
+    """A body's ten parameters in pinocchio's order as :class:`InertialParameters` (about the same origin)."""
+    return InertialParameters(phi_from_pinocchio(p))
+
+
+def body_is_consistent(pi_body: np.ndarray) -> bool:
+    """Whether ten parameters (pinocchio order, about the body frame's origin) are those of a real body
+    (:meth:`InertialParameters.is_physically_consistent`)."""
+    return _body(pi_body).is_physically_consistent()
 
 
 @dataclass(frozen=True, eq=False)
@@ -342,9 +344,6 @@ class JointRecording:
     def __len__(self) -> int:
         return int(len(self.t))
 
-    def select(self, index: np.ndarray | slice) -> JointRecording:
-        return JointRecording(self.t[index], self.q[index], self.dq[index], self.ddq[index], self.effort[index])
-
 
 @dataclass(frozen=True, eq=False)
 class CalibrationFit:
@@ -372,19 +371,6 @@ def friction_regressor(dq: np.ndarray) -> np.ndarray:
     return F
 
 
-def _inertia_about_origin(m: float, c: np.ndarray, I_c: np.ndarray) -> np.ndarray:
-    """Pinocchio's six inertia entries ``[Ixx, Ixy, Iyy, Ixz, Iyz, Izz]`` about the frame origin."""
-    I_o = I_c + m * (float(c @ c) * np.eye(3) - np.outer(c, c))
-    return np.array([I_o[0, 0], I_o[0, 1], I_o[1, 1], I_o[0, 2], I_o[1, 2], I_o[2, 2]])
-
-
-def _inertia_about_com(p: np.ndarray) -> np.ndarray:
-    m, c = float(p[0]), p[1:4] / p[0]
-    Ixx, Ixy, Iyy, Ixz, Iyz, Izz = p[4:10]
-    I_o = np.array([[Ixx, Ixy, Ixz], [Ixy, Iyy, Iyz], [Ixz, Iyz, Izz]])
-    return I_o - m * (float(c @ c) * np.eye(3) - np.outer(c, c))
-
-
 def _carried_inertias(nominal: np.ndarray, fitted: np.ndarray) -> np.ndarray:
     """(b, 10) ``nominal`` with each body's inertia about its joint replaced by the description's inertia
     about the COM, scaled by the fitted mass, carried to the fitted COM: the prior's mean for the inertias
@@ -394,31 +380,11 @@ def _carried_inertias(nominal: np.ndarray, fitted: np.ndarray) -> np.ndarray:
     for k, (p0, p) in enumerate(zip(nominal, fitted)):
         if not (p0[0] > 0.0 and p[0] > 0.0):
             continue
-        I_c = _inertia_about_com(p0) * (p[0] / p0[0])
-        out[k, 4:10] = _inertia_about_origin(float(p[0]), p[1:4] / p[0], I_c)
+        described, fitted_body = _body(p0), _body(p)
+        moved = InertialParameters.from_mass_com_inertia(
+            fitted_body.mass, fitted_body.com, described.inertia_com * (fitted_body.mass / described.mass))
+        out[k, 4:10] = phi_to_pinocchio(moved.phi)[4:10]
     return out
-
-
-def pseudo_inertia(p: np.ndarray) -> np.ndarray:
-    """(..., 4, 4) pseudo-inertia ``[[Sigma, h], [h^T, m]]`` of bodies' ten parameters (..., 10), pinocchio
-    order; ``Sigma = tr(I)/2 1 - I``. A body's parameters are those of a real mass distribution exactly when
-    it is positive definite (Wensing, Kim, Slotine, RA-L 2018)."""
-    p = np.asarray(p, dtype=float)
-    Ixx, Ixy, Iyy, Ixz, Iyz, Izz = (p[..., k] for k in range(4, 10))
-    I_o = np.stack([np.stack([Ixx, Ixy, Ixz], -1), np.stack([Ixy, Iyy, Iyz], -1), np.stack([Ixz, Iyz, Izz], -1)], -2)
-    tr = Ixx + Iyy + Izz
-    J = np.zeros(p.shape[:-1] + (4, 4))
-    J[..., :3, :3] = 0.5 * tr[..., None, None] * np.eye(3) - I_o
-    J[..., :3, 3] = J[..., 3, :3] = p[..., 1:4]
-    J[..., 3, 3] = p[..., 0]
-    return J
-
-
-def _parameters_from_pseudo_inertia(J: np.ndarray) -> np.ndarray:
-    S = J[..., :3, :3]
-    I_o = np.trace(S, axis1=-2, axis2=-1)[..., None, None] * np.eye(3) - S
-    return np.stack([J[..., 3, 3], J[..., 0, 3], J[..., 1, 3], J[..., 2, 3], I_o[..., 0, 0], I_o[..., 0, 1],
-                     I_o[..., 1, 1], I_o[..., 0, 2], I_o[..., 1, 2], I_o[..., 2, 2]], -1)
 
 
 _UPPER = np.triu_indices(3, 1)
@@ -436,16 +402,16 @@ def _parameters_from_log_cholesky(theta: np.ndarray) -> np.ndarray:
     U[:, :3, 3] = theta[:, 7:10]
     U[:, 3, 3] = 1.0
     U *= np.exp(theta[:, 0])[:, None, None]
-    return _parameters_from_pseudo_inertia(U @ np.transpose(U, (0, 2, 1)))
+    return np.array([phi_to_pinocchio(from_pseudo_inertia(J).phi) for J in U @ np.transpose(U, (0, 2, 1))])
 
 
 def _log_cholesky(p: np.ndarray) -> np.ndarray:
     """(b, 10) coordinates of bodies' parameters (b, 10); a body that is not a real one is first moved to
     the nearest pseudo-inertia with eigenvalues at least 1e-9 of its largest."""
-    J = pseudo_inertia(p)
     out = np.zeros((len(p), 10))
     flip = np.eye(4)[::-1]
-    for k, Jk in enumerate(J):
+    for k, pk in enumerate(p):
+        Jk = pseudo_inertia(_body(pk))
         lam, V = np.linalg.eigh(0.5 * (Jk + Jk.T))
         Jk = (V * np.maximum(lam, 1e-9 * max(float(lam[-1]), 1e-12))) @ V.T
         L = np.linalg.cholesky(flip @ Jk @ flip)
