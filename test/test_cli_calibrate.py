@@ -105,6 +105,53 @@ def test_calibrate_fits_the_unloaded_arm_and_generalises_to_another_motion(calib
     assert data["info"]["joint_states_topic"] == TOPIC and data["info"]["validation"].endswith("check")
 
 
+def test_a_user_recording_from_scratch_calibrates_like_the_simulated_bag(bags, calibration, tmp_path):
+    """The calibration bag's joint states as a user's ``ros2 bag record /joint_states`` has them: written by
+    rosbags alone (sqlite3, no /robot_description, none of this package's topics), the joints in another order
+    and two gripper fingers among them. The same data must give the same calibration."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+
+    from payload_estimator.io.interfaces import ros_typestore
+
+    arrays = read_joint_states(bags["cal"], TOPIC, PANDA.joint_names)
+    order = [6, 2, 0, 5, 1, 3, 4]
+    names = [PANDA.joint_names[i] for i in order] + ["panda_finger_joint1", "panda_finger_joint2"]
+    ts = ros_typestore(ours=False)
+    JointState, Header, Time = (ts.types[n] for n in (JOINT_STATE_TYPE, "std_msgs/msg/Header",
+                                                       "builtin_interfaces/msg/Time"))
+    user_bag = tmp_path / "user_record"
+    with Writer(user_bag, version=8, storage_plugin=StoragePlugin.SQLITE3) as writer:
+        conn = writer.add_connection("/joint_states", JOINT_STATE_TYPE, typestore=ts)
+        for k, (t, q, e) in enumerate(zip(arrays.t, arrays.q, arrays.effort)):
+            ns = int(round(t * 1e9))
+            msg = JointState(header=Header(stamp=Time(sec=ns // 10**9, nanosec=ns % 10**9), frame_id=""),
+                             name=names, position=np.r_[q[order], 0.04, 0.04],
+                             velocity=np.zeros(len(names)), effort=np.r_[e[order], 0.0, 0.0])
+            writer.write(conn, ns + k, ts.serialize_cdr(msg, JOINT_STATE_TYPE))
+    out = tmp_path / "user_cal.yaml"
+    assert run_cli(["calibrate", user_bag, "--robot", "panda", "--joint-states-topic", "/joint_states",
+                    "--out", out]) == 0
+    mine, theirs = yaml.safe_load(out.read_text()), yaml.safe_load(calibration[0].read_text())
+    assert mine["joint_names"] == list(PANDA.joint_names)
+    # the same up to the stamps' round trip through float seconds (~100 ns at an epoch of 1.7e9 s)
+    close = {"rtol": 1e-4, "atol": 1e-9}
+    for key in ("effort_scale", "residual_std"):
+        np.testing.assert_allclose(mine[key], theirs[key], **close)
+    np.testing.assert_allclose(mine["friction"]["coulomb"], theirs["friction"]["coulomb"], atol=1e-4)  # N·m
+    # the bodies' parameters only as far as the data determine them: the torques they predict
+    from payload_estimator.pipeline.arm_dynamics import ArmCalibration, ArmDynamics
+    from payload_estimator.pipeline.kinematics import SensorKinematics
+    from payload_estimator.robots import robot_urdf
+
+    kin = SensorKinematics(robot_urdf("panda"), PANDA.flange_frame, PANDA.joint_names)
+    rng = np.random.default_rng(0)
+    q = arrays.q[::50]
+    dq, ddq = rng.normal(0.0, 0.3, q.shape), rng.normal(0.0, 1.0, q.shape)
+    tau_mine, tau_theirs = (ArmDynamics(kin, ArmCalibration.load(f)).torques(q, dq, ddq)
+                            for f in (out, calibration[0]))
+    np.testing.assert_allclose(tau_mine, tau_theirs, atol=1e-4)  # N·m
+
+
 def test_replay_estimates_the_payload_from_joint_torques_with_the_calibration(bags, calibration, tmp_path, capsys):
     cal, _ = calibration
     s = replay_json(capsys, bags["est"], tmp_path / "a", "--set", "wrench_source=joint_torques",
