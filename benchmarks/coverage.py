@@ -30,10 +30,10 @@ import time
 
 import numpy as np
 
-from payload_estimator.core.estimate import NOT_IDENTIFIED, Estimate
 from payload_estimator.core.estimators import C1_DEFAULT, METHODS, make_estimator
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.noise import get_noise
+from payload_estimator.core.results import NOT_IDENTIFIED, Estimate
 from payload_estimator.core.shapes import sample_points
 from payload_estimator.sim.payloads import get_payload
 from payload_estimator.sim.wrist import WristTrajectory, simulate_wrist

@@ -15,7 +15,7 @@
       ``demo`` and the benchmarks do);
     * ``--feed node``: the turn's samples as ROS messages (``rosbags``
       classes: ``sensor_msgs/JointState``, ``geometry_msgs/WrenchStamped``)
-      through the node's own :class:`~payload_estimator.node.supervisor.Supervisor`
+      through the node's own :class:`~payload_estimator.supervision.supervisor.Supervisor`
       (``ros_inbound.feed_many``, the Driver, the outgoing messages and the
       1 Hz diagnostics): the estimator node minus rclpy.
 
@@ -186,7 +186,7 @@ def node_loop(live: LiveRun, settings: Settings) -> Loop:
     from payload_estimator.io import ros_outbound
     from payload_estimator.io.interfaces import ros_typestore
     from payload_estimator.io.ros_factories import rosbags_factory
-    from payload_estimator.node.supervisor import Supervisor
+    from payload_estimator.supervision.supervisor import Supervisor
 
     make = rosbags_factory(ros_typestore())
     sup = Supervisor(settings.to_dict(), make)

@@ -37,7 +37,7 @@ from payload_estimator.io.ros_outbound import (
 from payload_estimator.outputs.markers import estimate_markers
 from payload_estimator.pipeline.build import build_stream, builtin_description
 from payload_estimator.settings import settings_for_robot
-from payload_estimator.sim.bag import write_simulated_bag
+from payload_estimator.sim.bag_writer import write_simulated_bag
 from payload_estimator.sim.mujoco_sim import simulate
 from payload_estimator.sim.payloads import get_payload
 

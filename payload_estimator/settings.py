@@ -22,6 +22,7 @@ from typing import Any
 
 from payload_estimator.core.estimators import METHODS
 from payload_estimator.core.estimators.pmd import C1_DEFAULT
+from payload_estimator.core.samples import STANDARD_GRAVITY
 from payload_estimator.robots.spec import ROBOT_NAMES, ROBOTS
 
 __all__ = [
@@ -76,7 +77,7 @@ class Settings:
                                  "sensor frame orientation in its parent frame (roll, pitch, yaw), rad")
     base_rpy: list[float] = _p([0.0, 0.0, 0.0],
                                "orientation of the robot base in the world (tilted or wall mount), rad")
-    gravity: float = _p(9.80665, "magnitude of gravity, m/s²")
+    gravity: float = _p(STANDARD_GRAVITY, "magnitude of gravity, m/s²")
     # --------------------------------------------------------------- topics
     joint_states_topic: str = _p("/joint_states", "sensor_msgs/JointState input")
     wrench_topic: str = _p("/ft_sensor/wrench", "geometry_msgs/WrenchStamped input")

@@ -7,8 +7,8 @@ from dataclasses import replace
 import numpy as np
 import yaml
 
-from payload_estimator.core.estimate import FROM_PRIOR, IDENTIFIED, NOT_IDENTIFIED, Estimate, Identification, ModelFit
 from payload_estimator.core.inertia import InertialParameters
+from payload_estimator.core.results import FROM_PRIOR, IDENTIFIED, NOT_IDENTIFIED, Estimate, Identification, ModelFit
 from payload_estimator.outputs.apply import build_apply_request
 from payload_estimator.pipeline.stream import StreamEstimate
 from payload_estimator.settings import settings_for_robot

@@ -18,14 +18,15 @@ from payload_estimator.settings import Settings
 
 PACKAGE = Path(__file__).resolve().parent.parent / "payload_estimator"
 
-LAYERS = ("files", "core", "robots", "settings", "pipeline", "excitation", "outputs", "io", "sim", "node", "commands",
-          "ros", "cli")
+LAYERS = ("errors", "files", "core", "robots", "settings", "pipeline", "excitation", "outputs", "io", "sim",
+          "supervision", "commands", "ros", "cli")
 """Bottom to top: a module may import its own layer and those below it, never one above.
-files: atomic file writing; core: samples -> statistics -> estimators -> estimates; robots: models and URDF reading;
+errors: every exception the package raises on purpose; files: atomic file writing;
+core: samples -> statistics -> estimators -> estimates; robots: models and URDF reading;
 settings: values and descriptions; pipeline: raw signals -> samples, the stream, the driver loop;
 excitation: identification motions (design, limits, trajectories);
 outputs: estimates -> URDF, tables, plots, markers, robot load requests; io: files and messages;
-sim: the simulator and simulated recordings; node: the ROS-free node logic; commands: the CLI;
+sim: the simulator and simulated recordings; supervision: the ROS-free logic of the nodes; commands: the CLI;
 ros: the rclpy shell; cli: the entry point."""
 RANK = {name: i for i, name in enumerate(LAYERS)}
 
@@ -117,3 +118,27 @@ def test_the_command_line_offers_what_the_registries_hold(command, capsys):
     assert "{" + ",".join(METHODS) + "}" in text.replace(" ", ""), (command, flag)
     if command != "estimate":
         assert "{" + ",".join(ROBOT_NAMES) + "}" in text.replace(" ", "")
+
+
+def test_every_exception_class_is_in_the_errors_module():
+    """One module of exceptions: a class deriving from an exception anywhere else is a second home."""
+    import builtins
+
+    builtin_errors = {name for name in dir(builtins) if name.endswith(("Error", "Exception"))}
+    elsewhere = []
+    for module, tree in _modules():
+        if module == "payload_estimator.errors":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases}
+                if bases & builtin_errors or any(b.endswith(("Error", "Exception")) for b in bases if b):
+                    elsewhere.append(f"{module}.{node.name}")
+    assert not elsewhere, "\n".join(elsewhere)
+
+
+def test_one_standard_gravity():
+    """9.80665 is written once (core.samples.STANDARD_GRAVITY); everything else imports it."""
+    found = [str(path) for path in PACKAGE.rglob("*.py") if "9.80665" in path.read_text()
+             and path.name != "samples.py"]
+    assert not found, found

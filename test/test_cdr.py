@@ -167,7 +167,7 @@ def test_serialised_input_gives_the_stream_what_messages_give(tmp_path, typestor
     from payload_estimator.io.bag import read_bag
     from payload_estimator.pipeline.build import build_stream, builtin_description
     from payload_estimator.settings import settings_for_robot
-    from payload_estimator.sim.bag import write_simulated_bag
+    from payload_estimator.sim.bag_writer import write_simulated_bag
     from payload_estimator.sim.mujoco_sim import simulate
 
     run = simulate(robot="panda", payload="claw_hammer", duration=2.5, seed=5)
@@ -242,7 +242,7 @@ def test_a_batch_reads_the_efforts_as_each_message_has_them(typestore):
 def joint_torque_items(tmp_path_factory, typestore):
     from payload_estimator.io.bag import read_bag
     from payload_estimator.settings import settings_for_robot
-    from payload_estimator.sim.bag import write_simulated_bag
+    from payload_estimator.sim.bag_writer import write_simulated_bag
     from payload_estimator.sim.mujoco_sim import simulate
 
     run = simulate(robot="panda", payload="claw_hammer", duration=2.5, seed=6)

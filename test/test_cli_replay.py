@@ -11,7 +11,7 @@ from payload_estimator.cli import main
 from payload_estimator.commands.replay import detect_robot
 from payload_estimator.io.bag import STORAGES, bag_info
 from payload_estimator.settings import settings_for_robot
-from payload_estimator.sim.bag import write_simulated_bag
+from payload_estimator.sim.bag_writer import write_simulated_bag
 from payload_estimator.sim.mujoco_sim import simulate
 
 REPO = Path(__file__).resolve().parent.parent

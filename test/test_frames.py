@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from payload_estimator.node.frames import extra_frame, frames_to_look_up, required_frames
 from payload_estimator.pipeline.build import build_stream
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.robots import get_robot, parse_description, robot_urdf
 from payload_estimator.settings import settings_for_robot
+from payload_estimator.supervision.frames import extra_frame, frames_to_look_up, required_frames
 
 
 def test_urdf_links_and_bad_xml():

@@ -16,9 +16,9 @@ from scipy.spatial.transform import Rotation
 
 from payload_estimator.cli import main
 from payload_estimator.core.convergence import ConvergenceCriteria, ConvergenceMonitor
-from payload_estimator.core.estimate import FROM_PRIOR, IDENTIFIED, NOT_IDENTIFIED
 from payload_estimator.core.estimators import METHODS, InsufficientData, PointMassDiscretization, make_estimator
 from payload_estimator.core.noise import TABLE_II
+from payload_estimator.core.results import FROM_PRIOR, IDENTIFIED, NOT_IDENTIFIED
 from payload_estimator.core.samples import SensorSamples
 from payload_estimator.core.shapes import sample_points
 from payload_estimator.io.samples_file import write_samples

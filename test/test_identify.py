@@ -1,9 +1,9 @@
-"""``~/identify`` without ROS: :mod:`payload_estimator.node.identify`.
+"""``~/identify`` without ROS: :mod:`payload_estimator.supervision.identify`.
 
 The session runs against a real designed motion (the excitation layer's, for the Panda from its home
 pose) and, end to end, a real estimation stream: the MuJoCo simulator runs the designed motion with a
 claw hammer, its joint states and wrench go as ROS messages (``rosbags``) into the node's
-:class:`~payload_estimator.node.supervisor.Supervisor`, turn by turn as the node's 100 Hz loop does,
+:class:`~payload_estimator.supervision.supervisor.Supervisor`, turn by turn as the node's 100 Hz loop does,
 and the session is ticked with the supervisor's estimates. What the controller would do (accept,
 report its error, stop on cancel, follow the motion back) is done by the test as the session asks;
 receive times are 100 s + run time.
@@ -22,7 +22,12 @@ from payload_estimator.core.shapes import format_shape_spec
 from payload_estimator.excitation import ExcitationError, MotionLimits, check_trajectory
 from payload_estimator.io import ros_factories, ros_outbound
 from payload_estimator.io.interfaces import ros_typestore
-from payload_estimator.node.identify import (
+from payload_estimator.robots import get_robot, robot_urdf
+from payload_estimator.settings import Settings, settings_for_robot
+from payload_estimator.sim.live import LiveRun
+from payload_estimator.sim.mujoco_sim import simulate
+from payload_estimator.sim.payloads import get_payload
+from payload_estimator.supervision.identify import (
     ABORTED,
     CANCELED,
     FEEDBACK_PERIOD_S,
@@ -40,12 +45,7 @@ from payload_estimator.node.identify import (
     refusal,
     return_move,
 )
-from payload_estimator.node.supervisor import Supervisor
-from payload_estimator.robots import get_robot, robot_urdf
-from payload_estimator.settings import Settings, settings_for_robot
-from payload_estimator.sim.live import LiveRun
-from payload_estimator.sim.mujoco_sim import simulate
-from payload_estimator.sim.payloads import get_payload
+from payload_estimator.supervision.supervisor import Supervisor
 
 ROBOT = "panda"
 SPEC = get_robot(ROBOT)

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from payload_estimator.node.input_queue import InputQueue
+from payload_estimator.supervision.input_queue import InputQueue
 
 
 def test_arrival_order_and_drain():
@@ -51,7 +51,7 @@ def test_bad_length():
 
 
 def test_receive_times_are_send_times_when_the_publisher_shares_the_clock():
-    from payload_estimator.node.input_queue import MAX_TRANSIT_NS, ReceiveClock
+    from payload_estimator.supervision.input_queue import MAX_TRANSIT_NS, ReceiveClock
 
     clock = ReceiveClock(system_ns=1_000_000_000_000, monotonic=50.0)
     # taken now (Cyclone DDS reports the take time), sent 3 ms and 2 ms ago: the send times, distinct and ordered
@@ -69,7 +69,7 @@ def test_receive_times_are_send_times_when_the_publisher_shares_the_clock():
 def test_receive_clock_reads_both_clocks_together():
     import time
 
-    from payload_estimator.node.input_queue import ReceiveClock
+    from payload_estimator.supervision.input_queue import ReceiveClock
 
     clock = ReceiveClock.now()
     assert abs(clock.receive_time(time.time_ns(), time.time_ns()) - time.monotonic()) < 0.05

@@ -11,7 +11,10 @@ import pytest
 from payload_estimator.io import ros_factories, ros_outbound
 from payload_estimator.io.cdr import SerializedJointState
 from payload_estimator.io.interfaces import ros_typestore
-from payload_estimator.node.calibrate import (
+from payload_estimator.pipeline.arm_dynamics import ArmCalibration
+from payload_estimator.pipeline.build import build_stream, builtin_description, load_arm_calibration
+from payload_estimator.settings import settings_for_robot
+from payload_estimator.supervision.calibration_service import (
     DEFAULT_DURATION_S,
     MIN_JOINT_RANGE_RAD,
     CalibrateRequest,
@@ -20,9 +23,6 @@ from payload_estimator.node.calibrate import (
     fit_calibration,
     recording_refusal,
 )
-from payload_estimator.pipeline.arm_dynamics import ArmCalibration
-from payload_estimator.pipeline.build import build_stream, builtin_description, load_arm_calibration
-from payload_estimator.settings import settings_for_robot
 
 
 @pytest.fixture(scope="module")
@@ -188,7 +188,7 @@ def test_an_unwritable_file_is_an_answer_not_an_exception(tmp_path, typestore, u
 
 
 def supervisor_for(path, make, **overrides):
-    from payload_estimator.node.supervisor import Supervisor
+    from payload_estimator.supervision.supervisor import Supervisor
 
     parameters = settings_for_robot("panda", "joint_torques", arm_calibration=str(path),
                                     use_builtin_description=True, **overrides).to_dict()
@@ -203,7 +203,7 @@ def node_status(supervisor, now):
 def test_without_its_calibration_the_node_says_which_file_and_what_to_do_then_calibrates(tmp_path, typestore,
                                                                                        unloaded_run):
     from payload_estimator.io.diagnostic_level import DiagnosticLevel
-    from payload_estimator.node.status import CONFIGURATION_ERROR, RUNNING
+    from payload_estimator.supervision.status import CONFIGURATION_ERROR, RUNNING
 
     make = ros_factories.rosbags_factory(typestore)
     path = tmp_path / "cal" / "panda.yaml"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from payload_estimator.node.status import (
+from payload_estimator.supervision.status import (
     CONFIGURATION_ERROR,
     RUNNING,
     WAITING_DESCRIPTION,

@@ -6,7 +6,8 @@ import array
 
 import pytest
 
-from payload_estimator.node.parameters import (
+from payload_estimator.settings import Settings, settings_for_robot
+from payload_estimator.supervision.parameters import (
     LIVE,
     NO_CHANGE,
     PARAMETER_TYPES,
@@ -17,7 +18,6 @@ from payload_estimator.node.parameters import (
     parameter_specs,
     settings_with,
 )
-from payload_estimator.settings import Settings, settings_for_robot
 
 
 def test_one_typed_parameter_per_setting():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from payload_estimator.core.inertia import InertialParameters
-from payload_estimator.node.publish_policy import RepublishPolicy
+from payload_estimator.supervision.publish_policy import RepublishPolicy
 
 
 def _params(m=1.0, c=(0.0, 0.0, 0.05), I=(0.01, 0.02, 0.03)):

@@ -359,7 +359,7 @@ def test_feed_many_equals_feeding_one_by_one(tmp_path):
     from payload_estimator.io.ros_inbound import feed, feed_many
     from payload_estimator.pipeline.build import build_stream, builtin_description
     from payload_estimator.settings import settings_for_robot
-    from payload_estimator.sim.bag import write_simulated_bag
+    from payload_estimator.sim.bag_writer import write_simulated_bag
     from payload_estimator.sim.mujoco_sim import simulate
 
     run = simulate(robot="xarm7", payload="drill", duration=2.5, seed=3)

@@ -1,4 +1,4 @@
-"""The estimator node's lifecycle without ROS: :class:`payload_estimator.node.supervisor.Supervisor`.
+"""The estimator node's lifecycle without ROS: :class:`payload_estimator.supervision.supervisor.Supervisor`.
 
 Everything the rclpy node decides is decided by the supervisor; here it runs
 on real streams built from the package's own Panda URDF, fed a simulated run
@@ -25,9 +25,6 @@ from payload_estimator.core.shapes import format_shape_spec
 from payload_estimator.io import ros_factories, ros_outbound
 from payload_estimator.io.diagnostic_level import DiagnosticLevel
 from payload_estimator.io.interfaces import ros_typestore
-from payload_estimator.node.frames import extra_frame
-from payload_estimator.node.status import CONFIGURATION_ERROR, RUNNING, WAITING_DESCRIPTION, WAITING_FRAMES
-from payload_estimator.node.supervisor import TF_RETRY_S, TF_WAIT_S, ApplyDecision, Supervisor
 from payload_estimator.outputs.apply import ApplyRequest
 from payload_estimator.outputs.handover import check_handover
 from payload_estimator.outputs.urdf import urdf_inertial
@@ -36,6 +33,9 @@ from payload_estimator.settings import settings_for_robot
 from payload_estimator.sim.live import LiveRun
 from payload_estimator.sim.mujoco_sim import simulate
 from payload_estimator.sim.payloads import get_payload
+from payload_estimator.supervision.frames import extra_frame
+from payload_estimator.supervision.status import CONFIGURATION_ERROR, RUNNING, WAITING_DESCRIPTION, WAITING_FRAMES
+from payload_estimator.supervision.supervisor import TF_RETRY_S, TF_WAIT_S, ApplyDecision, Supervisor
 
 PAYLOAD = get_payload("claw_hammer")
 T0 = 100.0
@@ -788,8 +788,8 @@ def test_a_sigint_taken_by_the_qp_solver_is_reported(make, run, messages):
 def test_the_convergence_history_stays_bounded_while_no_new_sample_arrives():
     """Estimates re-taken at the same sample time (a silent input, hours of them) are one entry, not many."""
     from payload_estimator.core.convergence import ConvergenceMonitor
-    from payload_estimator.core.estimate import Estimate
     from payload_estimator.core.inertia import InertialParameters
+    from payload_estimator.core.results import Estimate
 
     params = InertialParameters.from_mass_com_inertia(0.8, np.array([0.0, 0.0, 0.1]), np.diag([1e-3, 1e-3, 1e-3]))
     est = Estimate("ols", params, np.eye(10) * 1e-10, None, np.zeros(6), 10.0, 500, True)

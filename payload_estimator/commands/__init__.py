@@ -8,11 +8,9 @@ in one line with the extra that brings it (:func:`missing_extra`).
 
 from __future__ import annotations
 
+from payload_estimator.errors import CommandError
+
 __all__ = ["CommandError", "EXTRA_OF_MODULE", "missing_extra"]
-
-
-class CommandError(Exception):
-    """A problem with the user's input: printed as one line, exit status 2."""
 
 
 EXTRA_OF_MODULE: dict[str, str] = {

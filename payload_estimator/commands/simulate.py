@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         path = check_out_file(args.out)
         path = check_out_file(path if path.suffix == ".npz" else path.with_suffix(".npz"))
     else:
-        from payload_estimator.sim.bag import write_simulated_bag
+        from payload_estimator.sim.bag_writer import write_simulated_bag
 
         if Path(args.bag).exists():
             raise CommandError(f"--bag {args.bag}: exists; rosbag2 does not overwrite, choose another --bag")

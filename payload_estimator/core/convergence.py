@@ -2,10 +2,10 @@
 
 "Converged" is a promise about every quantity that will be handed over (to a
 controller, a URDF, a gravity-compensation filter): it is determined by the data
-(:class:`~payload_estimator.core.estimate.Identification`; the inertia may come
+(:class:`~payload_estimator.core.results.Identification`; the inertia may come
 from PMD's shape prior), its reported uncertainty is within bounds, it has
 stayed steady for a while, the estimate is physically consistent and the model
-explains the data (:class:`~payload_estimator.core.estimate.ModelFit`).
+explains the data (:class:`~payload_estimator.core.results.ModelFit`).
 Which quantities are handed over is :attr:`ConvergenceCriteria.inertia`: mass
 and COM always, the inertia tensor when the target takes it.
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from payload_estimator.core.estimate import Estimate
+from payload_estimator.core.results import Estimate
 
 __all__ = ["ConvergenceCriteria", "ConvergenceMonitor"]
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from payload_estimator.core.estimate import Estimate
+from payload_estimator.core.results import Estimate
 
 __all__ = ["EstimateHistory"]
 

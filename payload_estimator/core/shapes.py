@@ -22,6 +22,7 @@ from numpy.typing import ArrayLike
 from scipy.spatial.transform import Rotation
 
 from payload_estimator.core.inertia import InertialParameters, vech
+from payload_estimator.errors import ShapeError
 
 if TYPE_CHECKING:
     import trimesh
@@ -50,10 +51,6 @@ DEFAULT_DENSITY = 0.04e6
 """Points per m³: 0.04 points/cm³, paper 004 Section V-C."""
 DEFAULT_MAX_POINTS = 1000
 MIN_POINTS = 10
-
-
-class ShapeError(ValueError):
-    """A shape that cannot be used: no volume, unreadable mesh, bad specification."""
 
 
 def _triple(values: Sequence[float]) -> tuple[float, float, float]:

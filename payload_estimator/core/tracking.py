@@ -49,10 +49,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from payload_estimator.core.estimate import IDENTIFIED, Estimate
 from payload_estimator.core.estimators.base import Estimator, InsufficientData
 from payload_estimator.core.estimators.least_squares import OrdinaryLeastSquares, WeightedLeastSquares
 from payload_estimator.core.regressor import samples_regressor
+from payload_estimator.core.results import IDENTIFIED, Estimate
 from payload_estimator.core.samples import SensorSamples
 
 __all__ = [

@@ -60,10 +60,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from payload_estimator.core.estimate import com_covariance, inertia_com_covariance
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.noise import TABLE_II
 from payload_estimator.core.regressor import FEATURE_MATRIX, N_PARAMS, regressor, regressor_features
+from payload_estimator.core.results import com_covariance, inertia_com_covariance
 from payload_estimator.excitation.check import TrajectoryCheck, check_trajectory, trajectory_grid
 from payload_estimator.excitation.limits import ArmLimits, ExcitationError, MotionLimits
 

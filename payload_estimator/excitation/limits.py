@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from payload_estimator.errors import ExcitationError
 from payload_estimator.robots import RobotSpec, get_robot, robot_urdf
 from payload_estimator.settings import Settings
 
@@ -55,10 +56,6 @@ settings' (declared once, in :mod:`payload_estimator.settings`)."""
 def _setting_default(name: str) -> float:
     default: Any = Settings.__dataclass_fields__[_SETTINGS_PREFIX + name].default
     return float(default)
-
-
-class ExcitationError(ValueError):
-    """A motion cannot be designed or is unsafe; the message is one line saying why."""
 
 
 def _frozen(values: Any, n: int, what: str) -> np.ndarray:

@@ -34,7 +34,7 @@ The constants name what a bag of this package holds besides the inputs:
 (``geometry_msgs/InertiaStamped``: :data:`GROUND_TRUTH_TOPIC` in simulated bags,
 :data:`SIM_NODE_TRUTH_TOPIC` in recordings of the simulator node) and the
 ``custom_data`` keys describing a simulated run. Simulated bags are written by
-:mod:`payload_estimator.sim.bag`.
+:mod:`payload_estimator.sim.bag_writer`.
 
 Times: record times are s since the epoch (rosbag2 stores ns).
 """
@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from payload_estimator.core.inertia import InertialParameters, from_ros_inertia_fields
+from payload_estimator.errors import BagError
 from payload_estimator.pipeline.stream import IMU, JOINTS, WRENCH
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ __all__ = [
 ]
 
 STORAGES: tuple[str, ...] = ("mcap", "sqlite3")
-"""rosbag2 storage plugins (read, and written by :func:`payload_estimator.sim.bag.write_simulated_bag`)."""
+"""rosbag2 storage plugins (read, and written by :func:`payload_estimator.sim.bag_writer.write_simulated_bag`)."""
 STORAGE_SUFFIXES = {".mcap": "mcap", ".db3": "sqlite3"}
 """Storage file name suffix -> storage plugin."""
 ROBOT_DESCRIPTION_TOPIC = "/robot_description"
@@ -110,10 +111,6 @@ CUSTOM_DATA_PREFIX = "payload_estimator."
 """Keys of the bag's ``custom_data`` that describe a simulated run (robot, payload, payload_shape ...)."""
 
 MCAP_RECOVER_HINT = "`mcap recover FILE -o FIXED.mcap` (the mcap CLI) rewrites its readable part"
-
-
-class BagError(ValueError):
-    """The path is not a readable rosbag2, or lacks what was asked of it; the message (one line) says which."""
 
 
 class BagMessage(NamedTuple):

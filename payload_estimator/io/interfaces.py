@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from payload_estimator.errors import InterfacesNotFound
+
 __all__ = [
     "PACKAGE",
     "InterfacesNotFound",
@@ -24,10 +26,6 @@ __all__ = [
 
 PACKAGE = "payload_estimator"
 """The ROS package name (and the prefix of our interface type names)."""
-
-
-class InterfacesNotFound(FileNotFoundError):
-    """Neither a source checkout nor an installed ROS package provides ``msg/*.msg``."""
 
 
 def _candidate_roots() -> Iterator[Path]:

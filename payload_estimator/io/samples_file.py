@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from payload_estimator.core.samples import MAX_ABS_VALUE, SensorSamples
+from payload_estimator.errors import SamplesFileError
 from payload_estimator.files import atomic_path
 
 __all__ = ["COLUMNS", "SamplesFileError", "LoadedSamples", "read_samples", "write_samples"]
@@ -44,10 +45,6 @@ COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 
 _OTHER_SEPARATORS = {";": "semicolons", "\t": "tabs", " ": "spaces", "|": "bars"}
-
-
-class SamplesFileError(ValueError):
-    """The file cannot be turned into samples; the message names the problem."""
 
 
 @dataclass(frozen=True)

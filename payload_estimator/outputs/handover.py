@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from payload_estimator.core.estimate import Estimate
+from payload_estimator.core.results import Estimate
 
 __all__ = ["Handover", "check_handover"]
 

@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 from rich.table import Table
 
-from payload_estimator.core.estimate import FROM_PRIOR, NOT_IDENTIFIED, Estimate
 from payload_estimator.core.inertia import InertialParameters
+from payload_estimator.core.results import FROM_PRIOR, NOT_IDENTIFIED, Estimate
 
 __all__ = ["estimate_table", "quality_table", "excitation_table", "calibration_motion_table"]
 

@@ -53,11 +53,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from payload_estimator.core.samples import STANDARD_GRAVITY
 from payload_estimator.pipeline.filters import MatchedDifferentiator
 
-__all__ = ["ImuMount", "ImuMotion", "GravityTracker", "ImuProcessor", "STANDARD_GRAVITY"]
-
-STANDARD_GRAVITY = 9.80665
+__all__ = ["ImuMount", "ImuMotion", "GravityTracker", "ImuProcessor"]
 """m/s²."""
 
 

@@ -40,11 +40,12 @@ import numpy as np
 import pinocchio as pin
 from scipy.spatial.transform import Rotation
 
+from payload_estimator.core.samples import STANDARD_GRAVITY
 from payload_estimator.robots.description import parse_description
 
 __all__ = ["SensorMotion", "SensorKinematics", "STANDARD_GRAVITY_IN_WORLD"]
 
-STANDARD_GRAVITY_IN_WORLD: tuple[float, float, float] = (0.0, 0.0, -9.80665)
+STANDARD_GRAVITY_IN_WORLD: tuple[float, float, float] = (0.0, 0.0, -STANDARD_GRAVITY)
 """Gravity acceleration in a z-up world frame, m/s²."""
 
 

@@ -36,9 +36,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from payload_estimator.core.convergence import ConvergenceCriteria, ConvergenceMonitor
-from payload_estimator.core.estimate import Estimate
 from payload_estimator.core.estimators import InsufficientData
 from payload_estimator.core.inertia import InertialParameters
+from payload_estimator.core.results import Estimate
 from payload_estimator.core.samples import MAX_ABS_VALUE, STANDARD_GRAVITY, SensorSamples
 from payload_estimator.core.signal_noise import SignalNoise
 from payload_estimator.core.tracking import PayloadModel, PayloadTracker, TrackingState

@@ -4,7 +4,7 @@ Parameters in (one per :class:`~payload_estimator.settings.Settings` field,
 usually from ``config/<robot>.yaml``); a 20 Hz loop in a thread of its own
 (:class:`Loop`) takes the inputs that arrived in bulk, serialised
 (:class:`InputTaker`), queues them, drains the queue into the
-:class:`~payload_estimator.node.supervisor.Supervisor` and publishes what it returns::
+:class:`~payload_estimator.supervision.supervisor.Supervisor` and publishes what it returns::
 
     joint_states_topic  (sensor_msgs/JointState, raw)      --+
     wrench_topic        (geometry_msgs/WrenchStamped, raw) --+--> InputQueue --(20 Hz)---> Supervisor.tick
@@ -25,7 +25,7 @@ usually from ``config/<robot>.yaml``); a 20 Hz loop in a thread of its own
 
 Everything this node decides (status, rebuilds, the processing loop, what to
 publish, what the services answer) is decided ROS-free by the supervisor (and,
-for ``~/identify``, by :class:`~payload_estimator.node.identify.IdentifySession`); this
+for ``~/identify``, by :class:`~payload_estimator.supervision.identify.IdentifySession`); this
 module only declares, subscribes, publishes, serves, looks frames up in tf2
 and forwards the package's log to rclpy. Bad input never stops the node: the
 stream drops it, counts it and logs it (rate-limited), ``/diagnostics``
@@ -70,15 +70,21 @@ from payload_estimator.excitation import ExcitationError
 from payload_estimator.io import ros_factories
 from payload_estimator.io.cdr import SerializedJointState, SerializedWrenchStamped
 from payload_estimator.msg import PayloadEstimate
-from payload_estimator.node.calibrate import (
+from payload_estimator.pipeline.build import flange_frame
+from payload_estimator.pipeline.health import LOGGER_NAME, SATURATED
+from payload_estimator.pipeline.stream import IMU, JOINTS, WRENCH
+from payload_estimator.ros.robot_bridges import RobotBridge
+from payload_estimator.settings import NODE_NAME
+from payload_estimator.srv import ApplyEstimate, Calibrate, SaveUrdf
+from payload_estimator.supervision.calibration_service import (
     END_MARGIN_S,
     CalibrateResult,
     calibrate_request,
     fit_calibration,
     recording_refusal,
 )
-from payload_estimator.node.frames import extra_frame
-from payload_estimator.node.identify import (
+from payload_estimator.supervision.frames import extra_frame
+from payload_estimator.supervision.identify import (
     ABORTED,
     CANCELED,
     DESIGNING,
@@ -92,15 +98,9 @@ from payload_estimator.node.identify import (
     plan_identification,
     refusal,
 )
-from payload_estimator.node.input_queue import InputQueue, ReceiveClock
-from payload_estimator.node.parameters import parameter_specs
-from payload_estimator.node.supervisor import PROCESS_PERIOD_S, Supervisor
-from payload_estimator.pipeline.build import flange_frame
-from payload_estimator.pipeline.health import LOGGER_NAME, SATURATED
-from payload_estimator.pipeline.stream import IMU, JOINTS, WRENCH
-from payload_estimator.ros.robot_bridges import RobotBridge
-from payload_estimator.settings import NODE_NAME
-from payload_estimator.srv import ApplyEstimate, Calibrate, SaveUrdf
+from payload_estimator.supervision.input_queue import InputQueue, ReceiveClock
+from payload_estimator.supervision.parameters import parameter_specs
+from payload_estimator.supervision.supervisor import PROCESS_PERIOD_S, Supervisor
 
 __all__ = ["EstimatorNode", "InputNode", "InputTaker", "spin_inputs", "main", "INPUT_QOS", "LATCHED_QOS"]
 
@@ -274,7 +274,7 @@ class InputTaker:
 
     The middleware holds what arrived in each subscription's history (``INPUT_QOS``:
     :data:`INPUT_DEPTH` messages) until it is taken. Each message is queued with the
-    time the middleware reports for it (:class:`~payload_estimator.node.input_queue.ReceiveClock`).
+    time the middleware reports for it (:class:`~payload_estimator.supervision.input_queue.ReceiveClock`).
     """
 
     def __init__(self, node: InputNode, queue: InputQueue) -> None:

@@ -2,7 +2,7 @@
 gravity-compensation filter (``tool.mass``, ``tool.CoG`` through ``SetParameters``).
 
 What is sent, and whether it may be, is decided ROS-free
-(:meth:`payload_estimator.node.supervisor.Supervisor.apply`, with
+(:meth:`payload_estimator.supervision.supervisor.Supervisor.apply`, with
 :mod:`payload_estimator.outputs.apply`); this module only fills the request and
 calls the service. ``franka_msgs`` and ``xarm_msgs`` are optional: they are
 imported when first needed, and without them ``~/apply`` answers with the
@@ -73,7 +73,7 @@ class RobotBridge:
         self._clients: dict[tuple[str, str], Any] = {}
 
     def send(self, request: ApplyRequest) -> tuple[bool, str]:
-        """Send ``request`` (what :meth:`Supervisor.apply <payload_estimator.node.supervisor.Supervisor.apply>`
+        """Send ``request`` (what :meth:`Supervisor.apply <payload_estimator.supervision.supervisor.Supervisor.apply>`
         decided) and wait for the answer: ``(success, message)`` for ``~/apply``."""
         try:
             srv_type = service_type(request.service_type)

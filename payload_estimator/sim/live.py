@@ -5,7 +5,7 @@ run with :func:`~payload_estimator.sim.mujoco_sim.simulate` and hands it to a
 :class:`LiveRun`, which
 
 * converts the wrench into the convention of the robot's configuration
-  (:func:`payload_estimator.sim.bag.source_wrench`, as for simulated bags): the F/T sensor's own
+  (:func:`payload_estimator.sim.bag_writer.source_wrench`, as for simulated bags): the F/T sensor's own
   frame for the xArm, the Franka's external wrench in the stiffness frame with
   sign -1 for the Panda and the FR3, ... so that the estimator node, configured
   with the same ``config/<robot>.yaml``, reads it exactly as it would read the
@@ -112,7 +112,7 @@ class LiveRun:
 
     def __init__(self, run: SimulatedRun, settings: Settings, loop: bool = True,
                  loop_gap_s: float = LOOP_GAP_S) -> None:
-        from payload_estimator.sim.bag import source_wrench
+        from payload_estimator.sim.bag_writer import source_wrench
 
         if settings.robot != run.robot:
             raise ValueError(f"settings are for {settings.robot}, the run is of {run.robot}")

@@ -16,7 +16,7 @@ reference when a ``FollowJointTrajectory`` goal arrives or is cancelled.
   offset with drift, opt-in joint friction, effort sensor and model mismatch), so a trajectory
   followed from the start pose gives the very states of a batch run of that trajectory.
 * The wrench is also given as the robot's configured source reports it
-  (:class:`~payload_estimator.sim.bag.SourceWrench`, as for simulated bags and the replay), at
+  (:class:`~payload_estimator.sim.bag_writer.SourceWrench`, as for simulated bags and the replay), at
   the measured joint positions of the same physics step.
 
 Times are "arm time", s, from the arm's creation: step ``k`` of the physics is at ``k / physics_rate_hz``.
@@ -35,7 +35,7 @@ from payload_estimator.core.samples import STANDARD_GRAVITY
 from payload_estimator.excitation.trajectory import JointTrajectory, braking_trajectory
 from payload_estimator.robots import get_robot
 from payload_estimator.settings import Settings, settings_for_robot
-from payload_estimator.sim.bag import SourceWrench
+from payload_estimator.sim.bag_writer import SourceWrench
 from payload_estimator.sim.efforts import EFFORT_STREAM, ArmMismatch, EffortModel
 from payload_estimator.sim.mujoco_sim import (
     SENSOR_FRAME,

@@ -12,7 +12,7 @@ body at its origin (force and torque sensors), ``imu_site`` at the origin of
 the IMU body (gyro and accelerometer). Joints are driven by torque motors
 (``gear = 1``, control range the vendor torque limits). Constraints (contacts,
 joint limits) are disabled: the trajectories stay inside the limits. Gravity
-is ``(0, 0, -9.80665)`` m/s² in the world (= base) frame.
+is ``(0, 0, -STANDARD_GRAVITY)`` m/s² in the world (= base) frame.
 
 Integration: semi-implicit Euler at ``physics_rate_hz`` (1 kHz by default)
 through ``mj_step1`` / ``mj_step2``, so the controller sees the state at

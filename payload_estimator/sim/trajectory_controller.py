@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from payload_estimator.errors import GoalError
 from payload_estimator.excitation.trajectory import PointTrajectory
 from payload_estimator.robots import get_robot
 from payload_estimator.sim.live_arm import ArmState, LiveArm
@@ -92,14 +93,6 @@ class TrajectoryGoal:
     path_tolerance: Mapping[str, float] = field(default_factory=dict)
     goal_tolerance: Mapping[str, float] = field(default_factory=dict)
     goal_time_tolerance: float = 0.0
-
-
-class GoalError(ValueError):
-    """A goal refused or aborted: ``code`` (a FollowJointTrajectory error code) and a one-line reason."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 @dataclass(frozen=True)

@@ -73,9 +73,9 @@ def test_rclpy_serialised_wrenches_decode_bit_for_bit():
 def test_the_taker_takes_everything_in_order_with_distinct_times():
     import rclpy
 
-    from payload_estimator.node.input_queue import InputQueue
     from payload_estimator.pipeline.stream import JOINTS, WRENCH
     from payload_estimator.ros.estimator_node import INPUT_DEPTH, INPUT_QOS, InputNode, InputTaker
+    from payload_estimator.supervision.input_queue import InputQueue
 
     context = rclpy.Context()
     rclpy.init(context=context)

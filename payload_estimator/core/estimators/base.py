@@ -9,7 +9,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from payload_estimator.core.estimate import (
+from payload_estimator.core.inertia import InertialParameters
+from payload_estimator.core.regressor import N_PARAMS, regressor_noise_gram
+from payload_estimator.core.results import (
     FROM_PRIOR,
     IDENTIFIED,
     NOT_IDENTIFIED,
@@ -17,12 +19,11 @@ from payload_estimator.core.estimate import (
     Identification,
     ModelFit,
 )
-from payload_estimator.core.inertia import InertialParameters
-from payload_estimator.core.regressor import N_PARAMS, regressor_noise_gram
 from payload_estimator.core.samples import SensorSamples
 from payload_estimator.core.shapes import SampledShape
 from payload_estimator.core.signal_noise import SignalNoise
 from payload_estimator.core.statistics import WRENCH_COLUMN, RegressorStatistics
+from payload_estimator.errors import InsufficientData
 
 __all__ = [
     "Estimator",
@@ -62,7 +63,7 @@ IDENTIFIED_COM_STD = 0.01
 """A COM component counts as identified when its std (from the data alone) is below this, m."""
 PERSISTENCE_LIMIT = 3.0
 """Model fit is poor when residuals stay correlated this many times longer than the noise does
-(:class:`~payload_estimator.core.estimate.ModelFit`; chosen with ``benchmarks/model_fit.py``)..."""
+(:class:`~payload_estimator.core.results.ModelFit`; chosen with ``benchmarks/model_fit.py``)..."""
 RESIDUAL_SHARE_LIMIT = 0.05
 """...and the residual is at least this share of the measured force or torque (RMS): a persistent
 residual smaller than that (the filters' last bit of lag; an F/T offset drifting by 1e-3 of the
@@ -344,10 +345,6 @@ def check_forgetting(forgetting: float) -> float:
     return float(forgetting)
 
 
-class InsufficientData(ValueError):
-    """Raised by ``estimate()`` before any usable sample has arrived."""
-
-
 def scaled_eigh(A: np.ndarray, rcond: float = 1e-10) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Eigendecomposition of a symmetric PSD ``A`` after Jacobi scaling: ``(d, lam, V, seen)``.
 
@@ -426,7 +423,7 @@ DataCovariance = tuple[np.ndarray, np.ndarray, np.ndarray]
 def identify(
     information: np.ndarray, params: InertialParameters, has_prior: bool, data: DataCovariance | None = None
 ) -> Identification:
-    """Which quantities the data determine (:class:`~payload_estimator.core.estimate.Identification`).
+    """Which quantities the data determine (:class:`~payload_estimator.core.results.Identification`).
 
     From the data's information alone (never the prior's): a quantity ``q(phi)`` is
     identified when its gradient has no component the data do not see and its standard
@@ -469,7 +466,7 @@ def model_fit(
     unconstrained: np.ndarray | None = None,
     data: DataCovariance | None = None,
 ) -> ModelFit:
-    """Test whether the model explains the data (:class:`~payload_estimator.core.estimate.ModelFit`).
+    """Test whether the model explains the data (:class:`~payload_estimator.core.results.ModelFit`).
 
     * Persistence (every estimator): residuals of a right model are the sensors' noise,
       correlated over the filters' memory only; a wrong one leaves a residual that follows

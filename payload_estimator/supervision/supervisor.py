@@ -11,9 +11,9 @@ without ROS:
   them: a missing sensor frame is attached to its parent, by default the
   flange), a configuration error (retried every :data:`TF_RETRY_S` while
   frames are missing; otherwise until the parameters or the description
-  change), running (:mod:`payload_estimator.node.status`);
+  change), running (:mod:`payload_estimator.supervision.status`);
 * **parameters**: a change is applied live or rebuilds the stream
-  (:mod:`payload_estimator.node.parameters`);
+  (:mod:`payload_estimator.supervision.parameters`);
 * **the processing loop**: :meth:`Supervisor.tick`, called by the node's 100 Hz
   timer with what its queue held, runs the one
   :class:`~payload_estimator.pipeline.driver.Driver` turn
@@ -32,7 +32,7 @@ without ROS:
 * **diagnostics**: the node's own status first, then the stream's;
 * **services**: reset, pause, ``save_urdf`` (the frame, the file) and what
   ``~/apply`` sends (the robot bridge only sends it); ``~/calibrate``'s recording
-  (:class:`~payload_estimator.node.calibrate.JointStateRecorder`, fed every turn, running or not)
+  (:class:`~payload_estimator.supervision.calibration_service.JointStateRecorder`, fed every turn, running or not)
   and the arm model it is fitted with;
 * **joint torques** (``wrench_source: joint_torques``): a calibration file that is missing or
   another arm's is a configuration error naming the file and what to do (``~/calibrate``), looked
@@ -56,18 +56,6 @@ import numpy as np
 from payload_estimator.files import write_text_atomic
 from payload_estimator.io import ros_factories, ros_inbound, ros_outbound
 from payload_estimator.io.diagnostic_level import DiagnosticLevel
-from payload_estimator.node.calibrate import CalibrateRequest, JointStateRecorder
-from payload_estimator.node.frames import frames_to_look_up
-from payload_estimator.node.parameters import LIVE, NO_CHANGE, REBUILD, change_effect, changed_fields, settings_with
-from payload_estimator.node.publish_policy import RepublishPolicy
-from payload_estimator.node.status import (
-    CONFIGURATION_ERROR,
-    RUNNING,
-    WAITING_DESCRIPTION,
-    WAITING_FRAMES,
-    NodeStatus,
-    node_status_fields,
-)
 from payload_estimator.outputs.apply import ApplyRequest, build_apply_request
 from payload_estimator.outputs.handover import check_handover
 from payload_estimator.outputs.markers import estimate_markers
@@ -86,6 +74,25 @@ from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.stream import IMU, EstimationStream, StreamEstimate
 from payload_estimator.robots.description import parse_description
 from payload_estimator.settings import NODE_NAME, Settings
+from payload_estimator.supervision.calibration_service import CalibrateRequest, JointStateRecorder
+from payload_estimator.supervision.frames import frames_to_look_up
+from payload_estimator.supervision.parameters import (
+    LIVE,
+    NO_CHANGE,
+    REBUILD,
+    change_effect,
+    changed_fields,
+    settings_with,
+)
+from payload_estimator.supervision.publish_policy import RepublishPolicy
+from payload_estimator.supervision.status import (
+    CONFIGURATION_ERROR,
+    RUNNING,
+    WAITING_DESCRIPTION,
+    WAITING_FRAMES,
+    NodeStatus,
+    node_status_fields,
+)
 
 __all__ = [
     "Supervisor",
@@ -105,7 +112,7 @@ TF_RETRY_S = 5.0
 
 Lookup = Callable[[list[str], str], tuple[list[ExtraFrame], list[str]]]
 """``lookup(frames, parent) -> (found, not_found)``: the poses of ``frames`` in ``parent`` that are
-known (as :func:`~payload_estimator.node.frames.extra_frame` gives them) and the names of the others."""
+known (as :func:`~payload_estimator.supervision.frames.extra_frame` gives them) and the names of the others."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,3 @@
+"""The estimator node's logic without ROS: the supervisor that builds and drives the stream, its
+parameters, frames, input queue and status, and the logic of the ~/identify action and the
+~/calibrate service. The rclpy shell (:mod:`payload_estimator.ros`) only forwards into it."""
