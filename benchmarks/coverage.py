@@ -79,9 +79,9 @@ def sensor_level(seeds: int, c1: float) -> dict[str, list[tuple[np.ndarray, np.n
 
 
 def pipeline(seeds: int, c1: float) -> dict[str, list[tuple[np.ndarray, np.ndarray]]]:
-    from payload_estimator.commands.common import build_estimator, recording_from_run, stream_for_run
     from payload_estimator.pipeline.playback import play
     from payload_estimator.sim.mujoco_sim import simulate
+    from payload_estimator.sim.run_settings import recording_from_run, stream_for_run
 
     out: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
     for robot in ("panda", "xarm7"):
@@ -92,7 +92,7 @@ def pipeline(seeds: int, c1: float) -> dict[str, list[tuple[np.ndarray, np.ndarr
                                noise="moderate", seed=100 + seed)
                 recording = recording_from_run(run)
                 for method in METHODS:
-                    stream = stream_for_run(run, build_estimator(method, payload.envelope, bias=True, c1=c1))
+                    stream = stream_for_run(run, payload.envelope, estimator=method, c1=c1, track_payload=False)
                     play(stream, recording)
                     last = stream.last
                     if last is not None:

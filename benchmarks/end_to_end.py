@@ -19,12 +19,12 @@ import time
 
 import numpy as np
 
-from payload_estimator.commands.common import build_estimator, recording_from_run, stream_for_run
 from payload_estimator.core.estimators import C1_DEFAULT, METHODS
 from payload_estimator.core.metrics import paper_errors
 from payload_estimator.pipeline.playback import play
 from payload_estimator.sim.mujoco_sim import simulate
 from payload_estimator.sim.payloads import get_payload
+from payload_estimator.sim.run_settings import recording_from_run, stream_for_run
 
 PAYLOADS = ("hammer", "corner", "tower", "claw_hammer", "drill", "offset_box", "alu_block")
 
@@ -71,8 +71,8 @@ def main() -> None:
                                noise=args.noise, seed=seed)
                 recording = recording_from_run(run)
                 for method in args.methods:
-                    est = build_estimator(method, payload.envelope, bias=not args.no_bias, c1=args.c1)
-                    stream = stream_for_run(run, est)
+                    stream = stream_for_run(run, payload.envelope, estimator=method, estimate_bias=not args.no_bias,
+                                            c1=args.c1, track_payload=False)
                     t_play = time.perf_counter()
                     history = play(stream, recording)
                     wall = time.perf_counter() - t_play

@@ -25,15 +25,14 @@ from collections import defaultdict
 
 import numpy as np
 
-from payload_estimator.commands.common import build_estimator, recording_from_run, stream_for_run
 from payload_estimator.core.history import EstimateHistory
 from payload_estimator.core.metrics import paper_errors
-from payload_estimator.core.tracking import PayloadTracker
 from payload_estimator.excitation import ArmLimits, MotionLimits, check_trajectory, design_excitation, flange_kinematics
 from payload_estimator.pipeline.playback import play
 from payload_estimator.robots import get_robot
 from payload_estimator.sim.mujoco_sim import simulate
 from payload_estimator.sim.payloads import get_payload
+from payload_estimator.sim.run_settings import recording_from_run, stream_for_run
 from payload_estimator.sim.trajectories import PaperWristSinusoids
 from payload_estimator.sim.workshop import get_tool
 
@@ -52,8 +51,7 @@ def run_one(robot: str, payload, trajectory, duration: float, method: str, seed:
     """Errors at the end and convergence times of one simulated run through the pipeline."""
     run = simulate(robot=robot, payload=payload, trajectory=trajectory, duration=duration, noise=noise,
                    seed=seed)
-    estimator = PayloadTracker(lambda bias: build_estimator(method, payload.envelope, bias=bias), bias=True)
-    stream = stream_for_run(run, estimator)
+    stream = stream_for_run(run, payload.envelope, estimator=method)
     history: EstimateHistory = play(stream, recording_from_run(run))
     final = stream.last
     assert final is not None

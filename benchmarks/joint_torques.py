@@ -37,7 +37,6 @@ from collections import defaultdict
 
 import numpy as np
 
-from payload_estimator.commands.common import build_estimator, recording_from_run, stream_for_run
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.metrics import paper_errors
 from payload_estimator.excitation import (
@@ -51,10 +50,13 @@ from payload_estimator.excitation import (
 from payload_estimator.pipeline.arm_dynamics import ArmPrior, calibrate_arm, joint_recording
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.playback import play
+from payload_estimator.pipeline.sources.joint_effort import JointEfforts
 from payload_estimator.robots import get_robot
+from payload_estimator.settings import WrenchSource
 from payload_estimator.sim.efforts import ArmMismatch, EffortModel
 from payload_estimator.sim.mujoco_sim import NO_PAYLOAD, simulate
 from payload_estimator.sim.payloads import get_payload
+from payload_estimator.sim.run_settings import recording_from_run, stream_for_run
 from payload_estimator.sim.trajectories import PaperWristSinusoids, make_trajectory
 from payload_estimator.sim.workshop import get_tool
 
@@ -94,12 +96,11 @@ def _calibrate(robot: str, mismatch: ArmMismatch, seconds: float, seed: int):
 def _estimate(run, payload, method: str, source: str, calibration, joint_space_rows: bool = True) -> dict:
     shape = payload.envelope if method == "pmd" else None
     if source == "ft":
-        estimator = build_estimator(method, shape, bias=True)
-        stream = stream_for_run(run, estimator)
+        stream = stream_for_run(run, shape, estimator=method, track_payload=False)
     else:
-        estimator = build_estimator(method, shape, bias=False)
-        stream = stream_for_run(run, estimator, joint_torques=True, arm_calibration=calibration,
-                                joint_space_rows=joint_space_rows)
+        stream = stream_for_run(run, shape, estimator=method, track_payload=False,
+                                wrench_source=WrenchSource.JOINT_TORQUES,
+                                wrench=JointEfforts(calibration, joint_space_rows=joint_space_rows))
     play(stream, recording_from_run(run))  # (a joint-torque stream takes no wrench, an F/T one no efforts)
     final = stream.last
     if final is None:

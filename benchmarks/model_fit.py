@@ -39,13 +39,13 @@ import time
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from payload_estimator.commands.common import recording_from_run, stream_for_run
-from payload_estimator.core.estimators import C1_DEFAULT, make_estimator
+from payload_estimator.core.estimators import C1_DEFAULT
 from payload_estimator.core.shapes import parse_shape_spec, sample_points
 from payload_estimator.outputs.handover import check_handover
 from payload_estimator.pipeline.playback import play
 from payload_estimator.sim.mujoco_sim import simulate
 from payload_estimator.sim.payloads import get_payload
+from payload_estimator.sim.run_settings import recording_from_run, stream_for_run
 
 PAYLOADS = ("claw_hammer", "drill")
 README_BOX = "box:0.1,0.04,0.2@0,0,0.1"
@@ -101,8 +101,7 @@ def main() -> None:
                     methods = ("pmd",) if not change and case != "right" else ("wls", "pmd")
                     for method in methods:
                         options = {"c1": C1_DEFAULT} if method == "pmd" else {}
-                        est = make_estimator(method, points, bias=True, **options)
-                        stream = stream_for_run(run, est)
+                        stream = stream_for_run(run, points, estimator=method, track_payload=False, **options)
                         play(stream, recording)
                         last = stream.last
                         if last is None:

@@ -36,8 +36,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from payload_estimator.commands.common import build_estimator, recording_from_run, stream_for_run
-from payload_estimator.core.estimators import ESTIMATORS
+from payload_estimator.core.estimators import ESTIMATORS, make_estimator
 from payload_estimator.core.noise import get_noise
 from payload_estimator.core.shapes import Box, sample_parts
 from payload_estimator.core.tracking import PayloadTracker
@@ -46,6 +45,7 @@ from payload_estimator.pipeline.playback import play
 from payload_estimator.sim.cycle import Segment, arm_work_cycle, box_around, default_cycle, simulate_cycle
 from payload_estimator.sim.mujoco_sim import WorkSchedule
 from payload_estimator.sim.payloads import get_payload
+from payload_estimator.sim.run_settings import recording_from_run, stream_for_run
 
 OFFSETS = np.array([0.5, -0.3, 0.2, 0.01, 0.02, -0.01])
 BATCH = 10
@@ -60,7 +60,7 @@ SHAPE = box_around(("hammer", "ws_ruler", "drill"))
 def _tracker(method: str) -> PayloadTracker:
     cls = ESTIMATORS[method]
     points = sample_parts(SHAPE) if cls.needs_points else None
-    return PayloadTracker(lambda bias: cls.create(points, bias=bias), bias=True)
+    return PayloadTracker(lambda bias: make_estimator(method, points, bias=bias), bias=True)
 
 
 def _follow(tracker: PayloadTracker, samples) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -91,8 +91,8 @@ def sensor_scores(method: str, seeds: int) -> list[CycleScore]:
 
 
 def _arm_history(run, method: str, shape: Box):
-    tracker = PayloadTracker(lambda bias: build_estimator(method, shape, bias=bias))
-    stream = stream_for_run(run, tracker)
+    stream = stream_for_run(run, shape, estimator=method)
+    tracker = stream.estimator
     rows: list = []
     play(stream, recording_from_run(run), on_estimate=lambda o: rows.append((o.t, o.estimate.mass, o.estimate.com)))
     t = np.array([r[0] for r in rows])

@@ -15,19 +15,25 @@ The choices it offers come from the registries: estimators from
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from payload_estimator.core.estimators import METHODS
 from payload_estimator.core.estimators.pmd import C1_DEFAULT
 from payload_estimator.core.samples import STANDARD_GRAVITY
+from payload_estimator.errors import ConfigurationError
 from payload_estimator.robots.spec import ROBOT_NAMES, ROBOTS
 
 __all__ = [
     "Settings",
+    "WrenchSource",
+    "MotionSource",
     "WRENCH_SOURCES",
+    "MOTION_SOURCES",
+    "ESTIMATOR_SETTINGS",
     "APPLY_TARGETS",
     "TARGETS_WITHOUT_INERTIA",
     "CONVERGE_ON",
@@ -40,16 +46,90 @@ __all__ = [
 ]
 
 NODE_NAME = "payload_estimator"
-WRENCH_SOURCES = ("ft_sensor", "franka_base", "franka_stiffness", "joint_torques")
+
+
+class _Choice(str, Enum):
+    """A setting with a fixed set of values: compared as the enum, read and written as its text."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+class WrenchSource(_Choice):
+    """Where the payload's wrench comes from (the setting ``wrench_source``).
+
+    Each is carried out by its strategy in :mod:`payload_estimator.pipeline.sources`.
+    """
+
+    FT_SENSOR = "ft_sensor"
+    """A wrist force/torque sensor's wrench message."""
+    FRANKA_BASE = "franka_base"
+    """libfranka's external wrench ``O_F_ext_hat_K``: base frame, torque about the stiffness frame K."""
+    FRANKA_STIFFNESS = "franka_stiffness"
+    """libfranka's external wrench ``K_F_ext_hat_K``: in and about the stiffness frame K."""
+    JOINT_TORQUES = "joint_torques"
+    """No wrench message: the joint states' efforts less the unloaded arm's own torques."""
+
+    @property
+    def reads_wrench_topic(self) -> bool:
+        """Whether a wrench message stream is an input (every source but joint torques)."""
+        return self is not WrenchSource.JOINT_TORQUES
+
+    @property
+    def has_sensor_offsets(self) -> bool:
+        """Whether the source has offsets of its own that the estimator may identify (an F/T sensor's, or
+        the robot's wrench estimate's); joint torques have none: the arm's calibration holds the joints'."""
+        return self is not WrenchSource.JOINT_TORQUES
+
+
+class MotionSource(_Choice):
+    """Where the sensor frame's motion comes from (the setting ``motion_source``)."""
+
+    JOINTS = "joints"
+    """Angular velocity, acceleration and gravity from joint kinematics (the URDF)."""
+    IMU = "imu"
+    """Angular rate and accelerations from an IMU on the sensor's body; gravity from the joints."""
+
+
+WRENCH_SOURCES = tuple(source.value for source in WrenchSource)
+MOTION_SOURCES = tuple(source.value for source in MotionSource)
 APPLY_TARGETS = ("none", "franka", "xarm", "gravity_compensation")
 TARGETS_WITHOUT_INERTIA = ("xarm", "gravity_compensation")
 """Apply targets that take mass and COM only (``SetTcpLoad``; ``tool.mass``, ``tool.CoG``)."""
 CONVERGE_ON = ("auto", "all", "mass_com")
-MOTION_SOURCES = ("joints", "imu")
+_ENUMS: dict[str, type[_Choice]] = {"wrench_source": WrenchSource, "motion_source": MotionSource}
+"""Settings whose text is read into an enum."""
 
 
-def _p(default: Any, description: str, choices: Sequence[str] | None = None, **kw: Any) -> Any:
-    meta = {"description": description, "choices": tuple(choices) if choices else None}
+def _positive(value: Any) -> str | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return None if value >= 1 else "must be at least 1"
+    return None if value > 0 else "must be positive"
+
+
+def _nonnegative(value: Any) -> str | None:
+    return None if value >= 0 else "must be zero or positive"
+
+
+def _forgetting(value: Any) -> str | None:
+    return None if value == 0.0 or 0.0 < value <= 1.0 else "must be in (0, 1], or 0 for the estimator's own"
+
+
+def _noise_pair(value: Any) -> str | None:
+    if len(value) != 2 or not all(math.isfinite(v) and v >= 0 for v in value) or (0.0 in value and any(value)):
+        return "must be two positive numbers [N, N m], or both 0 (measured)"
+    return None
+
+
+def _p(default: Any, description: str, choices: Sequence[str] | None = None, *,
+       check: Callable[[Any], str | None] | None = None, unset: Any = None, **kw: Any) -> Any:
+    """A settings field: its default, its description, and optionally its ``choices``, a ``check`` of a
+    value (None, or what is wrong with it) and the value that means ``unset`` (the estimator's own default)."""
+    meta = {"description": description, "choices": tuple(choices) if choices else None, "check": check,
+            "unset": unset}
     if isinstance(default, list):
         return field(default_factory=lambda: list(default), metadata=meta, **kw)
     return field(default=default, metadata=meta, **kw)
@@ -83,8 +163,8 @@ class Settings:
     wrench_topic: str = _p("/ft_sensor/wrench", "geometry_msgs/WrenchStamped input")
     imu_topic: str = _p("", "sensor_msgs/Imu input; empty: no IMU")
     # --------------------------------------------------------------- wrench
-    wrench_source: str = _p(
-        "ft_sensor",
+    wrench_source: WrenchSource = _p(
+        WrenchSource.FT_SENSOR,
         "ft_sensor: a wrist F/T sensor; franka_base: libfranka O_F_ext_hat_K (base frame, about K); "
         "franka_stiffness: libfranka K_F_ext_hat_K (in K); joint_torques: no wrench input, the joint states' "
         "efforts less the unloaded arm's torques (arm_calibration)", WRENCH_SOURCES)
@@ -99,26 +179,29 @@ class Settings:
     sensor_torque_range: float = _p(30.0, "F/T torque range per axis, N m (0: no check)")
     # ------------------------------------------------------------------ IMU
     imu_frame: str = _p("", "frame of the IMU (URDF or tf2); empty: the IMU message's frame_id")
-    motion_source: str = _p("joints", "joints: motion from joint kinematics; imu: angular rate and acceleration "
-                                      "from the IMU, gravity from the joints", MOTION_SOURCES)
+    motion_source: MotionSource = _p(MotionSource.JOINTS, "joints: motion from joint kinematics; imu: angular rate and "
+                                                 "acceleration from the IMU, gravity from the joints", MOTION_SOURCES)
     # ------------------------------------------------------------- estimator
     estimator: str = _p("pmd", "estimator: " + ", ".join(METHODS), METHODS)
     estimate_bias: bool = _p(True, "also estimate the six F/T offsets (never with joint_torques: the calibration "
                                    "holds the joints' offsets)")
-    c1: float = _p(C1_DEFAULT, "PMD dynamism scale c1 of paper 004 eq. (9) (see pmd.C1_DEFAULT)")
-    regularization: float = _p(1.0, "PMD regularisation lambda")
-    forgetting: float = _p(0.999, "per-sample forgetting factor of rls/rtls (1: none)")
+    c1: float = _p(C1_DEFAULT, "PMD dynamism scale c1 of Nadeau et al.'s eq. (9), > 0 (see pmd.C1_DEFAULT)",
+                   check=_positive)
+    regularization: float = _p(1.0, "PMD regularisation lambda, >= 0", check=_nonnegative)
+    forgetting: float = _p(0.0, "per-sample forgetting factor of rls/rtls, in (0, 1] (1: none); 0: the "
+                                "estimator's own (rls 0.999, rtls 1)", check=_forgetting, unset=0.0)
     track_payload: bool = _p(True, "follow the payload: hold out contacts, detect payload changes and restart the "
                                    "estimate, keeping the F/T offsets (core/tracking.py); false: a plain estimator "
                                    "that takes every sample")
     ft_noise_std: list[float] = _p([0.0, 0.0], "F/T noise std from the sensor's data sheet, [force N, torque N m], "
-                                               "for rtls's noise model; zeros: measured from the signal")
+                                               "for rtls's noise model; zeros: measured from the signal",
+                                   check=_noise_pair, unset=[0.0, 0.0])
     payload_shape: str = _p(
         "box:0.1,0.1,0.1@0,0,0.05",
         "payload shape for PMD in the sensor frame: box:SX,SY,SZ@X,Y,Z[,R,P,Y], cylinder:R,H@..., "
         "sphere:R@X,Y,Z, mesh:FILE[*SCALE]@...; join parts with +")
-    point_density: float = _p(0.04, "point masses per cm³ filling the shape (paper 004: 0.04)")
-    max_points: int = _p(1000, "cap on the number of point masses")
+    point_density: float = _p(0.04, "point masses per cm³ filling the shape (Nadeau et al.: 0.04)", check=_positive)
+    max_points: int = _p(1000, "cap on the number of point masses", check=_positive)
     # ------------------------------------------------------------- pipeline
     grid_rate_hz: float = _p(1000.0, "rate of the common time grid the inputs are aligned to, Hz")
     cutoff_hz: float = _p(10.0, "cutoff of the low-pass applied to every signal, Hz")
@@ -183,29 +266,45 @@ class Settings:
             choices = f.metadata.get("choices")
             value = getattr(self, f.name)
             if choices and value not in choices:
-                raise ValueError(f"{f.name} must be one of {', '.join(choices)}, got {value!r}")
+                raise ConfigurationError(f"{f.name} must be one of {', '.join(choices)}, got {value!r}")
+            problem = f.metadata["check"](value) if f.metadata.get("check") else None
+            if problem:
+                raise ConfigurationError(f"{f.name} {problem}, got {value!r}")
+            if f.name in _ENUMS:
+                object.__setattr__(self, f.name, _ENUMS[f.name](value))
         for name in ("sensor_xyz", "sensor_rpy", "base_rpy"):
             if len(getattr(self, name)) != 3:
-                raise ValueError(f"{name} must have 3 numbers")
-        noise = self.ft_noise_std
-        if len(noise) != 2 or not all(math.isfinite(v) and v >= 0 for v in noise) or (0.0 in noise and any(noise)):
-            raise ValueError("ft_noise_std must be two positive numbers [N, N m], or both 0 (measured)")
+                raise ConfigurationError(f"{name} must have 3 numbers")
         if self.publish_rate_hz <= 0 or self.grid_rate_hz <= 0 or self.estimator_rate_hz <= 0:
-            raise ValueError("rates must be positive")
+            raise ConfigurationError("rates must be positive")
         if not (self.max_mass_rel_std > 0 and self.max_com_std > 0 and self.max_inertia_rel_std > 0):
-            raise ValueError("max_mass_rel_std, max_com_std and max_inertia_rel_std must be positive")
-        if self.max_points < 1 or self.point_density <= 0:
-            raise ValueError("max_points and point_density must be positive")
+            raise ConfigurationError("max_mass_rel_std, max_com_std and max_inertia_rel_std must be positive")
         if not (self.identify_duration > 0 and self.identify_max_tcp_speed > 0 and self.identify_max_excursion > 0
                 and self.identify_max_tracking_error > 0 and self.identify_point_spacing > 0):
-            raise ValueError("identify_duration, identify_max_tcp_speed, identify_max_excursion, "
+            raise ConfigurationError("identify_duration, identify_max_tcp_speed, identify_max_excursion, "
                              "identify_max_tracking_error and identify_point_spacing must be positive")
         if not (self.identify_base_clearance >= 0 and self.identify_payload_radius >= 0
                 and math.isfinite(self.identify_floor_height)):
-            raise ValueError("identify_base_clearance and identify_payload_radius must be >= 0, "
+            raise ConfigurationError("identify_base_clearance and identify_payload_radius must be >= 0, "
                              "identify_floor_height finite")
         if not self.robot and self.use_builtin_description:
-            raise ValueError("use_builtin_description needs a built-in robot preset")
+            raise ConfigurationError("use_builtin_description needs a built-in robot preset")
+
+    @property
+    def estimates_offsets(self) -> bool:
+        """Whether the estimator identifies the wrench source's offsets (``estimate_bias``, for a source that
+        has them)."""
+        return self.estimate_bias and WrenchSource(self.wrench_source).has_sensor_offsets
+
+    def estimator_options(self) -> dict[str, Any]:
+        """Every setting an estimator may read (:data:`ESTIMATOR_SETTINGS`), None where it is unset (the
+        estimator's own default then applies)."""
+        known = {f.name: f for f in fields(self)}
+        options = {}
+        for name in ESTIMATOR_SETTINGS:
+            value = getattr(self, name)
+            options[name] = None if value == known[name].metadata.get("unset") else value
+        return options
 
     @property
     def converge_on_inertia(self) -> bool:
@@ -228,7 +327,8 @@ class Settings:
         return cls(**typed)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Every field by name, as plain values (an enum's text), ready for YAML, JSON or ROS parameters."""
+        return {k: (str(v) if isinstance(v, _Choice) else v) for k, v in asdict(self).items()}
 
     def with_(self, **changes: Any) -> Settings:
         return replace(self, **changes)
@@ -240,7 +340,20 @@ class Settings:
 
 
 def _default(f: Any) -> Any:
-    return f.default_factory() if f.default_factory is not MISSING else f.default
+    value = f.default_factory() if f.default_factory is not MISSING else f.default
+    return str(value) if isinstance(value, _Choice) else value
+
+
+def _estimator_settings() -> tuple[str, ...]:
+    from payload_estimator.core.estimators import ESTIMATORS
+
+    read = {name for cls in ESTIMATORS.values() for name in cls.settings_options.values()}
+    return tuple(f.name for f in fields(Settings) if f.name in read)
+
+
+ESTIMATOR_SETTINGS: tuple[str, ...] = _estimator_settings()
+"""The settings some estimator reads, as its class declares (``settings_options``), in declaration order:
+the command line offers each as an option of the commands that estimate."""
 
 
 def _coerce(key: str, value: Any, default: Any) -> Any:

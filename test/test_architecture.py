@@ -114,7 +114,8 @@ def test_the_command_line_offers_what_the_registries_hold(command, capsys):
     with pytest.raises(SystemExit):
         main([command, "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    flag = "--method" if command != "replay" else "--estimator"
+    flag = "--estimator"  # one name for the estimator choice, the setting's
+    assert flag in text and "--method" not in text
     assert "{" + ",".join(METHODS) + "}" in text.replace(" ", ""), (command, flag)
     if command != "estimate":
         assert "{" + ",".join(ROBOT_NAMES) + "}" in text.replace(" ", "")
@@ -142,3 +143,32 @@ def test_one_standard_gravity():
     found = [str(path) for path in PACKAGE.rglob("*.py") if "9.80665" in path.read_text()
              and path.name != "samples.py"]
     assert not found, found
+
+
+@pytest.mark.parametrize("command", ["estimate", "demo", "replay"])
+def test_every_estimator_setting_is_an_option_of_every_command_that_estimates(command, capsys):
+    """A new estimator option is its class's ``settings_options`` plus one settings field: the commands offer it."""
+    from payload_estimator.cli import main
+    from payload_estimator.commands.options import option_name
+    from payload_estimator.settings import ESTIMATOR_SETTINGS
+
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = capsys.readouterr().out
+    assert ESTIMATOR_SETTINGS and all(option_name(name) in text for name in ESTIMATOR_SETTINGS), ESTIMATOR_SETTINGS
+
+
+def test_no_source_is_a_string_compared_in_the_code():
+    """The wrench and motion sources are enums with registries (pipeline/sources): the code looks them up or
+    reads their properties, and never compares a setting's text."""
+    compared = []
+    for module, tree in _modules():
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Compare):
+                continue
+            sides = [node.left, *node.comparators]
+            names = {s.attr for s in sides if isinstance(s, ast.Attribute)}
+            literal = any(isinstance(s, ast.Constant) and isinstance(s.value, str) for s in sides)
+            if literal and names & {"wrench_source", "motion_source"}:
+                compared.append(f"{module}:{node.lineno}")
+    assert not compared, compared

@@ -13,8 +13,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from payload_estimator.commands.common import recording_from_run, stream_for_run
-from payload_estimator.core.estimators import make_estimator
 from payload_estimator.core.regressor import samples_regressor
 from payload_estimator.core.samples import SensorSamples
 from payload_estimator.core.tracking import CHANGE, CONTACT, PayloadTracker
@@ -22,6 +20,7 @@ from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.playback import play
 from payload_estimator.sim.cycle import arm_work_cycle
 from payload_estimator.sim.mujoco_sim import simulate
+from payload_estimator.sim.run_settings import recording_from_run, stream_for_run
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +54,9 @@ def test_the_pipeline_follows_the_payload_through_the_cycle(run, cycle):
     """Every grasp and release flagged within 0.5 s; the push and the bump held out as contacts;
     the set-down flagged (as a change); mass within 2 % 1.5 s after each grasp of a payload of
     300 g or more, and within 15 g for the 68 g ruler."""
-    tracker = PayloadTracker(lambda bias: make_estimator("wls", bias=bias))
-    stream = stream_for_run(run, tracker)
+    stream = stream_for_run(run, estimator="wls")
+    tracker = stream.estimator
+    assert isinstance(tracker, PayloadTracker)
     history = []
     play(stream, recording_from_run(run), on_estimate=lambda o: history.append((o.t, o.estimate.mass)))
     t, mass = np.array(history).T

@@ -18,7 +18,7 @@ from payload_estimator.pipeline.build import stream_config
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.wrench import wrench_to_sensor
 from payload_estimator.settings import settings_for_robot
-from payload_estimator.sim import bag as sb
+from payload_estimator.sim import bag_writer as sb
 from payload_estimator.sim.mujoco_sim import simulate
 
 EPOCH_NS = 1_700_000_000_000_000_000
@@ -137,7 +137,7 @@ def test_both_storages_hold_the_same_messages(panda_bags):
 def _back_to_sensor(run, settings, wrench):
     """What the stream does with a source's wrench, at the run's joint positions."""
     cfg = stream_config(settings, run.urdf)
-    conv = cfg.wrench
+    conv = cfg.wrench.convention
     kin = SensorKinematics(run.urdf, run.sensor_frame, run.joint_names, extra_frames=cfg.extra_frames)
     q = np.column_stack([np.interp(run.wrench_t, run.joint_t, run.joint_q[:, j]) for j in range(run.n_joints)])
     R, _ = kin.frame_pose(q, conv.expressed_in, run.sensor_frame)

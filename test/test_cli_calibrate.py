@@ -277,6 +277,6 @@ def test_simulate_effort_options_are_checked(tmp_path, capsys):
     one_line_error(capsys, ["simulate", *out, "--efforts", "--effort-scale-error", "1.5"], "simulate", "below 1")
     one_line_error(capsys, ["simulate", *out, "--arm-seed", "-2"], "simulate", "--arm-seed")
     one_line_error(capsys, ["demo", "--wrench-source", "wrist", "--out", tmp_path], "demo", "--wrench-source",
-                   "joint-torques")
+                   "joint_torques")
     one_line_error(capsys, ["demo", "--wrench-source", "joint-torques", "--scenario", "cycle", "--out", tmp_path],
                    "demo", "--scenario single")

@@ -95,7 +95,8 @@ def test_a_missing_argument_and_an_unknown_command_are_one_line(capsys):
 def test_help_is_still_complete(capsys):
     assert run_cli(["demo", "--help"]) == 0
     out = capsys.readouterr().out
-    for option in ("--robot", "--payload", "--method", "--duration", "--wrench-rate", "--seed", "--out DIR"):
+    for option in ("--robot", "--payload", "--estimator", "--c1", "--duration", "--wrench-rate", "--seed",
+                   "--out DIR"):
         assert option in out, option
     assert str(default_out_dir("demo")) in "".join(out.split())  # the default, however the help wraps it
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from payload_estimator.core.estimators import ESTIMATORS
+from payload_estimator.core.estimators import ESTIMATORS, make_estimator
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.regressor import samples_regressor
 from payload_estimator.core.samples import SensorSamples
@@ -22,6 +22,7 @@ from payload_estimator.pipeline.arm_dynamics import (
 from payload_estimator.pipeline.health import MISSING_EFFORT
 from payload_estimator.pipeline.joint_torques import JointTorqueWrench
 from payload_estimator.pipeline.kinematics import SensorKinematics
+from payload_estimator.pipeline.sources.joint_effort import JointEfforts
 from payload_estimator.pipeline.stream import EstimationStream, StreamConfig
 from payload_estimator.robots import get_robot, robot_urdf
 from payload_estimator.sim.mujoco_sim import simulate
@@ -123,8 +124,8 @@ def test_stream_without_efforts_counts_them_and_estimates_nothing(xarm_run):
     run = xarm_run
     spec = get_robot("xarm7")
     config = StreamConfig(urdf=run.urdf, sensor_frame=run.sensor_frame, joint_names=run.joint_names,
-                          flange_frame=spec.flange_frame, joint_torques=True)
-    stream = EstimationStream(config, ESTIMATORS["wls"].create())
+                          flange_frame=spec.flange_frame, wrench_source=JointEfforts())
+    stream = EstimationStream(config, make_estimator("wls"))
     taken = stream.push_joint_states(run.joint_t[:500], run.joint_q[:500], list(run.joint_names))
     assert taken == 0
     assert stream.push_joint_states(run.joint_t[:5], run.joint_q[:5], efforts=np.zeros((5, 3))) == 0
@@ -139,8 +140,8 @@ def test_stream_estimates_the_payload_from_efforts(xarm_run):
     run = xarm_run
     spec = get_robot("xarm7")
     config = StreamConfig(urdf=run.urdf, sensor_frame=run.sensor_frame, joint_names=run.joint_names,
-                          flange_frame=spec.flange_frame, joint_torques=True)
-    stream = EstimationStream(config, ESTIMATORS["wls"].create())
+                          flange_frame=spec.flange_frame, wrench_source=JointEfforts())
+    stream = EstimationStream(config, make_estimator("wls"))
     for k in range(0, len(run.joint_t), 50):
         s = slice(k, k + 50)
         stream.push_joint_states(run.joint_t[s], run.joint_q[s], list(run.joint_names), efforts=run.joint_effort[s])

@@ -228,7 +228,7 @@ def test_without_its_calibration_the_node_says_which_file_and_what_to_do_then_ca
     assert result.success and path.is_file()
     sup.reload_calibration()
     sup.tick(200.0, [])
-    assert sup.status.state == RUNNING and sup.stream.config.arm_calibration is not None
+    assert sup.status.state == RUNNING and sup.stream.wrench_input.torque_wrench.dynamics.calibration is not None
 
     # a calibration of other joints: an ERROR naming the file and ~/calibrate
     other = tmp_path / "other.yaml"

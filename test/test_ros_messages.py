@@ -13,7 +13,6 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from payload_estimator.commands.common import build_estimator, recording_from_run, stream_for_run
 from payload_estimator.core.convergence import ConvergenceCriteria
 from payload_estimator.core.inertia import from_ros_inertia_fields, to_ros_inertia_fields
 from payload_estimator.io import ros_factories as factories
@@ -27,6 +26,7 @@ from payload_estimator.pipeline.playback import play
 from payload_estimator.settings import settings_for_robot
 from payload_estimator.sim.mujoco_sim import simulate
 from payload_estimator.sim.payloads import get_payload
+from payload_estimator.sim.run_settings import recording_from_run, stream_for_run
 
 PAYLOAD = get_payload("claw_hammer")
 PANDA_ARM = [f"panda_joint{i}" for i in range(1, 8)]
@@ -51,8 +51,8 @@ def played():
     """A short simulated Panda run played through a stream: (run, stream, its final StreamEstimate)."""
     run = simulate(robot="panda", payload=PAYLOAD, duration=2.5, seed=4)
     # mass and COM are what these 2.5 s determine; converged means them here
-    stream = stream_for_run(run, build_estimator("pmd", PAYLOAD.envelope),
-                            convergence=ConvergenceCriteria(inertia=False))
+    stream = stream_for_run(run, PAYLOAD.envelope, estimator="pmd", track_payload=False, converge_on="mass_com")
+    assert stream.config.convergence == ConvergenceCriteria(inertia=False)
     play(stream, recording_from_run(run))
     return run, stream, stream.update_estimate()
 
@@ -245,7 +245,7 @@ def test_diagnostics_levels(typestore, make, played):
     partial = dict(stream.diagnostics(now), stale_streams=["wrench"])
     assert _levels(typestore, make, partial)[0][:2] == [WARN, WARN]
     # a fresh stream: nothing received, no estimate
-    fresh = stream_for_run(run, build_estimator("ols", None))
+    fresh = stream_for_run(run, estimator="ols", track_payload=False)
     levels, status = _levels(typestore, make, fresh.diagnostics(0.0))
     assert levels == [STALE, WARN, WARN] and status[2].message == "no estimate yet"
 

@@ -76,7 +76,7 @@ def test_stream_from_settings_for_each_wrench_source():
         stream = build_stream(s, builtin_description(s))
         assert stream.joint_names == get_robot(robot).joint_names
     fr3 = settings_for_robot("fr3", wrench_source="franka_base")
-    conv = stream_config(fr3, builtin_description(fr3)).wrench
+    conv = stream_config(fr3, builtin_description(fr3)).wrench.convention
     assert conv.expressed_in == "fr3_link0" and conv.reference_frame == "fr3_link8" and conv.sign == -1.0
 
 

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from payload_estimator.commands.common import build_estimator, recording_from_run, stream_for_run
 from payload_estimator.core.metrics import paper_errors
+from payload_estimator.pipeline.build import build_estimator, stream_config
 from payload_estimator.pipeline.playback import Recording, play
+from payload_estimator.pipeline.sources.imu_motion import ImuKinematics
+from payload_estimator.pipeline.sources.measured_wrench import MeasuredWrench
 from payload_estimator.pipeline.stream import EstimationStream, StreamConfig
 from payload_estimator.pipeline.wrench import WrenchConvention
 from payload_estimator.robots import get_robot
+from payload_estimator.settings import Settings
 from payload_estimator.sim.mujoco_sim import simulate
 from payload_estimator.sim.payloads import get_payload
+from payload_estimator.sim.run_settings import recording_from_run, settings_for_run, stream_for_run
 
 PAYLOAD = get_payload("claw_hammer")
 
@@ -23,8 +29,17 @@ def panda_run():
                     noise="moderate", seed=1)
 
 
-def _stream(run, method="pmd", **config):
-    return stream_for_run(run, build_estimator(method, PAYLOAD.envelope), **config)
+def _plain(method):
+    """A plain estimator (no payload tracking) with the F/T offsets, PMD filling the hammer's envelope."""
+    return build_estimator(Settings(estimator=method, track_payload=False), PAYLOAD.envelope)
+
+
+def _stream(run, method="pmd", wrench=None, zero_phase=False):
+    settings = settings_for_run(run, estimator=method, track_payload=False)
+    config = stream_config(settings, run.urdf, zero_phase=zero_phase)
+    if wrench is not None:
+        config = replace(config, wrench_source=MeasuredWrench(wrench))
+    return EstimationStream(config, _plain(method))
 
 
 def test_end_to_end_accuracy_from_raw_signals(panda_run):
@@ -136,7 +151,8 @@ def test_after_a_wrench_gap_mid_motion_no_filter_transient_reaches_the_estimate(
     rec = recording_from_run(panda_run)
     keep = (rec.wrench_t < 2.0) | (rec.wrench_t > 2.5)
     gappy = Recording(rec.joint_t, rec.joint_q, rec.wrench_t[keep], rec.wrench[keep])
-    tracker = PayloadTracker(lambda bias: build_estimator("wls", PAYLOAD.envelope, bias=bias))
+    tracker = build_estimator(Settings(estimator="wls"), PAYLOAD.envelope)
+    assert isinstance(tracker, PayloadTracker)
     stream = _stream(panda_run, "wls")
     stream.estimator = tracker
     times = []
@@ -183,10 +199,10 @@ def test_pause_and_reset(panda_run):
 
 
 def test_imu_motion_source_agrees_with_joint_kinematics(panda_run):
-    est_imu = build_estimator("pmd", PAYLOAD.envelope)
+    est_imu = _plain("pmd")
     spec = get_robot("panda")
     cfg = StreamConfig(urdf=panda_run.urdf, sensor_frame=panda_run.sensor_frame, joint_names=panda_run.joint_names,
-                       flange_frame=spec.flange_frame, imu_frame=panda_run.imu_frame, motion_source="imu")
+                       flange_frame=spec.flange_frame, motion_source=ImuKinematics(imu_frame=panda_run.imu_frame))
     stream = EstimationStream(cfg, est_imu)
     play(stream, recording_from_run(panda_run, imu=True))
     e = stream.update_estimate().estimate
@@ -196,14 +212,15 @@ def test_imu_motion_source_agrees_with_joint_kinematics(panda_run):
 
 def test_config_validation(panda_run):
     with pytest.raises(ValueError):
-        StreamConfig(urdf=panda_run.urdf, sensor_frame="ft_sensor", motion_source="imu")
+        StreamConfig(urdf=panda_run.urdf, sensor_frame="ft_sensor", motion_source=ImuKinematics())
     with pytest.raises(ValueError):
         StreamConfig(urdf=panda_run.urdf, sensor_frame="ft_sensor", cutoff_hz=600.0)
     with pytest.raises(ValueError):
-        EstimationStream(StreamConfig(urdf=panda_run.urdf, sensor_frame="nope"), build_estimator("ols", None))
+        EstimationStream(StreamConfig(urdf=panda_run.urdf, sensor_frame="nope"), _plain("ols"))
     with pytest.raises(ValueError):
         EstimationStream(StreamConfig(urdf=panda_run.urdf, sensor_frame="ft_sensor",
-                                      wrench=WrenchConvention("nowhere", None, 1.0)), build_estimator("ols", None))
+                                      wrench_source=MeasuredWrench(WrenchConvention("nowhere", None, 1.0))),
+                         _plain("ols"))
 
 
 def test_zero_phase_offline_mode_matches_or_beats_the_causal_pipeline(panda_run):
@@ -273,8 +290,9 @@ def test_a_pause_freezes_what_apply_reads_even_across_an_input_gap(panda_run):
     ~/apply reads stays what it was, and the tracker hears of the break with the first samples after."""
     from payload_estimator.core.tracking import PayloadTracker
 
-    tracker = PayloadTracker(lambda bias: build_estimator("wls", PAYLOAD.envelope, bias=bias), bias=True)
-    stream = stream_for_run(panda_run, tracker)
+    stream = stream_for_run(panda_run, PAYLOAD.envelope, estimator="wls")
+    tracker = stream.estimator
+    assert isinstance(tracker, PayloadTracker)
     rec = recording_from_run(panda_run)
     play(stream, rec, until=rec.start + 2.5)
     first = stream.update_estimate()

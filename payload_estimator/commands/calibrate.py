@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -99,7 +100,13 @@ def _settings(args: argparse.Namespace, urdf: str | None, bag: Path) -> tuple[Se
 
     from payload_estimator.commands.replay import detect_robot, robot_from_topics
     from payload_estimator.io.bag import BagError, bag_info
-    from payload_estimator.settings import Settings, load_parameters_yaml, settings_for_robot
+    from payload_estimator.settings import (
+        PRESET_VARIANTS,
+        Settings,
+        WrenchSource,
+        load_parameters_yaml,
+        settings_for_robot,
+    )
 
     if args.config:
         try:
@@ -121,7 +128,7 @@ def _settings(args: argparse.Namespace, urdf: str | None, bag: Path) -> tuple[Se
                                    "name the robot with --robot, or give its URDF with --urdf FILE")
         elif robot is None:
             robot, how = "", "an arm known from its robot description"
-        base = settings_for_robot(robot, "joint_torques")
+        base = settings_for_robot(robot, PRESET_VARIANTS[1])
         origin = f"{robot} joint-torque preset ({how})" if robot else f"no preset ({how})"
     overrides = dict(parse_override(text) for text in args.overrides)
     for name, value in overrides.items():  # one at a time, so an error names the setting
@@ -130,7 +137,7 @@ def _settings(args: argparse.Namespace, urdf: str | None, bag: Path) -> tuple[Se
         except (ValueError, TypeError) as exc:
             raise CommandError(one_line(exc) if name in str(exc) else f"{name}={value!r}: {one_line(exc)}") from None
     # the calibration is made here: no file to load, and the efforts are the wrench source
-    overrides.update(wrench_source="joint_torques", arm_calibration="")
+    overrides.update(wrench_source=WrenchSource.JOINT_TORQUES, arm_calibration="")
     if args.joint_states_topic:
         overrides["joint_states_topic"] = args.joint_states_topic
     try:
@@ -243,15 +250,54 @@ def friction_warnings(dynamics: ArmDynamics, coverage: Coverage) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from payload_estimator.io.bag import BagError, bag_ground_truth, bag_robot_description
+    """Calibrate the arm from the bag, write the calibration, print what it found; warnings on stderr."""
     from payload_estimator.pipeline.arm_dynamics import ArmDynamics, calibrate_arm
-    from payload_estimator.pipeline.build import builtin_description, stream_config
-    from payload_estimator.pipeline.kinematics import SensorKinematics
 
     bag = Path(args.bag)
     if not bag.exists():
         raise CommandError(f"{bag}: no such bag")
     out = check_out_file(args.out)
+    settings, origin, kinematics = _arm(args, bag)
+    joints = kinematics.joint_names
+    rec, coverage, notes = _recording(bag, settings, joints, "")
+    warnings = list(notes)
+    held_out = held_coverage = None
+    if args.validate:
+        held_out, held_coverage, notes = _recording(Path(args.validate), settings, joints, "--validate ")
+        warnings += [f"--validate: {n}" for n in notes]
+    warnings += _recording_warnings(args, bag, joints, coverage)
+    info = {"source": str(bag), "joint_states_topic": settings.joint_states_topic, "settings": origin,
+            "duration_s": round(coverage.duration_s, 3)}
+    if args.validate:
+        info["validation"] = str(args.validate)
+    try:
+        calibration, fit = calibrate_arm(kinematics, rec, robot=settings.robot, effort_scale=args.effort_scale,
+                                         held_out=held_out, info=info, consistent=args.consistent)
+    except ValueError as exc:  # a fit that cannot be made of this recording (degenerate, diverged)
+        raise CommandError(f"{bag}: the calibration failed: {one_line(exc)}") from None
+    warnings += friction_warnings(ArmDynamics(kinematics, calibration), coverage)
+    warnings += _validation_warnings(joints, coverage, held_coverage, fit)
+    try:
+        calibration.save(out)
+    except OSError as exc:
+        raise CommandError(f"--out {out}: cannot write ({exc.strerror or exc})") from None
+    if args.json:
+        json.dump(_summary(bag, out, settings, origin, calibration, fit, coverage, held_coverage, warnings),
+                  sys.stdout)
+        sys.stdout.write("\n")
+    else:
+        _print(bag, out, settings, origin, calibration, fit, coverage, args.validate)
+    sys.stdout.flush()
+    for line in warnings:
+        print(f"payload-estimator calibrate: warning: {line}", file=sys.stderr)
+    return 0
+
+
+def _arm(args: argparse.Namespace, bag: Path) -> tuple[Settings, str, Any]:
+    """(settings, where they came from, the arm's kinematics) from the options and the bag's description."""
+    from payload_estimator.io.bag import BagError, bag_robot_description
+    from payload_estimator.pipeline.build import builtin_description, sensor_kinematics
+
     given_urdf = None
     if args.urdf:
         try:
@@ -269,20 +315,16 @@ def run(args: argparse.Namespace) -> int:
                            "arm's URDF with --urdf FILE")
     try:
         urdf = description if description is not None else builtin_description(settings)
-        config = stream_config(settings, urdf)
-        kinematics = SensorKinematics(urdf, config.sensor_frame, config.joint_names, R_world_base=config.R_world_base,
-                                      gravity_in_world=(0.0, 0.0, -config.gravity), extra_frames=config.extra_frames)
+        return settings, origin, sensor_kinematics(settings, urdf)
     except ValueError as exc:
         raise CommandError(f"cannot build the arm's model: {one_line(exc)}") from None
-    joints = kinematics.joint_names
 
-    warnings: list[str] = []
-    rec, coverage, notes = _recording(bag, settings, joints, "")
-    warnings += notes
-    held_out = held_coverage = None
-    if args.validate:
-        held_out, held_coverage, notes = _recording(Path(args.validate), settings, joints, "--validate ")
-        warnings += [f"--validate: {n}" for n in notes]
+
+def _recording_warnings(args: argparse.Namespace, bag: Path, joints: Sequence[str], coverage: Coverage) -> list[str]:
+    """Joints that hardly moved, and recordings that hold a payload."""
+    from payload_estimator.io.bag import BagError, bag_ground_truth
+
+    warnings = []
     for name, ok, lo, hi in zip(joints, coverage.moved, coverage.speed_min, coverage.speed_max):
         if not ok:
             warnings.append(f"{name} moved at {lo:+.3f} to {hi:+.3f} rad/s only: its friction cannot be identified "
@@ -295,16 +337,13 @@ def run(args: argparse.Namespace) -> int:
         if truth is not None and truth.params.mass > 0.0:
             warnings.append(f"{option}{path} records a payload of {truth.params.mass:.3f} kg: a calibration needs "
                             "the arm unloaded (a payload becomes part of the arm, or spoils the held-out figures)")
-    info = {"source": str(bag), "joint_states_topic": settings.joint_states_topic, "settings": origin,
-            "duration_s": round(coverage.duration_s, 3)}
-    if args.validate:
-        info["validation"] = str(args.validate)
-    try:
-        calibration, fit = calibrate_arm(kinematics, rec, robot=settings.robot, effort_scale=args.effort_scale,
-                                         held_out=held_out, info=info, consistent=args.consistent)
-    except ValueError as exc:  # a fit that cannot be made of this recording (degenerate, diverged)
-        raise CommandError(f"{bag}: the calibration failed: {one_line(exc)}") from None
-    warnings += friction_warnings(ArmDynamics(kinematics, calibration), coverage)
+    return warnings
+
+
+def _validation_warnings(joints: Sequence[str], coverage: Coverage, held_coverage: Coverage | None,
+                         fit: CalibrationFit) -> list[str]:
+    """Speeds the validation motion reaches beyond the calibration's, joints the calibration made worse."""
+    warnings = []
     if held_coverage is not None:
         for name, seen, used in zip(joints, _fastest(coverage), _fastest(held_coverage)):
             if used > 1.1 * seen:
@@ -315,20 +354,7 @@ def run(args: argparse.Namespace) -> int:
         if worse:
             warnings.append(f"on --validate the calibration does worse than the description on {', '.join(worse)}: "
                             "the calibration motion did not cover what the validation motion does")
-    try:
-        calibration.save(out)
-    except OSError as exc:
-        raise CommandError(f"--out {out}: cannot write ({exc.strerror or exc})") from None
-    if args.json:
-        json.dump(_summary(bag, out, settings, origin, calibration, fit, coverage, held_coverage, warnings),
-                  sys.stdout)
-        sys.stdout.write("\n")
-    else:
-        _print(bag, out, settings, origin, calibration, fit, coverage, args.validate)
-    sys.stdout.flush()
-    for line in warnings:
-        print(f"payload-estimator calibrate: warning: {line}", file=sys.stderr)
-    return 0
+    return warnings
 
 
 def _summary(bag: Path, out: Path, settings: Settings, origin: str, cal: ArmCalibration, fit: CalibrationFit,

@@ -1,5 +1,4 @@
-"""Pieces the commands and benchmarks share: estimators from options, streams for simulated runs,
-validated option types, and where outputs go.
+"""Pieces the commands share: validated option types, trajectories, where outputs go, and the console.
 
 Only the core is imported here at module level (a core-only install runs ``--help`` and
 ``estimate``); the pipeline's kinematics (pinocchio) and the simulator come in with the
@@ -14,23 +13,12 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from payload_estimator.commands import CommandError
-from payload_estimator.core.estimators import C1_DEFAULT, ESTIMATORS, Estimator
-from payload_estimator.core.shapes import Shape, sample_parts
 from payload_estimator.robots import get_robot
 
-if TYPE_CHECKING:
-    from payload_estimator.core.tracking import PayloadModel
-    from payload_estimator.pipeline.playback import Recording
-    from payload_estimator.pipeline.stream import EstimationStream
-    from payload_estimator.sim.run import SimulatedRun
-
 __all__ = [
-    "build_estimator",
-    "stream_for_run",
-    "recording_from_run",
     "console_and_progress",
     "SIM_RATE_HZ",
     "MAX_SIM_DURATION_S",
@@ -237,69 +225,7 @@ def check_out_file(path: str | os.PathLike[str], option: str = "--out") -> Path:
     return target
 
 
-# --------------------------------------------------------- estimators, runs
-
-
-def build_estimator(
-    method: str,
-    shape: Shape | None,
-    bias: bool = True,
-    c1: float = C1_DEFAULT,
-    regularization: float = 1.0,
-    forgetting: float | None = None,
-    density: float | None = None,
-    max_points: int | None = None,
-) -> Estimator:
-    """An estimator of the registry by name, with the pipeline's options; those that need point
-    masses (PMD) get points filling ``shape`` (in the sensor frame)."""
-    cls = ESTIMATORS[method]
-    values = {"c1": c1, "regularization": regularization, "forgetting": forgetting, "ft_noise_std": None}
-    options = {k: v for k, v in cls.options_from(values).items() if v is not None}
-    points = None
-    if cls.needs_points:
-        if shape is None:
-            raise ValueError(f"{method} needs the payload's shape")
-        sampling: dict[str, Any] = {k: v for k, v in (("density", density), ("max_points", max_points))
-                                    if v is not None}
-        points = sample_parts(shape, **sampling)
-    return cls.create(points, bias=bias, **options)
-
-
-def stream_for_run(run: SimulatedRun, estimator: PayloadModel, **config: Any) -> EstimationStream:
-    """A stream set up for a simulated run: its URDF, joints and F/T sensor (sign +1, FT-300 range)."""
-    from payload_estimator.pipeline.stream import EstimationStream, StreamConfig
-    from payload_estimator.pipeline.wrench import SaturationCheck, WrenchConvention
-
-    spec = get_robot(run.robot)
-    settings: dict[str, Any] = {
-        "urdf": run.urdf,
-        "sensor_frame": run.sensor_frame,
-        "joint_names": run.joint_names,
-        "flange_frame": spec.flange_frame,
-        "wrench": WrenchConvention(run.sensor_frame, None, 1.0),
-        "saturation": SaturationCheck(),
-        "imu_frame": run.imu_frame or None,
-    }
-    settings.update(config)
-    return EstimationStream(StreamConfig(**settings), estimator)
-
-
-def recording_from_run(run: SimulatedRun, imu: bool = False) -> Recording:
-    """The measured signals of a simulated run, as the robot would deliver them."""
-    from payload_estimator.pipeline.playback import Recording
-
-    has_imu = imu and len(run.imu_t) > 0
-    return Recording(
-        joint_t=run.joint_t,
-        joint_q=run.joint_q,
-        joint_dq=run.joint_dq,
-        wrench_t=run.wrench_t,
-        wrench=run.wrench_in_sensor,
-        imu_t=run.imu_t if has_imu else None,
-        imu_gyro=run.imu_gyro_in_imu if has_imu else None,
-        imu_specific_force=run.imu_specific_force_in_imu if has_imu else None,
-        joint_effort=run.joint_effort,
-    )
+# ------------------------------------------------------------------ output
 
 
 def console_and_progress(json_output: bool):

@@ -4,26 +4,29 @@ MuJoCo simulates the robot tracking an excitation trajectory with the payload
 on its F/T sensor (noise, offset and drift included); the measured joint
 states and wrench are then played through the estimation stream at control
 rate, exactly as the ROS node would receive them. At the end: truth beside
-estimate, the paper-004 errors, the URDF ``<inertial>`` fragment and a PNG of
-the estimate converging.
+estimate, the errors of Nadeau et al.'s eqs. (10)-(12), the URDF ``<inertial>``
+fragment and a PNG of the estimate converging.
 
 ``--scenario cycle``: a work cycle instead of one payload. The arm picks and places four
-catalogue payloads in turn (paper 004's claw hammer, the workshop's 68 g ruler, the drill, the
+catalogue payloads in turn (a claw hammer, the workshop's 68 g ruler, the drill, the
 hammer), meets a push and a bump, and sets the drill down while still holding it; MuJoCo changes
-the held payload and applies the contacts. The estimator follows the payload
-(``core/tracking.py``): at the end, each payload change with its detection delay and the errors
-1, 1.5 and 3 s after it, each contact with what became of it, and a PNG of truth and estimate
-over time (``--payload``, ``--trajectory`` and ``--duration`` do not apply: the cycle has its own).
+the held payload and applies the contacts. The estimator follows the payload: at the end, each
+payload change with its detection delay and the errors 1, 1.5 and 3 s after it, each contact with
+what became of it, and a PNG of truth and estimate over time (``--payload``, ``--trajectory`` and
+``--duration`` do not apply: the cycle has its own).
 
-``--wrench-source joint-torques``: no F/T sensor, the payload from the joint torques (issue 9). The
+``--wrench-source joint_torques``: no F/T sensor, the payload from the joint torques. The
 simulated arm is a real one: its links differ from the URDF the estimator has (masses ±15 %, COMs
 ±1 cm; which arm: ``--seed``), its joints have friction, and its efforts are a torque sensor's
 (Franka τ_J) or a current-based estimate (xArm), with their noise. First the arm *without
 payload* runs a calibration motion (all joints, :data:`CALIBRATION_DURATION_S`) and is calibrated
-as ``payload-estimator calibrate`` does; then, holding the payload, it runs *another* motion
-(``--trajectory``, default all-joint sinusoids of another seed) and the payload is estimated from
-the efforts less the calibrated arm's torques. At the end: the calibration's figures per joint,
-then truth beside estimate as above.
+as ``payload-estimator calibrate`` does (the calibration is written beside the other outputs); then,
+holding the payload, it runs *another* motion (``--trajectory``, default all-joint sinusoids of
+another seed) and the payload is estimated from the efforts less the calibrated arm's torques. At
+the end: the calibration's figures per joint, then truth beside estimate as above.
+
+The estimator and its options are the node's settings (``--estimator``, ``--c1``, ...): the demo
+builds its stream through the same front door as the node.
 """
 
 from __future__ import annotations
@@ -32,7 +35,9 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict
+from typing import Any
 
 from payload_estimator.commands import CommandError
 from payload_estimator.commands.common import (
@@ -40,30 +45,29 @@ from payload_estimator.commands.common import (
     SIM_RATE_HZ,
     add_out_dir_argument,
     add_trajectory_arguments,
-    build_estimator,
     console_and_progress,
     nonnegative_int,
-    positive_float,
-    recording_from_run,
     resolve_trajectory,
-    stream_for_run,
     wrench_rate,
 )
-from payload_estimator.core.estimators import C1_DEFAULT, ESTIMATORS
+from payload_estimator.commands.options import ESTIMATOR_OPTION_SETTINGS, add_estimator_options, setting_overrides
+from payload_estimator.settings import WrenchSource
 
 __all__ = ["add_parser", "run"]
 
 NOISE = ("none", "low", "moderate", "high")
 SCENARIOS = ("single", "cycle")
-WRENCH_SOURCES = ("ft-sensor", "joint-torques")
+WRENCH_SOURCES = (WrenchSource.FT_SENSOR.value, WrenchSource.JOINT_TORQUES.value)
+"""The wrench sources a simulated arm offers: its wrist F/T sensor, or its joint torques."""
 CALIBRATION_DURATION_S = 20.0
-"""s: the unloaded arm's calibration motion of ``--wrench-source joint-torques``."""
+"""s: the unloaded arm's calibration motion of ``--wrench-source joint_torques``."""
 JOINT_TORQUE_TRAJECTORY = "thesis"
-"""The motions of ``--wrench-source joint-torques`` (calibration, and estimation unless ``--trajectory``): all
+"""The motions of ``--wrench-source joint_torques`` (calibration, and estimation unless ``--trajectory``): all
 joints move (a wrist-only motion hardly loads the joints the payload estimate leans on)."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """The ``demo`` subcommand and its options."""
     from payload_estimator.robots import ROBOT_NAMES
     from payload_estimator.sim.payloads import PAYLOADS
 
@@ -75,10 +79,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     p.add_argument("--robot", choices=ROBOT_NAMES, default="panda")
     p.add_argument("--payload", choices=sorted(PAYLOADS), default="claw_hammer")
-    p.add_argument("--method", choices=list(ESTIMATORS), default="pmd",
-                   help="; ".join(f"{name}: {cls.summary}" for name, cls in ESTIMATORS.items()))
-    add_trajectory_arguments(p, default=None, default_note="default; thesis with --wrench-source joint-torques")
-    p.add_argument("--noise", choices=NOISE, default="moderate", help="F/T noise level, paper 004 Table II")
+    add_trajectory_arguments(p, default=None, default_note="default; thesis with --wrench-source joint_torques")
+    p.add_argument("--noise", choices=NOISE, default="moderate",
+                   help="F/T noise level, Nadeau et al.'s Table II")
     p.add_argument("--scenario", choices=SCENARIOS, default="single",
                    help="single: one payload held throughout (default); cycle: picks and places of four "
                         "payloads with contacts, the estimate following the payload")
@@ -86,8 +89,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--wrench-rate", type=wrench_rate, default=None,
                    help=f"F/T rate, Hz, a divisor of the {SIM_RATE_HZ:g} Hz joint-state rate (default {SIM_RATE_HZ:g})")
     p.add_argument("--no-bias", action="store_true", help="do not estimate the F/T offsets")
-    p.add_argument("--c1", type=positive_float, default=C1_DEFAULT,
-                   help=f"PMD c1 (default {C1_DEFAULT:g}, pmd.C1_DEFAULT)")
+    add_estimator_options(p)
     add_out_dir_argument(p, "demo")
     p.add_argument("--no-plot", action="store_true", help="skip the PNG plot")
     p.add_argument("--force", action="store_true",
@@ -98,88 +100,150 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--track", action=argparse.BooleanOptionalAction, default=True,
                    help="follow the payload as the node does (track_payload; default on); --no-track: a plain "
                         "estimator")
-    p.add_argument("--wrench-source", choices=WRENCH_SOURCES, default="ft-sensor",
-                   help="ft-sensor: a wrist F/T sensor (default); joint-torques: no sensor, the joint efforts of "
+    p.add_argument("--wrench-source", choices=WRENCH_SOURCES, default=WrenchSource.FT_SENSOR.value,
+                   type=lambda text: text.replace("-", "_"),
+                   help="ft_sensor: a wrist F/T sensor (default); joint_torques: no sensor, the joint efforts of "
                         "an arm unlike its URDF, calibrated unloaded on one motion, then estimating on another")
     return p
 
 
 def run(args: argparse.Namespace) -> int:
-    from payload_estimator.core.tracking import PayloadTracker
-    from payload_estimator.outputs.run_report import RunReport
-    from payload_estimator.pipeline.playback import play
-    from payload_estimator.sim.mujoco_sim import simulate
-    from payload_estimator.sim.payloads import get_payload
-
+    """Run the demo the options describe; 0 on success."""
+    joint_torques = WrenchSource(args.wrench_source) is WrenchSource.JOINT_TORQUES
     if args.scenario == "cycle":
-        if args.wrench_source == "joint-torques":
-            raise CommandError("--wrench-source joint-torques applies to --scenario single")
+        if joint_torques:
+            raise CommandError("--wrench-source joint_torques applies to --scenario single")
         return _run_cycle(args)
-    if args.wrench_source == "joint-torques":
-        return _run_joint_torques(args)
     if args.duration is not None and not args.duration > 0.5:
         raise CommandError("--duration must be more than 0.5 s")
-    args.trajectory = args.trajectory or DEFAULT_TRAJECTORY
-    out_dir = args.out  # checked while parsing the options, before the work
-    payload = get_payload(args.payload)
-    console, progress_display = console_and_progress(args.json)
-    t_start = time.perf_counter()
-    label, trajectory, args.duration, check = resolve_trajectory(args.robot, args.trajectory, args.duration,
-                                                                 seed=args.seed)
+    if joint_torques:
+        return _run_joint_torques(args)
+    return _run_single(args)
+
+
+# ------------------------------------------------------------ shared steps
+
+
+def _estimator_name(args: argparse.Namespace) -> str:
+    from payload_estimator.settings import Settings
+
+    return args.estimator or Settings().estimator
+
+
+def _stream_for(args: argparse.Namespace, run_: Any, shape: Any, **settings: Any) -> Any:
+    """The node's stream for a simulated run, with the command's estimator options."""
+    from payload_estimator.pipeline.build import build_stream
+    from payload_estimator.sim.run_settings import settings_for_run
+
+    overrides = {"estimate_bias": not args.no_bias, "track_payload": args.track,
+                 **setting_overrides(args, ESTIMATOR_OPTION_SETTINGS), **settings}
+    return build_stream(settings_for_run(run_, **overrides), run_.urdf, shape=shape)
+
+
+def _resolve_trajectory(args: argparse.Namespace, console: Any, default: str) -> Any:
+    """Set ``args.trajectory`` (its label) and ``args.duration``; warn about a motion a robot would refuse."""
+    label, trajectory, args.duration, check = resolve_trajectory(args.robot, args.trajectory or default,
+                                                                 args.duration, seed=args.seed)
     args.trajectory = label
     if check is not None and not check.ok:
         console.print(f"warning: the trajectory breaks the motion limits a robot would be held to: "
                       f"{check.violations[0]}", markup=False, highlight=False, soft_wrap=True)
-    with progress_display as progress:
-        sim_task = progress.add_task(f"simulating {args.robot} + {args.payload}", total=1.0, status="")
-        run_ = simulate(
-            robot=args.robot, payload=payload, trajectory=trajectory, duration=args.duration,
-            noise=args.noise, seed=args.seed, rate_hz=SIM_RATE_HZ, wrench_rate_hz=args.wrench_rate,
-            progress=lambda f: progress.update(sim_task, completed=f),
-        )
-        def make(bias: bool):
-            return build_estimator(args.method, payload.envelope, bias=bias, c1=args.c1)
+    return trajectory, check
 
-        # as the node runs it (track_payload, on by default): one payload here, so nothing to follow,
-        # but a contact-like glitch would be held out as it is there; --no-track: a plain estimator
-        estimator = PayloadTracker(make, bias=not args.no_bias, detect=args.track)
-        stream = stream_for_run(run_, estimator)
-        recording = recording_from_run(run_)
-        est_task = progress.add_task(f"estimating ({args.method})", total=recording.end - recording.start,
-                                     status="")
 
-        def on_estimate(out) -> None:
+def _simulated(progress: Any, what: str, share: float = 1.0, **kwargs: Any) -> Any:
+    """A MuJoCo run (:func:`~payload_estimator.sim.mujoco_sim.simulate`) with a progress bar."""
+    from payload_estimator.sim.mujoco_sim import simulate
+
+    task = progress.add_task(what, total=1.0, status="")
+    return simulate(rate_hz=SIM_RATE_HZ, progress=lambda f: progress.update(task, completed=share * f), **kwargs)
+
+
+def _played(progress: Any, what: str, stream: Any, recording: Any,
+            status: Callable[[Any], str] | None = None) -> Any:
+    """Play a recording through the stream, the latest estimate on the progress bar; returns the history."""
+    from payload_estimator.pipeline.playback import play
+
+    task = progress.add_task(what, total=recording.end - recording.start, status="")
+
+    def on_estimate(out: Any) -> None:
+        if status is not None:
+            text = status(out)
+        else:
             e = out.estimate
-            com_mm = ", ".join(f"{1e3 * c:+.0f}" for c in e.com)
-            flag = "converged" if out.converged else out.reason
-            progress.update(est_task, completed=out.t - recording.start,
-                            status=f"m={e.mass:.3f} kg  c=[{com_mm}] mm  {flag}")
+            text = f"m={e.mass:.3f} kg  {'converged' if out.converged else out.reason}"
+        progress.update(task, completed=out.t - recording.start, status=text)
 
-        history = play(stream, recording, on_estimate=on_estimate)
-        progress.update(est_task, completed=recording.end - recording.start)
+    history = play(stream, recording, on_estimate=on_estimate)
+    progress.update(task, completed=recording.end - recording.start)
+    return history
+
+
+def _report(args: argparse.Namespace, stream: Any, history: Any, payload: Any, title: str, t_start: float) -> Any:
+    """The run's report (truth beside estimate), its files written into ``--out``."""
+    from payload_estimator.outputs.run_report import RunReport
 
     final = stream.last
     if final is None:
         raise CommandError("no estimate: the pipeline produced no samples")
     report = RunReport(
         final, history, stream.config.sensor_frame, stream.config.flange_frame or stream.config.sensor_frame,
-        stream.health.counts, title=f"{args.robot} + {args.payload}: {args.method}, {args.trajectory}, "
-                                    f"{args.noise} noise",
-        truth=payload.params, bbox_lengths=payload.bbox_lengths, wall_time_s=time.perf_counter() - t_start,
-        force=args.force)
-    report.write(out_dir, plot=not args.no_plot)
+        stream.health.counts, title=title, truth=payload.params, bbox_lengths=payload.bbox_lengths,
+        wall_time_s=time.perf_counter() - t_start, force=args.force)
+    report.write(args.out, plot=not args.no_plot)
+    return report
+
+
+def _where(report: Any, out_dir: Any) -> str:
     written = [p.name for p in (report.fragment_path, report.plot_path) if p is not None]
-    where = f"wrote {', '.join(written)} in {out_dir}"
+    return f"wrote {', '.join(written)} in {out_dir}"
+
+
+def _dump(summary: dict) -> None:
+    json.dump(summary, sys.stdout)
+    sys.stdout.write("\n")
+
+
+def _tracking_counts(stream: Any) -> dict | None:
+    from payload_estimator.core.tracking import PayloadTracker
+
+    return asdict(stream.estimator.counts) if isinstance(stream.estimator, PayloadTracker) else None
+
+
+# ------------------------------------------------------------ one payload
+
+
+def _run_single(args: argparse.Namespace) -> int:
+    """One payload held throughout, read by the wrist F/T sensor."""
+    from payload_estimator.sim.payloads import get_payload
+    from payload_estimator.sim.run_settings import recording_from_run
+
+    payload = get_payload(args.payload)
+    console, progress_display = console_and_progress(args.json)
+    t_start = time.perf_counter()
+    trajectory, check = _resolve_trajectory(args, console, DEFAULT_TRAJECTORY)
+    method = _estimator_name(args)
+    with progress_display as progress:
+        run_ = _simulated(progress, f"simulating {args.robot} + {args.payload}", robot=args.robot, payload=payload,
+                          trajectory=trajectory, duration=args.duration, noise=args.noise, seed=args.seed,
+                          wrench_rate_hz=args.wrench_rate)
+        # as the node runs it (track_payload, on by default): one payload here, so nothing to follow,
+        # but a contact-like glitch would be held out as it is there; --no-track: a plain estimator
+        stream = _stream_for(args, run_, payload.envelope)
+        history = _played(progress, f"estimating ({method})", stream, recording_from_run(run_))
+    report = _report(args, stream, history, payload, t_start=t_start,
+                     title=f"{args.robot} + {args.payload}: {method}, {args.trajectory}, {args.noise} noise")
+    where = _where(report, args.out)
     if args.json:
-        summary = report.summary(robot=args.robot, payload=args.payload, method=args.method,
+        summary = report.summary(robot=args.robot, payload=args.payload, method=method,
                                  trajectory=args.trajectory, duration_s=args.duration, noise=args.noise,
-                                 out_dir=str(out_dir))
-        if args.track:
-            summary["tracking"] = asdict(estimator.counts)
+                                 out_dir=str(args.out))
+        counts = _tracking_counts(stream)
+        if counts is not None:
+            summary["tracking"] = counts
         if check is not None:
             summary["trajectory_check"] = check.summary()
-        json.dump(summary, sys.stdout)
-        sys.stdout.write("\n")
+        _dump(summary)
         console.print(where, markup=False, highlight=False, soft_wrap=True)  # stderr: stdout carries the JSON
         return 0
     report.print(console, what=f"of motion; simulated {args.duration:.0f} s and estimated")
@@ -187,70 +251,85 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------------------ a work cycle
+
+
 def _run_cycle(args: argparse.Namespace) -> int:
     """``--scenario cycle`` (module docstring)."""
     import numpy as np
 
     from payload_estimator.core.tracking import PayloadTracker
-    from payload_estimator.outputs.cycle_report import ERROR_TIMES_S, plot_work_cycle, score_cycle
-    from payload_estimator.pipeline.playback import play
     from payload_estimator.sim.cycle import arm_work_cycle
+    from payload_estimator.sim.run_settings import recording_from_run
 
-    out_dir = args.out
     console, progress_display = console_and_progress(args.json)
     t_start = time.perf_counter()
     cycle = arm_work_cycle(args.robot, seed=args.seed)
+    method = _estimator_name(args)
     with progress_display as progress:
-        sim_task = progress.add_task(f"simulating a work cycle on the {args.robot}", total=1.0, status="")
+        task = progress.add_task(f"simulating a work cycle on the {args.robot}", total=1.0, status="")
         run_ = cycle.simulate(noise=args.noise, seed=args.seed, rate_hz=SIM_RATE_HZ, wrench_rate_hz=args.wrench_rate,
-                              progress=lambda f: progress.update(sim_task, completed=f))
-        shape = cycle.envelope
-        tracker = PayloadTracker(lambda bias: build_estimator(args.method, shape, bias=bias, c1=args.c1),
-                                 bias=not args.no_bias, detect=args.track)  # --no-track: see what it is for
-        stream = stream_for_run(run_, tracker)
-        recording = recording_from_run(run_)
-        est_task = progress.add_task(f"following the payload ({args.method})", total=recording.end - recording.start,
-                                     status="")
+                              progress=lambda f: progress.update(task, completed=f))
+        stream = _stream_for(args, run_, cycle.envelope)
+        tracker = stream.estimator if isinstance(stream.estimator, PayloadTracker) else None
         rows: list[tuple[float, float, np.ndarray]] = []
 
-        def on_estimate(out) -> None:
+        def status(out: Any) -> str:
             e = out.estimate
             rows.append((out.t, e.mass, np.array(e.com)))
-            state = "contact" if tracker.contact else f"{tracker.counts.changes} changes"
-            progress.update(est_task, completed=out.t - recording.start, status=f"m={e.mass:.3f} kg  {state}")
+            state = "" if tracker is None else "contact" if tracker.contact else f"{tracker.counts.changes} changes"
+            return f"m={e.mass:.3f} kg  {state}"
 
-        play(stream, recording, on_estimate=on_estimate)
-        progress.update(est_task, completed=recording.end - recording.start)
+        _played(progress, f"following the payload ({method})", stream, recording_from_run(run_), status)
     if not rows:
         raise CommandError("no estimate: the pipeline produced no samples")
+    return _cycle_report(args, cycle, run_, tracker, rows, method, time.perf_counter() - t_start, console)
+
+
+def _cycle_report(args: argparse.Namespace, cycle: Any, run_: Any, tracker: Any, rows: list, method: str,
+                  wall: float, console: Any) -> int:
+    """Score the cycle against its truth; JSON or a table, and the plot."""
+    import numpy as np
+
+    from payload_estimator.core.tracking import TrackingCounts
+    from payload_estimator.outputs.cycle_report import plot_work_cycle, score_cycle
+
+    events = tracker.events if tracker is not None else []
+    counts = tracker.counts if tracker is not None else TrackingCounts()
     t = np.array([r[0] for r in rows])
     mass = np.array([r[1] for r in rows])
     com = np.array([r[2] for r in rows])
     contacts = [(c.name, c.t_start, c.t_end) for c in cycle.contacts]
     score = score_cycle(run_.truth_change_t, [name for _, name in cycle.held], cycle.phi_after(), contacts,
-                        tracker.events, t, mass, com, mass_before=cycle.first.mass)
+                        events, t, mass, com, mass_before=cycle.first.mass)
     truth_phi = run_.phi_at(t)
     with np.errstate(invalid="ignore", divide="ignore"):
         com_error = 1e3 * np.linalg.norm(com - truth_phi[:, 1:4] / truth_phi[:, :1], axis=1)
-    title = f"{args.robot} work cycle: {args.method}, {args.noise} noise"
+    title = f"{args.robot} work cycle: {method}, {args.noise} noise"
     plot_path = None
     if not args.no_plot:
         t_truth = run_.joint_t
-        plot_path = plot_work_cycle(out_dir / "cycle.png", t_truth, run_.phi_at(t_truth)[:, 0], t, mass, com_error,
-                                    tracker.events, contacts, title=title)
-    wall = time.perf_counter() - t_start
-    counts = tracker.counts
+        plot_path = plot_work_cycle(args.out / "cycle.png", t_truth, run_.phi_at(t_truth)[:, 0], t, mass, com_error,
+                                    events, contacts, title=title)
     if args.json:
-        summary = {"robot": args.robot, "method": args.method, "noise": args.noise, "scenario": "cycle",
-                   "seed": args.seed, "duration_s": cycle.duration, **score.summary(),
-                   "counts": asdict(counts),
-                   "events": [{"kind": e.kind, "t_start": float(e.t_start), "t_decided": float(e.t_decided)}
-                              for e in tracker.events],
-                   "plot": str(plot_path) if plot_path else None, "wall_time_s": wall}
-        json.dump(summary, sys.stdout)
-        sys.stdout.write("\n")
+        _dump({"robot": args.robot, "method": method, "noise": args.noise, "scenario": "cycle",
+               "seed": args.seed, "duration_s": cycle.duration, **score.summary(), "counts": asdict(counts),
+               "events": [{"kind": e.kind, "t_start": float(e.t_start), "t_decided": float(e.t_decided)}
+                          for e in events],
+               "plot": str(plot_path) if plot_path else None, "wall_time_s": wall})
         return 0
+    _print_cycle(console, title, score, counts, wall)
+    if plot_path is not None:
+        console.print(f"wrote {plot_path.name} in {args.out}", markup=False, highlight=False, soft_wrap=True)
+    return 0
+
+
+def _print_cycle(console: Any, title: str, score: Any, counts: Any, wall: float) -> None:
+    """The cycle's table: each change with its delay and errors after it, then each contact."""
+    import numpy as np
     from rich.table import Table
+
+    from payload_estimator.outputs.cycle_report import ERROR_TIMES_S
 
     table = Table(title=title)
     table.add_column("at [s]", justify="right")
@@ -277,124 +356,106 @@ def _run_cycle(args: argparse.Namespace) -> int:
                   f"persisted, {len(score.false_changes)} false), {counts.contacts} contact(s) held out "
                   f"({len(score.false_contacts)} where there was none), {counts.held_out_samples} sample(s) held "
                   f"out; {wall:.1f} s", highlight=False)
-    if plot_path is not None:
-        console.print(f"wrote {plot_path.name} in {out_dir}", markup=False, highlight=False, soft_wrap=True)
-    return 0
+
+
+# ------------------------------------------------------------ joint torques
 
 
 def _run_joint_torques(args: argparse.Namespace) -> int:
-    """``--wrench-source joint-torques`` (module docstring)."""
-    from dataclasses import replace
+    """``--wrench-source joint_torques`` (module docstring)."""
+    from payload_estimator.sim.efforts import ArmMismatch, EffortModel
+    from payload_estimator.sim.payloads import get_payload
+    from payload_estimator.sim.run_settings import recording_from_run
 
-    import numpy as np
+    payload = get_payload(args.payload)
+    console, progress_display = console_and_progress(args.json)
+    t_start = time.perf_counter()
+    # the estimation motion: the user's, else all-joint sinusoids of another seed than the calibration's
+    trajectory, _ = _resolve_trajectory(args, console, JOINT_TORQUE_TRAJECTORY)
+    efforts, arm = EffortModel.for_robot(args.robot), ArmMismatch(seed=args.seed)  # one physical arm for both runs
+    method = _estimator_name(args)
+    with progress_display as progress:
+        cal = _calibrated(args, progress, efforts, arm)
+        run_ = _simulated(progress, f"simulating {args.robot} + {args.payload}", robot=args.robot, payload=payload,
+                          trajectory=trajectory, duration=args.duration, noise=args.noise, seed=args.seed,
+                          efforts=efforts, arm_mismatch=arm, imu=False)
+        stream = _stream_for(args, run_, payload.envelope, wrench_source=WrenchSource.JOINT_TORQUES,
+                             arm_calibration=str(cal.path))
+        history = _played(progress, f"estimating from joint torques ({method})", stream,
+                          recording_from_run(run_, wrench=False))
+    report = _report(args, stream, history, payload, t_start=t_start,
+                     title=f"{args.robot} + {args.payload} from joint torques ({efforts.name}): {method}, "
+                           f"{args.trajectory}")
+    return _joint_torque_output(args, console, stream, report, payload, cal, efforts.name, method)
 
+
+def _calibrated(args: argparse.Namespace, progress: Any, efforts: Any, arm: Any) -> Any:
+    """Calibrate the simulated unloaded arm, as ``payload-estimator calibrate`` does; the calibration is
+    written into ``--out``, where the estimation reads it like the node would."""
+    from types import SimpleNamespace
+
+    from payload_estimator.commands.calibrate import motion_coverage
+    from payload_estimator.pipeline.arm_dynamics import calibrate_arm, joint_recording
+    from payload_estimator.pipeline.kinematics import SensorKinematics
+    from payload_estimator.sim.mujoco_sim import NO_PAYLOAD
+
+    cal_seed = args.seed + 1  # another motion (and other noise draws) than the estimation's
+    cal_run = _simulated(progress, f"calibrating the unloaded {args.robot}", share=0.8, robot=args.robot,
+                         payload=NO_PAYLOAD, trajectory=JOINT_TORQUE_TRAJECTORY, duration=CALIBRATION_DURATION_S,
+                         noise=args.noise, seed=cal_seed, efforts=efforts, arm_mismatch=arm, imu=False)
+    kinematics = SensorKinematics(cal_run.urdf, cal_run.sensor_frame, cal_run.joint_names)
+    rec = joint_recording(cal_run.joint_t, cal_run.joint_q, cal_run.joint_effort)
+    calibration, fit = calibrate_arm(kinematics, rec, robot=args.robot,
+                                     info={"source": f"demo: {JOINT_TORQUE_TRAJECTORY} seed {cal_seed}"})
+    path = args.out / "arm_calibration.yaml"
+    args.out.mkdir(parents=True, exist_ok=True)
+    calibration.save(path)
+    return SimpleNamespace(calibration=calibration, fit=fit, seed=cal_seed, kinematics=kinematics,
+                           coverage=motion_coverage(rec), path=path)
+
+
+def _joint_torque_output(args: argparse.Namespace, console: Any, stream: Any, report: Any, payload: Any,
+                         cal: Any, effort_model: str, method: str) -> int:
+    """JSON, or the calibration's table then truth beside estimate (also in the flange frame)."""
     from payload_estimator.commands.calibrate import (
         calibration_summary,
         calibration_table,
         consistency_line,
         friction_warnings,
-        motion_coverage,
     )
-    from payload_estimator.core.tracking import PayloadTracker
-    from payload_estimator.outputs.run_report import RunReport
-    from payload_estimator.pipeline.arm_dynamics import ArmDynamics, calibrate_arm, joint_recording
-    from payload_estimator.pipeline.kinematics import SensorKinematics
-    from payload_estimator.pipeline.playback import play
-    from payload_estimator.sim.efforts import ArmMismatch, EffortModel
-    from payload_estimator.sim.mujoco_sim import NO_PAYLOAD, simulate
-    from payload_estimator.sim.payloads import get_payload
+    from payload_estimator.pipeline.arm_dynamics import ArmDynamics
 
-    if args.duration is not None and not args.duration > 0.5:
-        raise CommandError("--duration must be more than 0.5 s")
-    out_dir = args.out
-    payload = get_payload(args.payload)
-    console, progress_display = console_and_progress(args.json)
-    t_start = time.perf_counter()
-    # the estimation motion: the user's, else all-joint sinusoids of another seed than the calibration's
-    label, trajectory, args.duration, check = resolve_trajectory(
-        args.robot, args.trajectory or JOINT_TORQUE_TRAJECTORY, args.duration, seed=args.seed)
-    args.trajectory = label
-    if check is not None and not check.ok:
-        console.print(f"warning: the trajectory breaks the motion limits a robot would be held to: "
-                      f"{check.violations[0]}", markup=False, highlight=False, soft_wrap=True)
-    efforts, arm = EffortModel.for_robot(args.robot), ArmMismatch(seed=args.seed)  # one physical arm for both runs
-    cal_seed = args.seed + 1  # another motion (and other noise draws) than the estimation's
-    with progress_display as progress:
-        task = progress.add_task(f"calibrating the unloaded {args.robot}", total=1.0, status="")
-        cal_run = simulate(robot=args.robot, payload=NO_PAYLOAD, trajectory=JOINT_TORQUE_TRAJECTORY,
-                           duration=CALIBRATION_DURATION_S, noise=args.noise, seed=cal_seed, rate_hz=SIM_RATE_HZ,
-                           efforts=efforts, arm_mismatch=arm, imu=False,
-                           progress=lambda f: progress.update(task, completed=0.8 * f))
-        kinematics = SensorKinematics(cal_run.urdf, cal_run.sensor_frame, cal_run.joint_names)
-        rec = joint_recording(cal_run.joint_t, cal_run.joint_q, cal_run.joint_effort)
-        calibration, fit = calibrate_arm(kinematics, rec, robot=args.robot,
-                                         info={"source": f"demo: {JOINT_TORQUE_TRAJECTORY} seed {cal_seed}"})
-        progress.update(task, completed=1.0)
-        sim_task = progress.add_task(f"simulating {args.robot} + {args.payload}", total=1.0, status="")
-        run_ = simulate(robot=args.robot, payload=payload, trajectory=trajectory, duration=args.duration,
-                        noise=args.noise, seed=args.seed, rate_hz=SIM_RATE_HZ, efforts=efforts, arm_mismatch=arm,
-                        imu=False, progress=lambda f: progress.update(sim_task, completed=f))
-
-        def make(bias: bool):
-            return build_estimator(args.method, payload.envelope, bias=bias, c1=args.c1)
-
-        estimator = PayloadTracker(make, bias=False, detect=args.track)  # no F/T offsets without a sensor
-        stream = stream_for_run(run_, estimator, joint_torques=True, arm_calibration=calibration, wrench=None,
-                                saturation=None)
-        recording = replace(recording_from_run(run_), wrench_t=np.zeros(0), wrench=np.zeros((0, 6)))
-        est_task = progress.add_task(f"estimating from joint torques ({args.method})",
-                                     total=recording.end - recording.start, status="")
-
-        def on_estimate(out) -> None:
-            e = out.estimate
-            flag = "converged" if out.converged else out.reason
-            progress.update(est_task, completed=out.t - recording.start, status=f"m={e.mass:.3f} kg  {flag}")
-
-        history = play(stream, recording, on_estimate=on_estimate)
-        progress.update(est_task, completed=recording.end - recording.start)
-
-    final = stream.last
-    if final is None:
-        raise CommandError("no estimate: the pipeline produced no samples")
-    sensor = stream.config.sensor_frame
-    flange = stream.config.flange_frame or sensor
-    report = RunReport(
-        final, history, sensor, flange, stream.health.counts,
-        title=f"{args.robot} + {args.payload} from joint torques ({efforts.name}): {args.method}, {args.trajectory}",
-        truth=payload.params, bbox_lengths=payload.bbox_lengths, wall_time_s=time.perf_counter() - t_start,
-        force=args.force)
-    report.write(out_dir, plot=not args.no_plot)
-    written = [p.name for p in (report.fragment_path, report.plot_path) if p is not None]
-    where = f"wrote {', '.join(written)} in {out_dir}"
+    where = _where(report, args.out)
+    flange = stream.config.flange_frame or stream.config.sensor_frame
     truth_flange = payload.params.transformed(stream.R_flange_sensor, stream.p_flange_sensor)
-    coverage = motion_coverage(rec)
-    cal_warnings = friction_warnings(ArmDynamics(kinematics, calibration), coverage)
+    cal_warnings = friction_warnings(ArmDynamics(cal.kinematics, cal.calibration), cal.coverage)
     if args.json:
-        summary = report.summary(robot=args.robot, payload=args.payload, method=args.method,
-                                 wrench_source="joint_torques", effort_model=efforts.name,
+        summary = report.summary(robot=args.robot, payload=args.payload, method=method,
+                                 wrench_source=WrenchSource.JOINT_TORQUES.value, effort_model=effort_model,
                                  trajectory=args.trajectory, duration_s=args.duration, noise=args.noise,
-                                 out_dir=str(out_dir))
+                                 out_dir=str(args.out))
         summary["truth_in_flange"] = {"mass": truth_flange.mass, "com": truth_flange.com.tolist(),
                                       "inertia_com": truth_flange.inertia_com.tolist()}
-        summary["calibration"] = {"trajectory": JOINT_TORQUE_TRAJECTORY, "seed": cal_seed,
-                                  **calibration_summary(calibration, fit, coverage), "warnings": cal_warnings}
-        if args.track:
-            summary["tracking"] = asdict(estimator.counts)
-        json.dump(summary, sys.stdout)
-        sys.stdout.write("\n")
+        summary["calibration"] = {"trajectory": JOINT_TORQUE_TRAJECTORY, "seed": cal.seed, "path": str(cal.path),
+                                  **calibration_summary(cal.calibration, cal.fit, cal.coverage),
+                                  "warnings": cal_warnings}
+        counts = _tracking_counts(stream)
+        if counts is not None:
+            summary["tracking"] = counts
+        _dump(summary)
         console.print(where, markup=False, highlight=False, soft_wrap=True)
         return 0
     console.print(f"calibration of the unloaded {args.robot}: {CALIBRATION_DURATION_S:g} s of "
-                  f"{JOINT_TORQUE_TRAJECTORY} (seed {cal_seed}), {fit.samples} samples, efforts {efforts.name}",
-                  markup=False, highlight=False, soft_wrap=True)
-    console.print(calibration_table(calibration, fit, coverage))
-    console.print(consistency_line(calibration), markup=False, highlight=False, soft_wrap=True)
+                  f"{JOINT_TORQUE_TRAJECTORY} (seed {cal.seed}), {cal.fit.samples} samples, efforts {effort_model}; "
+                  f"written to {cal.path}", markup=False, highlight=False, soft_wrap=True)
+    console.print(calibration_table(cal.calibration, cal.fit, cal.coverage))
+    console.print(consistency_line(cal.calibration), markup=False, highlight=False, soft_wrap=True)
     for line in cal_warnings:
         console.print(f"warning: {line}", markup=False, highlight=False, soft_wrap=True)
     console.print(f"\nestimate from joint torques, {args.trajectory} (seed {args.seed}), another motion:",
                   markup=False, highlight=False)
     report.print(console, what=f"of motion; simulated {args.duration:.0f} s and estimated")
-    est_f = final.params_in_flange
+    est_f = stream.last.params_in_flange
     console.print(f"in the flange frame '{flange}': mass {est_f.mass:.4f} kg (truth {truth_flange.mass:.4f}), COM "
                   f"[{', '.join(f'{1e3 * c:+.1f}' for c in est_f.com)}] mm (truth "
                   f"[{', '.join(f'{1e3 * c:+.1f}' for c in truth_flange.com)}] mm)",

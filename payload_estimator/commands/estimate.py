@@ -10,30 +10,18 @@ import sys
 import numpy as np
 
 from payload_estimator.commands import CommandError
-from payload_estimator.commands.common import (
-    forgetting_factor,
-    noise_pair,
-    nonnegative_float,
-    positive_float,
-    positive_int,
-)
-from payload_estimator.core.estimators import C1_DEFAULT, ESTIMATORS, InsufficientData
-from payload_estimator.core.estimators.base import Estimator
+from payload_estimator.commands.common import positive_float
+from payload_estimator.commands.options import ESTIMATOR_OPTION_SETTINGS, add_estimator_options, setting_overrides
+from payload_estimator.core.estimators import ESTIMATORS, InsufficientData
 from payload_estimator.core.samples import SensorSamples
-from payload_estimator.core.shapes import (
-    DEFAULT_DENSITY,
-    DEFAULT_MAX_POINTS,
-    SampledShape,
-    ShapeError,
-    load_points,
-    parse_shape_spec,
-    sample_parts,
-)
-from payload_estimator.core.tracking import CHANGE, CONTACT, PayloadModel, PayloadTracker
+from payload_estimator.core.shapes import SampledShape, ShapeError, load_points, parse_shape_spec
+from payload_estimator.core.tracking import CHANGE, CONTACT, PayloadTracker
 from payload_estimator.io.samples_file import COLUMNS, SamplesFileError, read_samples
 from payload_estimator.outputs.handover import check_handover
+from payload_estimator.pipeline.build import PayloadShape, build_estimator, estimator_points
+from payload_estimator.settings import Settings
 
-__all__ = ["add_parser", "run", "points_from_args"]
+__all__ = ["add_parser", "run", "add_shape_arguments", "shape_from_args"]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -49,20 +37,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         ),
     )
     p.add_argument("samples", help="CSV or NPZ sample table")
-    p.add_argument("--method", choices=list(ESTIMATORS), default="pmd",
-                   help="estimator (default: pmd): " + "; ".join(f"{n}: {c.summary}" for n, c in ESTIMATORS.items()))
     add_shape_arguments(p)
     p.add_argument("--bias", action="store_true", help="also estimate the six F/T offsets")
-    p.add_argument("--c1", type=positive_float, default=C1_DEFAULT,
-                   help=f"PMD dynamism scale c1 of eq. (9) (default {C1_DEFAULT:g}, pmd.C1_DEFAULT: the same "
-                        "everywhere; paper 004's simulations used 300, pmd.C1_PAPER)")
-    p.add_argument("--lambda", dest="regularization", type=nonnegative_float, default=1.0,
-                   help="PMD regularisation lambda, >= 0 (default 1.0)")
-    p.add_argument("--forgetting", type=forgetting_factor, default=None,
-                   help="per-sample forgetting factor for rls/rtls, in (0, 1] (default: rls 0.999, rtls 1)")
-    p.add_argument("--ft-noise", dest="ft_noise_std", type=noise_pair, default=None, metavar="FORCE,TORQUE",
-                   help="F/T noise std from the sensor's data sheet, N and N·m, for rtls's noise model "
-                        "(default: measured from the wrench samples)")
+    add_estimator_options(p)
     p.add_argument("--force", action="store_true",
                    help="print the URDF fragment (and a JSON status) even when the estimate may not be handed "
                         "over: physically inconsistent, a poor model fit, mass, COM or inertia not determined by "
@@ -79,7 +56,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def add_shape_arguments(p: argparse.ArgumentParser) -> None:
-    """``--shape`` / ``--points`` / ``--density`` / ``--max-points`` (shared with other commands)."""
+    """``--shape`` / ``--points``: where the point masses of the estimators that need them come from."""
     g = p.add_mutually_exclusive_group()
     g.add_argument(
         "--shape",
@@ -89,10 +66,6 @@ def add_shape_arguments(p: argparse.ArgumentParser) -> None:
         ),
     )
     g.add_argument("--points", help="candidate point-mass positions for pmd: x y z per row (CSV or .npy)")
-    p.add_argument("--density", type=positive_float, default=DEFAULT_DENSITY / 1e6,
-                   help="points per cm³ when sampling --shape (default 0.04, paper 004)")
-    p.add_argument("--max-points", type=positive_int, default=DEFAULT_MAX_POINTS,
-                   help=f"cap on the number of point masses (default {DEFAULT_MAX_POINTS})")
 
 
 def _one_line(exc: BaseException) -> str:
@@ -100,20 +73,13 @@ def _one_line(exc: BaseException) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def points_from_args(args: argparse.Namespace) -> np.ndarray | SampledShape | None:
-    """Point-mass positions from ``--shape`` or ``--points`` (None when neither is given)."""
+def shape_from_args(args: argparse.Namespace) -> PayloadShape | None:
+    """The shape of ``--shape``, or the positions of ``--points`` (None when neither is given)."""
     try:
         if args.points:
-            pts = load_points(args.points)
-            if len(pts) > args.max_points:
-                from payload_estimator.core.shapes import downsample_evenly
-
-                pts = downsample_evenly(pts, args.max_points)
-            return pts
+            return load_points(args.points)
         if args.shape:
-            return sample_parts(
-                parse_shape_spec(args.shape), density=args.density * 1e6, max_points=args.max_points
-            )
+            return parse_shape_spec(args.shape)
     except ShapeError as exc:
         raise CommandError(str(exc)) from None
     return None
@@ -174,21 +140,25 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     except (OSError, UnicodeDecodeError, csv.Error, ValueError) as exc:  # whatever the reader did not name
         raise CommandError(f"{args.samples}: not a readable CSV or NPZ sample table ({_one_line(exc)})") from None
-    points = points_from_args(args)
-    cls = ESTIMATORS[args.method]
-    if cls.needs_points and points is None:
-        raise CommandError(f"--method {args.method} needs the payload's shape: give --shape or --points")
-    # the options are named like the settings fields the estimator declares it reads
-    options = {k: v for k, v in cls.options_from(vars(args)).items() if v is not None}
+    overrides = setting_overrides(args, ESTIMATOR_OPTION_SETTINGS)
+    settings = Settings.from_dict({"estimate_bias": args.bias, "track_payload": args.track, **overrides})
+    shape = shape_from_args(args)
+    cls = ESTIMATORS[settings.estimator]
+    if cls.needs_points and shape is None:
+        raise CommandError(f"--estimator {settings.estimator} needs the payload's shape: give --shape or --points")
     try:
-        estimator: PayloadModel = cls.create(points, bias=args.bias, **options)
-    except ValueError as exc:
-        raise CommandError(f"--method {args.method}: {exc}") from None
-    if args.track:
-        def make(bias: bool) -> Estimator:
-            return cls.create(points, bias=bias, **options)
+        points = estimator_points(settings, shape) if shape is not None else None
+        if isinstance(points, np.ndarray) and len(points) > settings.max_points:
+            from payload_estimator.core.shapes import downsample_evenly
 
-        estimator = _track(PayloadTracker(make, bias=args.bias), loaded.samples, args.every, args.json, args.force)
+            points = downsample_evenly(points, settings.max_points)
+        estimator = build_estimator(settings, points)
+    except ShapeError as exc:
+        raise CommandError(str(exc)) from None
+    except ValueError as exc:
+        raise CommandError(f"--estimator {settings.estimator}: {exc}") from None
+    if isinstance(estimator, PayloadTracker):
+        estimator = _track(estimator, loaded.samples, args.every, args.json, args.force)
     try:
         if not args.track:
             estimator.update(loaded.samples)
@@ -196,7 +166,8 @@ def run(args: argparse.Namespace) -> int:
     except InsufficientData as exc:
         raise CommandError(f"too few samples: {_one_line(exc)}") from None
     except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
-        raise CommandError(f"--method {args.method}: no estimate from these samples ({_one_line(exc)})") from None
+        raise CommandError(f"--estimator {settings.estimator}: no estimate from these samples "
+                           f"({_one_line(exc)})") from None
     handover = check_handover(est, inertia=True, force=args.force)
 
     if args.json:

@@ -46,21 +46,23 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from payload_estimator.commands import CommandError
 from payload_estimator.commands.common import config_error, parse_override
 from payload_estimator.core.tracking import CHANGE, PayloadTracker
+from payload_estimator.settings import PRESET_VARIANTS, MotionSource, WrenchSource
 
 __all__ = ["add_parser", "run", "detect_robot"]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     from payload_estimator.commands.common import add_out_dir_argument
-    from payload_estimator.core.estimators import ESTIMATORS
+    from payload_estimator.commands.options import add_estimator_options
     from payload_estimator.robots import ROBOT_NAMES
 
     p = sub.add_parser(
@@ -76,7 +78,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                              "topics recorded)")
     source.add_argument("--config", metavar="YAML", help="ROS 2 parameter file, e.g. config/panda.yaml")
     p.add_argument("--urdf", metavar="FILE", help="robot description (default: the bag's /robot_description)")
-    p.add_argument("--estimator", choices=list(ESTIMATORS), help="estimator (default: the setting's)")
+    add_estimator_options(p, default="the setting's")
     p.add_argument("--shape", metavar="SPEC", help="payload shape for PMD, e.g. box:0.1,0.1,0.2@0,0,0.1")
     p.add_argument("--set", metavar="NAME=VALUE", action="append", default=[], dest="overrides",
                    help="override a parameter (repeatable), e.g. --set cutoff_hz=8")
@@ -144,14 +146,16 @@ def _settings(args: argparse.Namespace, urdf: str | None, info, bag: Path):
     """(settings, where they came from, how the robot was chosen)."""
     import yaml
 
+    from payload_estimator.commands.options import ESTIMATOR_OPTION_SETTINGS, setting_overrides
     from payload_estimator.core.estimators import ESTIMATORS
     from payload_estimator.core.shapes import ShapeError, parse_shape_spec
     from payload_estimator.io.bag import CUSTOM_DATA_PREFIX
     from payload_estimator.settings import Settings, load_parameters_yaml, settings_for_robot
 
     overrides = dict(parse_override(text) for text in args.overrides)
+    overrides.update(setting_overrides(args, ESTIMATOR_OPTION_SETTINGS))
     # no wrist sensor: a preset's joint-torque variant (config/<robot>_joint_torques.yaml), estimate at the flange
-    joint_torques = overrides.get("wrench_source") == "joint_torques"
+    joint_torques = _source_override(overrides) is WrenchSource.JOINT_TORQUES
     if args.config:
         try:
             base, origin = load_parameters_yaml(args.config), f"config {args.config}"
@@ -169,12 +173,10 @@ def _settings(args: argparse.Namespace, urdf: str | None, info, bag: Path):
             robot = robot or "panda"
         elif robot is None:
             robot, how = "", "an arm known from its robot description"
-        variant = "joint_torques" if joint_torques and robot else ""
+        variant = PRESET_VARIANTS[1] if joint_torques and robot else ""
         origin = ((f"{robot}{' joint-torque' if variant else ''} preset" + ("" if args.robot else f" ({how})"))
                   if robot else f"no preset ({how})")
         base = settings_for_robot(robot, variant)
-    if args.estimator:
-        overrides["estimator"] = args.estimator
     if args.shape:
         overrides["payload_shape"] = args.shape
     if args.track is not None:
@@ -195,6 +197,15 @@ def _settings(args: argparse.Namespace, urdf: str | None, info, bag: Path):
     except (ValueError, ShapeError, TypeError) as exc:
         raise CommandError(_one_line(exc)) from None
     return settings, origin, how
+
+
+def _source_override(overrides: dict) -> WrenchSource | None:
+    """The wrench source a ``--set wrench_source=...`` names (None: none, or not a source's name; the
+    settings' check reports the latter)."""
+    try:
+        return WrenchSource(str(overrides["wrench_source"]))
+    except (KeyError, ValueError):
+        return None
 
 
 def _first_imu_frame(bag: Path, settings) -> str | None:
@@ -283,27 +294,37 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace, warnings: list[str]) -> int:
-    from payload_estimator.commands.common import console_and_progress
-    from payload_estimator.core.estimators import ESTIMATORS
-    from payload_estimator.core.history import EstimateHistory
-    from payload_estimator.files import check_writable_dir
-    from payload_estimator.io.bag import (
-        ROBOT_DESCRIPTION_TOPIC,
-        BagError,
-        bag_ground_truth,
-        bag_info,
-        bag_robot_description,
-        input_topics,
-        read_bag,
-    )
-    from payload_estimator.io.ros_inbound import feed_many
-    from payload_estimator.outputs.run_report import RunReport
-    from payload_estimator.pipeline.build import build_stream, builtin_description
-    from payload_estimator.pipeline.driver import Driver
+    """Read, build, play and report (each step stops with one line on bad input)."""
+    import payload_estimator.io.bag  # noqa: F401 (rosbags: without the sim extra, say so before anything else)
 
     bag = Path(args.bag)
     if not bag.exists():
         raise CommandError(f"{bag}: no such bag")
+    setup = _set_up(args, bag, warnings)
+    run_ = _play(args, bag, setup, warnings)
+    return _output(args, bag, setup, run_, warnings)
+
+
+@dataclass
+class _Setup:
+    """What the replay runs: the bag's contents, the settings and the stream built from them."""
+
+    info: Any
+    settings: Any
+    origin: str
+    messages: Any
+    stream: Any
+    given_urdf: bool
+    use_recorded: bool
+    out_dir: Path
+
+
+def _set_up(args: argparse.Namespace, bag: Path, warnings: list[str]) -> _Setup:
+    """The bag read, the settings resolved and the stream built through the front door."""
+    from payload_estimator.files import check_writable_dir
+    from payload_estimator.io.bag import ROBOT_DESCRIPTION_TOPIC, BagError, bag_info, bag_robot_description, read_bag
+    from payload_estimator.pipeline.build import build_stream, builtin_description
+
     given_urdf = _read_urdf(args.urdf) if args.urdf else None
     try:
         info = bag_info(bag)
@@ -312,7 +333,7 @@ def _replay(args: argparse.Namespace, warnings: list[str]) -> int:
         settings, origin, how = _settings(args, given_urdf or recorded_urdf, info, bag)
         messages = read_bag(bag, settings)
         imu_frame = (_first_imu_frame(bag, settings)
-                     if settings.motion_source == "imu" and not settings.imu_frame else None)
+                     if settings.motion_source is MotionSource.IMU and not settings.imu_frame else None)
     except BagError as exc:
         raise CommandError(_one_line(exc)) from None
     description = given_urdf or recorded_urdf
@@ -325,7 +346,7 @@ def _replay(args: argparse.Namespace, warnings: list[str]) -> int:
         stream = build_stream(settings, urdf, imu_frame=imu_frame, zero_phase=args.zero_phase)
     except ValueError as exc:
         raise CommandError(f"cannot build the pipeline: {_one_line(exc)}") from None
-    if settings.wrench_source == "joint_torques":
+    if stream.needs_efforts:
         _check_efforts(bag, settings.joint_states_topic, stream.joint_names)
     if description is None and not settings.use_builtin_description:
         warnings.append(f"no {ROBOT_DESCRIPTION_TOPIC} in the bag: using the package's URDF of the "
@@ -334,8 +355,19 @@ def _replay(args: argparse.Namespace, warnings: list[str]) -> int:
         out_dir = check_writable_dir(args.out)
     except OSError as exc:
         raise CommandError(f"--out: {_one_line(exc)}") from None
+    return _Setup(info, settings, origin, messages, stream, given_urdf is not None, use_recorded, out_dir)
 
-    console, progress_display = console_and_progress(args.json)
+
+def _play(args: argparse.Namespace, bag: Path, setup: _Setup, warnings: list[str]):
+    """Every message through the node's loop; returns (driver, history, counts, accepted, wall time)."""
+    from payload_estimator.commands.common import console_and_progress
+    from payload_estimator.core.history import EstimateHistory
+    from payload_estimator.io.bag import BagError, input_topics
+    from payload_estimator.io.ros_inbound import feed_many
+    from payload_estimator.pipeline.driver import Driver
+
+    stream, settings = setup.stream, setup.settings
+    _, progress_display = console_and_progress(args.json)
     counts = {"joint_states": 0, "wrench": 0, "imu": 0}
     accepted = dict(counts)
     t_start = time.perf_counter()
@@ -345,7 +377,7 @@ def _replay(args: argparse.Namespace, warnings: list[str]) -> int:
             accepted[kind] += n
 
     with progress_display as progress:
-        task = progress.add_task(f"replaying {bag.name}", total=max(info.duration, 1e-9), status="")
+        task = progress.add_task(f"replaying {bag.name}", total=max(setup.info.duration, 1e-9), status="")
 
         def on_estimate(out) -> None:
             flag = "converged" if out.converged else out.reason
@@ -355,16 +387,16 @@ def _replay(args: argparse.Namespace, warnings: list[str]) -> int:
         driver = Driver(stream, feed, publish_period_s=1.0 / settings.publish_rate_hz,
                         history=history, on_estimate=on_estimate)
         try:
-            for kind, msg, t in messages:
+            for kind, msg, t in setup.messages:
                 counts[kind] += 1
                 driver.push(t, (kind, msg, t))
         except BagError as exc:
             raise CommandError(_one_line(exc)) from None
-        warnings += messages.notes
+        warnings += setup.messages.notes
         if driver.t0 is None:
             raise CommandError(f"{bag}: no readable messages on the input topics "
                                f"({', '.join(input_topics(settings))})")
-        required = ("joint_states", "wrench") + (("imu",) if settings.motion_source == "imu" else ())
+        required = ("joint_states", "wrench") + (("imu",) if settings.motion_source is MotionSource.IMU else ())
         for kind, topic in ((k, t) for t, k in input_topics(settings).items() if k in required):
             if counts[kind] == 0:
                 raise CommandError(f"{bag}: no readable messages on {topic}")
@@ -375,55 +407,78 @@ def _replay(args: argparse.Namespace, warnings: list[str]) -> int:
             except ValueError as exc:
                 raise CommandError(f"zero-phase processing failed: {_one_line(exc)}") from None
             driver.take_estimate(driver.last_time)
+    return driver, history, counts, accepted, t_start
 
+
+def _output(args: argparse.Namespace, bag: Path, setup: _Setup, played, warnings: list[str]) -> int:
+    """The report: truth beside estimate when the bag has it, files in ``--out``, JSON or tables."""
+    from payload_estimator.commands.common import console_and_progress
+    from payload_estimator.io.bag import BagError, bag_ground_truth
+    from payload_estimator.outputs.run_report import RunReport
+
+    driver, history, counts, accepted, t_start = played
+    stream, settings = setup.stream, setup.settings
     final = stream.last
     if final is None:
         problems = ", ".join(f"{n} {r}" for r, n in stream.health.counts.items()) or "none counted"
         raise CommandError(f"no estimate: the pipeline produced no samples (input problems: {problems})")
     sensor = stream.config.sensor_frame
-    flange = stream.config.flange_frame or sensor
     try:
         recorded_truth = bag_ground_truth(bag)
     except BagError as exc:  # the bag was read a moment ago: only a file changing under us gets here
         raise CommandError(_one_line(exc)) from None
     truth = _truth_in_sensor_frame(recorded_truth, stream) if recorded_truth is not None else None
-    robot_name = settings.robot or "robot"
-    report = RunReport(final, history, sensor, flange, stream.health.counts,
-                       title=f"{bag.name}: {robot_name}, {settings.estimator}", truth=truth,
+    report = RunReport(final, history, sensor, stream.config.flange_frame or sensor, stream.health.counts,
+                       title=f"{bag.name}: {settings.robot or 'robot'}, {settings.estimator}", truth=truth,
                        bbox_lengths=_bbox_lengths(settings), wall_time_s=time.perf_counter() - t_start,
-        force=args.force)
+                       force=args.force)
     try:
-        report.write(out_dir, plot=not args.no_plot)
+        report.write(setup.out_dir, plot=not args.no_plot)
     except OSError as exc:  # checked writable before the replay: a full disk, a directory removed meanwhile
         raise CommandError(f"--out: cannot write the results: {_one_line(exc)}") from None
     for line in warnings:
         _warn(line)
     tracking = _tracking(stream, driver.t0 or 0.0)
     if args.json:
-        summary = report.summary(
-            bag=str(bag), robot=settings.robot, settings=origin, estimator=settings.estimator,
-            payload_shape=settings.payload_shape if ESTIMATORS[settings.estimator].needs_points else None,
-            robot_description="urdf file" if given_urdf else ("bag" if use_recorded else "builtin"),
-            duration_s=info.duration, messages=counts, accepted=accepted, bag_files=list(info.files),
-            bag_warnings=warnings,
-            input_problems_by_stream=stream.health.snapshot()["counts_by_stream"])
-        if truth is not None:
-            in_flange = truth.transformed(stream.R_flange_sensor, stream.p_flange_sensor)
-            summary["truth_in_flange"] = {"mass": in_flange.mass, "com": in_flange.com.tolist(),
-                                          "inertia_com": in_flange.inertia_com.tolist()}
-        summary["wrench_source"] = settings.wrench_source
-        if settings.wrench_source == "joint_torques":
-            summary["arm_calibration"] = settings.arm_calibration or None
-        if tracking is not None:
-            summary["tracking"] = tracking
-        json.dump(summary, sys.stdout)
-        sys.stdout.write("\n")
+        _print_json(bag, setup, report, truth, counts, accepted, tracking, warnings)
         return 0
+    console, _ = console_and_progress(args.json)
+    _print_tables(console, bag, setup, report, counts, tracking)
+    return 0
+
+
+def _print_json(bag: Path, setup: _Setup, report, truth, counts: dict, accepted: dict, tracking: dict | None,
+                warnings: list[str]) -> None:
+    from payload_estimator.core.estimators import ESTIMATORS
+
+    stream, settings = setup.stream, setup.settings
+    summary = report.summary(
+        bag=str(bag), robot=settings.robot, settings=setup.origin, estimator=settings.estimator,
+        payload_shape=settings.payload_shape if ESTIMATORS[settings.estimator].needs_points else None,
+        robot_description="urdf file" if setup.given_urdf else ("bag" if setup.use_recorded else "builtin"),
+        duration_s=setup.info.duration, messages=counts, accepted=accepted, bag_files=list(setup.info.files),
+        bag_warnings=warnings,
+        input_problems_by_stream=stream.health.snapshot()["counts_by_stream"])
+    if truth is not None:
+        in_flange = truth.transformed(stream.R_flange_sensor, stream.p_flange_sensor)
+        summary["truth_in_flange"] = {"mass": in_flange.mass, "com": in_flange.com.tolist(),
+                                      "inertia_com": in_flange.inertia_com.tolist()}
+    summary["wrench_source"] = str(settings.wrench_source)
+    if stream.needs_efforts:
+        summary["arm_calibration"] = settings.arm_calibration or None
+    if tracking is not None:
+        summary["tracking"] = tracking
+    json.dump(summary, sys.stdout)
+    sys.stdout.write("\n")
+
+
+def _print_tables(console, bag: Path, setup: _Setup, report, counts: dict, tracking: dict | None) -> None:
+    settings = setup.settings
     source = ""
-    if settings.wrench_source == "joint_torques":
+    if setup.stream.needs_efforts:
         source = "; wrench from joint torques, " + (f"arm calibration {settings.arm_calibration}"
                                                     if settings.arm_calibration else "arm uncalibrated (rough)")
-    report.print(console, headline=f"{bag}: {info.duration:.1f} s; settings: {origin}{source}; "
+    report.print(console, headline=f"{bag}: {setup.info.duration:.1f} s; settings: {setup.origin}{source}; "
                  + ", ".join(f"{n} {k}" for k, n in counts.items() if n), what="of the recording")
     if tracking is not None:
         shifts = f", {tracking['offset_shifts']} offset shift(s) after input gaps" if tracking["offset_shifts"] else ""
@@ -432,4 +487,3 @@ def _replay(args: argparse.Namespace, warnings: list[str]) -> int:
         for e in tracking["events"]:
             extra = f", mass {e['mass_change']:+.3f} kg" if e["kind"] == CHANGE else ""
             console.print(f"  {e['kind']} at {e['t_start']:.2f} s (decided at {e['t_decided']:.2f} s{extra})")
-    return 0

@@ -54,6 +54,7 @@ import numpy as np
 from payload_estimator.core.inertia import InertialParameters, from_ros_inertia_fields
 from payload_estimator.errors import BagError
 from payload_estimator.pipeline.stream import IMU, JOINTS, WRENCH
+from payload_estimator.settings import MotionSource
 
 if TYPE_CHECKING:
     from payload_estimator.settings import Settings
@@ -427,7 +428,7 @@ def input_topics(settings: Settings) -> dict[str, str]:
     """Topic -> input kind for ``settings`` (no wrench when it comes from joint torques; the IMU only when a
     topic is configured)."""
     topics = {settings.joint_states_topic: JOINTS}
-    if settings.wrench_source != "joint_torques":
+    if settings.wrench_source.reads_wrench_topic:
         topics[settings.wrench_topic] = WRENCH
     if settings.imu_topic:
         topics[settings.imu_topic] = IMU
@@ -496,7 +497,8 @@ def read_bag(path: str | Path, settings: Settings) -> BagReading:
         topics = bag.topics()
     if not topics:
         raise BagError(f"{path}: no topics recorded (yet: a recording still being written?)")
-    required = {kind for kind in wanted.values() if kind != IMU} | ({IMU} if settings.motion_source == "imu" else set())
+    imu = settings.motion_source is MotionSource.IMU
+    required = {kind for kind in wanted.values() if kind != IMU} | ({IMU} if imu else set())
     problems = []
     for topic, kind in wanted.items():
         if topic not in types:

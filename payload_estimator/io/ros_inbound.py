@@ -115,7 +115,7 @@ def feed_joint_state(stream: EstimationStream, msg: Any, wall_time: float | None
         names = [str(n) for n in msg.name]
         positions = _floats(msg.position)
         velocities = _floats(msg.velocity) if stream.config.use_joint_velocities else None
-        efforts = _floats(msg.effort) if stream.config.joint_torques else None
+        efforts = _floats(msg.effort) if stream.needs_efforts else None
     except _UNREADABLE as exc:
         return _malformed(stream, JOINTS, "JointState", exc)
     return stream.push_joint_states(stamp, positions, names, velocities, wall_time=wall_time, efforts=efforts) > 0
@@ -287,7 +287,7 @@ def _flush_joint_states(stream: EstimationStream, names: tuple[str, ...], run: l
                 raise ValueError("uneven")
             dq = np.array(velocities, dtype=float).reshape(len(run), n)
         tau = None
-        if stream.config.joint_torques:
+        if stream.needs_efforts:
             efforts = [msg.effort for msg, _ in run]
             if any(len(e) != n for e in efforts):
                 raise ValueError("uneven")
@@ -310,7 +310,7 @@ def _flush_wrenches(stream: EstimationStream, frame_id: str, run: list) -> int:
 def _flush_serialized_joint_states(stream: EstimationStream, layout: JointStateLayout, run: list) -> int:
     n = len(layout.names)
     velocities = stream.config.use_joint_velocities
-    efforts = stream.config.joint_torques
+    efforts = stream.needs_efforts
     try:
         if layout.n_position != n or (velocities and layout.n_velocity != n):
             raise ValueError("uneven")

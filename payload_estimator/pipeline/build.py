@@ -1,42 +1,57 @@
-"""Settings plus a robot description -> the :class:`EstimationStream` the node and ``replay`` drive.
+"""The front door: settings (plus a robot description) -> the estimator and the stream.
 
-The one place where :class:`~payload_estimator.settings.Settings` values turn
-into pipeline objects: the flange, the arm's joints, the wrench convention of
-the configured source, frames the description lacks, the estimator (from the
-registry, :data:`~payload_estimator.core.estimators.ESTIMATORS`) and the
-stream configuration. A robot is either a built-in preset
-(:data:`~payload_estimator.robots.ROBOTS`) or any arm whose URDF arrives on
-``robot_description`` (``robot: ""``; then ``flange_frame`` names its flange).
+Every way in builds here: the ROS node, every command, the benchmarks and the examples. The settings
+(:class:`~payload_estimator.settings.Settings`) say everything; this module turns them into objects:
+
+* :func:`build_estimator`: the configured estimator (by name, through
+  :func:`~payload_estimator.core.estimators.make_estimator`, the one place a name becomes an estimator),
+  its options as its class declares them, point masses filling the payload's shape when it needs them,
+  inside a :class:`~payload_estimator.core.tracking.PayloadTracker` when it follows the payload;
+* :func:`stream_config` and :func:`build_stream`: the :class:`EstimationStream` for a robot, with the
+  wrench and motion sources chosen once, from their registries (:mod:`payload_estimator.pipeline.sources`).
+
+A robot is either a built-in preset (:data:`~payload_estimator.robots.ROBOTS`) or any arm whose URDF
+arrives on ``robot_description`` (``robot: ""``; then ``flange_frame`` names its flange). Only the
+estimator's part imports without pinocchio (a core-only install estimates from sample tables).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.spatial.transform import Rotation
 
 from payload_estimator.core.convergence import ConvergenceCriteria
-from payload_estimator.core.estimators import ESTIMATORS, Estimator
-from payload_estimator.core.shapes import parse_shape_spec, sample_parts
+from payload_estimator.core.estimators import ESTIMATORS, Estimator, make_estimator
+from payload_estimator.core.shapes import SampledShape, Shape, parse_shape_spec, sample_parts
 from payload_estimator.core.tracking import PayloadModel, PayloadTracker
-from payload_estimator.pipeline.arm_dynamics import ArmCalibration
-from payload_estimator.pipeline.health import InputHealth
-from payload_estimator.pipeline.stream import EstimationStream, StreamConfig
-from payload_estimator.pipeline.wrench import SaturationCheck, WrenchConvention
+from payload_estimator.errors import ConfigurationError
+from payload_estimator.pipeline.sources import SourceContext, load_arm_calibration, motion_spec, wrench_spec
+from payload_estimator.pipeline.sources.measured_wrench import MeasuredWrench
+from payload_estimator.pipeline.stream_config import StreamConfig
+from payload_estimator.pipeline.wrench import WrenchConvention
 from payload_estimator.robots import get_robot, parse_description, robot_urdf
 from payload_estimator.settings import Settings
 
+if TYPE_CHECKING:
+    from payload_estimator.pipeline.health import InputHealth
+    from payload_estimator.pipeline.kinematics import SensorKinematics
+    from payload_estimator.pipeline.stream import EstimationStream
+
 __all__ = [
     "ExtraFrame",
+    "PayloadShape",
     "flange_frame",
     "arm_joint_names",
     "builtin_description",
-    "wrench_convention",
     "build_estimator",
+    "estimator_points",
+    "wrench_convention",
     "stream_config",
     "build_stream",
+    "sensor_kinematics",
     "convergence_criteria",
     "load_arm_calibration",
 ]
@@ -44,13 +59,17 @@ __all__ = [
 ExtraFrame = tuple[str, str, Sequence[float], Sequence[float]]
 """A frame the URDF lacks: ``(name, parent, xyz, rpy)`` (m, rad)."""
 
+PayloadShape = Shape | SampledShape | np.ndarray
+"""What point masses can come from: a shape (sampled at the settings' density), a sampled shape, or
+candidate positions (n, 3) in the sensor frame."""
+
 
 def flange_frame(settings: Settings) -> str:
-    """The configured flange, or the preset robot's own (``ValueError`` for an arm without a preset)."""
+    """The configured flange, or the preset robot's own (``ConfigurationError`` for an arm without a preset)."""
     if settings.flange_frame:
         return settings.flange_frame
     if not settings.robot:
-        raise ValueError("flange_frame must be set when robot is empty (an arm known only from its URDF)")
+        raise ConfigurationError("flange_frame must be set when robot is empty (an arm known only from its URDF)")
     return get_robot(settings.robot).flange_frame
 
 
@@ -66,7 +85,7 @@ def arm_joint_names(settings: Settings, urdf: str) -> tuple[str, ...]:
 def builtin_description(settings: Settings) -> str:
     """The package's URDF of the robot, with the sensor frame at ``sensor_xyz``/``sensor_rpy`` on the flange."""
     if not settings.robot:
-        raise ValueError("no built-in description: robot is empty (the URDF comes from robot_description)")
+        raise ConfigurationError("no built-in description: robot is empty (the URDF comes from robot_description)")
     sensor = settings.sensor_frame
     if sensor == flange_frame(settings):
         return robot_urdf(settings.robot)
@@ -74,34 +93,46 @@ def builtin_description(settings: Settings) -> str:
                       sensor_rpy_in_flange=tuple(settings.sensor_rpy), sensor_frame=sensor)
 
 
-def wrench_convention(settings: Settings, base_frame: str) -> WrenchConvention:
-    """The :class:`WrenchConvention` of the configured wrench source (``base_frame``: the URDF root)."""
-    if settings.wrench_source == "ft_sensor":
-        return WrenchConvention(settings.wrench_frame or settings.sensor_frame, None,
-                                float(np.sign(settings.wrench_sign) or 1.0))
-    k = settings.stiffness_frame or flange_frame(settings)
-    if settings.wrench_source == "franka_base":
-        return WrenchConvention(settings.wrench_frame or base_frame, k, -1.0)
-    return WrenchConvention(settings.wrench_frame or k, None, -1.0)
+def wrench_convention(settings: Settings, base_frame: str) -> WrenchConvention | None:
+    """How the configured source's wrench messages report (``base_frame``: the URDF root); None for a source
+    without wrench messages (joint torques)."""
+    if not settings.wrench_source.reads_wrench_topic:
+        return None
+    context = SourceContext(base_frame, flange_frame(settings), tuple(settings.joint_names))
+    spec = wrench_spec(settings, context)
+    return spec.convention if isinstance(spec, MeasuredWrench) else None
 
 
-def build_estimator(settings: Settings) -> PayloadModel:
+def estimator_points(settings: Settings, shape: PayloadShape | None = None) -> SampledShape | np.ndarray:
+    """The point masses of an estimator that needs them: ``shape`` (default: the setting ``payload_shape``)
+    sampled at ``point_density``, at most ``max_points``; positions are taken as they are."""
+    if isinstance(shape, (SampledShape, np.ndarray)):
+        return shape
+    if shape is None:
+        shape = parse_shape_spec(settings.payload_shape)
+    return sample_parts(shape, density=settings.point_density * 1e6, max_points=settings.max_points)
+
+
+def build_estimator(settings: Settings, shape: PayloadShape | None = None) -> PayloadModel:
     """The configured estimator, its options read from the settings as its class declares them;
-    inside a :class:`~payload_estimator.core.tracking.PayloadTracker` when ``track_payload``."""
+    inside a :class:`~payload_estimator.core.tracking.PayloadTracker` when ``track_payload``.
+
+    Args:
+        settings: the estimator (``estimator``), its options, ``estimate_bias``, ``track_payload`` and,
+            for the estimators with point masses, the shape's sampling.
+        shape: the payload's shape or point masses, in place of the setting ``payload_shape``.
+    """
     cls = ESTIMATORS[settings.estimator]
-    points = None
-    if cls.needs_points:
-        points = sample_parts(parse_shape_spec(settings.payload_shape),
-                              density=settings.point_density * 1e6, max_points=settings.max_points)
-    options = cls.options_from(settings.to_dict())
+    points = estimator_points(settings, shape) if cls.needs_points else None
+    options: dict[str, Any] = {k: v for k, v in cls.options_from(settings.estimator_options()).items()
+                               if v is not None}
 
     def make(bias: bool) -> Estimator:
-        return cls.create(points, bias=bias, **options)
+        return make_estimator(settings.estimator, points, bias=bias, **options)
 
-    bias = settings.estimate_bias and settings.wrench_source != "joint_torques"  # no F/T offsets without a sensor
     if settings.track_payload:
-        return PayloadTracker(make, bias=bias)
-    return make(bias)
+        return PayloadTracker(make, bias=settings.estimates_offsets)
+    return make(settings.estimates_offsets)
 
 
 def convergence_criteria(settings: Settings) -> ConvergenceCriteria:
@@ -112,23 +143,6 @@ def convergence_criteria(settings: Settings) -> ConvergenceCriteria:
         inertia=settings.converge_on_inertia,
         inertia_rel_std=settings.max_inertia_rel_std,
     )
-
-
-def load_arm_calibration(settings: Settings, joint_names: Sequence[str]) -> ArmCalibration | None:
-    """The arm calibration ``settings.arm_calibration`` names (None: empty, or not the joint-torque source),
-    checked against the robot and its joints; ``ValueError`` in one line if it is missing or another arm's."""
-    if settings.wrench_source != "joint_torques" or not settings.arm_calibration:
-        return None
-    path = Path(settings.arm_calibration).expanduser()
-    if not path.is_file():
-        raise ValueError(f"no arm calibration at {path}: record one with the arm unloaded (payload-estimator "
-                         "calibrate, or the node's ~/calibrate service), or set arm_calibration to '' (uncalibrated)")
-    calibration = ArmCalibration.load(path)
-    try:
-        calibration.check_matches(settings.robot, joint_names)
-    except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from None
-    return calibration
 
 
 def stream_config(
@@ -142,7 +156,7 @@ def stream_config(
 
     ``extra_frames`` are frames the URDF lacks (from tf2); the sensor frame, if
     still missing, is attached to ``sensor_parent_frame`` (default: the flange)
-    at ``sensor_xyz``/``sensor_rpy``.
+    at ``sensor_xyz``/``sensor_rpy``. ``imu_frame``: the IMU messages' frame, when the settings name none.
     """
     description = parse_description(urdf)
     flange = flange_frame(settings)
@@ -152,19 +166,15 @@ def stream_config(
         parent = settings.sensor_parent_frame or flange
         frames.append((settings.sensor_frame, parent, tuple(settings.sensor_xyz), tuple(settings.sensor_rpy)))
     joints = arm_joint_names(settings, urdf)
-    saturation = None
-    if settings.wrench_source == "ft_sensor" and settings.sensor_force_range > 0 and settings.sensor_torque_range > 0:
-        saturation = SaturationCheck(settings.sensor_force_range, settings.sensor_torque_range)
+    context = SourceContext(description.root_link, flange, joints, imu_frame)
     return StreamConfig(
         urdf=urdf,
         sensor_frame=settings.sensor_frame,
         joint_names=joints,
         extra_frames=tuple(frames),  # type: ignore[arg-type]
         flange_frame=flange,
-        wrench=wrench_convention(settings, description.root_link),
-        saturation=saturation,
-        imu_frame=(settings.imu_frame or imu_frame) if settings.motion_source == "imu" else None,
-        motion_source=settings.motion_source,
+        wrench_source=wrench_spec(settings, context),
+        motion_source=motion_spec(settings, context),
         use_joint_velocities=settings.use_joint_velocities,
         R_world_base=Rotation.from_euler("xyz", settings.base_rpy).as_matrix(),
         gravity=settings.gravity,
@@ -176,8 +186,6 @@ def stream_config(
         convergence=convergence_criteria(settings),
         stale_after_s=settings.stale_after_s,
         zero_phase=zero_phase,
-        joint_torques=settings.wrench_source == "joint_torques",
-        arm_calibration=load_arm_calibration(settings, joints),
     )
 
 
@@ -188,11 +196,24 @@ def build_stream(
     imu_frame: str | None = None,
     health: InputHealth | None = None,
     zero_phase: bool = False,
+    shape: PayloadShape | None = None,
 ) -> EstimationStream:
-    """The :class:`EstimationStream` for ``settings`` (what the node and ``replay`` both run).
+    """The :class:`EstimationStream` for ``settings`` (what the node, every command and benchmark run).
 
-    ``zero_phase`` (recordings only) keeps the aligned data and filters them
-    forward and backward at :meth:`EstimationStream.finish`.
+    ``zero_phase`` (recordings only) keeps the aligned data and filters them forward and backward at
+    :meth:`EstimationStream.finish`; ``shape`` replaces the setting ``payload_shape`` (:func:`build_estimator`).
     """
+    from payload_estimator.pipeline.stream import EstimationStream
+
     config = stream_config(settings, urdf, extra_frames, imu_frame, zero_phase)
-    return EstimationStream(config, build_estimator(settings), health)
+    return EstimationStream(config, build_estimator(settings, shape), health)
+
+
+def sensor_kinematics(settings: Settings, urdf: str, extra_frames: Sequence[ExtraFrame] = ()) -> SensorKinematics:
+    """The arm's kinematics with the sensor frame, as the stream for ``settings`` would have them (the arm's
+    calibration and ``~/calibrate`` use them without a stream)."""
+    from payload_estimator.pipeline.kinematics import SensorKinematics
+
+    config = stream_config(settings, urdf, extra_frames)
+    return SensorKinematics(urdf, config.sensor_frame, config.joint_names, R_world_base=config.R_world_base,
+                            gravity_in_world=(0.0, 0.0, -config.gravity), extra_frames=config.extra_frames)

@@ -1,29 +1,24 @@
 """The estimation stream: raw robot signals in, estimates out.
 
 This is the one object that the ROS node, ``replay``, ``demo`` and the
-benchmarks all drive. Messages (joint states, wrenches, IMU samples) go in
-with their own stamps, at their own rates; :meth:`EstimationStream.process`
-turns whatever can be decided into sensor-frame samples and feeds the
-estimator; :meth:`EstimationStream.update_estimate` solves for the current
-estimate (and advances the convergence monitor), :attr:`EstimationStream.last`
-reads it again.
+benchmarks all drive (:mod:`payload_estimator.pipeline.build` makes it from the settings). Messages
+(joint states, wrenches, IMU samples) go in with their own stamps, at their own rates;
+:meth:`EstimationStream.process` turns whatever can be decided into sensor-frame samples and feeds
+the estimator; :meth:`EstimationStream.update_estimate` solves for the current estimate (and
+advances the convergence monitor), :attr:`EstimationStream.last` reads it again.
 
 The chain, for every batch the aligner releases::
 
     aligner (uniform grid, no extrapolation, gaps split segments)
-      -> wrench into the sensor frame, with the raw joint positions
-      -> the same causal low-pass G on every signal; joint accelerations and
-         the IMU's angular acceleration by central differences (one-sample
-         delay everywhere, so the phase lags match)
-      -> sensor-frame kinematics from the filtered joint states (pinocchio),
-         or from the IMU
+      -> the wrench source's raw signal (a wrench in the sensor frame, or the efforts)
+      -> the same low-pass on every signal (causal online, forward and backward for a recording)
+      -> sensor-frame kinematics from the filtered joint states (pinocchio), or from an IMU
       -> SensorSamples, decimated to the estimator rate -> estimator.update
 
-Without a force/torque sensor (``joint_torques``) the joint states' efforts take the wrench's place:
-filtered like every other signal, less the unloaded arm's own torques, and mapped through the
-Jacobian into a wrench with its information (:mod:`payload_estimator.pipeline.joint_torques`).
+Where the wrench and the motion come from are two strategies of the configuration
+(:mod:`payload_estimator.pipeline.sources`); the filtering is :mod:`payload_estimator.pipeline.processing`.
 
-Bad input never raises: it is dropped, counted in :attr:`health` with a clear
+Bad input never raises: it is dropped, counted in :attr:`EstimationStream.health` with a clear
 log line, and the estimate stays what it was.
 """
 
@@ -31,27 +26,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 
-from payload_estimator.core.convergence import ConvergenceCriteria, ConvergenceMonitor
+from payload_estimator.core.convergence import ConvergenceMonitor
 from payload_estimator.core.estimators import InsufficientData
-from payload_estimator.core.inertia import InertialParameters
-from payload_estimator.core.results import Estimate
-from payload_estimator.core.samples import MAX_ABS_VALUE, STANDARD_GRAVITY, SensorSamples
-from payload_estimator.core.signal_noise import SignalNoise
+from payload_estimator.core.samples import MAX_ABS_VALUE, SensorSamples
 from payload_estimator.core.tracking import PayloadModel, PayloadTracker, TrackingState
+from payload_estimator.errors import ConfigurationError
 from payload_estimator.pipeline.align import MAX_STAMP_S, StreamAligner
-from payload_estimator.pipeline.arm_dynamics import ArmCalibration, ArmDynamics
-from payload_estimator.pipeline.filters import (
-    MatchedDelay,
-    MatchedDifferentiator,
-    PositionVelocityDifferentiator,
-    StepResponse,
-    second_derivative_noise_gain,
-    settling_time_s,
-)
+from payload_estimator.pipeline.filters import StepResponse
 from payload_estimator.pipeline.health import (
     LENGTH_MISMATCH,
     MISSING_EFFORT,
@@ -59,18 +44,18 @@ from payload_estimator.pipeline.health import (
     NON_FINITE,
     OUT_OF_RANGE,
     SOLVER_FAILURE,
-    WRONG_FRAME,
     InputHealth,
 )
-from payload_estimator.pipeline.imu import ImuMount, ImuProcessor
-from payload_estimator.pipeline.joint_torques import JointTorqueWrench
+from payload_estimator.pipeline.imu import ImuMount
 from payload_estimator.pipeline.kinematics import SensorKinematics
-from payload_estimator.pipeline.wrench import SaturationCheck, WrenchConvention, wrench_to_sensor
+from payload_estimator.pipeline.processing import CausalProcessing, SampleMaker, ZeroPhaseProcessing
+from payload_estimator.pipeline.sources.base import IMU, JOINTS, WRENCH
+from payload_estimator.pipeline.sources.imu_motion import ImuKinematicsInput
+from payload_estimator.pipeline.sources.measured_wrench import MeasuredWrenchInput
+from payload_estimator.pipeline.stream_config import StreamConfig, StreamEstimate
+from payload_estimator.pipeline.wrench import WrenchConvention
 
 __all__ = ["StreamConfig", "EstimationStream", "StreamEstimate", "JOINTS", "WRENCH", "IMU"]
-
-JOINTS, WRENCH, IMU = "joint_states", "wrench", "imu"
-"""Stream names, as they appear in diagnostics."""
 
 
 def _paired_vectors(t: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
@@ -84,123 +69,12 @@ def _paired_vectors(t: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray |
     return np.hstack([a.reshape(n, 3), b.reshape(n, 3)])
 
 
-@dataclass(frozen=True)
-class StreamConfig:
-    """Everything the stream needs to know about the robot and its signals.
-
-    Attributes:
-        urdf: the robot description (URDF XML).
-        sensor_frame: frame the estimate is expressed in (the F/T sensor's
-            measurement frame, or the flange when the wrench is the robot's estimate).
-        joint_names: the arm joints to use; None: every 1-DoF joint of the URDF.
-        extra_frames: frames the URDF lacks, each ``(name, parent, xyz, rpy)``
-            (m, rad; e.g. from tf2 or the configuration), added before anything else.
-        flange_frame: frame of the robot's load interface (Franka ``SetLoad``,
-            xArm ``set_tcp_load``); None: the sensor frame.
-        wrench: how the wrench source reports (frame, torque reference, sign).
-        saturation: the sensor's range check, or None.
-        imu_frame: frame of the IMU in the URDF, or None; ``imu_mount`` overrides it.
-        imu_mount: pose of the IMU in the sensor frame, or None.
-        motion_source: ``"joints"`` (omega, alpha, a and g from joint kinematics; any
-            IMU is ignored) or ``"imu"`` (omega, alpha and a from the IMU, g from the
-            joints; the IMU is then a required input like the others).
-        use_joint_velocities: filter the driver's joint velocities instead of
-            differentiating positions (when they are usable).
-        R_world_base: orientation of the robot base in the world (tilted or wall mounts).
-        gravity: magnitude of gravity, m/s².
-        rate_hz: rate of the common time grid the streams are aligned to, Hz.
-        cutoff_hz: cutoff of the low-pass applied to every signal, Hz.
-        filter_order: Butterworth order of that low-pass.
-        estimator_rate_hz: rate at which filtered samples enter the estimator, Hz.
-        max_gap_s, reorder_window_s, clock_jump_s: alignment rules (see :class:`StreamAligner`).
-        stale_after_s: a stream silent this long is reported stale.
-        zero_phase: offline mode for recordings (bags): aligned data are kept
-            and, at :meth:`EstimationStream.finish`, filtered forward and backward
-            (no phase lag at all) and differentiated with central differences;
-            the estimator sees nothing before ``finish()``.
-        min_samples: samples the estimator needs before :meth:`EstimationStream.estimate`
-            returns anything (a handful of samples gives meaningless numbers).
-        joint_torques: the wrench comes from the joint states' efforts (no wrench input; ``wrench``
-            and ``saturation`` are ignored), less the unloaded arm's torques.
-        arm_calibration: the unloaded arm's calibration (joint torques only); None: the description's
-            inertias and no friction.
-        effort_std: (n,) effort noise per joint, N·m, the joints' weights (joint torques only); None:
-            the calibration's residual.
-        joint_space_rows: joint torques enter as joint-space rows (True, always but to compare), or as
-            the plain pseudo-inverse wrench (:class:`~payload_estimator.pipeline.joint_torques.JointTorqueWrench`).
-    """
-
-    urdf: str
-    sensor_frame: str
-    joint_names: tuple[str, ...] | None = None
-    extra_frames: tuple[tuple[str, str, tuple[float, float, float], tuple[float, float, float]], ...] = ()
-    flange_frame: str | None = None
-    wrench: WrenchConvention | None = None
-    saturation: SaturationCheck | None = None
-    imu_frame: str | None = None
-    imu_mount: ImuMount | None = None
-    motion_source: str = "joints"
-    use_joint_velocities: bool = False
-    R_world_base: np.ndarray = field(default_factory=lambda: np.eye(3))
-    gravity: float = STANDARD_GRAVITY
-    rate_hz: float = 1000.0
-    cutoff_hz: float = 10.0
-    filter_order: int = 4
-    estimator_rate_hz: float = 100.0
-    max_gap_s: float = 0.05
-    reorder_window_s: float = 0.02
-    clock_jump_s: float = 1.0
-    stale_after_s: float = 0.5
-    zero_phase: bool = False
-    min_samples: int = 20
-    convergence: ConvergenceCriteria = field(default_factory=ConvergenceCriteria)
-    joint_torques: bool = False
-    arm_calibration: ArmCalibration | None = None
-    effort_std: tuple[float, ...] | None = None
-    joint_space_rows: bool = True
-
-    def __post_init__(self) -> None:
-        if self.motion_source not in ("joints", "imu"):
-            raise ValueError("motion_source must be 'joints' or 'imu'")
-        if self.zero_phase and self.motion_source != "joints":
-            raise ValueError("zero_phase supports motion_source 'joints' only")
-        if self.motion_source == "imu" and self.imu_frame is None and self.imu_mount is None:
-            raise ValueError("motion_source 'imu' needs imu_frame or imu_mount")
-        if not 0 < self.cutoff_hz < self.rate_hz / 2:
-            raise ValueError("cutoff_hz must be between 0 and half of rate_hz")
-        if not 0 < self.estimator_rate_hz <= self.rate_hz:
-            raise ValueError("estimator_rate_hz must be in (0, rate_hz]")
-
-
-@dataclass(frozen=True)
-class StreamEstimate:
-    """An estimate with what the stream knows about it.
-
-    Attributes:
-        estimate: the estimator's result, in the sensor frame.
-        t: time of the newest sample in it, s (on the input stamps' clock).
-        converged: whether the convergence monitor accepts it; ``reason`` says why not.
-        params_in_flange: the parameters in the flange frame.
-        mass_com_converged: whether mass and COM alone have converged (the same as ``converged``
-            when the criteria leave the inertia out).
-        tracking: the payload tracker's state when the estimator follows the payload, else None.
-    """
-
-    estimate: Estimate
-    t: float
-    converged: bool
-    reason: str
-    params_in_flange: InertialParameters
-    mass_com_converged: bool = False
-    tracking: TrackingState | None = None
-
-
 class EstimationStream:
     """Raw robot signals -> filtered sensor-frame samples -> estimator (module docstring).
 
     Args:
-        config: the robot and signal configuration.
-        estimator: any estimator of :mod:`payload_estimator.core.estimators`.
+        config: the robot and signal configuration, with its wrench and motion sources.
+        estimator: any estimator of :mod:`payload_estimator.core.estimators`, or a payload tracker.
         health: where to count bad input; a new one if None.
     """
 
@@ -220,23 +94,17 @@ class EstimationStream:
         )
         self.joint_names = self.kinematics.joint_names
         n = len(self.joint_names)
-        self.wrench_convention = config.wrench or WrenchConvention(config.sensor_frame, None, 1.0)
-        self.torque_wrench: JointTorqueWrench | None = None
-        if config.joint_torques:
-            dynamics = ArmDynamics(self.kinematics, config.arm_calibration)
-            self.torque_wrench = JointTorqueWrench(
-                dynamics, None if config.effort_std is None else np.asarray(config.effort_std, dtype=float),
-                config.joint_space_rows)
-        else:
-            for frame in {self.wrench_convention.expressed_in, self.wrench_convention.reference_frame}:
-                if not self.kinematics.has_frame(frame):
-                    raise ValueError(f"wrench frame {frame!r} is not in the robot description")
-        self.imu_mount = self._imu_mount()
-        joint_columns = n * (1 + int(config.use_joint_velocities) + int(config.joint_torques))
-        self._effort_columns = slice(joint_columns - n, joint_columns) if config.joint_torques else None
-        streams = {JOINTS: joint_columns} if config.joint_torques else {JOINTS: joint_columns, WRENCH: 6}
-        if self.imu_mount is not None:
-            streams[IMU] = 6
+        self.wrench_input = config.wrench.create(self.kinematics, config.sensor_frame)
+        self.motion_input = config.motion.create(self.kinematics, config.sensor_frame, config.rate_hz,
+                                                 config.cutoff_hz, config.filter_order, config.gravity)
+        if config.zero_phase and not self.motion_input.supports_zero_phase:
+            raise ConfigurationError("zero_phase supports motion_source 'joints' only")
+        maker = SampleMaker(config, self.kinematics, self.wrench_input, self.motion_input)
+        streams = {JOINTS: maker.joint_columns}
+        if self.wrench_input.reads_wrench:
+            streams[WRENCH] = 6
+        if self.motion_input.stream is not None:
+            streams[self.motion_input.stream] = 6
         self.health = health if health is not None else InputHealth(expected_streams=list(streams))
         self.aligner = StreamAligner(
             streams,
@@ -247,33 +115,10 @@ class EstimationStream:
             health=self.health,
             max_abs_value=MAX_ABS_VALUE,
         )
-        args = (config.cutoff_hz, config.rate_hz)
-        self._joint_filter: PositionVelocityDifferentiator | MatchedDifferentiator
-        if config.use_joint_velocities:
-            self._joint_filter = PositionVelocityDifferentiator(*args, n, config.filter_order)
-        else:
-            self._joint_filter = MatchedDifferentiator(*args, n, config.filter_order)
-        self._wrench_filter = MatchedDelay(*args, n if config.joint_torques else 6, config.filter_order)
-        """Delays the wrench, or the efforts (joint torques), exactly like the joint filter."""
-        # Noise the pipeline puts into the accelerations it differentiates (errors in variables): the
-        # encoders' white noise on the grid, through the matched second derivative and the arm.
-        self._joint_noise = SignalNoise()
-        self._lever_sq: float | None = None
-        self._ddq_gain = (second_derivative_noise_gain(config.cutoff_hz, config.rate_hz, config.filter_order)
-                          if not config.use_joint_velocities else 0.0)
-        self._imu = (
-            ImuProcessor(self.imu_mount, config.rate_hz, config.cutoff_hz, config.filter_order,
-                         gravity_magnitude=config.gravity)
-            if self.imu_mount is not None
-            else None
-        )
-        self._decimation = max(1, int(round(config.rate_hz / config.estimator_rate_hz)))
+        self._processing: CausalProcessing | ZeroPhaseProcessing = (
+            ZeroPhaseProcessing(maker) if config.zero_phase else CausalProcessing(maker, estimator.kinematic_noise))
         if isinstance(estimator, PayloadTracker):  # a change of payload reaches it through the filters
             estimator.step_response = StepResponse(config.cutoff_hz, config.rate_hz, config.filter_order)
-        self.settling_s = settling_time_s(config.cutoff_hz, config.rate_hz, config.filter_order)
-        """After every restart of the filters (the start, a gap), their output is held back this long."""
-        self._settled_from = -np.inf
-        self.samples_settling = 0
         self.convergence = ConvergenceMonitor(config.convergence)
         self.mass_com_convergence = ConvergenceMonitor(replace(config.convergence, inertia=False))
         self.paused = False
@@ -283,29 +128,49 @@ class EstimationStream:
         self.last_sample_time: float | None = None
         self.samples_processed = 0
         self._name_cache: tuple[tuple[str, ...], np.ndarray] | None = None
-        self._offline: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = []
         self._last: StreamEstimate | None = None
         flange = config.flange_frame or config.sensor_frame
         R, p = self.kinematics.frame_pose(np.zeros((1, n)), config.sensor_frame, flange)
         self.R_flange_sensor, self.p_flange_sensor = R[0], p[0]
 
-    # ------------------------------------------------------------------ set-up
-    def _imu_mount(self) -> ImuMount | None:
-        if self.config.motion_source != "imu":
-            return None  # the IMU is a required stream only when it drives the motion
-        if self.config.imu_mount is not None:
-            return self.config.imu_mount
-        if self.config.imu_frame is None:
-            return None
-        if not self.kinematics.has_frame(self.config.imu_frame):
-            raise ValueError(f"IMU frame {self.config.imu_frame!r} is not in the robot description")
-        q0 = np.zeros((1, len(self.joint_names)))
-        R, p = self.kinematics.frame_pose(q0, self.config.imu_frame, self.config.sensor_frame)
-        if not np.allclose(
-            self.kinematics.frame_pose(q0 + 0.3, self.config.imu_frame, self.config.sensor_frame)[1], p
-        ):
-            raise ValueError("the IMU must be rigidly attached to the sensor frame")
-        return ImuMount(R[0], p[0])
+    # ------------------------------------------------------------ the sources
+    @property
+    def needs_efforts(self) -> bool:
+        """Whether joint states must carry an effort per arm joint (the wrench from joint torques)."""
+        return self.wrench_input.needs_efforts
+
+    @property
+    def reads_wrench(self) -> bool:
+        """Whether a wrench message stream is an input."""
+        return self.wrench_input.reads_wrench
+
+    @property
+    def wrench_convention(self) -> WrenchConvention | None:
+        """How the wrench messages report (None: the wrench comes from joint torques)."""
+        return self.wrench_input.convention if isinstance(self.wrench_input, MeasuredWrenchInput) else None
+
+    @property
+    def imu_mount(self) -> ImuMount | None:
+        """Pose of the IMU in the sensor frame when an IMU drives the motion, else None."""
+        return self.motion_input.mount if isinstance(self.motion_input, ImuKinematicsInput) else None
+
+    @property
+    def settling_s(self) -> float:
+        """After every restart of the filters (the start, a gap), their output is held back this long, s."""
+        return getattr(self._processing, "settling_s", 0.0)
+
+    @property
+    def samples_settling(self) -> int:
+        """Samples held back while the restarted filters settled."""
+        return self._processing.samples_settling
+
+    def wrench_in_sensor(self, wrench: np.ndarray, q_raw: np.ndarray) -> np.ndarray:
+        """(N, 6) wrenches as the source reports them -> the payload's wrench on the sensor, in S.
+
+        ``q_raw`` (N, n) are the joint positions at the same instants (for sources that report in
+        another frame).
+        """
+        return self.wrench_input.raw_signal(q_raw, wrench)
 
     # ------------------------------------------------------------------- input
     #
@@ -359,7 +224,7 @@ class EstimationStream:
                                    f"{len(t)} messages dropped", JOINTS, len(t))
                 return 0
         tau = None
-        if self.config.joint_torques:
+        if self.wrench_input.needs_efforts:
             if efforts is not None and np.size(efforts) == q.size:
                 tau = np.asarray(efforts, dtype=float).reshape(q.shape)
             else:
@@ -394,18 +259,11 @@ class EstimationStream:
         how many samples were taken (0: all dropped, and counted; always 0 when the wrench comes
         from joint torques).
         """
-        if self.config.joint_torques:
+        if not self.wrench_input.reads_wrench:
             return 0
         t = np.atleast_1d(np.asarray(stamp, dtype=float)).reshape(-1)
         n = max(len(t), 1)
-        if frame_id and frame_id != self.wrench_convention.expressed_in:
-            self.health.report(
-                WRONG_FRAME,
-                f"wrench in frame {frame_id!r}, expected {self.wrench_convention.expressed_in!r}; dropped "
-                "(set the wrench frame parameter to the sensor's frame)",
-                WRENCH,
-                n,
-            )
+        if not self.wrench_input.admit_frame(frame_id, n, self.health):
             return 0
         w = _paired_vectors(t, force, torque)
         if w is None:
@@ -413,10 +271,8 @@ class EstimationStream:
                                f"{np.shape(force)} and torque of shape {np.shape(torque)}; dropped", WRENCH, n)
             return 0
         t, w = self._admit(WRENCH, t, w)
-        if self.config.saturation is not None:
-            keep = self.config.saturation.keep(w, self.health, WRENCH)
-            t, w = t[keep], w[keep]
-        return self._take(WRENCH, t, w, wall_time)
+        keep = self.wrench_input.in_range(w, self.health)
+        return self._take(WRENCH, t[keep], w[keep], wall_time)
 
     def push_imu(
         self,
@@ -431,13 +287,11 @@ class EstimationStream:
         Returns how many samples were received (0: all dropped and counted, or the stream uses
         no IMU); the aligner drops and counts those with a NaN/inf or an out-of-range value.
         """
-        if self._imu is None:
+        if self.motion_input.stream != IMU:
             return 0
         t = np.atleast_1d(np.asarray(stamp, dtype=float)).reshape(-1)
         n = max(len(t), 1)
-        expected = self.config.imu_frame
-        if frame_id and expected and frame_id != expected:
-            self.health.report(WRONG_FRAME, f"IMU in frame {frame_id!r}, expected {expected!r}; dropped", IMU, n)
+        if not self.motion_input.admit(frame_id, n, self.health):
             return 0
         v = _paired_vectors(t, angular_velocity, linear_acceleration)
         if v is None:
@@ -493,106 +347,24 @@ class EstimationStream:
         batch = self.aligner.pull()
         if batch is None or len(batch) == 0:
             return 0
-        if self.config.zero_phase:
-            self._keep_for_offline(batch)
+        if isinstance(self._processing, ZeroPhaseProcessing):
+            self._processing.keep(batch)
             return 0
-        fed = 0
-        for seg in batch.segments():
-            t = batch.t[seg]
-            if batch.segment_start[seg.start]:
-                self._reset_filters()
-                self._settled_from = float(t[0]) + self.settling_s
-                if isinstance(self.estimator, PayloadTracker):
-                    self._break_pending = True  # told with the next samples it takes: a pause changes nothing
-            joints = batch.values[JOINTS][seg]
-            n = len(self.joint_names)
-            q_raw = joints[:, :n]
-            if self._effort_columns is not None:
-                w = self._wrench_filter(t, joints[:, self._effort_columns])  # the efforts
-            else:
-                w = self._wrench_filter(t, self.wrench_in_sensor(batch.values[WRENCH][seg], q_raw))
-            if isinstance(self._joint_filter, PositionVelocityDifferentiator):  # use_joint_velocities
-                d = self._joint_filter(t, q_raw, joints[:, n:2 * n])
-            else:
-                d = self._joint_filter(t, q_raw)
-            imu_motion = None
-            if self._imu is not None:
-                g_raw = self._gravity_in_sensor(q_raw)
-                imu = batch.values[IMU][seg]
-                imu_motion = self._imu.process(t, imu[:, :3], imu[:, 3:], g_raw)
-            if len(d.t) == 0:
-                continue
-            keep = self._decimated(d.t)
-            settling = keep & (d.t < self._settled_from)
-            if settling.any():  # the restarted filters' transient: wrong accelerations, not data
-                self.samples_settling += int(np.sum(settling))
-                keep &= ~settling
-            if not keep.any():
-                continue
-            motion = self.kinematics.compute(d.x[keep], d.dx[keep], d.ddx[keep])
-            if self.config.motion_source == "imu" and imu_motion is not None:
-                ang_vel = imu_motion.ang_vel_in_sensor[keep]
-                ang_acc = imu_motion.ang_acc_in_sensor[keep]
-                lin_acc = imu_motion.lin_acc_in_sensor[keep]
-            else:
-                ang_vel, ang_acc, lin_acc = motion.ang_vel_in_sensor, motion.ang_acc_in_sensor, motion.lin_acc_in_sensor
-            if self._ddq_gain > 0.0 and self.config.motion_source != "imu" and self.torque_wrench is None:
-                # (joint-torque samples are whitened per sample: the errors-in-variables Gram is not theirs)
-                if not self._joint_noise.settled:  # the encoders' noise does not change
-                    self._joint_noise.update(q_raw)
-                self._supply_kinematic_noise(q_raw[-1])
-            wrench, information = self._sample_wrench(d.x[keep], d.dx[keep], d.ddx[keep], w.x[keep])
-            fed += self._feed(SensorSamples(d.t[keep], lin_acc, ang_vel, ang_acc, motion.gravity_in_sensor, wrench,
-                                            information))
-        return fed
+        return sum(self._feed(samples) for samples in self._processing.process(batch, self._on_break))
 
-    def _sample_wrench(
-        self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, filtered: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray | None]:
-        """The samples' wrench on S and its information: the filtered wrench as is, or the wrench the
-        filtered efforts imply (joint torques)."""
-        if self.torque_wrench is None:
-            return filtered, None
-        tw = self.torque_wrench(q, dq, ddq, filtered)
-        return tw.wrench_in_sensor, tw.information_sqrt
+    def finish(self) -> int:
+        """Zero-phase mode: filter every kept segment forward and backward and feed the estimator.
 
-    def _supply_kinematic_noise(self, q: np.ndarray) -> None:
-        """Tell the estimator the noise of the accelerations this pipeline makes.
-
-        The joint positions' white noise ``s_q`` (measured on the grid before filtering,
-        :class:`~payload_estimator.core.signal_noise.SignalNoise`) comes out of the matched second
-        derivative with variance ``s_q² g`` (:func:`second_derivative_noise_gain`); the sensor's
-        angular acceleration sums one unit axis per joint, ``s_alpha² = n s_q² g / 3`` per axis, and
-        its linear acceleration adds the lever arms ``r_i`` from each joint to the sensor,
-        ``s_a² = sum r_i² s_q² g / 3``. The samples alone would read the filtered noise as almost none.
+        Returns the number of samples fed. Does nothing in causal mode.
         """
-        s_q = self._joint_noise.std()
-        if not np.isfinite(s_q):
-            return
-        if self._lever_sq is None:
-            _, p = self.kinematics.frame_pose(q, self.config.sensor_frame, self.kinematics.base_frame)
-            arms = []
-            for name in self.joint_names:
-                try:
-                    _, pj = self.kinematics.frame_pose(q, name, self.kinematics.base_frame)
-                except ValueError:
-                    continue
-                arms.append(float(np.sum((p[0] - pj[0]) ** 2)))
-            self._lever_sq = float(np.sum(arms))
-        var_ddq = s_q * s_q * self._ddq_gain
-        n = len(self.joint_names)
-        self.estimator.kinematic_noise.supply(np.sqrt(var_ddq * self._lever_sq / 3.0), np.sqrt(var_ddq * n / 3.0),
-                                              self._joint_noise.relative_variance())
+        if not isinstance(self._processing, ZeroPhaseProcessing):
+            return 0
+        self.process()
+        return sum(self._feed(samples) for samples in self._processing.finish())
 
-    def _gravity_in_sensor(self, q: np.ndarray) -> np.ndarray:
-        """(N, 3) gravity in the sensor frame at joint positions ``q``: forward kinematics only."""
-        R_base_sensor, _ = self.kinematics.frame_pose(q, self.config.sensor_frame, self.kinematics.base_frame)
-        R_world_sensor = np.einsum("ij,njk->nik", self.kinematics.R_world_base, R_base_sensor)
-        return np.einsum("nji,j->ni", R_world_sensor, self.kinematics.gravity_in_world)
-
-    def _decimated(self, t: np.ndarray) -> np.ndarray:
-        """Rows on the estimator's sub-grid (deterministic whatever the batching)."""
-        return np.round(t * self.config.rate_hz).astype(np.int64) % self._decimation == 0
+    def _on_break(self) -> None:
+        if isinstance(self.estimator, PayloadTracker):
+            self._break_pending = True  # told with the next samples it takes: a pause changes nothing
 
     def _feed(self, samples: SensorSamples) -> int:
         self.samples_processed += len(samples)
@@ -611,73 +383,6 @@ class EstimationStream:
             self.health.report(NON_FINITE, f"{rejected} samples with non-finite or out-of-range kinematics dropped",
                                None, rejected)
         return len(samples) - rejected
-
-    # ------------------------------------------------------------- offline
-    def _keep_for_offline(self, batch) -> None:
-        n = len(self.joint_names)
-        for seg in batch.segments():
-            if batch.segment_start[seg.start] or not self._offline:
-                self._offline.append([])
-            joints = batch.values[JOINTS][seg]
-            if self._effort_columns is not None:
-                self._offline[-1].append((batch.t[seg], joints[:, :n], joints[:, self._effort_columns]))
-            else:
-                self._offline[-1].append((batch.t[seg], joints[:, :n], batch.values[WRENCH][seg]))
-
-    def finish(self) -> int:
-        """Zero-phase mode: filter every kept segment forward and backward and feed the estimator.
-
-        Returns the number of samples fed. Does nothing in causal mode.
-        """
-        from payload_estimator.pipeline.filters import zero_phase_lowpass
-
-        if not self.config.zero_phase:
-            return 0
-        self.process()
-        fed = 0
-        c = self.config
-        for pieces in self._offline:
-            t = np.concatenate([p[0] for p in pieces])
-            if len(t) < 5:
-                continue
-            q_raw = np.concatenate([p[1] for p in pieces])
-            other = np.concatenate([p[2] for p in pieces])  # wrench, or efforts (joint torques)
-            wrench = other if self.torque_wrench is not None else self.wrench_in_sensor(other, q_raw)
-            q = zero_phase_lowpass(q_raw, c.rate_hz, c.cutoff_hz, c.filter_order)
-            w = zero_phase_lowpass(wrench, c.rate_hz, c.cutoff_hz, c.filter_order)
-            T = 1.0 / c.rate_hz
-            dq = np.gradient(q, T, axis=0)
-            ddq = np.gradient(dq, T, axis=0)
-            keep = self._decimated(t)
-            keep[:2] = keep[-2:] = False  # one-sided differences at the ends
-            if not keep.any():
-                continue
-            motion = self.kinematics.compute(q[keep], dq[keep], ddq[keep])
-            wrench_s, information = self._sample_wrench(q[keep], dq[keep], ddq[keep], w[keep])
-            fed += self._feed(SensorSamples(t[keep], motion.lin_acc_in_sensor, motion.ang_vel_in_sensor,
-                                            motion.ang_acc_in_sensor, motion.gravity_in_sensor, wrench_s, information))
-        self._offline = []
-        return fed
-
-    def wrench_in_sensor(self, wrench: np.ndarray, q_raw: np.ndarray) -> np.ndarray:
-        """(N, 6) wrenches as the source reports them -> the payload's wrench on the sensor, in S.
-
-        ``q_raw`` (N, n) are the joint positions at the same instants (for sources
-        that report in another frame).
-        """
-        conv = self.wrench_convention
-        sensor = self.config.sensor_frame
-        if conv.expressed_in == sensor and conv.reference_frame == sensor:
-            return conv.sign * wrench
-        R, _ = self.kinematics.frame_pose(q_raw, conv.expressed_in, sensor)
-        _, p = self.kinematics.frame_pose(q_raw, conv.reference_frame, sensor)
-        return wrench_to_sensor(wrench[:, :3], wrench[:, 3:], conv, R, p)
-
-    def _reset_filters(self) -> None:
-        self._joint_filter.reset()
-        self._wrench_filter.reset()
-        if self._imu is not None:
-            self._imu.reset()
 
     # ---------------------------------------------------------------- output
     def update_estimate(self) -> StreamEstimate | None:
@@ -761,10 +466,9 @@ class EstimationStream:
         """Forget the estimate and all buffered input (e.g. a new payload was grasped)."""
         self.estimator.reset()
         self.aligner.reset()
-        self._reset_filters()
+        self._processing.reset()
         self._break_pending = False
         self.convergence.reset()
         self.mass_com_convergence.reset()
         self._last = None
         self.last_sample_time = None
-        self._offline = []

@@ -74,7 +74,7 @@ from payload_estimator.pipeline.build import flange_frame
 from payload_estimator.pipeline.health import LOGGER_NAME, SATURATED
 from payload_estimator.pipeline.stream import IMU, JOINTS, WRENCH
 from payload_estimator.ros.robot_bridges import RobotBridge
-from payload_estimator.settings import NODE_NAME
+from payload_estimator.settings import NODE_NAME, WrenchSource
 from payload_estimator.srv import ApplyEstimate, Calibrate, SaveUrdf
 from payload_estimator.supervision.calibration_service import (
     END_MARGIN_S,
@@ -330,7 +330,7 @@ class EstimatorNode(Node):
             name=self.get_fully_qualified_name().lstrip("/"), lookup=self._tf.lookup,
             release_lookup=self._tf.release, resolve=self._resolved, log=self.get_logger())
         self._parameters_pending = False
-        self._wrench_subscribed = self._parameter_value("wrench_source") != "joint_torques"
+        self._wrench_subscribed = WrenchSource(self._parameter_value("wrench_source")).reads_wrench_topic
         """Whether the input node subscribes to wrench_topic (topics are read once, at start-up)."""
         self.add_on_set_parameters_callback(self._validate_parameters)
         if hasattr(self, "add_post_set_parameters_callback"):  # Jazzy
@@ -431,7 +431,8 @@ class EstimatorNode(Node):
         with self.lock:
             values = {**self._parameter_values(), **{p.name: p.value for p in parameters}}
             reason = self.supervisor.check_parameters(values)
-        if reason is None and not self._wrench_subscribed and values.get("wrench_source") != "joint_torques":
+        wants_wrench = reason is None and WrenchSource(values["wrench_source"]).reads_wrench_topic
+        if wants_wrench and not self._wrench_subscribed:
             reason = ("the node started with wrench_source joint_torques and has no wrench subscription: "
                       "restart it to use another wrench source")
         if reason is not None:
@@ -616,7 +617,7 @@ class EstimatorNode(Node):
     def _load_calibration(self, result: CalibrateResult, path: Any) -> CalibrateResult:
         """In joint-torque mode, estimate with the calibration just written (the parameter names it)."""
         settings = self.supervisor.settings
-        if settings is None or settings.wrench_source != "joint_torques":
+        if settings is None or settings.wrench_source is not WrenchSource.JOINT_TORQUES:
             return result
         current = str(Path(settings.arm_calibration).expanduser().absolute()) if settings.arm_calibration else ""
         if current == str(path):

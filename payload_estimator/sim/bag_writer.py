@@ -114,12 +114,15 @@ class SourceWrench:
     """
 
     def __init__(self, settings: Settings, urdf: str, sensor_frame: str, joint_names: tuple[str, ...]) -> None:
-        from payload_estimator.pipeline.build import stream_config
+        from payload_estimator.pipeline.build import stream_config, wrench_convention
         from payload_estimator.pipeline.kinematics import SensorKinematics
+        from payload_estimator.pipeline.wrench import WrenchConvention
+        from payload_estimator.robots import parse_description
 
         config = stream_config(settings, urdf)
-        conv = config.wrench
-        assert conv is not None
+        conv = wrench_convention(settings, parse_description(urdf).root_link)
+        if conv is None:  # the source reads no wrench (joint torques): the bag has the F/T sensor's own reading
+            conv = WrenchConvention(sensor_frame, None, 1.0)
         self.convention: WrenchConvention = conv
         self.sensor_frame = sensor_frame
         self.needs_joints = not (conv.expressed_in == sensor_frame and conv.reference_frame == sensor_frame)

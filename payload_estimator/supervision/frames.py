@@ -18,7 +18,7 @@ from scipy.spatial.transform import Rotation
 
 from payload_estimator.pipeline.build import ExtraFrame, flange_frame, wrench_convention
 from payload_estimator.robots import parse_description
-from payload_estimator.settings import Settings
+from payload_estimator.settings import MotionSource, Settings
 
 __all__ = [
     "required_frames",
@@ -30,18 +30,15 @@ __all__ = [
 def required_frames(settings: Settings, urdf: str, imu_frame: str | None = None) -> dict[str, str]:
     """Role -> frame name of every frame the configuration needs.
 
-    Roles: ``"flange"``, ``"sensor"``, ``"wrench"`` (components), ``"wrench_reference"``
-    (torque reference point) and, when the IMU drives the motion, ``"imu"``
+    Roles: ``"flange"``, ``"sensor"``, ``"wrench"`` (components) and ``"wrench_reference"``
+    (torque reference point) of a source of wrench messages, and, when the IMU drives the motion, ``"imu"``
     (``settings.imu_frame`` or else ``imu_frame``, the IMU messages' frame_id).
     """
     conv = wrench_convention(settings, parse_description(urdf).root_link)
-    roles = {
-        "flange": flange_frame(settings),
-        "sensor": settings.sensor_frame,
-        "wrench": conv.expressed_in,
-        "wrench_reference": conv.reference_frame,
-    }
-    if settings.motion_source == "imu":
+    roles = {"flange": flange_frame(settings), "sensor": settings.sensor_frame}
+    if conv is not None:  # a source of wrench messages (not joint torques)
+        roles.update(wrench=conv.expressed_in, wrench_reference=conv.reference_frame)
+    if settings.motion_source is MotionSource.IMU:
         frame = settings.imu_frame or imu_frame
         if frame:
             roles["imu"] = frame

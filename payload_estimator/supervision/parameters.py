@@ -55,6 +55,8 @@ _TYPES = {
     "str": "string",
     "list[str]": "string_array",
     "list[float]": "double_array",
+    "WrenchSource": "string",  # the settings' enums are read and written as their text
+    "MotionSource": "string",
 }
 
 
@@ -102,6 +104,7 @@ def parameter_specs(defaults: Settings | None = None) -> list[ParameterSpec]:
         if effect == REBUILD:
             description += " [changing it restarts the estimate]"
         default = getattr(values, f.name)
+        default = str(default) if isinstance(default, str) else default  # an enum's text
         specs.append(
             ParameterSpec(f.name, _TYPES[type_name], list(default) if isinstance(default, list) else default,
                           description, tuple(choices) if choices else None, effect)

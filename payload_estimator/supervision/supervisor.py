@@ -73,7 +73,7 @@ from payload_estimator.pipeline.health import BUFFER_OVERFLOW, LOGGER_NAME, MISS
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.stream import IMU, EstimationStream, StreamEstimate
 from payload_estimator.robots.description import parse_description
-from payload_estimator.settings import NODE_NAME, Settings
+from payload_estimator.settings import NODE_NAME, MotionSource, Settings, WrenchSource
 from payload_estimator.supervision.calibration_service import CalibrateRequest, JointStateRecorder
 from payload_estimator.supervision.frames import frames_to_look_up
 from payload_estimator.supervision.parameters import (
@@ -444,7 +444,7 @@ class Supervisor:
             self._set_not_running(NodeStatus(WAITING_DESCRIPTION, f"on {self._resolve('robot_description')}"))
             return
         imu_frame = settings.imu_frame or self._imu_frame_seen
-        if settings.motion_source == "imu" and not imu_frame:
+        if settings.motion_source is MotionSource.IMU and not imu_frame:
             self._set_not_running(NodeStatus(WAITING_FRAMES, "the IMU frame (no IMU message yet)"))
             return
         try:
@@ -498,7 +498,7 @@ class Supervisor:
         self.status = NodeStatus(RUNNING)
         source = (f"the joints' efforts on {self._resolve(settings.joint_states_topic)}, arm calibration "
                   f"{settings.arm_calibration or 'none (the description, no friction)'}"
-                  if stream.config.joint_torques else self._resolve(settings.wrench_topic))
+                  if stream.needs_efforts else self._resolve(settings.wrench_topic))
         self.log.info(
             f"estimating with {settings.estimator} in {settings.sensor_frame} ({settings.wrench_source} wrench from "
             f"{source}, joints {', '.join(stream.joint_names)})"
@@ -535,7 +535,7 @@ class Supervisor:
             "estimate stale": f"yes: {self.stale_reason}" if self.stale else "no",
             "estimate age (s)": f"{self._age(now):.1f}" if self.last_output is not None else "no estimate",
         })
-        if settings is not None and settings.wrench_source == "joint_torques":
+        if settings is not None and settings.wrench_source is WrenchSource.JOINT_TORQUES:
             status.values["arm calibration"] = settings.arm_calibration or "none (the description, no friction)"
         recorder = self.calibration
         if recorder is not None:

@@ -122,7 +122,6 @@ def test_the_taker_takes_everything_in_order_with_distinct_times():
 def test_the_rclpy_factory_builds_what_the_rosbags_factory_builds():
     """The node's messages (estimate, inertia, markers with point masses, diagnostics, inputs) serialise to the
     same bytes from both factories."""
-    from payload_estimator.commands.common import build_estimator, recording_from_run, stream_for_run
     from payload_estimator.io import ros_outbound as outbound
     from payload_estimator.io.interfaces import ros_typestore
     from payload_estimator.io.ros_factories import rclpy_factory, rosbags_factory
@@ -130,10 +129,11 @@ def test_the_rclpy_factory_builds_what_the_rosbags_factory_builds():
     from payload_estimator.pipeline.playback import play
     from payload_estimator.sim.mujoco_sim import simulate
     from payload_estimator.sim.payloads import get_payload
+    from payload_estimator.sim.run_settings import recording_from_run, stream_for_run
 
     payload = get_payload("claw_hammer")
     run = simulate(robot="panda", payload=payload, duration=2.0, seed=4)
-    stream = stream_for_run(run, build_estimator("pmd", payload.envelope))
+    stream = stream_for_run(run, payload.envelope, estimator="pmd", track_payload=False)
     play(stream, recording_from_run(run))
     out = stream.update_estimate()
     est = out.estimate

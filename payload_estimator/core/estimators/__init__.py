@@ -25,6 +25,7 @@ from payload_estimator.core.estimators.least_squares import (
 from payload_estimator.core.estimators.pmd import C1_DEFAULT, C1_PAPER, PointMassDiscretization
 from payload_estimator.core.estimators.rls import RecursiveLeastSquares
 from payload_estimator.core.estimators.rtls import RecursiveTotalLeastSquares
+from payload_estimator.core.shapes import SampledShape
 
 __all__ = [
     "AUTO",
@@ -59,9 +60,13 @@ METHODS: tuple[str, ...] = tuple(ESTIMATORS)
 
 
 def make_estimator(
-    method: str, points_in_sensor: np.ndarray | None = None, *, bias: bool = False, **options: Any
+    method: str, points_in_sensor: np.ndarray | SampledShape | None = None, *, bias: bool = False, **options: Any
 ) -> Estimator:
-    """Build an estimator by name; those with ``needs_points`` (PMD) need ``points_in_sensor`` (n, 3)."""
+    """The one place a name becomes an estimator (the registry's class, :meth:`Estimator.create`).
+
+    Those with ``needs_points`` (PMD) need ``points_in_sensor``: positions (n, 3) in the sensor frame, or a
+    sampled shape whose parts become density groups.
+    """
     try:
         cls = ESTIMATORS[method.lower()]
     except KeyError:

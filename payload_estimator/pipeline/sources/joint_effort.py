@@ -1,0 +1,71 @@
+"""No wrist sensor: the payload's wrench from the joint states' efforts.
+
+The efforts are filtered like the joint positions (so their phase lags match), then the unloaded arm's
+own torques (:class:`~payload_estimator.pipeline.arm_dynamics.ArmDynamics`: its description, or its
+calibration) are taken away and the rest is mapped through the sensor frame's Jacobian into a wrench
+with its information (:class:`~payload_estimator.pipeline.joint_torques.JointTorqueWrench`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from payload_estimator.pipeline.arm_dynamics import ArmCalibration, ArmDynamics
+from payload_estimator.pipeline.joint_torques import JointTorqueWrench
+from payload_estimator.pipeline.sources.base import WrenchInput
+
+if TYPE_CHECKING:
+    from payload_estimator.pipeline.kinematics import SensorKinematics
+
+__all__ = ["JointEfforts", "JointEffortInput"]
+
+
+@dataclass(frozen=True)
+class JointEfforts:
+    """The joint-torque source's configuration.
+
+    Attributes:
+        calibration: the unloaded arm's calibration; None: the description's inertias and no friction.
+        effort_std: (n,) effort noise per joint, N·m, the joints' weights; None: the calibration's residual.
+        joint_space_rows: the efforts enter as joint-space rows (True, always but to compare), or as the
+            plain pseudo-inverse wrench.
+    """
+
+    calibration: ArmCalibration | None = None
+    effort_std: tuple[float, ...] | None = None
+    joint_space_rows: bool = True
+
+    def create(self, kinematics: SensorKinematics, sensor_frame: str) -> JointEffortInput:
+        """The strategy for a stream whose kinematics' sensor frame is the estimate's."""
+        dynamics = ArmDynamics(kinematics, self.calibration)
+        std = None if self.effort_std is None else np.asarray(self.effort_std, dtype=float)
+        return JointEffortInput(JointTorqueWrench(dynamics, std, self.joint_space_rows))
+
+
+class JointEffortInput(WrenchInput):
+    """The efforts of the joint states, less the unloaded arm's torques, as a wrench with its information."""
+
+    reads_wrench = False
+    needs_efforts = True
+    compensates_kinematic_noise = False  # whitened per sample: the analytic errors-in-variables Gram is not theirs
+
+    def __init__(self, torque_wrench: JointTorqueWrench) -> None:
+        self.torque_wrench = torque_wrench
+
+    def channels(self, n_joints: int) -> int:
+        """One effort per joint."""
+        return n_joints
+
+    def raw_signal(self, q_raw: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """The efforts (N, n) as reported."""
+        return values
+
+    def sample_wrench(
+        self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, filtered: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """The wrench the filtered efforts imply, with its information."""
+        tw = self.torque_wrench(q, dq, ddq, filtered)
+        return tw.wrench_in_sensor, tw.information_sqrt
