@@ -44,10 +44,10 @@ from payload_estimator.core.estimators.uncertainty import (
     sandwich,
 )
 from payload_estimator.core.inertia import InertialParameters
+from payload_estimator.core.point_masses import SampledShape
 from payload_estimator.core.regressor import N_PARAMS, regressor_noise_gram
 from payload_estimator.core.results import Estimate
 from payload_estimator.core.samples import SensorSamples
-from payload_estimator.core.shapes import SampledShape
 from payload_estimator.core.signal_noise import SignalNoise
 from payload_estimator.core.statistics import RegressorStatistics
 from payload_estimator.errors import InsufficientData
