@@ -18,7 +18,7 @@ from payload_estimator.pipeline.build import stream_config
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.wrench import wrench_to_sensor
 from payload_estimator.settings import settings_for_robot
-from payload_estimator.sim import bag as sb
+from payload_estimator.sim import bag_writer as sb
 from payload_estimator.sim.mujoco_sim import simulate
 
 EPOCH_NS = 1_700_000_000_000_000_000

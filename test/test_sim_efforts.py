@@ -24,7 +24,7 @@ from payload_estimator.io import bag as rb
 from payload_estimator.robots import get_robot, robot_urdf
 from payload_estimator.robots.generate import DEFAULT_IMU_XYZ_IN_SENSOR
 from payload_estimator.settings import settings_for_robot
-from payload_estimator.sim import bag as sb
+from payload_estimator.sim import bag_writer as sb
 from payload_estimator.sim.efforts import (
     FRANKA_TAU_J,
     XARM_CURRENT,
