@@ -98,7 +98,9 @@ class StepFilter(Protocol):
     rise_s: float
     settled_s: float
 
-    def __call__(self, tau: np.ndarray) -> np.ndarray: ...
+    def __call__(self, tau: np.ndarray) -> np.ndarray:
+        """The samples' response to a unit step of the wrench ``tau`` s after it."""
+        ...
 
 
 @dataclass(frozen=True, eq=False)

@@ -177,7 +177,7 @@ def downsample_evenly(points: np.ndarray, max_points: int) -> np.ndarray:
     if len(points) <= max_points:
         return points
     if max_points < 1:
-        raise ValueError("max_points must be at least 1")
+        raise ShapeError("max_points must be at least 1")
     lo = points.min(axis=0)
     extent = float(np.max(points.max(axis=0) - lo))
     if extent == 0.0:

@@ -54,10 +54,12 @@ class Shape(abc.ABC):
 
     @property
     def R_sensor_shape(self) -> np.ndarray:
+        """(3, 3) the shape's axes in S."""
         return rpy_to_matrix(self.rpy)
 
     @property
     def p_sensor_shape(self) -> np.ndarray:
+        """(3,) the shape's origin in S, m."""
         return np.asarray(self.xyz, dtype=float)
 
     def to_local(self, points_in_sensor: np.ndarray) -> np.ndarray:
@@ -115,6 +117,7 @@ class Box(Shape):
 
     @property
     def volume(self) -> float:
+        """m³."""
         return float(np.prod(self.size))
 
     def _contains_local(self, p: np.ndarray) -> np.ndarray:
@@ -141,6 +144,7 @@ class Cylinder(Shape):
 
     @property
     def volume(self) -> float:
+        """m³."""
         return float(np.pi * self.radius**2 * self.height)
 
     def _contains_local(self, p: np.ndarray) -> np.ndarray:
@@ -167,6 +171,7 @@ class Sphere(Shape):
 
     @property
     def volume(self) -> float:
+        """m³."""
         return float(4.0 / 3.0 * np.pi * self.radius**3)
 
     def _contains_local(self, p: np.ndarray) -> np.ndarray:
@@ -234,6 +239,7 @@ class Mesh(Shape):
 
     @property
     def volume(self) -> float:
+        """m³."""
         return float(self._solid.volume)
 
     def _contains_local(self, p: np.ndarray) -> np.ndarray:
@@ -273,9 +279,11 @@ class Union(Shape):
 
     @property
     def volume(self) -> float:
+        """m³."""
         return float(sum(p.volume for p in self.parts))
 
     def contains(self, points_in_sensor: np.ndarray) -> np.ndarray:
+        """(N,) True for points strictly inside any part."""
         pts = np.asarray(points_in_sensor, dtype=float)
         inside = np.zeros(len(pts), dtype=bool)
         for part in self.parts:
@@ -283,10 +291,12 @@ class Union(Shape):
         return inside
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Axis-aligned bounding box of every part in S: (lower corner, upper corner), m."""
         los, his = zip(*(p.bounds() for p in self.parts))
         return np.min(los, axis=0), np.max(his, axis=0)
 
     def solid_inertia(self, mass: float) -> InertialParameters:
+        """Inertial parameters in S of the parts filled uniformly with ``mass`` kg in all (mass by volume)."""
         total = InertialParameters.zero()
         for part in self.parts:
             total = total + part.solid_inertia(mass * part.volume / self.volume)

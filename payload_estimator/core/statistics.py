@@ -82,6 +82,7 @@ class NormalEquations:
 
     @property
     def n_unknowns(self) -> int:
+        """The unknowns' count ``p`` (10, or 16 with the offsets)."""
         return self.A.shape[0]
 
     def residual(self, x: np.ndarray) -> float:
@@ -185,6 +186,7 @@ class RegressorStatistics:
         self._time_data[:] = 0.0
 
     def copy(self) -> RegressorStatistics:
+        """An independent copy of the statistics."""
         other = RegressorStatistics()
         other += self
         return other

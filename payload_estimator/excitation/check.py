@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from payload_estimator.excitation.limits import ArmLimits, MotionLimits
+from payload_estimator.excitation.limits import ArmLimits, ExcitationError, MotionLimits
 
 if TYPE_CHECKING:  # pinocchio comes with the kinematics a caller passes in
     from payload_estimator.pipeline.kinematics import SensorKinematics
@@ -116,10 +116,10 @@ def check_trajectory(
         The peaks and one line per violated constraint (module docstring).
 
     Raises:
-        ValueError: the kinematics and the limits name other joints.
+        ExcitationError: the kinematics and the limits name other joints.
     """
     if tuple(kin.joint_names) != tuple(arm.joint_names):
-        raise ValueError("the kinematics and the limits must name the same joints in the same order")
+        raise ExcitationError("the kinematics and the limits must name the same joints in the same order")
     q_start = np.asarray(q_start, dtype=float).reshape(-1)
     t = trajectory_grid(float(trajectory.duration), rate_hz)
     q, dq, ddq = (np.asarray(x, dtype=float) for x in trajectory(t))

@@ -108,6 +108,7 @@ class FourierSearch:
         return best_C
 
     def coefficients(self, x: np.ndarray) -> np.ndarray:
+        """(2H, n) the coefficients of the normalised variables ``x`` (a harmonic's by its number)."""
         return x.reshape(2 * self.H, self.n) * self.unit
 
     def linear_scale(self, C: np.ndarray) -> float:

@@ -50,7 +50,7 @@ from payload_estimator.core.results import Estimate
 from payload_estimator.core.samples import SensorSamples
 from payload_estimator.core.signal_noise import SignalNoise
 from payload_estimator.core.statistics import RegressorStatistics
-from payload_estimator.errors import InsufficientData
+from payload_estimator.errors import ConfigurationError, InsufficientData
 
 __all__ = [
     "Estimator",
@@ -96,7 +96,7 @@ def channel_weights_from_std(channel_std: np.ndarray | None) -> np.ndarray | Non
         return None
     std = np.asarray(channel_std, dtype=float)
     if std.shape != (6,) or np.any(std <= 0) or not np.all(np.isfinite(std)):
-        raise ValueError("channel_std must be 6 positive numbers (N, N, N, N·m, N·m, N·m)")
+        raise ConfigurationError("channel_std must be 6 positive numbers (N, N, N, N·m, N·m, N·m)")
     return 1.0 / std**2
 
 
@@ -118,11 +118,17 @@ class ChannelWeighting:
 
     @classmethod
     def parse(cls, channel_std: Any, allow_auto: bool, who: str) -> ChannelWeighting:
+        """The weighting ``channel_std`` means (class docstring) for the estimator ``who``, which takes
+        ``"auto"`` when ``allow_auto``.
+
+        Raises:
+            ConfigurationError: anything but None, ``"auto"`` (where taken) or six positive stds.
+        """
         if isinstance(channel_std, str):
             if channel_std != AUTO:
-                raise ValueError(f"{who}: channel_std must be None, 'auto' or 6 stds, got {channel_std!r}")
+                raise ConfigurationError(f"{who}: channel_std must be None, 'auto' or 6 stds, got {channel_std!r}")
             if not allow_auto:
-                raise ValueError(f"{who}: channel_std='auto' is not supported; give None or 6 stds")
+                raise ConfigurationError(f"{who}: channel_std='auto' is not supported; give None or 6 stds")
             return cls(None, True)
         return cls(channel_weights_from_std(channel_std), False)
 
@@ -162,12 +168,13 @@ class KinematicNoise:
     def __init__(self, spec: Any) -> None:
         self.auto = isinstance(spec, str)
         if self.auto and spec != AUTO:
-            raise ValueError(f"kinematic_noise must be None, 'auto' or (lin_acc_std, ang_acc_std), got {spec!r}")
+            raise ConfigurationError(f"kinematic_noise must be None, 'auto' or (lin_acc_std, ang_acc_std), "
+                                     f"got {spec!r}")
         self.known: tuple[float, float] | None = None
         if spec is not None and not self.auto:
             values = np.asarray(spec, dtype=float)
             if values.shape != (2,) or np.any(values < 0) or not np.all(np.isfinite(values)):
-                raise ValueError("kinematic_noise must be two non-negative numbers (m/s², rad/s²)")
+                raise ConfigurationError("kinematic_noise must be two non-negative numbers (m/s², rad/s²)")
             self.known = (float(values[0]), float(values[1]))
         self._lin_acc = SignalNoise()
         self._ang_acc = SignalNoise()
@@ -185,6 +192,8 @@ class KinematicNoise:
             self._supplied = (float(lin_acc_std), float(ang_acc_std), float(relative_variance))
 
     def update(self, samples: SensorSamples) -> None:
+        """Follow the noise of the samples' accelerations (``"auto"``), and note samples that carry
+        their own wrench information (nothing is compensated for them)."""
         if samples.wrench_information_sqrt is not None:
             self._whitened = True
         if self.auto and self._supplied is None:
@@ -192,6 +201,7 @@ class KinematicNoise:
             self._ang_acc.update(samples.ang_acc_in_sensor)
 
     def reset(self) -> None:
+        """Forget the measured and the supplied noise levels."""
         self._lin_acc.reset()
         self._ang_acc.reset()
         self._supplied = None
@@ -247,7 +257,7 @@ class KinematicNoise:
 def check_forgetting(forgetting: float) -> float:
     """A per-sample forgetting factor, validated to lie in (0, 1]."""
     if not 0.0 < forgetting <= 1.0:
-        raise ValueError("forgetting must be in (0, 1]")
+        raise ConfigurationError("forgetting must be in (0, 1]")
     return float(forgetting)
 
 
@@ -296,7 +306,7 @@ class Estimator(abc.ABC):
         if not cls.needs_points:
             return make(bias=bias, **options)
         if points_in_sensor is None:
-            raise ValueError(f"{cls.name} needs point-mass positions (a shape or a points file)")
+            raise ConfigurationError(f"{cls.name} needs point-mass positions (a shape or a points file)")
         if isinstance(points_in_sensor, SampledShape):
             options = {"part_labels": points_in_sensor.part, "point_volumes": points_in_sensor.volume,
                        "own_inertia": points_in_sensor.own_inertia, **options}
@@ -312,10 +322,12 @@ class Estimator(abc.ABC):
 
     @property
     def samples_used(self) -> int:
+        """Samples taken in (the dropped ones aside)."""
         return self._n_seen
 
     @property
     def mean_dynamism(self) -> float:
+        """The samples' mean dynamism (:meth:`SensorSamples.dynamism`), 0 before any."""
         return self._dynamism_sum / self._n_seen if self._n_seen else 0.0
 
     def update(self, samples: SensorSamples) -> None:

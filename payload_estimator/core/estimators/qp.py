@@ -268,6 +268,7 @@ class LiftedPointMassQP:
 
     @property
     def n_variables(self) -> int:
+        """Variables of the lifted QP: the point masses, the offsets, the group levels and ``w``, ``z``."""
         return self.n + self.nb + self.n_groups + 1 + self.p
 
     def reset(self) -> None:
