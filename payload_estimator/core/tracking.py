@@ -206,7 +206,7 @@ class PayloadTracker:
         self.bias = bool(bias)
         self.detect = bool(detect)
         self.estimator = make_estimator(self.bias)
-        self._referee = self._new_referee(self.bias)
+        self._predictor = self._new_predictor(self.bias)
         self._free: tuple[Estimator, Estimator | None] | None = None
         self.offsets_in_sensor = np.zeros(6)
         """F/T offsets subtracted before the estimator (found before the last change)."""
@@ -278,20 +278,20 @@ class PayloadTracker:
         self._last_t = None
 
     def _start_estimator(self, bias: bool) -> None:
-        """A fresh estimator (and referee) for a new payload: it shares the kinematic noise the
+        """A fresh estimator (and wrench predictor) for a new payload: it shares the kinematic noise the
         pipeline supplied, and nothing of the old payload's estimate is kept."""
         noise = self.estimator.kinematic_noise
         self._rejected_before += self.estimator.rejected_samples
         self.estimator = self._make(bias)
         self.estimator.kinematic_noise = noise
-        self._referee = self._new_referee(bias)
+        self._predictor = self._new_predictor(bias)
         self._free = None
         if self.bias and not bias:
             # The kept offsets may drift (a strain gauge warms up): beside the estimate that trusts
             # them, the same estimator finds the offsets anew, and takes over if it sees them wrong.
             free = self._make(True)
             free.kinematic_noise = noise
-            self._free = (free, self._new_referee(True, free))
+            self._free = (free, self._new_predictor(True, free))
         self._episode = None
         self._detector.restart()
         self._data_s = 0.0
@@ -413,29 +413,29 @@ class PayloadTracker:
         positive = dt[dt > 0]
         return np.where(dt > 0, dt, float(np.median(positive)) if positive.size else 0.01)
 
-    def _new_referee(self, bias: bool, estimator: Estimator | None = None) -> Estimator | None:
+    def _new_predictor(self, bias: bool, estimator: Estimator | None = None) -> Estimator | None:
         """The estimator that predicts the wrench for the gate: least squares itself, or beside any
         other estimator, weighted least squares on the same samples. A prior that does not fit
         the payload (PMD's uniform density in a shape) mispredicts dynamic samples, and a recursive
         filter's first estimates (RLS, RTLS) are pulled by their initial state yet claim to be
         known: either way the gate would hold out the very data that should correct them."""
         estimator = self.estimator if estimator is None else estimator
-        if isinstance(estimator, OrdinaryLeastSquares):  # wls, ols: their own referee
+        if isinstance(estimator, OrdinaryLeastSquares):  # wls, ols: their own predictors
             return None
-        referee = WeightedLeastSquares(bias=bias)
-        referee.kinematic_noise = estimator.kinematic_noise
-        return referee
+        predictor = WeightedLeastSquares(bias=bias)
+        predictor.kinematic_noise = estimator.kinematic_noise
+        return predictor
 
     def _judge_by(self) -> Estimator:
-        """The estimator whose estimate the detector judges by (:meth:`_new_referee`)."""
-        return self.estimator if self._referee is None else self._referee
+        """The estimator whose estimate the detector judges by (:meth:`_new_predictor`)."""
+        return self.estimator if self._predictor is None else self._predictor
 
     def _feed(self, samples: SensorSamples) -> None:
         """Give accepted samples to the estimators (and their residuals to the detector)."""
         if len(samples) == 0:
             return
         self._detector.learn(samples)
-        for estimator in (self.estimator, self._referee, *(self._free or ())):
+        for estimator in (self.estimator, self._predictor, *(self._free or ())):
             if estimator is not None:
                 estimator.update(samples)
         step = float(np.median(np.diff(samples.t))) if len(samples) > 1 else 0.01
@@ -469,17 +469,17 @@ class PayloadTracker:
         took over."""
         if self._free is None:
             return False
-        free, referee = self._free
+        free, predictor = self._free
         try:
-            if not offsets_moved((free if referee is None else referee).estimate(), kept):
+            if not offsets_moved((free if predictor is None else predictor).estimate(), kept):
                 return False
             # an estimator with a prior (PMD) takes over only once it sees it too (one solve)
-            if referee is not None and not offsets_moved(free.estimate(), self.estimator.estimate()):
+            if predictor is not None and not offsets_moved(free.estimate(), self.estimator.estimate()):
                 return False
         except (InsufficientData, ValueError, ArithmeticError, np.linalg.LinAlgError):
             return False
         self._rejected_before += self.estimator.rejected_samples
-        self.estimator, self._referee, self._free = free, referee, None
+        self.estimator, self._predictor, self._free = free, predictor, None
         return True
 
     def _close_as_contact(self, tail: SensorSamples, d2_tail: np.ndarray, t_end: float) -> TrackEvent | None:
