@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from payload_estimator.core.batch_means import BlockSums
 from payload_estimator.core.regressor import FEATURE_MATRIX, N_BIAS, N_FEATURES, N_PARAMS
 
 __all__ = [
@@ -63,69 +64,6 @@ class Correlation:
     slow_score: np.ndarray
 
 
-class _BlockSums:
-    """Gram of the sums of augmented rows over consecutive blocks of sample time (batch means).
-
-    For residuals ``r_j = z_j . v``, ``sum_b (sum_{j in b} r_j)²`` over blocks much longer than
-    the noise's correlation time estimates the long-run variance, ``sum_L rho_L`` times the
-    per-sample variance: it needs only ``(6, 12, 12)`` numbers, and ``v`` may be chosen later.
-    """
-
-    def __init__(self, length_s: float) -> None:
-        self.length_s = float(length_s)
-        self.gram = np.zeros((6, _N_BLOCK, _N_BLOCK))
-        self.n_blocks = 0.0
-        self._key: float | None = None
-        self._carry = np.zeros((6, _N_BLOCK))
-
-    def reset(self) -> None:
-        self.gram[:] = 0.0
-        self.n_blocks = 0.0
-        self._key = None
-        self._carry[:] = 0.0
-
-    def add(self, rows: np.ndarray, t: np.ndarray) -> None:
-        """``rows`` (n, 6, 12), already scaled by the square roots of the sample weights."""
-        with np.errstate(over="ignore", invalid="ignore"):  # absurd stamps make blocks of their own
-            keys = np.floor(np.asarray(t, dtype=float) / self.length_s)
-        starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-        sums = np.add.reduceat(rows, starts, axis=0)
-        first_key = keys[0]
-        if self._key is not None and first_key == self._key:
-            sums[0] += self._carry
-        elif self._key is not None:
-            self._close(self._carry)
-        for block in sums[:-1]:
-            self._close(block)
-        self._carry = sums[-1].copy()
-        self._key = float(keys[-1])
-
-    def _close(self, block: np.ndarray) -> None:
-        self.gram += block[:, :, None] * block[:, None, :]
-        self.n_blocks += 1.0
-
-    def decay(self, factor: float) -> None:
-        self.gram *= factor
-        self.n_blocks *= factor
-        self._carry *= np.sqrt(factor)
-
-    def merge(self, other: _BlockSums) -> None:
-        """Add ``other``'s blocks (its open block counted as closed)."""
-        self.gram += other.gram
-        self.n_blocks += other.n_blocks
-        if other._key is not None:
-            self._close(other._carry)
-
-    def sums_of_squares(self, V: np.ndarray) -> tuple[np.ndarray, float]:
-        """(6,) ``sum_b (S_bk . v_k)²`` for the per-channel vectors ``V`` (6, 12), and the block count."""
-        total = np.einsum("ki,kij,kj->k", V, self.gram, V)
-        n = self.n_blocks
-        if self._key is not None:
-            total = total + np.einsum("ki,ki->k", V, self._carry) ** 2
-            n += 1.0
-        return total, n
-
-
 @dataclass(frozen=True)
 class NormalEquations:
     """``min_x  x^T A x - 2 c^T x + s`` for the unknowns ``x`` = phi (+ offsets).
@@ -144,6 +82,7 @@ class NormalEquations:
 
     @property
     def n_unknowns(self) -> int:
+        """The unknowns' count ``p`` (10, or 16 with the offsets)."""
         return self.A.shape[0]
 
     def residual(self, x: np.ndarray) -> float:
@@ -155,6 +94,49 @@ def unknown_indices(with_bias: bool) -> np.ndarray:
     """Columns of the augmented row that are unknowns: phi, then the offsets if asked."""
     n = N_PARAMS + (N_BIAS if with_bias else 0)
     return np.arange(n)
+
+
+class _WhiteNoiseResiduals:
+    """What white noise leaves in the least-squares residuals (:meth:`RegressorStatistics._correlation_analysis`):
+    per channel ``k``, ``E[rss_k] = sum_l M_kl s_l²`` for noise variances ``s_l²``.
+
+    Args:
+        A_inv: (p, p) inverse of the weighted normal matrix.
+        gram: (6, p, p) per-channel Grams of the unknowns over the samples.
+        c: (6,) channel weights.
+        n_w: the (weighted) number of samples.
+    """
+
+    def __init__(self, A_inv: np.ndarray, gram: np.ndarray, c: np.ndarray, n_w: float) -> None:
+        self.A_inv = A_inv
+        self.GA = gram @ A_inv  # (6, p, p): G_l A^-1
+        self.c = c
+        self.n_w = n_w
+
+    def expected(self, G_k: np.ndarray) -> np.ndarray:
+        """(6, 6) ``M_kl`` for the per-channel Grams ``G_k`` (6, p, p) of the sums the residuals are
+        squared over (the samples, or their block sums)."""
+        c = self.c
+        GkA = G_k @ self.A_inv
+        M = np.einsum("kij,lji->kl", GkA, self.GA) * (c * c)[None, :]
+        M[np.arange(6), np.arange(6)] += self.n_w - 2.0 * c * np.einsum("kii->k", GkA)
+        return M
+
+
+def _block_vectors(x: np.ndarray, with_bias: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(V (6, 12), cols (6, p))``: per channel, the vector whose product with a block-sum row is the
+    block's residual sum at ``x``, and the block-row column of each unknown (``_N_BLOCK``, a zero
+    column, where the unknown is not in that channel's rows)."""
+    p = x.shape[0]
+    V = np.zeros((6, _N_BLOCK))
+    V[:, :N_PARAMS] = x[:N_PARAMS]
+    V[:, _N_DATA - 1] = -1.0
+    if with_bias:
+        V[:, _N_DATA] = x[N_PARAMS:N_PARAMS + N_BIAS]
+    cols = np.tile(np.r_[np.arange(N_PARAMS), np.full(p - N_PARAMS, _N_BLOCK)], (6, 1))
+    if with_bias:
+        cols[np.arange(6), N_PARAMS + np.arange(6)] = _N_DATA
+    return V, cols
 
 
 class RegressorStatistics:
@@ -178,7 +160,7 @@ class RegressorStatistics:
         self._gram: np.ndarray | None = None
         self._analysis: tuple[bytes, Correlation] | None = None
         """The last :meth:`correlation_analysis` and its arguments (an estimate asks several times)."""
-        self._blocks = tuple(_BlockSums(length) for length in BLOCK_SECONDS)
+        self._blocks = tuple(BlockSums(length, _N_BLOCK) for length in BLOCK_SECONDS)
         self._feature_gram: np.ndarray | None = np.zeros((_N_FEATURE_ROW, _N_FEATURE_ROW))
         self._t0: float | None = None
         self._time_ok = True
@@ -204,6 +186,7 @@ class RegressorStatistics:
         self._time_data[:] = 0.0
 
     def copy(self) -> RegressorStatistics:
+        """An independent copy of the statistics."""
         other = RegressorStatistics()
         other += self
         return other
@@ -391,8 +374,7 @@ class RegressorStatistics:
 
     def n_blocks(self, which: int) -> float:
         """Blocks held (the open one included) of ``BLOCK_SECONDS[which]``."""
-        blocks = self._blocks[which]
-        return blocks.n_blocks + (1.0 if blocks._key is not None else 0.0)
+        return self._blocks[which].n_held
 
     def correlation_factors(
         self, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray | None = None
@@ -443,44 +425,13 @@ class RegressorStatistics:
         regressor, the angular acceleration, averages out within a block).
         """
         p = x.shape[0]
-        idx = unknown_indices(with_bias)
         c = np.ones(6) if channel_weights is None else np.asarray(channel_weights, dtype=float)
-        A = self.normal_equations(with_bias, c).A
-        d = np.sqrt(np.clip(np.diag(A), 0.0, None))
-        d[d == 0.0] = 1.0
-        A_inv = np.linalg.pinv(A / np.outer(d, d), hermitian=True) / np.outer(d, d)
-        gram = self.gram[:, idx][:, :, idx]
-        n_w = self.weight_sum
         nan = np.full(6, np.nan)
-        none = Correlation(nan, nan, np.zeros((p, p)))
-        if n_w <= p:
-            return none
-        GA = gram @ A_inv  # (6, p, p): G_l A^-1
-
-        def expected(G_k: np.ndarray) -> np.ndarray:
-            """(6, 6) M_kl for the per-channel Grams ``G_k`` (6, p, p)."""
-            GkA = G_k @ A_inv
-            M = np.einsum("kij,lji->kl", GkA, GA) * (c * c)[None, :]
-            M[np.arange(6), np.arange(6)] += n_w - 2.0 * c * np.einsum("kii->k", GkA)
-            return M
-
-        rss = np.clip(self.channel_residuals(x, with_bias), 0.0, None)
-        try:
-            noise_var = np.linalg.solve(expected(gram), rss)
-        except np.linalg.LinAlgError:
-            return none
-        if not np.all(noise_var > 0.0):
-            return none
-        V = np.zeros((6, _N_BLOCK))
-        V[:, :N_PARAMS] = x[:N_PARAMS]
-        V[:, _N_DATA - 1] = -1.0
-        if with_bias:
-            V[:, _N_DATA] = x[N_PARAMS:N_PARAMS + N_BIAS]
-        # block-row column of each unknown, per channel (_N_BLOCK: a zero column, the unknown is not in
-        # that channel's rows)
-        cols = np.tile(np.r_[np.arange(N_PARAMS), np.full(p - N_PARAMS, _N_BLOCK)], (6, 1))
-        if with_bias:
-            cols[np.arange(6), N_PARAMS + np.arange(6)] = _N_DATA
+        fitted = self._white_noise(x, with_bias, c)
+        if fitted is None:
+            return Correlation(nan, nan, np.zeros((p, p)))
+        white_noise, noise_var = fitted
+        V, cols = _block_vectors(x, with_bias)
         channel = np.arange(6)[:, None, None]
         factors = []
         slow_score = np.zeros((p, p))
@@ -489,20 +440,44 @@ class RegressorStatistics:
             if n_blocks < 4:
                 factors.append(nan)
                 continue
+            held = blocks.gram_with_open_block()  # the open block too, as sums_of_squares counts it
             padded = np.zeros((6, _N_BLOCK + 1, _N_BLOCK + 1))
-            padded[:, :_N_BLOCK, :_N_BLOCK] = blocks.gram
-            if blocks._key is not None:  # the open block too, as sums_of_squares counts it
-                padded[:, :_N_BLOCK, :_N_BLOCK] += blocks._carry[:, :, None] * blocks._carry[:, None, :]
+            padded[:, :_N_BLOCK, :_N_BLOCK] = held
             G_b = padded[channel, cols[:, :, None], cols[:, None, :]]
-            white = expected(G_b) @ noise_var
+            white = white_noise.expected(G_b) @ noise_var
             factors.append(np.where(white > 0.0, ss / np.where(white > 0.0, white, 1.0), np.nan))
             if which == 1 and np.all(np.isfinite(factors[0])):
-                size_sq = blocks.gram[:, _N_DATA, _N_DATA] + (
-                    blocks._carry[:, _N_DATA] ** 2 if blocks._key is not None else 0.0)
+                size_sq = held[:, _N_DATA, _N_DATA]
                 excess = np.clip(ss - np.maximum(factors[0], 1.0) * white, 0.0, None)
                 v_slow = excess / np.maximum(size_sq, 1e-300)
                 slow_score = np.tensordot(c * c * v_slow, G_b, axes=1)
         return Correlation(factors[0], factors[1], 0.5 * (slow_score + slow_score.T))
+
+    def _white_noise(
+        self, x: np.ndarray, with_bias: bool, c: np.ndarray
+    ) -> tuple[_WhiteNoiseResiduals, np.ndarray] | None:
+        """The residuals' sums of squares at ``x`` if the noise were white, and the (6,) per-channel
+        noise variances that explain the measured ones (:meth:`_correlation_analysis`); None when
+        the data cannot tell (no more samples than unknowns, or no positive variances)."""
+        p = x.shape[0]
+        idx = unknown_indices(with_bias)
+        A = self.normal_equations(with_bias, c).A
+        d = np.sqrt(np.clip(np.diag(A), 0.0, None))
+        d[d == 0.0] = 1.0
+        A_inv = np.linalg.pinv(A / np.outer(d, d), hermitian=True) / np.outer(d, d)
+        gram = self.gram[:, idx][:, :, idx]
+        n_w = self.weight_sum
+        if n_w <= p:
+            return None
+        white_noise = _WhiteNoiseResiduals(A_inv, gram, c, n_w)
+        rss = np.clip(self.channel_residuals(x, with_bias), 0.0, None)
+        try:
+            noise_var = np.linalg.solve(white_noise.expected(gram), rss)
+        except np.linalg.LinAlgError:
+            return None
+        if not np.all(noise_var > 0.0):
+            return None
+        return white_noise, noise_var
 
     def residual_covariance(self, x: np.ndarray, with_bias: bool) -> np.ndarray | None:
         """(6, 6) covariance of the wrench residual at ``x`` across channels, or None

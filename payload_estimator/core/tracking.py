@@ -1,33 +1,26 @@
 """Following the payload through a work cycle: contacts are held out, payload changes restart.
 
 Conventions: every vector in the sensor frame S; the wrench is the one the payload exerts on the
-sensor (at rest ``f = m g``), SI units; ``phi`` in paper 004's order.
+sensor (at rest ``f = m g``), SI units.
 
-The current estimate predicts each sample's wrench, ``w_hat = Y phi_hat + beta_hat + drift`` (for
-an estimator other than least squares, the weighted least squares of the same samples predicts: a
-prior that does not fit, or a recursive filter's start, would hold out the data that correct it;
-``drift`` is the running mean of the accepted residuals over :data:`DRIFT_TIME_S`, the F/T
-offsets' slow drift), and the residual ``r = w - w_hat`` has the covariance ``R = S + Y C Y^T``:
-``S`` the residuals' own covariance, measured from the accepted samples (the sensor's noise and
-what the model leaves; the estimate's residual RMS until :data:`MIN_RESIDUALS` are in), and ``C``
-the estimate's covariance with a physical spread for what the data do not yet determine (an
-estimate from little data predicts loosely). Without a change or a contact, ``d² = r^T R^-1 r``
-follows a chi-square with six degrees of freedom; a sample above :data:`GATE_CHI2` (its 0.999
-quantile) is *suspect* and is held out of the estimate.
+:class:`PayloadTracker` runs an estimator and keeps its books; whether a sample is what the
+current payload explains, and whether a run of samples that is not is a new payload, is the
+test of :class:`~payload_estimator.core.change_detection.ChangeDetector` (its residuals, the
+gate :data:`GATE_CHI2`, the change fit). The current estimate is the detector's reference (for
+an estimator other than least squares, the weighted least squares of the same samples is: a
+prior that does not fit, or a recursive filter's start, would hold out the data that correct
+it); a *suspect* sample is held out of the estimate.
 
 A run of suspect samples is an *episode*. It ends after :data:`EPISODE_END_S` of normal samples
 (and the filter's settling time: the contact's decay is still in them); its samples are then
 dropped, as a *contact* (a bump, a push) when it stood far above the noise (:data:`CONTACT_CHI2`),
 else as an outlier, and the estimate never saw them. Once an episode has lasted :data:`JUDGE_S`
-with most of its samples suspect, it is judged, the generalised likelihood ratio way: the
-episode's residuals are fitted by a change of mass and first moment, ``r = s(t - t0) Y_red(g - a)
-[dm; d(mc)]`` (what a new payload does in slow motion, seen through the pipeline's filter whose
-step response is ``s``, from the onset ``t0`` that fits best). If that explains them
-(:data:`EXPLAINED_CHI2` per sample, a quarter of what they were at most) and the mass change is
-significant, the payload has *changed*: the estimator restarts from where the filter has settled
-on the new payload, keeping the F/T offsets it had found (they belong to the sensor, not to the
-payload), and the flag is raised at once. Beside it the same estimator finds the offsets anew;
-it takes over once it knows the mass well and sees the kept offsets wrong (:data:`OFFSETS_MOVED_CHI2`).
+with most of its samples suspect, it is judged: if a change of mass and first moment explains
+its residuals, the payload has *changed*: the estimator restarts from where the filter has
+settled on the new payload, keeping the F/T offsets it had found (they belong to the sensor, not
+to the payload), and the flag is raised at once. Beside it the same estimator finds the offsets
+anew; it takes over once it knows the mass well and sees the kept offsets wrong
+(:func:`~payload_estimator.core.change_detection.offsets_moved`).
 A force that no rigid body explains (a push sideways) stays a *contact* for as long as it lasts;
 a persistent vertical contact (the object set down on a table while held) looks like a lighter
 payload and ends as a change: either way it is flagged, never a silently wrong mass. Anything held
@@ -49,10 +42,17 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from payload_estimator.core.change_detection import (
+    GATE_CHI2,
+    ChangeDetector,
+    ChangeFit,
+    StepFilter,
+    mass_known,
+    offsets_moved,
+)
 from payload_estimator.core.estimators.base import Estimator, InsufficientData
 from payload_estimator.core.estimators.least_squares import OrdinaryLeastSquares, WeightedLeastSquares
-from payload_estimator.core.regressor import samples_regressor
-from payload_estimator.core.results import IDENTIFIED, Estimate
+from payload_estimator.core.results import Estimate
 from payload_estimator.core.samples import SensorSamples
 
 __all__ = [
@@ -72,36 +72,19 @@ CHANGE = "change"
 CONTACT = "contact"
 OFFSET = "offset"
 
-GATE_CHI2 = 22.46
-"""A sample whose ``d²`` exceeds this (chi-square, 6 dof, 0.999 quantile) is held out."""
 JUDGE_S = 0.3
 """An episode is judged (change or contact) once it has lasted this long."""
 SUSPECT_SHARE = 0.7
 """... with at least this share of its samples suspect."""
 EPISODE_END_S = 0.05
 """An episode ends after this long of normal samples."""
-EXPLAINED_CHI2 = 18.0
-"""A change of mass and first moment explains an episode when its residuals' mean ``d²`` falls to
-this (3x the noise's 6) and to a quarter of what it was at most."""
-MIN_MASS_CHANGE_Z = 5.0
-"""... and the mass change is this many standard deviations from zero."""
 REFERENCE_AFTER_S = 0.25
-"""A new estimate gates and judges only after this much data (and the mass identified)."""
-REFERENCE_MASS_STD_KG = 0.01
-"""... or its mass known this well in kg (an empty gripper: 0 kg, never "identified" relatively)."""
+"""A new estimate gates and judges only after this much data (and the mass identified, or known
+to :data:`~payload_estimator.core.change_detection.REFERENCE_MASS_STD_KG`)."""
 REFRESH_S = 0.1
 """The reference estimate is refreshed after this much new accepted data."""
 MAX_EPISODE_S = 5.0
 """Samples of a contact older than this are dropped from the episode (memory stays bounded)."""
-EARLY_NOISE_FACTOR = 4.0
-"""Until :data:`MIN_RESIDUALS` samples are in, the estimate's residual variance times this (a fit
-of 16 unknowns to a few dozen filtered samples leaves residuals well below the noise)."""
-MIN_RESIDUALS = 200
-"""Accepted samples before the residual covariance is measured rather than taken as diagonal."""
-RESIDUAL_MEMORY = 3000
-"""Samples the running residual covariance remembers (30 s at 100 Hz)."""
-MAX_PAYLOAD_SIZE_M = 0.4
-"""Largest payload size the gate allows for what the data do not yet determine."""
 PERSISTENT_S = 3.0
 """An episode held out this long, and no payload change, restarts the estimate (offsets too)."""
 MIN_CONTACT_SAMPLES = 3
@@ -111,29 +94,8 @@ CONTACT_CHI2 = 43.34
 filtered residuals are correlated over a few samples, so an excursion past the gate comes as a
 run of them, about once a minute; a contact worth reporting stands far above the noise (an 8 N
 push, a 5 N bump: hundreds)."""
-DRIFT_TIME_S = 2.0
-"""Time constant of the gate's running mean of the accepted residuals: the F/T offsets' slow
-drift (a strain gauge warming up, Franka's model-based external wrench changing with the pose)
-is followed, not taken for a contact."""
-OFFSETS_MOVED_CHI2 = 18.47
-"""The kept F/T offsets are taken to have moved when the mass and first moment found with the
-offsets estimated anew differ from those found with the kept ones by more than this (chi-square,
-4 degrees of freedom, 0.999 quantile)."""
-TAKEOVER_MASS_REL_STD = 0.005
-TAKEOVER_MASS_STD_KG = 0.003
-"""... and only once it knows the mass to 0.5 % (or 3 g for an empty gripper or a light part)."""
 AFTER_BREAK_S = 0.5
 """An episode that begins within this much data after an input break may be an offset shift."""
-
-
-class StepFilter(Protocol):
-    """What the tracker needs of :class:`~payload_estimator.pipeline.filters.StepResponse`."""
-
-    period_s: float
-    rise_s: float
-    settled_s: float
-
-    def __call__(self, tau: np.ndarray) -> np.ndarray: ...
 
 
 class PayloadModel(Protocol):
@@ -141,19 +103,31 @@ class PayloadModel(Protocol):
     :class:`PayloadTracker` around one."""
 
     @property
-    def samples_used(self) -> int: ...
+    def samples_used(self) -> int:
+        """Samples the current estimate holds."""
+        ...
 
     @property
-    def rejected_samples(self) -> int: ...
+    def rejected_samples(self) -> int:
+        """Non-finite or absurd samples dropped so far."""
+        ...
 
     @property
-    def kinematic_noise(self) -> Any: ...
+    def kinematic_noise(self) -> Any:
+        """The estimator's :class:`~payload_estimator.core.estimators.base.KinematicNoise`."""
+        ...
 
-    def update(self, samples: SensorSamples) -> Any: ...
+    def update(self, samples: SensorSamples) -> Any:
+        """Take a batch of samples."""
+        ...
 
-    def estimate(self) -> Estimate: ...
+    def estimate(self) -> Estimate:
+        """The current estimate."""
+        ...
 
-    def reset(self) -> None: ...
+    def reset(self) -> None:
+        """Forget every sample."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -203,6 +177,9 @@ class TrackingCounts:
 
 @dataclass
 class _Episode:
+    """A run of suspect samples being held out: when it began, its largest ``d²``, its samples (in
+    batches, each with its suspect mask) and when it was last judged."""
+
     t_start: float
     peak: float = 0.0
     batches: list[SensorSamples] = field(default_factory=list)
@@ -229,7 +206,7 @@ class PayloadTracker:
         self.bias = bool(bias)
         self.detect = bool(detect)
         self.estimator = make_estimator(self.bias)
-        self._referee = self._new_referee(self.bias)
+        self._predictor = self._new_predictor(self.bias)
         self._free: tuple[Estimator, Estimator | None] | None = None
         self.offsets_in_sensor = np.zeros(6)
         """F/T offsets subtracted before the estimator (found before the last change)."""
@@ -238,20 +215,29 @@ class PayloadTracker:
         self._rejected_before = 0
         self._episode: _Episode | None = None
         self._normal_run_s = 0.0
-        self._reference: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._detector = ChangeDetector()
         self._since_refresh_s = 0.0
         self._data_s = 0.0
         self._last_t: float | None = None
-        self._residual_cov = np.zeros((6, 6))
-        self._residual_n = 0
         self._offsets_added = np.zeros(6)
-        self._drift = np.zeros(6)
         self._break_pending = False
         self._break_t: float | None = None
-        self.step_response: StepFilter | None = None
+
+    @property
+    def step_response(self) -> StepFilter | None:
         """How a step of the wrench shows in the samples (the pipeline's filter sets it; None:
         at once, as in unfiltered samples). The judge fits a change through it, from an onset it
         finds, and the new payload's data start where it has settled."""
+        return self._detector.step_response
+
+    @step_response.setter
+    def step_response(self, response: StepFilter | None) -> None:
+        self._detector.step_response = response
+
+    @property
+    def _residual_cov(self) -> np.ndarray:
+        """(6, 6) the detector's running covariance of the accepted residuals."""
+        return self._detector.residual_cov
 
     # ------------------------------------------- what the pipeline asks of an estimator
     @property
@@ -272,6 +258,7 @@ class PayloadTracker:
 
     @property
     def with_bias(self) -> bool:
+        """Whether the F/T offsets are estimated (kept across changes, found anew beside)."""
         return self.bias
 
     @property
@@ -291,24 +278,22 @@ class PayloadTracker:
         self._last_t = None
 
     def _start_estimator(self, bias: bool) -> None:
-        """A fresh estimator (and referee) for a new payload: it shares the kinematic noise the
+        """A fresh estimator (and wrench predictor) for a new payload: it shares the kinematic noise the
         pipeline supplied, and nothing of the old payload's estimate is kept."""
         noise = self.estimator.kinematic_noise
         self._rejected_before += self.estimator.rejected_samples
         self.estimator = self._make(bias)
         self.estimator.kinematic_noise = noise
-        self._referee = self._new_referee(bias)
+        self._predictor = self._new_predictor(bias)
         self._free = None
         if self.bias and not bias:
             # The kept offsets may drift (a strain gauge warms up): beside the estimate that trusts
             # them, the same estimator finds the offsets anew, and takes over if it sees them wrong.
             free = self._make(True)
             free.kinematic_noise = noise
-            self._free = (free, self._new_referee(True, free))
+            self._free = (free, self._new_predictor(True, free))
         self._episode = None
-        self._reference = None
-        self._residual_n = 0
-        self._drift = np.zeros(6)
+        self._detector.restart()
         self._data_s = 0.0
         self._since_refresh_s = 0.0
 
@@ -322,6 +307,7 @@ class PayloadTracker:
         self._break_pending = True
 
     def _episode_end(self) -> float:
+        """s, the last sample of the open episode (its start when it holds none)."""
         assert self._episode is not None
         batches = [b for b in self._episode.batches if len(b)]
         return float(batches[-1].t[-1]) if batches else self._episode.t_start
@@ -334,6 +320,7 @@ class PayloadTracker:
 
     @property
     def state(self) -> TrackingState:
+        """A snapshot of what the tracker has done and is doing, for a published estimate."""
         changes = [e for e in self.events if e.kind == CHANGE]
         c = self.counts
         return TrackingState(c.changes, c.contacts, c.held_out_samples, self.contact,
@@ -360,7 +347,7 @@ class PayloadTracker:
             self._feed(samples)
             return []
         dt = self._sample_periods(samples)
-        d2 = self._d2(samples)
+        d2 = self._detector.d2(samples)
         if d2 is None:  # no estimate to judge by yet (the start, or just after a change): take all
             self._feed(samples)
             return []
@@ -380,7 +367,7 @@ class PayloadTracker:
                 continue
             # inside an episode
             self._normal_run_s = 0.0 if suspect else self._normal_run_s + dt[i]
-            if self._normal_run_s >= max(EPISODE_END_S, self._step_settled_s):
+            if self._normal_run_s >= max(EPISODE_END_S, self._detector.settled_s):
                 ended = self._close_as_contact(samples.select(slice(start, i + 1)), d2[start : i + 1],
                                                float(samples.t[i]))
                 start = i + 1
@@ -412,11 +399,13 @@ class PayloadTracker:
 
     # ------------------------------------------------------------------ internals
     def _corrected(self, samples: SensorSamples) -> SensorSamples:
+        """``samples`` less the kept offsets."""
         if not np.any(self.offsets_in_sensor):
             return samples
         return replace(samples, wrench_in_sensor=samples.wrench_in_sensor - self.offsets_in_sensor)
 
     def _sample_periods(self, samples: SensorSamples) -> np.ndarray:
+        """(n,) s from each sample to the one before (the batch before's last for the first)."""
         t = samples.t
         previous = t[0] if self._last_t is None else self._last_t
         dt = np.diff(np.r_[previous, t])
@@ -424,56 +413,52 @@ class PayloadTracker:
         positive = dt[dt > 0]
         return np.where(dt > 0, dt, float(np.median(positive)) if positive.size else 0.01)
 
-    def _new_referee(self, bias: bool, estimator: Estimator | None = None) -> Estimator | None:
+    def _new_predictor(self, bias: bool, estimator: Estimator | None = None) -> Estimator | None:
         """The estimator that predicts the wrench for the gate: least squares itself, or beside any
         other estimator, weighted least squares on the same samples. A prior that does not fit
         the payload (PMD's uniform density in a shape) mispredicts dynamic samples, and a recursive
         filter's first estimates (RLS, RTLS) are pulled by their initial state yet claim to be
         known: either way the gate would hold out the very data that should correct them."""
         estimator = self.estimator if estimator is None else estimator
-        if isinstance(estimator, OrdinaryLeastSquares):  # wls, ols: their own referee
+        if isinstance(estimator, OrdinaryLeastSquares):  # wls, ols: their own predictors
             return None
-        referee = WeightedLeastSquares(bias=bias)
-        referee.kinematic_noise = estimator.kinematic_noise
-        return referee
+        predictor = WeightedLeastSquares(bias=bias)
+        predictor.kinematic_noise = estimator.kinematic_noise
+        return predictor
 
     def _judge_by(self) -> Estimator:
-        return self.estimator if self._referee is None else self._referee
+        """The estimator whose estimate the detector judges by (:meth:`_new_predictor`)."""
+        return self.estimator if self._predictor is None else self._predictor
 
     def _feed(self, samples: SensorSamples) -> None:
+        """Give accepted samples to the estimators (and their residuals to the detector)."""
         if len(samples) == 0:
             return
-        self._learn_noise(samples)
-        for estimator in (self.estimator, self._referee, *(self._free or ())):
+        self._detector.learn(samples)
+        for estimator in (self.estimator, self._predictor, *(self._free or ())):
             if estimator is not None:
                 estimator.update(samples)
         step = float(np.median(np.diff(samples.t))) if len(samples) > 1 else 0.01
         span = float(samples.t[-1] - samples.t[0]) + step
         self._data_s += span
         self._since_refresh_s += span
-        if self._reference is None or self._since_refresh_s >= REFRESH_S:
+        if self._detector.reference is None or self._since_refresh_s >= REFRESH_S:
             self._refresh()
 
     def _refresh(self) -> None:
+        """A new reference for the detector: the current estimate, once there is enough data."""
         self._since_refresh_s = 0.0
         if self._data_s < REFERENCE_AFTER_S:
-            self._reference = None
+            self._detector.set_reference(None)
             return
         try:
             est = self._judge_by().estimate()
             if self._free_takes_over(est):
                 est = self._judge_by().estimate()
         except (InsufficientData, ValueError, ArithmeticError, np.linalg.LinAlgError):
-            self._reference = None
+            self._detector.set_reference(None)
             return
-        # Only the predicted wrench matters here, and its uncertainty enters R: the mass must be
-        # determined (in kg: an empty gripper's is 0 +- a few grams), the COM need not be.
-        if est.covariance is None or not _mass_known(est):
-            self._reference = None
-            return
-        bias = np.zeros(6) if est.bias is None else np.asarray(est.bias, dtype=float)
-        s2 = np.maximum(np.asarray(est.residual_rms, dtype=float) ** 2, 1e-12)
-        self._reference = (np.asarray(est.phi, dtype=float), bias, _prediction_covariance(est), s2)
+        self._detector.set_reference(est)
 
     def _free_takes_over(self, kept: Estimate) -> bool:
         """Once the estimator that finds the offsets anew sees the kept ones wrong, it is the
@@ -484,70 +469,18 @@ class PayloadTracker:
         took over."""
         if self._free is None:
             return False
-        free, referee = self._free
+        free, predictor = self._free
         try:
-            if not _offsets_moved((free if referee is None else referee).estimate(), kept):
+            if not offsets_moved((free if predictor is None else predictor).estimate(), kept):
                 return False
             # an estimator with a prior (PMD) takes over only once it sees it too (one solve)
-            if referee is not None and not _offsets_moved(free.estimate(), self.estimator.estimate()):
+            if predictor is not None and not offsets_moved(free.estimate(), self.estimator.estimate()):
                 return False
         except (InsufficientData, ValueError, ArithmeticError, np.linalg.LinAlgError):
             return False
         self._rejected_before += self.estimator.rejected_samples
-        self.estimator, self._referee, self._free = free, referee, None
+        self.estimator, self._predictor, self._free = free, predictor, None
         return True
-
-    def _noise_covariance(self) -> np.ndarray:
-        """(6, 6) covariance of a sample's residual at a known payload: measured from the accepted
-        samples (the channels are correlated through the accelerations' noise), the estimate's
-        residual RMS until enough are in."""
-        assert self._reference is not None
-        if self._residual_n >= MIN_RESIDUALS:
-            return self._residual_cov
-        # An early estimate fits its few samples too well: its residuals understate the noise.
-        return EARLY_NOISE_FACTOR * np.diag(self._reference[3])
-
-    def _residuals(self, samples: SensorSamples) -> tuple[np.ndarray, np.ndarray]:
-        """``(r (n, 6), R (n, 6, 6))``: residuals against the reference and their covariance."""
-        assert self._reference is not None
-        phi, bias, C, _ = self._reference
-        Y = samples_regressor(samples)
-        r = samples.wrench_in_sensor - Y @ phi - bias - self._drift
-        return r, np.einsum("nki,ij,nlj->nkl", Y, C, Y) + self._noise_covariance()
-
-    def _d2(self, samples: SensorSamples) -> np.ndarray | None:
-        if self._reference is None:
-            return None
-        r, R = self._residuals(samples)
-        finite = np.all(np.isfinite(r), axis=1) & np.all(np.isfinite(R), axis=(1, 2))
-        d2 = np.zeros(len(samples))  # a non-finite sample is the estimator's to drop (and count), not a contact
-        if np.any(finite):
-            d2[finite] = np.einsum("nk,nk->n", r[finite], np.linalg.solve(R[finite], r[finite][:, :, None])[:, :, 0])
-        return d2
-
-    def _learn_noise(self, samples: SensorSamples) -> None:
-        """Fold accepted samples' residuals into the running residual covariance, and follow
-        their slow drift (:data:`DRIFT_TIME_S`)."""
-        if self._reference is None or len(samples) == 0:
-            return
-        phi, bias, _, _ = self._reference
-        keep = np.all(np.isfinite(samples.wrench_in_sensor), axis=1)
-        r = samples.wrench_in_sensor[keep] - samples_regressor(samples.select(keep)) @ phi - bias
-        r = r[np.all(np.isfinite(r), axis=1) & np.all(np.abs(r) < 1e6, axis=1)]
-        n = len(r)
-        if n == 0:
-            return
-        step = float(np.median(np.diff(samples.t))) if len(samples) > 1 else 0.01
-        decay = np.exp(-max(step, 0.0) / DRIFT_TIME_S)
-        weights = (1.0 - decay) * decay ** np.arange(n - 1, -1, -1)  # exponential mean, newest last
-        drift = decay**n * self._drift + weights @ r
-        r = r - self._drift
-        self._drift = drift
-        if self._residual_n == 0:
-            self._residual_cov = np.zeros((6, 6))
-        a = n / min(self._residual_n + n, RESIDUAL_MEMORY)
-        self._residual_cov = (1.0 - a) * self._residual_cov + a * (r.T @ r) / n
-        self._residual_n += n
 
     def _close_as_contact(self, tail: SensorSamples, d2_tail: np.ndarray, t_end: float) -> TrackEvent | None:
         """The episode ended: its samples (with ``tail``) were a contact, dropped; the trailing
@@ -572,12 +505,13 @@ class PayloadTracker:
         last = max((float(x.max()) for x in suspect_t if x.size), default=-np.inf)
         self._episode = None
         rest = tail.select(slice(n_tail - normal_tail, None))
-        clean = rest.t >= last + self._step_settled_s - 1e-9
+        clean = rest.t >= last + self._detector.settled_s - 1e-9
         self.counts.held_out_samples += int(np.sum(~clean))
         self._feed(rest.select(clean))
         return event
 
     def _trim_episode(self) -> None:
+        """Drop the open episode's oldest batches beyond :data:`MAX_EPISODE_S` (held out)."""
         ep = self._episode
         assert ep is not None
         while len(ep.batches) > 1 and float(ep.batches[-1].t[-1] - ep.batches[0].t[-1]) > MAX_EPISODE_S:
@@ -588,7 +522,7 @@ class PayloadTracker:
     def _judge(self, t_now: float) -> TrackEvent | None:
         """Change or contact? (See the module docstring.) Returns the change, or None."""
         ep = self._episode
-        assert ep is not None and self._reference is not None
+        assert ep is not None and self._detector.reference is not None
         ep.last_judged = t_now
         suspect = np.concatenate(ep.suspect)
         if suspect.mean() < SUSPECT_SHARE:
@@ -599,63 +533,30 @@ class PayloadTracker:
             # on the payload, an offset that drifted), it is the new normal. Start again from it,
             # offsets included, and say so: never a silently frozen or wrong estimate.
             return self._restart(samples, ep.t_start, t_now, float("nan"), keep_offsets=False)
-        r, R = self._residuals(samples)
-        W = np.linalg.inv(R)
-        before = float(np.mean(np.einsum("nk,nkl,nl->n", r, W, r)))
-        apparent = samples.gravity_in_sensor - samples.lin_acc_in_sensor
-        Y4 = samples_regressor(_with_gravity(samples, apparent), reduced=True)[:, :, :4]
-        best = None
-        for onset in self._onsets(ep.t_start):
-            # the change reaches the samples through the pipeline's filter: scaled by its step response
-            Ys = Y4 * self._step(samples.t - onset)[:, None, None]
-            A = np.einsum("nki,nkl,nlj->ij", Ys, W, Ys)
-            c = np.einsum("nki,nkl,nl->i", Ys, W, r)
-            try:
-                delta = np.linalg.solve(A, c)
-                cov = np.linalg.inv(A)
-            except np.linalg.LinAlgError:
-                continue
-            fit = r - Ys @ delta
-            after = float(np.mean(np.einsum("nk,nkl,nl->n", fit, W, fit)))
-            if best is None or after < best[0]:
-                best = (after, delta, cov, onset)
-        if best is None:
+        fit = self._detector.fit_change(samples, ep.t_start)
+        if fit is None:
             return None
-        after, delta, cov, onset = best
-        z_mass = abs(delta[0]) / np.sqrt(max(cov[0, 0], 1e-300))
-        if not (after <= EXPLAINED_CHI2 and after <= 0.25 * before and z_mass >= MIN_MASS_CHANGE_Z):
+        if not fit.explains:
             if self._break_t is not None and ep.t_start - self._break_t <= AFTER_BREAK_S:
-                return self._offset_shift(samples, r, W, before, ep.t_start, t_now)
+                return self._offset_shift(samples, fit, ep.t_start, t_now)
             return None
         # the new payload's data: from where the filter has settled on it
-        settled = samples.select(samples.t >= onset + self._step_settled_s - 1e-9)
-        return self._restart(settled, onset, t_now, float(delta[0]))
+        settled = samples.select(samples.t >= fit.onset + self._detector.settled_s - 1e-9)
+        return self._restart(settled, fit.onset, t_now, float(fit.delta[0]))
 
-    def _offset_shift(self, samples: SensorSamples, r: np.ndarray, W: np.ndarray, before: float, t_start: float,
+    def _offset_shift(self, samples: SensorSamples, fit: ChangeFit, t_start: float,
                       t_now: float) -> TrackEvent | None:
         """Right after an input break, a constant step of the wrench that no payload change
         explains: the sensor's offsets moved while it was silent (drift, a driver restarted). It
         is absorbed into the kept offsets, and the episode's samples go to the estimator."""
-        best = None
-        for onset in self._onsets(t_start):
-            step = self._step(samples.t - onset)
-            A = np.einsum("n,nkl,n->kl", step, W, step)
-            c = np.einsum("n,nkl,nl->k", step, W, r)
-            try:
-                shift = np.linalg.solve(A, c)
-            except np.linalg.LinAlgError:
-                continue
-            fit = r - step[:, None] * shift
-            after = float(np.mean(np.einsum("nk,nkl,nl->n", fit, W, fit)))
-            if best is None or after < best[0]:
-                best = (after, shift, onset)
-        if best is None or not (best[0] <= EXPLAINED_CHI2 and best[0] <= 0.25 * before):
+        found = self._detector.fit_offset_shift(samples, fit, t_start)
+        if found is None:
             return None
-        _, shift, onset = best
+        shift, onset = found
         self._break_t = None
         self._offsets_added = shift
         self.offsets_in_sensor = self.offsets_in_sensor + shift
-        settled = samples.select(samples.t >= onset + self._step_settled_s - 1e-9)
+        settled = samples.select(samples.t >= onset + self._detector.settled_s - 1e-9)
         held = len(samples) - len(settled)
         self.counts.held_out_samples += held
         self.counts.offset_shifts += 1
@@ -665,27 +566,11 @@ class PayloadTracker:
         self._feed(replace(settled, wrench_in_sensor=settled.wrench_in_sensor - shift))
         return event
 
-    def _onsets(self, t_start: float) -> np.ndarray:
-        """Candidate instants of a change first seen at ``t_start``: up to the filter's rise time
-        before it (the residual crosses the gate partway up the step), in steps of its grid, and
-        long enough before it that the filter has settled (a step while the input was silent)."""
-        if self.step_response is None:
-            return np.array([t_start])
-        f = self.step_response
-        return np.r_[t_start - f.period_s * np.arange(int(np.ceil(f.rise_s / f.period_s)) + 1), t_start - f.settled_s]
-
-    def _step(self, tau: np.ndarray) -> np.ndarray:
-        if self.step_response is None:
-            return (tau >= -1e-9).astype(float)
-        return self.step_response(tau)
-
-    @property
-    def _step_settled_s(self) -> float:
-        return 0.0 if self.step_response is None else self.step_response.settled_s
-
     def _restart(
         self, samples: SensorSamples, t_start: float, t_now: float, mass_change: float, keep_offsets: bool = True
     ) -> TrackEvent:
+        """A change at ``t_start`` (decided at ``t_now``): a fresh estimator starts from ``samples``,
+        with the offsets found so far kept and subtracted (``keep_offsets``) or estimated again."""
         self._offsets_added = np.zeros(6)
         if not keep_offsets and np.any(self.offsets_in_sensor):
             # estimate the offsets again: put back the ones subtracted so far
@@ -695,7 +580,7 @@ class PayloadTracker:
         elif keep_offsets and self.estimator.with_bias:
             try:
                 est = self._judge_by().estimate()
-                if est.bias is not None and _mass_known(est):
+                if est.bias is not None and mass_known(est):
                     self._offsets_added = np.asarray(est.bias, dtype=float)
                     self.offsets_in_sensor = self.offsets_in_sensor + self._offsets_added
                     samples = replace(samples, wrench_in_sensor=samples.wrench_in_sensor - self._offsets_added)
@@ -708,44 +593,3 @@ class PayloadTracker:
         self._feed(samples)
         return event
 
-
-def _prediction_covariance(est: Estimate) -> np.ndarray:
-    """The estimate's covariance of ``phi``, with what the data do not determine made uncertain:
-    a least-squares covariance gives a direction the data never saw no variance at all, and a
-    motion that then explores it (the inertia, early on) would look like a contact. A COM axis or
-    the inertia not identified gets the spread of a body of this mass and ``L`` = the larger of
-    0.1 m and twice its COM's distance when that is known (at most :data:`MAX_PAYLOAD_SIZE_M`):
-    ``(m L)²`` per first moment, ``(m L²)²`` per inertia entry."""
-    C = np.array(est.covariance, dtype=float)
-    m = max(abs(est.params.mass), 0.05)
-    size = 0.1
-    if est.params.mass > 1e-6 and est.identification.com == (IDENTIFIED,) * 3:
-        size = min(max(size, 2.0 * float(np.linalg.norm(est.params.com))), MAX_PAYLOAD_SIZE_M)
-    for axis, status in enumerate(est.identification.com):
-        if status != IDENTIFIED:
-            C[1 + axis, 1 + axis] += (m * size) ** 2
-    if est.identification.inertia != IDENTIFIED:
-        C[4:, 4:] += np.eye(6) * (m * size * size) ** 2
-    return C
-
-
-def _offsets_moved(found: Estimate, kept: Estimate) -> bool:
-    """Whether ``found`` (offsets estimated anew) knows the mass and differs from ``kept`` (offsets
-    kept) in mass and first moment beyond their uncertainty (:data:`OFFSETS_MOVED_CHI2`)."""
-    if found.covariance is None or kept.covariance is None:
-        return False
-    if not found.mass_std <= max(TAKEOVER_MASS_REL_STD * abs(found.mass), TAKEOVER_MASS_STD_KG):
-        return False  # the motion has not yet told the offsets from the mass well enough
-    delta = np.asarray(found.phi[:4]) - np.asarray(kept.phi[:4])
-    C = np.asarray(found.covariance)[:4, :4] + np.asarray(kept.covariance)[:4, :4]
-    return bool(np.all(np.isfinite(C)) and float(delta @ np.linalg.pinv(C) @ delta) > OFFSETS_MOVED_CHI2)
-
-
-def _mass_known(est: Estimate) -> bool:
-    """The mass (and with it the offsets, which only its motion tells apart) is determined:
-    relatively, or to :data:`REFERENCE_MASS_STD_KG` (an empty gripper's 0 kg)."""
-    return est.identification.mass == IDENTIFIED or est.mass_std <= REFERENCE_MASS_STD_KG
-
-
-def _with_gravity(samples: SensorSamples, gravity_in_sensor: np.ndarray) -> SensorSamples:
-    return replace(samples, gravity_in_sensor=gravity_in_sensor)

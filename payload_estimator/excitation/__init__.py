@@ -6,7 +6,11 @@ parameters, and the checks every motion passes before it is sent to a robot.
 * :mod:`~payload_estimator.excitation.check`: :func:`check_trajectory`, every constraint on the
   sampled trajectory;
 * :mod:`~payload_estimator.excitation.design`: :func:`design_excitation` (a Fourier-series
-  motion maximising the information about the ten parameters) and :func:`predict_uncertainty`;
+  motion maximising the information about the ten parameters), made of
+  :mod:`~payload_estimator.excitation.fourier` (:class:`FourierExcitation`, the motion),
+  :mod:`~payload_estimator.excitation.information` (the Fisher information and
+  :func:`predict_uncertainty`) and :mod:`~payload_estimator.excitation.search` (the search for
+  the most informative admissible coefficients);
 * :mod:`~payload_estimator.excitation.calibration`: :func:`design_calibration_motion` (the same
   family, maximising what a calibration of the unloaded arm learns: its inertial parameters and
   joint friction) and :func:`arm_information`.

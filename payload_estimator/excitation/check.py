@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from payload_estimator.excitation.limits import ArmLimits, MotionLimits
+from payload_estimator.excitation.limits import ArmLimits, ExcitationError, MotionLimits
 
 if TYPE_CHECKING:  # pinocchio comes with the kinematics a caller passes in
     from payload_estimator.pipeline.kinematics import SensorKinematics
@@ -111,17 +111,45 @@ def check_trajectory(
         q_start: (n,) the start (and end) configuration, rad.
         limits: the motion's bounds (its ``duration`` is not checked: the trajectory's own is used).
         rate_hz: sampling rate, Hz.
+
+    Returns:
+        The peaks and one line per violated constraint (module docstring).
+
+    Raises:
+        ExcitationError: the kinematics and the limits name other joints.
     """
     if tuple(kin.joint_names) != tuple(arm.joint_names):
-        raise ValueError("the kinematics and the limits must name the same joints in the same order")
+        raise ExcitationError("the kinematics and the limits must name the same joints in the same order")
     q_start = np.asarray(q_start, dtype=float).reshape(-1)
     t = trajectory_grid(float(trajectory.duration), rate_hz)
     q, dq, ddq = (np.asarray(x, dtype=float) for x in trajectory(t))
     dt = np.diff(t)
     jerk = np.abs(np.diff(ddq, axis=0)) / dt[:, None]
-    names = arm.joint_names
-    violations: list[str] = []
+    violations = _rest_violations(q, dq, ddq, q_start)
+    violations += _position_violations(q, t, q_start, arm, limits)
+    fractions, rates = _rate_violations(dq, ddq, jerk, t, arm, limits)
+    violations += rates
+    clearances, workspace = _workspace_violations(kin, q, dq, t, limits)
+    violations += workspace
+    tcp_speed, floor, base = clearances
+    return TrajectoryCheck(
+        ok=not violations,
+        violations=tuple(violations),
+        peak_velocity_fraction=fractions[0],
+        peak_acceleration_fraction=fractions[1],
+        peak_jerk_fraction=fractions[2],
+        max_excursion=np.max(np.abs(q - q_start), axis=0),
+        min_limit_distance=float(np.min(np.minimum(q - arm.q_min, arm.q_max - q))),
+        peak_tcp_speed=float(np.max(tcp_speed)),
+        min_floor_clearance=float(np.min(floor)),
+        min_base_clearance=float(np.min(base)),
+        rate_hz=float(rate_hz),
+    )
 
+
+def _rest_violations(q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, q_start: np.ndarray) -> list[str]:
+    """Non-finite samples, and a start or end that is not at rest at ``q_start``."""
+    violations = []
     if not (np.all(np.isfinite(q)) and np.all(np.isfinite(dq)) and np.all(np.isfinite(ddq))):
         violations.append("the trajectory has non-finite values")
     for where, i in (("start", 0), ("end", -1)):
@@ -130,7 +158,15 @@ def check_trajectory(
                               f"(off by {np.max(np.abs(q[i] - q_start)):.2g} rad)")
         if np.max(np.abs(dq[i])) > _REST_SPEED or np.max(np.abs(ddq[i])) > _REST_ACCELERATION:
             violations.append(f"the {where} is not at rest")
+    return violations
 
+
+def _position_violations(q: np.ndarray, t: np.ndarray, q_start: np.ndarray, arm: ArmLimits,
+                         limits: MotionLimits) -> list[str]:
+    """Joints that come within the position margin of their limits, or leave the start by more
+    than the largest excursion (the worst sample of the worst joint each)."""
+    names = arm.joint_names
+    violations = []
     lo, hi = arm.q_min + limits.position_margin, arm.q_max - limits.position_margin
     below, above = lo - q, q - hi
     outside = np.maximum(below, above)
@@ -143,7 +179,15 @@ def check_trajectory(
         j, when = _worst(excursion, t)
         violations.append(f"{names[j]} leaves its start by {np.max(excursion[:, j]):.3f} rad at t = {when:.3f} s "
                           f"(at most {limits.max_excursion} rad)")
+    return violations
 
+
+def _rate_violations(dq: np.ndarray, ddq: np.ndarray, jerk: np.ndarray, t: np.ndarray, arm: ArmLimits,
+                     limits: MotionLimits) -> tuple[list[np.ndarray], list[str]]:
+    """The (n,) peak fractions of the vendor limits of the joint speeds, accelerations and jerks, and
+    the lines of those above their allowed fractions."""
+    names = arm.joint_names
+    violations = []
     fractions = []
     for what, values, limit, allowed in (
         ("speed", np.abs(dq), arm.dq_max, limits.velocity_fraction),
@@ -156,7 +200,15 @@ def check_trajectory(
             j, when = _worst(fraction, t)
             violations.append(f"{names[j]} {what} reaches {np.max(fraction[:, j]):.0%} of its limit "
                               f"({limit[j]:g}) at t = {when:.3f} s (at most {allowed:.0%})")
+    return fractions, violations
 
+
+def _workspace_violations(kin: SensorKinematics, q: np.ndarray, dq: np.ndarray, t: np.ndarray,
+                          limits: MotionLimits) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], list[str]]:
+    """``((tcp_speed, floor, base), lines)``: per sample, the TCP's speed (m/s) and the payload sphere's
+    clearances of the floor and of the base's vertical axis beyond their margins (m), and the lines of
+    the limits they break."""
+    violations = []
     motion = kin.compute(q, dq, np.zeros_like(dq))
     tcp_speed = np.linalg.norm(motion.lin_vel_in_sensor, axis=1)
     if np.max(tcp_speed) > limits.max_tcp_speed:
@@ -177,17 +229,4 @@ def check_trajectory(
         k = int(np.argmin(base))
         violations.append(f"the payload comes {-base[k]:.3f} m too close to the robot's base "
                           f"(clearance {limits.base_clearance} m) at t = {t[k]:.3f} s")
-
-    return TrajectoryCheck(
-        ok=not violations,
-        violations=tuple(violations),
-        peak_velocity_fraction=fractions[0],
-        peak_acceleration_fraction=fractions[1],
-        peak_jerk_fraction=fractions[2],
-        max_excursion=np.max(excursion, axis=0),
-        min_limit_distance=float(np.min(np.minimum(q - arm.q_min, arm.q_max - q))),
-        peak_tcp_speed=float(np.max(tcp_speed)),
-        min_floor_clearance=float(np.min(floor)),
-        min_base_clearance=float(np.min(base)),
-        rate_hz=float(rate_hz),
-    )
+    return (tcp_speed, floor, base), violations

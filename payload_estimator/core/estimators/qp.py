@@ -91,6 +91,115 @@ def _coordinates(pattern: sp.csc_matrix) -> tuple[np.ndarray, np.ndarray]:
     return pattern.indices, cols
 
 
+@dataclass(frozen=True)
+class _SupportProblem:
+    """PMD's lifted QP without the masses' bounds, in the unknowns ``y = [u; s]``, ``s = [beta; v; w]``.
+
+    The objective is ``1/2 y^T P y + q^T y + |C y|²`` with ``z = C y`` eliminated (``C = L^T T``,
+    p x .). Its point block is diagonal, ``diag_u``; the points couple with the other unknowns only
+    through a few entries of ``P`` (a point with its group's level).
+
+    Attributes:
+        diag_u: (n,) ``P``'s diagonal on the point masses.
+        c_rows, c_cols, c_vals: the entries of ``P`` that couple point ``c_rows`` with the other
+            unknown ``c_cols`` (an index into ``s``).
+        P_ss: (k, k) ``P`` on the other unknowns.
+        C_u: (p, n) ``C``'s point columns. C_s: (p, k) its other columns.
+        q_u: (n,) ``q`` on the points. q_s: (k,) on the other unknowns.
+    """
+
+    diag_u: np.ndarray
+    c_rows: np.ndarray
+    c_cols: np.ndarray
+    c_vals: np.ndarray
+    P_ss: np.ndarray
+    C_u: np.ndarray
+    C_s: np.ndarray
+    q_u: np.ndarray
+    q_s: np.ndarray
+
+    @classmethod
+    def from_objective(cls, P_values: np.ndarray, P_coordinates: tuple[np.ndarray, np.ndarray], q: np.ndarray,
+                       M: np.ndarray, n: int, nx: int) -> _SupportProblem | None:
+        """The blocks of the QP of :class:`LiftedPointMassQP` with ``n`` points and ``nx`` unknowns
+        before ``z`` (``P_values`` the CSC data at ``P_coordinates``, ``M = L^T T``); None when a
+        point has no curvature of its own."""
+        p = M.shape[0]
+        k = nx - n
+        rows, cols = P_coordinates
+        on_u = (rows == cols) & (rows < n)
+        diag_u = np.zeros(n)
+        diag_u[rows[on_u]] = P_values[on_u]
+        coupling = (rows < n) & (cols >= n) & (cols < nx)
+        small = (rows >= n) & (rows < nx) & (cols < nx)
+        P_ss = np.zeros((k, k))
+        P_ss[rows[small] - n, cols[small] - n] = P_values[small]
+        P_ss = P_ss + np.triu(P_ss, 1).T
+        nb = M.shape[1] - n
+        C_s = np.zeros((p, k))
+        C_s[:, :nb] = M[:, n:]
+        if np.any(diag_u <= 0.0):
+            return None
+        return cls(diag_u, rows[coupling], cols[coupling] - n, P_values[coupling], P_ss, M[:, :n], C_s,
+                   q[:n], q[n:nx])
+
+    def objective(self, y_u: np.ndarray, y_s: np.ndarray) -> float:
+        """The QP's objective at ``y = [y_u; y_s]`` (``z`` eliminated)."""
+        z = self.C_u @ y_u + self.C_s @ y_s
+        quad = float(self.diag_u @ (y_u * y_u) + 2.0 * np.sum(self.c_vals * y_u[self.c_rows] * y_s[self.c_cols])
+                     + y_s @ self.P_ss @ y_s)
+        return 0.5 * quad + float(self.q_u @ y_u + self.q_s @ y_s + z @ z)
+
+    def gradient(self, y_u: np.ndarray, y_s: np.ndarray) -> np.ndarray:
+        """(n,) the objective's gradient by the point masses at ``y = [y_u; y_s]``."""
+        gradient = self.diag_u * y_u + self.q_u + 2.0 * self.C_u.T @ (self.C_u @ y_u + self.C_s @ y_s)
+        np.add.at(gradient, self.c_rows, self.c_vals * y_s[self.c_cols])
+        return gradient
+
+    def solve(self, support: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The unconstrained minimiser with the points outside ``support`` (n,) held at zero:
+        ``(y_u (n,), y_s (k,))``. Its point block, diagonal plus the rank-p ``2 C_u^T C_u``, is
+        solved by the Woodbury identity and a Schur complement on the few other unknowns,
+        ``O(n p²)``, then iteratively refined. Raises ``LinAlgError`` when it is singular."""
+        diag_u, c_rows, c_cols, c_vals = self.diag_u, self.c_rows, self.c_cols, self.c_vals
+        n, k, p = diag_u.shape[0], self.P_ss.shape[0], self.C_u.shape[0]
+        S = np.flatnonzero(support)
+        position = np.full(n, -1)
+        position[S] = np.arange(S.size)
+        inside = position[c_rows] >= 0
+        P_us = np.zeros((S.size, k))
+        P_us[position[c_rows[inside]], c_cols[inside]] = c_vals[inside]
+        C = self.C_u[:, S]
+        d_inv = 1.0 / diag_u[S]
+        capacitance = 0.5 * np.eye(p) + (C * d_inv) @ C.T
+
+        def apply_inverse(X: np.ndarray) -> np.ndarray:
+            """``(D + 2 C^T C)^-1 X`` (Woodbury)."""
+            Y = d_inv * X if X.ndim == 1 else d_inv[:, None] * X
+            return Y - (d_inv * (C.T @ np.linalg.solve(capacitance, C @ Y)).T).T
+
+        A_us = P_us + 2.0 * C.T @ self.C_s
+        A_ss = self.P_ss + 2.0 * self.C_s.T @ self.C_s
+        schur = A_ss - A_us.T @ apply_inverse(A_us)
+
+        def block_solve(r_u: np.ndarray, r_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            d_s = np.linalg.solve(schur, r_s - A_us.T @ apply_inverse(r_u))
+            return apply_inverse(r_u - A_us @ d_s), d_s
+
+        b_u, b_s = -self.q_u[S], -self.q_s
+        x_u, y_s = block_solve(b_u, b_s)
+        # Iterative refinement: the Woodbury identity cancels large terms when the data
+        # dwarf the regulariser (noise-free data); two rounds win the digits back.
+        for _ in range(_REFINEMENT_ROUNDS):
+            r_u = b_u - (diag_u[S] * x_u + 2.0 * C.T @ (C @ x_u) + A_us @ y_s)
+            r_s = b_s - (A_us.T @ x_u + A_ss @ y_s)
+            d_u, d_s = block_solve(r_u, r_s)
+            x_u, y_s = x_u + d_u, y_s + d_s
+        y_u = np.zeros(n)
+        y_u[S] = x_u
+        return y_u, y_s
+
+
 class LiftedPointMassQP:
     """Solve PMD's QP repeatedly for one fixed set of points.
 
@@ -159,6 +268,7 @@ class LiftedPointMassQP:
 
     @property
     def n_variables(self) -> int:
+        """Variables of the lifted QP: the point masses, the offsets, the group levels and ``w``, ``z``."""
         return self.n + self.nb + self.n_groups + 1 + self.p
 
     def reset(self) -> None:
@@ -334,82 +444,33 @@ class LiftedPointMassQP:
         """The exact minimiser on the support OSQP found, or None when it is no better.
 
         With the points of zero mass held at zero, the problem is an equality-constrained least
-        squares in ``y = [u_S; beta; v; w]``: ``(P + 2 C^T C) y = -q`` with ``z = C y`` eliminated
-        (``C = L^T T``, p x .). Its point block is diagonal plus the rank-p ``2 C_u^T C_u``, so it
-        is solved by the Woodbury identity and a Schur complement on the few other unknowns,
-        ``O(n p²)``. Points whose mass comes out negative leave the support and it is solved
-        again; points held at zero whose gradient pulls them below it join it (a primal
-        active-set method, at most :data:`REFINE_STEPS` solves). Accepted only when the
-        objective does not rise. OSQP stops at a tolerance relative to the whole problem, which
-        leaves the weakly determined inertia directions short of the optimum (noise-free data:
-        9.6 % inertia error where the exact optimum is at 0.2 %).
+        squares (:meth:`_SupportProblem.solve`). Points whose mass comes out negative leave the
+        support and it is solved again; points held at zero whose gradient pulls them below it
+        join it (a primal active-set method, at most :data:`REFINE_STEPS` solves). Accepted only
+        when the objective does not rise. OSQP stops at a tolerance relative to the whole problem,
+        which leaves the weakly determined inertia directions short of the optimum (noise-free
+        data: 9.6 % inertia error where the exact optimum is at 0.2 %).
+
+        Args:
+            P_values: CSC data of the objective's Hessian (:meth:`_objective_values`).
+            q: (n_variables,) the objective's linear term.
+            M: (p, n + nb) ``L^T T``, the constraint block of the masses and offsets.
+            x: (n_variables,) the solver's answer.
+
+        Returns:
+            (n_variables,) the refined primal vector (``z`` consistent with it), or None.
         """
-        n, nb, p = self.n, self.nb, self.p
-        nx = n + nb + self.n_groups + 1
-        k = nx - n
-        rows, cols = self._P_coordinates
-        on_u = (rows == cols) & (rows < n)
-        diag_u = np.zeros(n)
-        diag_u[rows[on_u]] = P_values[on_u]
-        coupling = (rows < n) & (cols >= n) & (cols < nx)
-        c_rows, c_cols, c_vals = rows[coupling], cols[coupling] - n, P_values[coupling]
-        small = (rows >= n) & (rows < nx) & (cols < nx)
-        P_ss = np.zeros((k, k))
-        P_ss[rows[small] - n, cols[small] - n] = P_values[small]
-        P_ss = P_ss + np.triu(P_ss, 1).T
-        C_u = M[:, :n]
-        C_s = np.zeros((p, k))
-        C_s[:, :nb] = M[:, n:]
-        q_u, q_s = q[:n], q[n:nx]
-        if np.any(diag_u <= 0.0):
+        n = self.n
+        nx = n + self.nb + self.n_groups + 1
+        problem = _SupportProblem.from_objective(P_values, self._P_coordinates, q, M, n, nx)
+        if problem is None:
             return None
-
-        def objective(y_u: np.ndarray, y_s: np.ndarray) -> float:
-            z = C_u @ y_u + C_s @ y_s
-            quad = float(diag_u @ (y_u * y_u) + 2.0 * np.sum(c_vals * y_u[c_rows] * y_s[c_cols]) + y_s @ P_ss @ y_s)
-            return 0.5 * quad + float(q_u @ y_u + q_s @ y_s + z @ z)
-
         u = x[:n]
         support = u > _SUPPORT_TOL * max(float(u.max()), 1e-300)
-        y_u, y_s = np.zeros(n), np.zeros(k)
+        y_u, y_s = np.zeros(n), np.zeros(nx - n)
         for _ in range(REFINE_STEPS):
-            S = np.flatnonzero(support)
-            position = np.full(n, -1)
-            position[S] = np.arange(S.size)
-            inside = position[c_rows] >= 0
-            P_us = np.zeros((S.size, k))
-            P_us[position[c_rows[inside]], c_cols[inside]] = c_vals[inside]
-            C = C_u[:, S]
-            d_inv = 1.0 / diag_u[S]
-            capacitance = 0.5 * np.eye(p) + (C * d_inv) @ C.T
-
-            def apply_inverse(X: np.ndarray, C: np.ndarray = C, d_inv: np.ndarray = d_inv,
-                              capacitance: np.ndarray = capacitance) -> np.ndarray:
-                """``(D + 2 C^T C)^-1 X`` (Woodbury)."""
-                Y = d_inv * X if X.ndim == 1 else d_inv[:, None] * X
-                return Y - (d_inv * (C.T @ np.linalg.solve(capacitance, C @ Y)).T).T
-
             try:
-                A_us = P_us + 2.0 * C.T @ C_s
-                A_ss = P_ss + 2.0 * C_s.T @ C_s
-                schur = A_ss - A_us.T @ apply_inverse(A_us)
-
-                def block_solve(r_u: np.ndarray, r_s: np.ndarray, A_us: np.ndarray = A_us,
-                                schur: np.ndarray = schur) -> tuple[np.ndarray, np.ndarray]:
-                    d_s = np.linalg.solve(schur, r_s - A_us.T @ apply_inverse(r_u))
-                    return apply_inverse(r_u - A_us @ d_s), d_s
-
-                b_u, b_s = -q_u[S], -q_s
-                x_u, y_s = block_solve(b_u, b_s)
-                # Iterative refinement: the Woodbury identity cancels large terms when the data
-                # dwarf the regulariser (noise-free data); two rounds win the digits back.
-                for _ in range(_REFINEMENT_ROUNDS):
-                    r_u = b_u - (diag_u[S] * x_u + 2.0 * C.T @ (C @ x_u) + A_us @ y_s)
-                    r_s = b_s - (A_us.T @ x_u + A_ss @ y_s)
-                    d_u, d_s = block_solve(r_u, r_s)
-                    x_u, y_s = x_u + d_u, y_s + d_s
-                y_u = np.zeros(n)
-                y_u[S] = x_u
+                y_u, y_s = problem.solve(support)
             except np.linalg.LinAlgError:
                 return None
             if not (np.all(np.isfinite(y_u)) and np.all(np.isfinite(y_s))):
@@ -419,8 +480,7 @@ class LiftedPointMassQP:
                 support &= ~negative
                 continue
             # Held at zero but pulling below it (negative gradient): join the support.
-            gradient = diag_u * y_u + q_u + 2.0 * C_u.T @ (C_u @ y_u + C_s @ y_s)
-            np.add.at(gradient, c_rows, c_vals * y_s[c_cols])
+            gradient = problem.gradient(y_u, y_s)
             scale = float(np.max(np.abs(gradient))) if n else 0.0
             joining = ~support & (gradient < -_SUPPORT_TOL * max(scale, 1e-300))
             if not np.any(joining):
@@ -428,11 +488,11 @@ class LiftedPointMassQP:
             support |= joining
         else:  # out of steps: the last point made feasible; the objective decides
             y_u = np.clip(y_u, 0.0, None)
-        before = objective(x[:n], x[n:nx])
-        if objective(y_u, y_s) > before + 1e-12 * abs(before):
+        before = problem.objective(x[:n], x[n:nx])
+        if problem.objective(y_u, y_s) > before + 1e-12 * abs(before):
             return None
         y = np.r_[y_u, y_s]
-        return np.r_[y, C_u @ y_u + C_s @ y_s]
+        return np.r_[y, problem.C_u @ y_u + problem.C_s @ y_s]
 
     def _solve_qpsolvers(self, P_values: np.ndarray, q: np.ndarray, A_values: np.ndarray, M: np.ndarray) -> QPResult:
         from qpsolvers import Problem, solve_problem

@@ -1,0 +1,96 @@
+"""Sums of augmented regressor rows over consecutive blocks of sample time (batch means).
+
+For residuals ``r_j = z_j . v``, ``sum_b (sum_{j in b} r_j)²`` over blocks much longer than the
+noise's correlation time estimates the long-run variance, ``sum_L rho_L`` times the per-sample
+variance. :class:`BlockSums` keeps the Gram of the block sums, so that ``v`` may be chosen later:
+:class:`~payload_estimator.core.statistics.RegressorStatistics` measures with it how long its
+residuals stay correlated.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["BlockSums"]
+
+
+class BlockSums:
+    """Gram of the sums of augmented rows over consecutive blocks of sample time (module docstring).
+
+    Args:
+        length_s: the blocks' length in sample time, s.
+        width: columns of a row.
+
+    Attributes:
+        gram: (6, width, width) Gram of the closed blocks' sums, per wrench channel.
+        n_blocks: closed blocks held (decayed like the Gram).
+    """
+
+    def __init__(self, length_s: float, width: int) -> None:
+        self.length_s = float(length_s)
+        self.gram = np.zeros((6, width, width))
+        self.n_blocks = 0.0
+        self._key: float | None = None
+        self._carry = np.zeros((6, width))
+
+    @property
+    def n_held(self) -> float:
+        """Blocks held, the open one (still filling) included."""
+        return self.n_blocks + (1.0 if self._key is not None else 0.0)
+
+    def reset(self) -> None:
+        """Forget every block."""
+        self.gram[:] = 0.0
+        self.n_blocks = 0.0
+        self._key = None
+        self._carry[:] = 0.0
+
+    def add(self, rows: np.ndarray, t: np.ndarray) -> None:
+        """Add ``rows`` (n, 6, width), already scaled by the square roots of the sample weights,
+        sampled at times ``t`` (n,), s."""
+        with np.errstate(over="ignore", invalid="ignore"):  # absurd stamps make blocks of their own
+            keys = np.floor(np.asarray(t, dtype=float) / self.length_s)
+        starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+        sums = np.add.reduceat(rows, starts, axis=0)
+        first_key = keys[0]
+        if self._key is not None and first_key == self._key:
+            sums[0] += self._carry
+        elif self._key is not None:
+            self._close(self._carry)
+        for block in sums[:-1]:
+            self._close(block)
+        self._carry = sums[-1].copy()
+        self._key = float(keys[-1])
+
+    def _close(self, block: np.ndarray) -> None:
+        self.gram += block[:, :, None] * block[:, None, :]
+        self.n_blocks += 1.0
+
+    def decay(self, factor: float) -> None:
+        """Multiply every block by ``factor`` (its sums by the square root: exponential forgetting)."""
+        self.gram *= factor
+        self.n_blocks *= factor
+        self._carry *= np.sqrt(factor)
+
+    def merge(self, other: BlockSums) -> None:
+        """Add ``other``'s blocks (its open block counted as closed)."""
+        self.gram += other.gram
+        self.n_blocks += other.n_blocks
+        if other._key is not None:
+            self._close(other._carry)
+
+    def gram_with_open_block(self) -> np.ndarray:
+        """(6, width, width) the Gram of the block sums, the open block's counted as closed."""
+        if self._key is None:
+            return self.gram.copy()
+        return self.gram + self._carry[:, :, None] * self._carry[:, None, :]
+
+    def sums_of_squares(self, V: np.ndarray) -> tuple[np.ndarray, float]:
+        """(6,) ``sum_b (S_bk . v_k)²`` for the per-channel vectors ``V`` (6, width), and the block count
+        (the open block included in both)."""
+        total = np.einsum("ki,kij,kj->k", V, self.gram, V)
+        n = self.n_blocks
+        if self._key is not None:
+            total = total + np.einsum("ki,ki->k", V, self._carry) ** 2
+            n += 1.0
+        return total, n

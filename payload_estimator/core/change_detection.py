@@ -1,0 +1,344 @@
+"""The test behind the payload tracker: does the current payload explain a sample, or a change?
+
+Conventions: every vector in the sensor frame S; the wrench is the one the payload exerts on the
+sensor (at rest ``f = m g``), SI units; ``phi`` in the order of
+:class:`~payload_estimator.core.inertia.InertialParameters`.
+
+**The gate.** A reference estimate predicts each sample's wrench, ``w_hat = Y phi_hat + beta_hat
++ drift`` (``drift`` is the running mean of the accepted residuals over :data:`DRIFT_TIME_S`, the
+F/T offsets' slow drift), and the residual ``r = w - w_hat`` has the covariance
+``R = S + Y C Y^T``: ``S`` the residuals' own covariance, measured from the accepted samples (the
+sensor's noise and what the model leaves; the estimate's residual RMS until :data:`MIN_RESIDUALS`
+are in), and ``C`` the estimate's covariance with a physical spread for what the data do not yet
+determine (:func:`prediction_covariance`: an estimate from little data predicts loosely). Without
+a change or a contact, ``d² = r^T R^-1 r`` follows a chi-square with six degrees of freedom; a
+sample above :data:`GATE_CHI2` (its 0.999 quantile) is *suspect*.
+
+**The change.** The residuals of a run of suspect samples are fitted, the generalised likelihood
+ratio way, by a change of mass and first moment, ``r = s(t - t0) Y_red(g - a) [dm; d(mc)]`` (what
+a new payload does in slow motion, seen through the pipeline's filter whose step response is
+``s``, from the onset ``t0`` that fits best: :meth:`ChangeDetector.fit_change`). It explains them
+when their mean ``d²`` falls to :data:`EXPLAINED_CHI2`, to a quarter of what it was at most, and
+the mass change is :data:`MIN_MASS_CHANGE_Z` standard deviations from zero
+(:attr:`ChangeFit.explains`). A constant step of all six channels is an offset shift
+(:meth:`ChangeDetector.fit_offset_shift`).
+
+**The offsets.** Estimated anew beside offsets kept across a change, the mass and first moment
+differ from those found with the kept offsets beyond their uncertainty when the kept offsets have
+moved (:func:`offsets_moved`, :data:`OFFSETS_MOVED_CHI2`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+import numpy as np
+
+from payload_estimator.core.regressor import samples_regressor
+from payload_estimator.core.results import IDENTIFIED, Estimate
+from payload_estimator.core.samples import SensorSamples
+
+__all__ = [
+    "ChangeDetector",
+    "ChangeFit",
+    "StepFilter",
+    "prediction_covariance",
+    "offsets_moved",
+    "mass_known",
+    "GATE_CHI2",
+    "EXPLAINED_CHI2",
+    "MIN_MASS_CHANGE_Z",
+    "REFERENCE_MASS_STD_KG",
+    "EARLY_NOISE_FACTOR",
+    "MIN_RESIDUALS",
+    "RESIDUAL_MEMORY",
+    "MAX_PAYLOAD_SIZE_M",
+    "DRIFT_TIME_S",
+    "OFFSETS_MOVED_CHI2",
+    "TAKEOVER_MASS_REL_STD",
+    "TAKEOVER_MASS_STD_KG",
+]
+
+GATE_CHI2 = 22.46
+"""A sample whose ``d²`` exceeds this (chi-square, 6 dof, 0.999 quantile) is held out."""
+EXPLAINED_CHI2 = 18.0
+"""A change of mass and first moment explains an episode when its residuals' mean ``d²`` falls to
+this (3x the noise's 6) and to a quarter of what it was at most."""
+MIN_MASS_CHANGE_Z = 5.0
+"""... and the mass change is this many standard deviations from zero."""
+REFERENCE_MASS_STD_KG = 0.01
+"""... or its mass known this well in kg (an empty gripper: 0 kg, never "identified" relatively)."""
+EARLY_NOISE_FACTOR = 4.0
+"""Until :data:`MIN_RESIDUALS` samples are in, the estimate's residual variance times this (a fit
+of 16 unknowns to a few dozen filtered samples leaves residuals well below the noise)."""
+MIN_RESIDUALS = 200
+"""Accepted samples before the residual covariance is measured rather than taken as diagonal."""
+RESIDUAL_MEMORY = 3000
+"""Samples the running residual covariance remembers (30 s at 100 Hz)."""
+MAX_PAYLOAD_SIZE_M = 0.4
+"""Largest payload size the gate allows for what the data do not yet determine."""
+DRIFT_TIME_S = 2.0
+"""Time constant of the gate's running mean of the accepted residuals: the F/T offsets' slow
+drift (a strain gauge warming up, Franka's model-based external wrench changing with the pose)
+is followed, not taken for a contact."""
+OFFSETS_MOVED_CHI2 = 18.47
+"""The kept F/T offsets are taken to have moved when the mass and first moment found with the
+offsets estimated anew differ from those found with the kept ones by more than this (chi-square,
+4 degrees of freedom, 0.999 quantile)."""
+TAKEOVER_MASS_REL_STD = 0.005
+TAKEOVER_MASS_STD_KG = 0.003
+"""... and only once it knows the mass to 0.5 % (or 3 g for an empty gripper or a light part)."""
+
+
+class StepFilter(Protocol):
+    """What the detector needs of :class:`~payload_estimator.pipeline.filters.StepResponse`."""
+
+    period_s: float
+    rise_s: float
+    settled_s: float
+
+    def __call__(self, tau: np.ndarray) -> np.ndarray:
+        """The samples' response to a unit step of the wrench ``tau`` s after it."""
+        ...
+
+
+@dataclass(frozen=True, eq=False)
+class ChangeFit:
+    """The best fit of a change of mass and first moment to a run of samples' residuals.
+
+    Attributes:
+        residuals: (n, 6) the samples' residuals against the reference.
+        weights: (n, 6, 6) the inverses of their covariances.
+        before: their mean ``d²``.
+        after: the mean ``d²`` left once the change is fitted.
+        delta: (4,) the change of ``[m, m c]`` (kg, kg·m).
+        covariance: (4, 4) its covariance.
+        onset: s, when the change began (the best of :meth:`ChangeDetector.onsets`).
+    """
+
+    residuals: np.ndarray
+    weights: np.ndarray
+    before: float
+    after: float
+    delta: np.ndarray
+    covariance: np.ndarray
+    onset: float
+
+    @property
+    def explains(self) -> bool:
+        """Whether the change explains the residuals and its mass is significant (module docstring)."""
+        z_mass = abs(self.delta[0]) / np.sqrt(max(self.covariance[0, 0], 1e-300))
+        return bool(self.after <= EXPLAINED_CHI2 and self.after <= 0.25 * self.before
+                    and z_mass >= MIN_MASS_CHANGE_Z)
+
+
+class ChangeDetector:
+    """The gate and the change test of a payload tracker (module docstring), against a reference
+    estimate that the tracker sets (:meth:`set_reference`) and refreshes.
+
+    Attributes:
+        step_response: how a step of the wrench shows in the samples (the pipeline's filter sets
+            it; None: at once, as in unfiltered samples). A change is fitted through it, from an
+            onset it finds, and a new payload's data start where it has settled.
+        reference: ``(phi (10,), bias (6,), C (10, 10), s2 (6,))`` of the reference estimate: its
+            parameters, offsets, :func:`prediction_covariance` and residual variances; None while
+            there is none to judge by.
+        residual_cov: (6, 6) running covariance of the accepted samples' residuals.
+        residual_n: accepted samples folded into it since the last :meth:`restart`.
+        drift: (6,) running mean of the accepted residuals (:data:`DRIFT_TIME_S`).
+    """
+
+    def __init__(self) -> None:
+        self.step_response: StepFilter | None = None
+        self.reference: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.residual_cov = np.zeros((6, 6))
+        self.residual_n = 0
+        self.drift = np.zeros(6)
+
+    def restart(self) -> None:
+        """A new payload: no reference, and the residuals' statistics start again."""
+        self.reference = None
+        self.residual_n = 0
+        self.drift = np.zeros(6)
+
+    def set_reference(self, est: Estimate | None) -> None:
+        """Judge by ``est`` from now on. None, or an estimate without a covariance or whose mass is
+        not known (:func:`mass_known`), leaves nothing to judge by."""
+        # Only the predicted wrench matters here, and its uncertainty enters R: the mass must be
+        # determined (in kg: an empty gripper's is 0 +- a few grams), the COM need not be.
+        if est is None or est.covariance is None or not mass_known(est):
+            self.reference = None
+            return
+        bias = np.zeros(6) if est.bias is None else np.asarray(est.bias, dtype=float)
+        s2 = np.maximum(np.asarray(est.residual_rms, dtype=float) ** 2, 1e-12)
+        self.reference = (np.asarray(est.phi, dtype=float), bias, prediction_covariance(est), s2)
+
+    # ------------------------------------------------------------------ the gate
+    def noise_covariance(self) -> np.ndarray:
+        """(6, 6) covariance of a sample's residual at a known payload: measured from the accepted
+        samples (the channels are correlated through the accelerations' noise), the estimate's
+        residual RMS until enough are in."""
+        assert self.reference is not None
+        if self.residual_n >= MIN_RESIDUALS:
+            return self.residual_cov
+        # An early estimate fits its few samples too well: its residuals understate the noise.
+        return EARLY_NOISE_FACTOR * np.diag(self.reference[3])
+
+    def residuals(self, samples: SensorSamples) -> tuple[np.ndarray, np.ndarray]:
+        """``(r (n, 6), R (n, 6, 6))``: residuals against the reference and their covariance."""
+        assert self.reference is not None
+        phi, bias, C, _ = self.reference
+        Y = samples_regressor(samples)
+        r = samples.wrench_in_sensor - Y @ phi - bias - self.drift
+        return r, np.einsum("nki,ij,nlj->nkl", Y, C, Y) + self.noise_covariance()
+
+    def d2(self, samples: SensorSamples) -> np.ndarray | None:
+        """(n,) each sample's ``d² = r^T R^-1 r`` (0 for a non-finite one), or None without a reference."""
+        if self.reference is None:
+            return None
+        r, R = self.residuals(samples)
+        finite = np.all(np.isfinite(r), axis=1) & np.all(np.isfinite(R), axis=(1, 2))
+        d2 = np.zeros(len(samples))  # a non-finite sample is the estimator's to drop (and count), not a contact
+        if np.any(finite):
+            d2[finite] = np.einsum("nk,nk->n", r[finite], np.linalg.solve(R[finite], r[finite][:, :, None])[:, :, 0])
+        return d2
+
+    def learn(self, samples: SensorSamples) -> None:
+        """Fold accepted samples' residuals into the running residual covariance, and follow
+        their slow drift (:data:`DRIFT_TIME_S`)."""
+        if self.reference is None or len(samples) == 0:
+            return
+        phi, bias, _, _ = self.reference
+        keep = np.all(np.isfinite(samples.wrench_in_sensor), axis=1)
+        r = samples.wrench_in_sensor[keep] - samples_regressor(samples.select(keep)) @ phi - bias
+        r = r[np.all(np.isfinite(r), axis=1) & np.all(np.abs(r) < 1e6, axis=1)]
+        n = len(r)
+        if n == 0:
+            return
+        step = float(np.median(np.diff(samples.t))) if len(samples) > 1 else 0.01
+        decay = np.exp(-max(step, 0.0) / DRIFT_TIME_S)
+        weights = (1.0 - decay) * decay ** np.arange(n - 1, -1, -1)  # exponential mean, newest last
+        drift = decay**n * self.drift + weights @ r
+        r = r - self.drift
+        self.drift = drift
+        if self.residual_n == 0:
+            self.residual_cov = np.zeros((6, 6))
+        a = n / min(self.residual_n + n, RESIDUAL_MEMORY)
+        self.residual_cov = (1.0 - a) * self.residual_cov + a * (r.T @ r) / n
+        self.residual_n += n
+
+    # ---------------------------------------------------------- changes and shifts
+    def fit_change(self, samples: SensorSamples, t_start: float) -> ChangeFit | None:
+        """The change of mass and first moment, from the best onset, that fits the residuals of
+        ``samples`` (a run first suspect at ``t_start``) best; None when no onset gives a fit."""
+        r, R = self.residuals(samples)
+        W = np.linalg.inv(R)
+        before = float(np.mean(np.einsum("nk,nkl,nl->n", r, W, r)))
+        apparent = samples.gravity_in_sensor - samples.lin_acc_in_sensor
+        Y4 = samples_regressor(_with_gravity(samples, apparent), reduced=True)[:, :, :4]
+        best = None
+        for onset in self.onsets(t_start):
+            # the change reaches the samples through the pipeline's filter: scaled by its step response
+            Ys = Y4 * self.step(samples.t - onset)[:, None, None]
+            A = np.einsum("nki,nkl,nlj->ij", Ys, W, Ys)
+            c = np.einsum("nki,nkl,nl->i", Ys, W, r)
+            try:
+                delta = np.linalg.solve(A, c)
+                cov = np.linalg.inv(A)
+            except np.linalg.LinAlgError:
+                continue
+            fit = r - Ys @ delta
+            after = float(np.mean(np.einsum("nk,nkl,nl->n", fit, W, fit)))
+            if best is None or after < best[0]:
+                best = (after, delta, cov, onset)
+        if best is None:
+            return None
+        after, delta, cov, onset = best
+        return ChangeFit(r, W, before, after, delta, cov, onset)
+
+    def fit_offset_shift(self, samples: SensorSamples, fit: ChangeFit,
+                         t_start: float) -> tuple[np.ndarray, float] | None:
+        """``(shift (6,), onset)``: a constant step of the wrench, from the best onset, that explains
+        the residuals ``fit`` left unexplained (as :attr:`ChangeFit.explains` asks, the mass aside);
+        None when none does."""
+        r, W, before = fit.residuals, fit.weights, fit.before
+        best = None
+        for onset in self.onsets(t_start):
+            step = self.step(samples.t - onset)
+            A = np.einsum("n,nkl,n->kl", step, W, step)
+            c = np.einsum("n,nkl,nl->k", step, W, r)
+            try:
+                shift = np.linalg.solve(A, c)
+            except np.linalg.LinAlgError:
+                continue
+            shifted = r - step[:, None] * shift
+            after = float(np.mean(np.einsum("nk,nkl,nl->n", shifted, W, shifted)))
+            if best is None or after < best[0]:
+                best = (after, shift, onset)
+        if best is None or not (best[0] <= EXPLAINED_CHI2 and best[0] <= 0.25 * before):
+            return None
+        _, shift, onset = best
+        return shift, onset
+
+    def onsets(self, t_start: float) -> np.ndarray:
+        """Candidate instants of a change first seen at ``t_start``: up to the filter's rise time
+        before it (the residual crosses the gate partway up the step), in steps of its grid, and
+        long enough before it that the filter has settled (a step while the input was silent)."""
+        if self.step_response is None:
+            return np.array([t_start])
+        f = self.step_response
+        return np.r_[t_start - f.period_s * np.arange(int(np.ceil(f.rise_s / f.period_s)) + 1), t_start - f.settled_s]
+
+    def step(self, tau: np.ndarray) -> np.ndarray:
+        """The samples' response to a unit step of the wrench ``tau`` s after it (0 before)."""
+        if self.step_response is None:
+            return (tau >= -1e-9).astype(float)
+        return self.step_response(tau)
+
+    @property
+    def settled_s(self) -> float:
+        """s after a step until the samples have settled on it (0 without a filter)."""
+        return 0.0 if self.step_response is None else self.step_response.settled_s
+
+
+def prediction_covariance(est: Estimate) -> np.ndarray:
+    """The estimate's covariance of ``phi``, with what the data do not determine made uncertain:
+    a least-squares covariance gives a direction the data never saw no variance at all, and a
+    motion that then explores it (the inertia, early on) would look like a contact. A COM axis or
+    the inertia not identified gets the spread of a body of this mass and ``L`` = the larger of
+    0.1 m and twice its COM's distance when that is known (at most :data:`MAX_PAYLOAD_SIZE_M`):
+    ``(m L)²`` per first moment, ``(m L²)²`` per inertia entry."""
+    C = np.array(est.covariance, dtype=float)
+    m = max(abs(est.params.mass), 0.05)
+    size = 0.1
+    if est.params.mass > 1e-6 and est.identification.com == (IDENTIFIED,) * 3:
+        size = min(max(size, 2.0 * float(np.linalg.norm(est.params.com))), MAX_PAYLOAD_SIZE_M)
+    for axis, status in enumerate(est.identification.com):
+        if status != IDENTIFIED:
+            C[1 + axis, 1 + axis] += (m * size) ** 2
+    if est.identification.inertia != IDENTIFIED:
+        C[4:, 4:] += np.eye(6) * (m * size * size) ** 2
+    return C
+
+
+def offsets_moved(found: Estimate, kept: Estimate) -> bool:
+    """Whether ``found`` (offsets estimated anew) knows the mass and differs from ``kept`` (offsets
+    kept) in mass and first moment beyond their uncertainty (:data:`OFFSETS_MOVED_CHI2`)."""
+    if found.covariance is None or kept.covariance is None:
+        return False
+    if not found.mass_std <= max(TAKEOVER_MASS_REL_STD * abs(found.mass), TAKEOVER_MASS_STD_KG):
+        return False  # the motion has not yet told the offsets from the mass well enough
+    delta = np.asarray(found.phi[:4]) - np.asarray(kept.phi[:4])
+    C = np.asarray(found.covariance)[:4, :4] + np.asarray(kept.covariance)[:4, :4]
+    return bool(np.all(np.isfinite(C)) and float(delta @ np.linalg.pinv(C) @ delta) > OFFSETS_MOVED_CHI2)
+
+
+def mass_known(est: Estimate) -> bool:
+    """The mass (and with it the offsets, which only its motion tells apart) is determined:
+    relatively, or to :data:`REFERENCE_MASS_STD_KG` (an empty gripper's 0 kg)."""
+    return est.identification.mass == IDENTIFIED or est.mass_std <= REFERENCE_MASS_STD_KG
+
+
+def _with_gravity(samples: SensorSamples, gravity_in_sensor: np.ndarray) -> SensorSamples:
+    return replace(samples, gravity_in_sensor=gravity_in_sensor)

@@ -1,0 +1,211 @@
+"""How well an estimate is determined, and whether its model fits the data.
+
+* :func:`identify`: which of the mass, the COM axes and the inertia the data determine
+  (:class:`~payload_estimator.core.results.Identification`), from the data's information alone;
+  :func:`inertia_identifiable` for the inertia.
+* :func:`model_fit`: whether a rigid payload explains the data
+  (:class:`~payload_estimator.core.results.ModelFit`): residuals that persist longer than noise,
+  or a constrained estimate far from the unconstrained fit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from payload_estimator.core.estimators.linear_algebra import pinv_psd, scaled_eigh
+from payload_estimator.core.inertia import InertialParameters
+from payload_estimator.core.regressor import N_PARAMS
+from payload_estimator.core.results import FROM_PRIOR, IDENTIFIED, NOT_IDENTIFIED, Identification, ModelFit
+from payload_estimator.core.statistics import WRENCH_COLUMN, RegressorStatistics
+
+__all__ = [
+    "identify",
+    "model_fit",
+    "inertia_identifiable",
+    "data_covariance",
+    "DataCovariance",
+    "IDENTIFIABLE_REL_STD",
+    "IDENTIFIED_MASS_REL_STD",
+    "IDENTIFIED_COM_STD",
+    "PERSISTENCE_LIMIT",
+    "RESIDUAL_SHARE_LIMIT",
+    "EXCESS_LIMIT",
+    "MIN_FIT_BLOCKS",
+]
+
+IDENTIFIABLE_REL_STD = 0.25
+"""Inertia counts as identified when each principal-moment std is below this fraction."""
+IDENTIFIED_MASS_REL_STD = 0.1
+"""Mass counts as identified when its std (from the data alone) is below this fraction of it."""
+IDENTIFIED_COM_STD = 0.01
+"""A COM component counts as identified when its std (from the data alone) is below this, m."""
+PERSISTENCE_LIMIT = 3.0
+"""Model fit is poor when residuals stay correlated this many times longer than the noise does
+(:class:`~payload_estimator.core.results.ModelFit`; chosen with ``benchmarks/model_fit.py``)..."""
+RESIDUAL_SHARE_LIMIT = 0.05
+"""...and the residual is at least this share of the measured force or torque (RMS): a persistent
+residual smaller than that (the filters' last bit of lag; an F/T offset drifting by 1e-3 of the
+payload's weight per second, the simulator's default, reaches 2-3 % in 20 s) is not a sign of a wrong
+model."""
+EXCESS_LIMIT = 6.0
+"""Model fit is poor when a constrained estimate is this far (chi-square per unknown) from the
+unconstrained fit (chosen with ``benchmarks/model_fit.py``)."""
+MIN_FIT_BLOCKS = 8
+"""Long blocks needed before the model fit is judged (4 s of data)."""
+_INERTIA_SCALE_FLOOR_M = 0.02
+"""Radius (m) of gyration below which inertia uncertainty is judged against ``m r²``."""
+
+
+DataCovariance = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""What :func:`data_covariance` returns; an estimate computes it once for :func:`identify` and
+:func:`model_fit`."""
+
+
+def data_covariance(information: np.ndarray) -> DataCovariance:
+    """The marginal covariance of ``phi`` from the data alone.
+
+    Args:
+        information: (p, p) the data's information of ``[phi; beta]`` (the offsets, if any, are
+            marginalised out through the Schur complement).
+
+    Returns:
+        ``(cov (10, 10), null (10, k), d (10,))``: the covariance over what the data see, a basis
+        (in the Jacobi-scaled coordinates) of what they do not, and the scaling.
+    """
+    H = information
+    if H.shape[0] > N_PARAMS:
+        Hpp, Hpb, Hbb = H[:N_PARAMS, :N_PARAMS], H[:N_PARAMS, N_PARAMS:], H[N_PARAMS:, N_PARAMS:]
+        H = Hpp - Hpb @ pinv_psd(Hbb) @ Hpb.T
+    d, lam, V, seen = scaled_eigh(H)
+    cov = (V[:, seen] / lam[seen]) @ V[:, seen].T / np.outer(d, d)
+    return cov, V[:, ~seen], d
+
+
+def identify(
+    information: np.ndarray, params: InertialParameters, has_prior: bool, data: DataCovariance | None = None
+) -> Identification:
+    """Which quantities the data determine (:class:`~payload_estimator.core.results.Identification`).
+
+    From the data's information alone (never the prior's): a quantity ``q(phi)`` is
+    identified when its gradient has no component the data do not see and its standard
+    deviation ``sqrt(grad^T C grad)`` is within bounds: the mass within
+    :data:`IDENTIFIED_MASS_REL_STD` of itself, each COM axis within :data:`IDENTIFIED_COM_STD`,
+    the inertia as :func:`inertia_identifiable`. A payload held still shows ``m g`` and
+    ``m c x g``: the COM along gravity and the inertia are not seen. What is not identified
+    comes from the prior when the estimator has one (``has_prior``), else from nothing.
+    """
+    otherwise = FROM_PRIOR if has_prior else NOT_IDENTIFIED
+    if not np.all(np.isfinite(information)) or not np.isfinite(params.mass) or params.mass <= 0.0:
+        return Identification(otherwise, (otherwise, otherwise, otherwise), otherwise)
+    cov, null, d = data_covariance(information) if data is None else data
+
+    def std(grad: np.ndarray) -> float:
+        scaled = grad / d  # the gradient in the Jacobi-scaled coordinates of the eigenvectors
+        if null.shape[1] and np.linalg.norm(null.T @ scaled) > 1e-6 * np.linalg.norm(scaled):
+            return float("inf")
+        return float(np.sqrt(max(grad @ cov @ grad, 0.0)))
+
+    m, c = params.mass, params.com
+    grad_m = np.zeros(N_PARAMS)
+    grad_m[0] = 1.0
+    mass = IDENTIFIED if std(grad_m) < IDENTIFIED_MASS_REL_STD * m else otherwise
+    com = []
+    for i in range(3):
+        g = np.zeros(N_PARAMS)
+        g[0], g[1 + i] = -c[i] / m, 1.0 / m
+        com.append(IDENTIFIED if std(g) < IDENTIFIED_COM_STD else otherwise)
+    inertia = IDENTIFIED if inertia_identifiable(information, params) else otherwise
+    return Identification(mass, (com[0], com[1], com[2]), inertia)
+
+
+def model_fit(
+    stats: RegressorStatistics | None,
+    theta: np.ndarray,
+    with_bias: bool,
+    channel_weights: np.ndarray | None,
+    information: np.ndarray,
+    unconstrained: np.ndarray | None = None,
+    data: DataCovariance | None = None,
+) -> ModelFit:
+    """Test whether the model explains the data (:class:`~payload_estimator.core.results.ModelFit`).
+
+    * Persistence (every estimator): residuals of a right model are the sensors' noise,
+      correlated over the filters' memory only; a wrong one leaves a residual that follows
+      the motion. The ratio of the residuals' correlation factors over long and short blocks
+      (:meth:`RegressorStatistics.correlation_factors`), median over the channels, is about
+      1 for noise and grows with the block length for model error; poor above
+      :data:`PERSISTENCE_LIMIT`.
+    * Excess (``unconstrained``, the least-squares fit ``x_ls`` of the same data term, given:
+      estimators whose constraints or prior can keep them from it, PMD):
+      ``(theta - x_ls)^T I (theta - x_ls)`` per unknown the
+      data see, with ``I`` the data's information; about 1 when the constraints hold the
+      truth (a shape that contains the payload), poor above :data:`EXCESS_LIMIT`.
+
+    Judged only after :data:`MIN_FIT_BLOCKS` long blocks (4 s of data).
+    """
+    if stats is None or not np.all(np.isfinite(theta)):
+        return ModelFit()
+    tau_short, tau_slow = stats.correlation_factors(theta, with_bias, channel_weights)
+    n_slow = stats.n_blocks(1)
+    if n_slow < MIN_FIT_BLOCKS or not (np.all(np.isfinite(tau_short)) and np.all(np.isfinite(tau_slow))):
+        return ModelFit()
+    persistence = float(np.median(tau_slow / np.maximum(tau_short, 1.0)))
+    rss = np.clip(stats.channel_residuals(theta, with_bias), 0.0, None)
+    signal = stats.gram[:, WRENCH_COLUMN, WRENCH_COLUMN]  # (6,) sum of squared measurements
+    share = max(float(np.sqrt(rss[:3].sum() / max(signal[:3].sum(), 1e-300))),
+                float(np.sqrt(rss[3:].sum() / max(signal[3:].sum(), 1e-300))))
+    excess = float("nan")
+    if unconstrained is not None:
+        x_ls = unconstrained
+        # mass and first moment: what every sufficiently varied motion determines well, and
+        # where a misplaced shape shows first (all ten would dilute it with poorly seen inertia)
+        cov, _, _ = data_covariance(information) if data is None else data
+        block = cov[:4, :4]
+        diff = (theta - x_ls)[:4]
+        excess = float(diff @ pinv_psd(block) @ diff) / 4.0
+    causes = []
+    if persistence > PERSISTENCE_LIMIT and share > RESIDUAL_SHARE_LIMIT:
+        causes.append(
+            f"the residuals ({100 * share:.0f} % of the wrench) follow the motion ({persistence:.1f}x longer "
+            "than noise): the payload may be "
+            "touching something or loose, the sensor frame, the wrench sign or the gravity direction may be "
+            "wrong, or the F/T offset drifts fast (re-zero the sensor and reset)"
+        )
+    if np.isfinite(excess) and excess > EXCESS_LIMIT:
+        causes.append(
+            f"the shape cannot hold the payload the data show (excess {excess:.1f}): it is too small, misplaced "
+            "or turned; check --shape and its pose in the sensor frame, or estimate without a shape (wls)"
+        )
+    return ModelFit(True, not causes, persistence, excess, "; ".join(causes))
+
+
+def inertia_identifiable(
+    information: np.ndarray, params: InertialParameters, rel_std: float = IDENTIFIABLE_REL_STD
+) -> bool:
+    """Whether the data determine the inertia tensor.
+
+    ``information`` is the (whitened) Fisher information of the unknowns
+    (phi first). The marginal covariance of the six inertia entries is the
+    inverse of the Schur complement of the other unknowns; the inertia counts
+    as identified when the standard deviation of each diagonal entry is below
+    ``rel_std`` times the mean principal moment about the COM (floored at
+    ``m (2 cm)²`` so that point-like payloads, and estimates whose inertia is
+    not positive definite, are not judged against their own scale).
+    """
+    if not np.all(np.isfinite(information)) or params.mass <= 0.0:
+        return False
+    # The marginal covariance of the inertia entries is their block of the inverse
+    # information (= the inverse of the Schur complement of the other unknowns).
+    d = np.sqrt(np.clip(np.diag(information), 0.0, None))
+    if np.any(d[4:N_PARAMS] == 0.0):
+        return False
+    d[d == 0.0] = 1.0
+    lam, V = np.linalg.eigh(information / np.outer(d, d))
+    if lam[0] <= max(lam[-1], 0.0) * 1e-12:
+        return False
+    cov = (V / lam) @ V.T / np.outer(d, d)
+    std_diag = np.sqrt(np.clip(np.diag(cov)[[4, 7, 9]], 0.0, None))  # Jxx, Jyy, Jzz
+    moments = params.principal_moments()
+    own = float(np.mean(moments)) if moments[0] > 0.0 else 0.0  # a non-physical tensor sets no scale
+    scale = max(own, params.mass * _INERTIA_SCALE_FLOOR_M**2)
+    return bool(np.all(std_diag < rel_std * scale))

@@ -1,0 +1,142 @@
+"""The uncertainty of an estimate: the sandwich covariance, and what the regressor's noise does.
+
+* :func:`sandwich`: the covariance ``A^+ S A^+`` of a least-squares estimate with the score's
+  covariance ``S`` measured from the residuals (across channels, and their correlation in time:
+  :func:`correlation_factors`), and a persistent residual's and a drift's share; the information
+  ``A S^+ A`` beside it. :func:`channel_variances`: each channel's residual variance.
+* Errors in variables: noise in the measured accelerations adds its own Gram to the data's;
+  :func:`compensate_regressor_noise` removes it (bounded by :data:`EIV_FLOOR`), and
+  :func:`noise_level_covariance` is the uncertainty the measured noise level adds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from payload_estimator.core.estimators.linear_algebra import pinv_psd, scaled_eigh
+from payload_estimator.core.estimators.rating import MIN_FIT_BLOCKS
+from payload_estimator.core.statistics import RegressorStatistics
+
+__all__ = [
+    "EIV_FLOOR",
+    "noise_level_covariance",
+    "compensate_regressor_noise",
+    "correlation_factors",
+    "sandwich",
+    "channel_variances",
+]
+
+_VARIANCE_FLOOR = 1e-12
+"""Least residual variance per channel (data that fit exactly give a large, finite information)."""
+
+EIV_FLOOR = 0.1
+"""Errors-in-variables compensation removes at most this share of the information in any direction
+(:func:`compensate_regressor_noise`): an over-estimated noise level can then at most double an
+estimate, never flip it."""
+
+
+def noise_level_covariance(
+    A: np.ndarray, x: np.ndarray, channel_weights: np.ndarray, terms: list[tuple[np.ndarray, float]]
+) -> np.ndarray:
+    """(p, p) covariance of the estimate due to the error of a measured noise level.
+
+    Compensation subtracts ``G_i`` per signal; an error ``e`` in the relative variance
+    moves the solution of ``(A - sum G) x = c`` by ``A^-1 (c . G_i) x e``.
+    """
+    p = x.shape[0]
+    cov = np.zeros((p, p))
+    if not terms:
+        return cov
+    A_inv = pinv_psd(A)
+    for G, rel_var in terms:
+        if rel_var > 0.0:
+            j = A_inv @ (np.tensordot(channel_weights, G, axes=1) @ x)
+            cov += rel_var * np.outer(j, j)
+    return cov
+
+
+def compensate_regressor_noise(A: np.ndarray, noise: np.ndarray, floor: float = EIV_FLOOR) -> np.ndarray:
+    """``A - noise``, the Gram of the noise-free regressor (bias-compensated least squares).
+
+    Noise in the regressor adds its own Gram to the data's on average, which pulls least
+    squares towards zero (attenuation); subtracting it removes that bias. Taken in the
+    metric of ``A`` (the pencil ``(A - noise, A)``), the compensated matrix keeps at least
+    ``floor`` of ``A`` in every direction, so a noise level read too high can never make it
+    indefinite. Directions ``A`` does not see stay empty.
+    """
+    d, lam, V, keep = scaled_eigh(A)
+    if not keep.any():
+        return A
+    W = V[:, keep] / np.sqrt(lam[keep])  # A^-1/2 on its range
+    Ns = noise / np.outer(d, d)
+    M = np.eye(int(keep.sum())) - W.T @ Ns @ W
+    mu, U = np.linalg.eigh(0.5 * (M + M.T))
+    M = (U * np.clip(mu, floor, 1.0)) @ U.T
+    R = V[:, keep] * np.sqrt(lam[keep])  # A^1/2 on its range
+    out = R @ M @ R.T
+    return 0.5 * (out + out.T) * np.outer(d, d)
+
+
+def correlation_factors(
+    stats: RegressorStatistics, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray | None = None
+) -> np.ndarray:
+    """(6,) how many samples count as one independent sample, per wrench channel (>= 1).
+
+    Samples of filtered signals are not independent: the covariance of an estimate from
+    ``N`` of them is that of ``N / tau`` independent ones, with ``tau`` the long-run variance
+    ratio of the residuals over short blocks (:meth:`RegressorStatistics.correlation_analysis`),
+    which hold the filters' memory. Each channel's own factor is noisy over few blocks, so
+    it is pulled halfway (geometrically) towards the median of the six (the pipeline filters
+    every signal alike); a channel with almost no noise, whose residual is smooth, cannot
+    inflate the others. 1 until it can be measured.
+    """
+    return _factors(stats.correlation_analysis(x, with_bias, channel_weights).tau_short)
+
+
+def _factors(tau: np.ndarray) -> np.ndarray:
+    if not np.all(np.isfinite(tau)):
+        return np.ones(6)
+    tau = np.clip(tau, 1e-6, None)
+    return np.maximum(np.sqrt(tau * float(np.median(tau))), 1.0)
+
+
+def sandwich(
+    stats: RegressorStatistics, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray, A: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Covariance ``A^+ S A^+`` of the estimate ``x`` solving ``A x = c``, and its information ``A S^+ A``.
+
+    ``S`` is the covariance of the score (:meth:`RegressorStatistics.score_covariance`: the
+    residuals' covariance across channels, from the data, and their
+    :func:`correlation_factors` in time), plus what a persistent residual (a drifting F/T
+    offset) adds through the slowly varying regressor columns
+    (:meth:`RegressorStatistics.correlation_analysis`); the covariance adds what a linear
+    trend in the residuals shifts (:meth:`RegressorStatistics.drift_covariance`). Neither assumes the weights were the
+    inverse noise variances, nor that the regressor was exact: the residuals carry the
+    regressor's noise too.
+    """
+    analysis = stats.correlation_analysis(x, with_bias, channel_weights)
+    tau = _factors(analysis.tau_short)
+    S = stats.score_covariance(x, with_bias, channel_weights, tau)
+    if stats.n_blocks(1) >= MIN_FIT_BLOCKS:
+        S = S + analysis.slow_score
+    # Residuals at the variance floor at least, channel by channel: data that fit exactly (a
+    # frozen, repeated message) must give a large but finite information, not an overflow.
+    w = np.asarray(channel_weights, dtype=float)
+    S = S + _VARIANCE_FLOOR * np.tensordot(w * w, stats.channel_gram(with_bias), axes=1)
+    A_inv = pinv_psd(A)
+    cov = A_inv @ S @ A_inv + stats.drift_covariance(x, with_bias, channel_weights, A, tau)
+    information = A @ pinv_psd(S) @ A
+    return 0.5 * (cov + cov.T), 0.5 * (information + information.T)
+
+
+def channel_variances(
+    stats: RegressorStatistics, x: np.ndarray, with_bias: bool
+) -> np.ndarray:
+    """(6,) residual variance of each wrench channel at the unknowns ``x``.
+
+    Degrees of freedom: the (weighted) number of samples minus the unknowns
+    shared out over the six channels.
+    """
+    rss = np.clip(stats.channel_residuals(x, with_bias), 0.0, None)
+    dof = max(stats.weight_sum - x.shape[0] / 6.0, 1.0)
+    return np.maximum(rss / dof, _VARIANCE_FLOOR)

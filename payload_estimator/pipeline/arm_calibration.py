@@ -1,0 +1,428 @@
+"""The calibration of the unloaded arm's joint-torque model from a recording of it.
+
+Calibration (:func:`calibrate_arm`) fits ``pi``, the friction and optionally ``s`` to a recording
+of the arm *without* payload, as a maximum a posteriori estimate around the robot description:
+the description's inertial parameters are the prior mean, with standard deviations of
+:class:`ArmPrior` (a vendor URDF's masses are off by 10-20 %, its COMs by a centimetre). What the
+motion excites comes from the data; the combinations no motion of a fixed-base arm can separate
+(the base parameters' null space) and the ones this motion did not excite stay at the description.
+That is what lets a calibration generalise to another motion: the fitted combinations are the
+ones that matter for any motion, the rest is no worse than the vendor's. Everything is linear: the
+fit solves normal equations (sufficient statistics, as in the estimators), with each joint's friction
+kept dissipative at speed (its viscous term and its summed Coulomb levels not negative, a bounded
+least squares), so that a speed the calibration did not see cannot turn friction into a motor.
+
+The model and its parameters are :mod:`~payload_estimator.pipeline.arm_model`'s;
+:func:`joint_recording` prepares a recording (filtered, differentiated) for :func:`calibrate_arm`.
+
+Units SI: N·m, rad, rad/s, N·m·s/rad, kg, m, kg·m².
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from payload_estimator.core.inertia import (
+    InertialParameters,
+    from_pseudo_inertia,
+    phi_to_pinocchio,
+    pseudo_inertia,
+)
+from payload_estimator.errors import CalibrationError
+from payload_estimator.pipeline.arm_model import (
+    COULOMB_VELOCITIES,
+    FRICTION_TERMS,
+    ArmCalibration,
+    ArmDynamics,
+    body_from_pinocchio,
+    friction_regressor,
+)
+from payload_estimator.pipeline.kinematics import SensorKinematics
+
+__all__ = [
+    "ArmPrior",
+    "CalibrationFit",
+    "JointRecording",
+    "calibrate_arm",
+    "joint_recording",
+    "residual_rms",
+    "SHAPE_PRIOR_STD",
+]
+
+
+@dataclass(frozen=True)
+class ArmPrior:
+    """How far the robot description's inertial parameters may be from the truth (1 sigma), the prior
+    of :func:`calibrate_arm`; and the friction's (zero-mean, weak).
+
+    Attributes:
+        mass_rel: relative std of each body's mass. mass_floor: kg, added in quadrature.
+        com: m, std of each COM coordinate (the first moment's std is ``m com``, plus ``mass_rel`` of it).
+        inertia_rel: relative std of each inertia entry about the joint frame; inertia_floor: kg·m².
+        friction: std of every friction coefficient (N·m, N·m·s/rad) and offset (N·m). The friction columns
+            are strongly correlated (Coulomb levels at three speeds, viscous): a weak prior keeps them from
+            trading noise with the inertias; 1 was measured best against 10 (``benchmarks/joint_torques.py``
+            --friction-prior), on a Franka's 0.3-1.3 N·m and an xArm's 1-3 N·m friction alike.
+        effort_scale: std of an effort scale about 1 (when calibrated).
+    """
+
+    mass_rel: float = 0.2
+    mass_floor: float = 0.05
+    com: float = 0.02
+    inertia_rel: float = 0.3
+    inertia_floor: float = 1e-3
+    friction: float = 1.0
+    effort_scale: float = 0.1
+
+    def body_std(self, nominal: np.ndarray) -> np.ndarray:
+        """(b, 10) the std of each body's ten parameters around ``nominal`` (b, 10)."""
+        m = np.abs(nominal[:, 0])
+        std = np.empty_like(nominal)
+        std[:, 0] = np.hypot(self.mass_rel * m, self.mass_floor)
+        lever = np.maximum(m, self.mass_floor)[:, None] * self.com
+        std[:, 1:4] = np.sqrt((self.mass_rel * nominal[:, 1:4]) ** 2 + lever**2)
+        std[:, 4:10] = np.sqrt((self.inertia_rel * nominal[:, 4:10]) ** 2 + self.inertia_floor**2)
+        return std
+
+
+@dataclass(frozen=True, eq=False)
+class JointRecording:
+    """Joint states of the arm on a uniform time grid, already low-pass filtered and differentiated alike
+    (the efforts with the same filter as the positions).
+
+    Attributes:
+        t: (N,) s. q: (N, n) rad. dq: (N, n) rad/s. ddq: (N, n) rad/s². effort: (N, n) N·m.
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    dq: np.ndarray
+    ddq: np.ndarray
+    effort: np.ndarray
+
+    def __len__(self) -> int:
+        return int(len(self.t))
+
+
+@dataclass(frozen=True, eq=False)
+class CalibrationFit:
+    """Figures of a calibration: effort residual RMS per joint (N·m) with the description alone (no
+    friction) and with the calibration, on the data it was fitted to and on held-out data."""
+
+    rms_description: np.ndarray
+    rms_calibrated: np.ndarray
+    samples: int
+    rms_description_held_out: np.ndarray | None = None
+    rms_calibrated_held_out: np.ndarray | None = None
+    held_out_samples: int = 0
+
+
+def _carried_inertias(nominal: np.ndarray, fitted: np.ndarray) -> np.ndarray:
+    """(b, 10) ``nominal`` with each body's inertia about its joint replaced by the description's inertia
+    about the COM, scaled by the fitted mass, carried to the fitted COM: the prior's mean for the inertias
+    once the data have moved a body's mass and COM (the description's inertia about the joint would
+    otherwise stay behind a COM that moved, and the inertia about the COM turn negative)."""
+    out = nominal.copy()
+    for k, (p0, p) in enumerate(zip(nominal, fitted)):
+        if not (p0[0] > 0.0 and p[0] > 0.0):
+            continue
+        described, fitted_body = body_from_pinocchio(p0), body_from_pinocchio(p)
+        moved = InertialParameters.from_mass_com_inertia(
+            fitted_body.mass, fitted_body.com, described.inertia_com * (fitted_body.mass / described.mass))
+        out[k, 4:10] = phi_to_pinocchio(moved.phi)[4:10]
+    return out
+
+
+_UPPER = np.triu_indices(3, 1)
+
+
+def _parameters_from_log_cholesky(theta: np.ndarray) -> np.ndarray:
+    """(b, 10) parameters of the log-Cholesky coordinates (b, 10) ``[alpha, d (3), s (3), t (3)]``:
+    ``J = U U^T``, ``U = e^alpha [[diag(e^d) + s above it, t], [0, 1]]`` (Rucker & Wensing, RA-L 2022), a
+    real body for every ``theta``."""
+    b = theta.shape[0]
+    U = np.zeros((b, 4, 4))
+    idx = np.arange(3)
+    U[:, idx, idx] = np.exp(theta[:, 1:4])
+    U[:, _UPPER[0], _UPPER[1]] = theta[:, 4:7]
+    U[:, :3, 3] = theta[:, 7:10]
+    U[:, 3, 3] = 1.0
+    U *= np.exp(theta[:, 0])[:, None, None]
+    return np.array([phi_to_pinocchio(from_pseudo_inertia(J).phi) for J in U @ np.transpose(U, (0, 2, 1))])
+
+
+def _log_cholesky(p: np.ndarray) -> np.ndarray:
+    """(b, 10) coordinates of bodies' parameters (b, 10); a body that is not a real one is first moved to
+    the nearest pseudo-inertia with eigenvalues at least 1e-9 of its largest."""
+    out = np.zeros((len(p), 10))
+    flip = np.eye(4)[::-1]
+    for k, pk in enumerate(p):
+        Jk = pseudo_inertia(body_from_pinocchio(pk))
+        lam, V = np.linalg.eigh(0.5 * (Jk + Jk.T))
+        Jk = (V * np.maximum(lam, 1e-9 * max(float(lam[-1]), 1e-12))) @ V.T
+        L = np.linalg.cholesky(flip @ Jk @ flip)
+        U = flip @ L @ flip  # upper triangular, J = U U^T
+        scale = U[3, 3]
+        Un = U / scale
+        out[k] = np.concatenate([[np.log(scale)], np.log(np.diag(Un)[:3]), Un[:3, :3][_UPPER], Un[:3, 3]])
+    return out
+
+
+SHAPE_PRIOR_STD = 2.0
+"""Std of the weak prior on each body's log-Cholesky coordinates (a factor e² on the pseudo-inertia's
+scales) in the consistent calibration."""
+
+
+def _consistent_fit(A: np.ndarray, y: np.ndarray, sigma: np.ndarray, x_linear: np.ndarray, mean: np.ndarray,
+                    std: np.ndarray, n_pi: int, b: int) -> np.ndarray:
+    """The MAP fit of :func:`calibrate_arm` over real bodies: the bodies' parameters through log-Cholesky
+    coordinates, the rest (friction, scales) as they are; started from the linear fit projected onto real
+    bodies."""
+    from scipy.optimize import least_squares
+
+    # the data term through its sufficient statistics: |rows x - target|² = |R x - R^-T c|² + constant
+    weighted = (A / sigma[None, :, None]).reshape(-1, A.shape[2])
+    G = weighted.T @ weighted
+    c = weighted.T @ (y / sigma[None, :]).reshape(-1)
+    R = np.linalg.cholesky(G + 1e-12 * np.trace(G) / len(G) * np.eye(len(G))).T
+    rows, target = R, np.linalg.solve(R.T, c)
+    theta0 = np.concatenate([_log_cholesky(x_linear[:n_pi].reshape(b, 10)).ravel(), x_linear[n_pi:]])
+    # a weak prior on the coordinates themselves, around the description's bodies: it keeps a body from
+    # degenerating to a rod or a disc (a log-diagonal going to -inf) where the data cannot tell
+    theta_mean = _log_cholesky(mean[:n_pi].reshape(b, 10)).ravel()
+
+    def unpack(z: np.ndarray) -> np.ndarray:
+        return np.concatenate([_parameters_from_log_cholesky(z[:n_pi].reshape(b, 10)).ravel(), z[n_pi:]])
+
+    def residuals(z: np.ndarray) -> np.ndarray:
+        x = unpack(z)
+        return np.concatenate([rows @ x - target, (x - mean) / std, (z[:n_pi] - theta_mean) / SHAPE_PRIOR_STD])
+
+    def jacobian(z: np.ndarray) -> np.ndarray:
+        # d x / d z: block-diagonal, 10 x 10 per body (central differences), identity for the rest
+        D = np.eye(len(z))
+        thetas = z[:n_pi].reshape(b, 10)
+        h = 1e-6
+        for j in range(10):
+            step = np.zeros((b, 10))
+            step[:, j] = h
+            d = (_parameters_from_log_cholesky(thetas + step) - _parameters_from_log_cholesky(thetas - step)) / (2 * h)
+            for k in range(b):
+                D[10 * k:10 * k + 10, 10 * k + j] = d[k]
+        shape = np.zeros((n_pi, len(z)))
+        shape[:, :n_pi] = np.eye(n_pi) / SHAPE_PRIOR_STD
+        return np.vstack([rows @ D, D / std[:, None], shape])
+
+    solution = least_squares(residuals, theta0, jac=jacobian, method="trf", x_scale="jac", max_nfev=200,
+                             ftol=1e-10, xtol=1e-10)
+    return unpack(solution.x)
+
+
+def _dissipative_coordinates(n_pi: int, n: int, n_s: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(T, lower)``: the unknowns ``x = T z`` with ``z >= lower`` exactly when every joint's friction
+    dissipates at speed: its viscous coefficient and the sum of its Coulomb levels (the level reached at
+    speed) are not negative. Per joint ``z`` holds the viscous term, every Coulomb level but the last, and
+    their sum in place of the last; the rest of ``x`` is ``z``."""
+    k = len(COULOMB_VELOCITIES)
+    p = n_pi + FRICTION_TERMS * n + n_s
+    T = np.eye(p)
+    lower = np.full(p, -np.inf)
+    for i in range(n):
+        lower[n_pi + i] = 0.0  # viscous
+        cols = n_pi + n + i * k + np.arange(k)
+        last = cols[-1]
+        T[last, cols[:-1]] = -1.0  # the last level = the sum - the others
+        lower[last] = 0.0  # the sum
+    return T, lower
+
+
+def _bounded_quadratic_minimum(H: np.ndarray, g: np.ndarray, lower: np.ndarray) -> np.ndarray:
+    """``argmin 1/2 z^T H z - g^T z`` over ``z >= lower`` for a positive definite ``H`` (scipy's bounded
+    linear least squares on its Cholesky factor)."""
+    from scipy.optimize import lsq_linear
+
+    z = np.linalg.solve(H, g)
+    if np.all(z >= lower):
+        return z
+    R = np.linalg.cholesky(H).T  # H = R^T R
+    return np.asarray(lsq_linear(R, np.linalg.solve(R.T, g), bounds=(lower, np.inf), method="bvls").x)
+
+
+def residual_rms(dynamics: ArmDynamics, rec: JointRecording) -> np.ndarray:
+    """(n,) RMS of the corrected effort minus the model's torque per joint, N·m."""
+    r = dynamics.corrected_effort(rec.effort) - dynamics.torques(rec.q, rec.dq, rec.ddq)
+    return np.sqrt(np.mean(r**2, axis=0))
+
+
+def calibrate_arm(
+    kinematics: SensorKinematics,
+    recording: JointRecording,
+    *,
+    robot: str = "",
+    effort_scale: bool = False,
+    prior: ArmPrior | None = None,
+    held_out: JointRecording | None = None,
+    info: dict[str, Any] | None = None,
+    consistent: bool = False,
+) -> tuple[ArmCalibration, CalibrationFit]:
+    """Fit the arm's inertial parameters, friction (and effort scales, ``effort_scale``) to ``recording``
+    of the arm without payload (module docstring): a least-squares fit with the description as prior,
+    each joint weighted by its own residual (iteratively reweighted, four passes; the inertias' prior mean
+    follows the fitted COMs between passes), the friction kept dissipative.
+
+    ``held_out``: another recording (another motion) the figures are also computed on. ``consistent``:
+    the same objective over real bodies only (every body's pseudo-inertia positive definite, through
+    log-Cholesky coordinates; scipy's trust-region least squares from the linear fit projected onto real
+    bodies), so that no body has a negative mass or an impossible inertia: an arm model fit for a
+    simulator. Off by default because the payload estimate does not need it and, measured
+    (``benchmarks/joint_torques.py --consistent``), it fits the efforts a little worse and moves the
+    payload's COM more: the lumped combinations the data determine are split among the bodies by the
+    prior, and real bodies cannot always take their share.
+    """
+    prior = prior or ArmPrior()
+    n = kinematics.n_joints
+    nominal_model = ArmDynamics(kinematics)
+    b = len(nominal_model.body_joints)
+    n_pi = 10 * b
+    n_f = FRICTION_TERMS * n
+    n_s = n if effort_scale else 0
+    x0 = np.concatenate([nominal_model.nominal.ravel(), np.zeros(n_f), np.ones(n_s)])
+    std0 = np.concatenate([prior.body_std(nominal_model.nominal).ravel(), np.full(n_f, prior.friction),
+                           np.full(n_s, prior.effort_scale)])
+    if len(recording) < 10:
+        raise CalibrationError(f"the recording has {len(recording)} usable samples; calibration needs seconds "
+                               "of motion")
+    A, y = _calibration_rows(nominal_model, recording, effort_scale)
+    x, sigma, mean = _reweighted_fit(A, y, x0, std0, nominal_model.nominal, n_s)
+    if consistent:
+        x = _consistent_fit(A, y, sigma, x, mean, std0, n_pi, b)
+    pi = x[:n_pi].reshape(b, 10)
+    f = x[n_pi:n_pi + n_f]
+    scale = x[n_pi + n_f:] if effort_scale else np.ones(n)
+    meta = {"created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "samples": int(len(recording)), "effort_scale_calibrated": bool(effort_scale)}
+    meta.update(info or {})
+    calibration = ArmCalibration(
+        robot=robot, joint_names=kinematics.joint_names, body_joints=nominal_model.body_joints, body_parameters=pi,
+        viscous=f[:n], coulomb=f[n:-n].reshape(n, len(COULOMB_VELOCITIES)), offset=f[-n:], effort_scale=scale,
+        residual_std=sigma, info=meta,
+    )
+    return calibration, _fit_figures(nominal_model, ArmDynamics(kinematics, calibration), recording, held_out)
+
+
+def _calibration_rows(nominal_model: ArmDynamics, recording: JointRecording,
+                      effort_scale: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(A (N, n, p), y (N, n))``: the rows ``[Y, F, -diag(effort)] x = effort`` (or 0 with the
+    effort scales among the unknowns ``x``), per sample and joint."""
+    n = nominal_model.n_joints
+    A = np.concatenate([nominal_model.regressor(recording.q, recording.dq, recording.ddq),
+                        friction_regressor(recording.dq)], axis=2)
+    if effort_scale:
+        S = np.zeros((len(recording), n, n))
+        S[:, np.arange(n), np.arange(n)] = -recording.effort
+        A = np.concatenate([A, S], axis=2)
+        y = np.zeros_like(recording.effort)
+    else:
+        y = recording.effort
+    return A, y
+
+
+def _reweighted_fit(A: np.ndarray, y: np.ndarray, x0: np.ndarray, std0: np.ndarray, nominal: np.ndarray,
+                    n_s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(x, sigma, mean)``: the MAP fit of the rows ``A x = y`` with the prior ``x0 +- std0``, the
+    friction kept dissipative, each joint weighted by its own residual std ``sigma`` (iteratively
+    reweighted, four passes), and the prior mean it ended with (the description's inertias carried
+    to the fitted COMs between passes; ``nominal`` (b, 10) the description's bodies)."""
+    n = y.shape[1]
+    b = len(nominal)
+    n_pi = 10 * b
+    prior_info = 1.0 / std0**2
+    # normal equations per joint (the rows are kept: a recording of minutes is a few MB)
+    G = np.einsum("kip,kiq->ipq", A, A)
+    c = np.einsum("kip,ki->ip", A, y)
+    sigma = np.ones(n)
+    x, mean = x0, x0.copy()
+    T, lower = _dissipative_coordinates(n_pi, n, n_s)
+    for _ in range(4):  # iteratively reweighted: each joint by its residual; the inertias' prior follows the COMs
+        H = np.tensordot(1.0 / sigma**2, G, axes=1) + np.diag(prior_info)
+        rhs = np.tensordot(1.0 / sigma**2, c, axes=1) + prior_info * mean
+        x = T @ _bounded_quadratic_minimum(T.T @ H @ T, T.T @ rhs, lower)
+        sigma = np.sqrt(np.mean((y - A @ x) ** 2, axis=0))
+        sigma = np.maximum(sigma, 1e-3 * max(float(sigma.max()), 1e-9))
+        mean[:n_pi] = _carried_inertias(nominal, x[:n_pi].reshape(b, 10)).ravel()
+    return x, sigma, mean
+
+
+def _fit_figures(nominal_model: ArmDynamics, calibrated: ArmDynamics, recording: JointRecording,
+                 held_out: JointRecording | None) -> CalibrationFit:
+    """The effort residuals of the description and of the calibration on ``recording`` (and ``held_out``)."""
+    fit = CalibrationFit(
+        rms_description=residual_rms(nominal_model, recording),
+        rms_calibrated=residual_rms(calibrated, recording),
+        samples=len(recording),
+    )
+    if held_out is not None and len(held_out):
+        fit = CalibrationFit(fit.rms_description, fit.rms_calibrated, fit.samples,
+                             residual_rms(nominal_model, held_out), residual_rms(calibrated, held_out), len(held_out))
+    return fit
+
+
+def joint_recording(
+    t: np.ndarray,
+    q: np.ndarray,
+    effort: np.ndarray,
+    *,
+    rate_hz: float = 1000.0,
+    cutoff_hz: float = 10.0,
+    order: int = 4,
+    fit_rate_hz: float = 100.0,
+    max_gap_s: float = 0.05,
+    trim_s: float = 0.2,
+) -> JointRecording:
+    """Raw joint states ``t`` (N,) s, ``q`` (N, n) rad, ``effort`` (N, n) N·m of a recording -> a
+    :class:`JointRecording` for :func:`calibrate_arm`: samples sorted, those with a NaN/inf or a repeated
+    stamp dropped, split where the stamps jump more than ``max_gap_s``, each piece interpolated onto a
+    ``rate_hz`` grid, low-passed forward and backward (no lag: the calibration is offline) at ``cutoff_hz``
+    like the positions, differentiated with central differences, ``trim_s`` cut at both ends of every
+    piece (the filters' edges) and kept at ``fit_rate_hz``."""
+    from payload_estimator.pipeline.filters import zero_phase_lowpass
+
+    t = np.asarray(t, dtype=float).reshape(-1)
+    q = np.asarray(q, dtype=float).reshape(len(t), -1)
+    effort = np.asarray(effort, dtype=float).reshape(q.shape)
+    ok = np.isfinite(t) & np.isfinite(q).all(axis=1) & np.isfinite(effort).all(axis=1)
+    t, q, effort = t[ok], q[ok], effort[ok]
+    order_idx = np.argsort(t, kind="stable")
+    t, q, effort = t[order_idx], q[order_idx], effort[order_idx]
+    fresh = np.concatenate(([True], np.diff(t) > 0.0))
+    t, q, effort = t[fresh], q[fresh], effort[fresh]
+    pieces: list[JointRecording] = []
+    if len(t) == 0:
+        n = q.shape[1]
+        z = np.zeros((0, n))
+        return JointRecording(np.zeros(0), z, z, z, z)
+    breaks = np.flatnonzero(np.diff(t) > max_gap_s) + 1
+    step = max(1, int(round(rate_hz / fit_rate_hz)))
+    T = 1.0 / rate_hz
+    for seg_t, seg_q, seg_e in zip(np.split(t, breaks), np.split(q, breaks), np.split(effort, breaks)):
+        grid = np.arange(seg_t[0], seg_t[-1], T)
+        if grid[-1] - grid[0] < 2.0 * trim_s + 0.1:
+            continue
+        qg = np.column_stack([np.interp(grid, seg_t, seg_q[:, j]) for j in range(seg_q.shape[1])])
+        eg = np.column_stack([np.interp(grid, seg_t, seg_e[:, j]) for j in range(seg_e.shape[1])])
+        qf = zero_phase_lowpass(qg, rate_hz, cutoff_hz, order)
+        ef = zero_phase_lowpass(eg, rate_hz, cutoff_hz, order)
+        dq = np.gradient(qf, T, axis=0)
+        ddq = np.gradient(dq, T, axis=0)
+        keep = (grid >= grid[0] + trim_s) & (grid <= grid[-1] - trim_s)
+        keep &= np.arange(len(grid)) % step == 0
+        pieces.append(JointRecording(grid[keep], qf[keep], dq[keep], ddq[keep], ef[keep]))
+    if not pieces:
+        n = q.shape[1]
+        z = np.zeros((0, n))
+        return JointRecording(np.zeros(0), z, z, z, z)
+    return JointRecording(*(np.concatenate([getattr(p, f) for p in pieces]) for f in ("t", "q", "dq", "ddq", "effort")))

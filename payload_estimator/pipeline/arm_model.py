@@ -1,0 +1,299 @@
+"""The unloaded arm's own joint torques: the model, and the calibrated parameters it reads.
+
+A joint-torque sensor (Franka's link-side ``tau_J``) or a current-based estimate (xArm) reports,
+for joint ``i`` (seed 000, "Method 1"; Khalil & Dombre, *Modeling, Identification and Control of
+Robots*, 2002, ch. 12)::
+
+    s_i tau_meas_i = [Y(q, dq, ddq) pi]_i + f_v,i dq_i + f_c,i sgn_e(dq_i) + f_o,i - [J_S^T w]_i
+
+* ``Y pi``: rigid-body dynamics of the arm, linear in the ten inertial parameters of every body
+  (pinocchio's ``computeJointTorqueRegressor``; ``pi`` in pinocchio's order, per body
+  ``[m, m c, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz]`` about the joint frame's origin, in that frame);
+  gravity ``R_world_base^T g_world`` in the base frame.
+* friction: viscous ``f_v``, Coulomb ``f_c`` through the smooth sign
+  ``sgn_e(v) = tanh(v / v_k)`` at each of the :data:`COULOMB_VELOCITIES` (a Coulomb level that sets
+  in at several speeds: real joints' transition from sticking to sliding, and Stribeck's dip, differ from
+  joint to joint and robot to robot; ``f_c`` is (n, k)), and a constant offset ``f_o`` (the sensor's zero).
+* ``s_i``: the effort's scale (1 unless calibrated: a current-to-torque constant that is off).
+* ``J_S^T w``: the payload (:mod:`payload_estimator.pipeline.joint_torques`).
+
+:class:`ArmDynamics` evaluates the model for the description's bodies (no friction) or for an
+:class:`ArmCalibration` (saved as YAML), which :mod:`~payload_estimator.pipeline.arm_calibration`
+fits to a recording of the arm.
+
+Units SI: N·m, rad, rad/s, N·m·s/rad, kg, m, kg·m².
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pinocchio as pin
+
+from payload_estimator.core.inertia import InertialParameters, phi_from_pinocchio
+from payload_estimator.errors import CalibrationError
+from payload_estimator.files import atomic_path
+from payload_estimator.pipeline.kinematics import SensorKinematics
+
+__all__ = [
+    "ArmCalibration",
+    "ArmDynamics",
+    "friction_regressor",
+    "body_is_consistent",
+    "body_from_pinocchio",
+    "COULOMB_VELOCITIES",
+    "CALIBRATION_FORMAT",
+    "FRICTION_TERMS",
+]
+
+COULOMB_VELOCITIES = (0.02, 0.1, 0.4)
+"""rad/s: the Coulomb terms ``tanh(v / v_k)``: a sharp step, and transitions over 0.1 and 0.4 rad/s."""
+CALIBRATION_FORMAT = "payload_estimator.ArmCalibration/1"
+FRICTION_TERMS = 2 + len(COULOMB_VELOCITIES)
+"""Friction columns per joint: viscous, the Coulomb levels, the offset."""
+
+
+def body_from_pinocchio(p: np.ndarray) -> InertialParameters:
+    """A body's ten parameters in pinocchio's order as :class:`InertialParameters` (about the same origin)."""
+    return InertialParameters(phi_from_pinocchio(p))
+
+
+def body_is_consistent(pi_body: np.ndarray) -> bool:
+    """Whether ten parameters (pinocchio order, about the body frame's origin) are those of a real body
+    (:meth:`InertialParameters.is_physically_consistent`)."""
+    return body_from_pinocchio(pi_body).is_physically_consistent()
+
+
+@dataclass(frozen=True, eq=False)
+class ArmCalibration:
+    """What a calibration found (:func:`calibrate_arm`); saved as YAML (:meth:`save`, :meth:`load`).
+
+    Attributes:
+        robot: the preset it was made for ("" for an arm known from its URDF only).
+        joint_names: (n,) the arm joints, in the column order of every per-joint array.
+        body_joints: (b,) the joint each body of :attr:`body_parameters` moves with (pinocchio's reduced model).
+        body_parameters: (b, 10) each body's inertial parameters, pinocchio order, about its joint frame.
+        viscous: (n,) N·m·s/rad. coulomb: (n, k) N·m, one column per :data:`COULOMB_VELOCITIES`.
+        offset: (n,) N·m.
+        effort_scale: (n,) the factor the reported effort is multiplied by (1: not calibrated).
+        residual_std: (n,) N·m, the effort residual per joint on the calibration data: the joint-torque
+            noise the payload estimate weights the joints by.
+        consistent: (b,) whether each body's fitted parameters are physically consistent.
+        info: provenance (source recording, samples, date, the fit's figures) as plain strings/numbers.
+    """
+
+    robot: str
+    joint_names: tuple[str, ...]
+    body_joints: tuple[str, ...]
+    body_parameters: np.ndarray
+    viscous: np.ndarray
+    coulomb: np.ndarray
+    offset: np.ndarray
+    effort_scale: np.ndarray
+    residual_std: np.ndarray
+    consistent: tuple[bool, ...] = ()
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n, b = len(self.joint_names), len(self.body_joints)
+        object.__setattr__(self, "joint_names", tuple(str(x) for x in self.joint_names))
+        object.__setattr__(self, "body_joints", tuple(str(x) for x in self.body_joints))
+        P = np.asarray(self.body_parameters, dtype=float).reshape(b, 10)
+        object.__setattr__(self, "body_parameters", P)
+        C = np.asarray(self.coulomb, dtype=float)
+        if C.shape != (n, len(COULOMB_VELOCITIES)):
+            raise CalibrationError(f"arm calibration: coulomb must be {n} rows of {len(COULOMB_VELOCITIES)} levels "
+                                   f"(one per velocity {list(COULOMB_VELOCITIES)} rad/s)")
+        object.__setattr__(self, "coulomb", C)
+        for name in ("viscous", "offset", "effort_scale", "residual_std"):
+            v = np.asarray(getattr(self, name), dtype=float).reshape(-1)
+            if v.shape != (n,):
+                raise CalibrationError(f"arm calibration: {name} has {v.size} values for {n} joints")
+            object.__setattr__(self, name, v)
+        values = np.concatenate([P.ravel(), self.viscous, C.ravel(), self.offset, self.effort_scale,
+                                 self.residual_std])
+        if not np.all(np.isfinite(values)):
+            raise CalibrationError("arm calibration: a value is not finite")
+        if np.any(self.effort_scale <= 0.0) or np.any(self.residual_std <= 0.0):
+            raise CalibrationError("arm calibration: effort_scale and residual_std must be positive")
+        if not self.consistent:
+            object.__setattr__(self, "consistent", tuple(body_is_consistent(p) for p in P))
+
+    # ------------------------------------------------------------------ checks
+    def check_matches(self, robot: str, joint_names: Sequence[str]) -> None:
+        """Check that this calibration is for ``robot`` ("" for any) and these joints.
+
+        Raises:
+            CalibrationError: it is for another robot or other joints (one line).
+        """
+        if robot and self.robot and robot != self.robot:
+            raise CalibrationError(f"the arm calibration is for the {self.robot}, not the {robot}")
+        if tuple(joint_names) != self.joint_names:
+            raise CalibrationError(f"the arm calibration is for joints {list(self.joint_names)}, "
+                                   f"the arm has {list(joint_names)}")
+
+    # ---------------------------------------------------------------- file I/O
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values for YAML (:meth:`save`): the friction, scales, residuals and bodies, and the info."""
+        def floats(v: np.ndarray) -> list[float]:
+            return [float(x) for x in v]
+
+        return {
+            "format": CALIBRATION_FORMAT,
+            "robot": self.robot,
+            "joint_names": list(self.joint_names),
+            "friction": {"viscous": floats(self.viscous), "coulomb": [floats(row) for row in self.coulomb],
+                         "offset": floats(self.offset), "coulomb_velocities": list(COULOMB_VELOCITIES)},
+            "effort_scale": floats(self.effort_scale),
+            "residual_std": floats(self.residual_std),
+            "bodies": [
+                {"joint": j, "consistent": bool(ok), "parameters": floats(p)}
+                for j, p, ok in zip(self.body_joints, self.body_parameters, self.consistent)
+            ],
+            "info": dict(self.info),
+        }
+
+    def save(self, path: str | Path) -> None:
+        """Write the calibration as YAML (atomically)."""
+        import yaml
+
+        header = ("# payload_estimator arm calibration (payload-estimator calibrate). Units SI; body parameters in\n"
+                  "# pinocchio's order [m, mcx, mcy, mcz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz] about each joint frame.\n")
+        with atomic_path(path) as tmp:
+            Path(tmp).write_text(header + yaml.safe_dump(self.to_dict(), sort_keys=False, width=120))
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "arm calibration") -> ArmCalibration:
+        """The calibration of :meth:`to_dict`'s values; ``source`` names them in an error.
+
+        Raises:
+            CalibrationError: not an arm calibration of this format, or a value missing or wrong (one line).
+        """
+        if not isinstance(data, dict) or data.get("format") != CALIBRATION_FORMAT:
+            raise CalibrationError(f"{source}: not an arm calibration (no 'format: {CALIBRATION_FORMAT}')")
+        try:
+            friction = data["friction"]
+            if list(friction.get("coulomb_velocities", [])) != list(COULOMB_VELOCITIES):
+                raise ValueError(f"friction model of coulomb_velocities {friction.get('coulomb_velocities')}, this "
+                                 f"version fits {list(COULOMB_VELOCITIES)}: calibrate again")
+            bodies = data["bodies"]
+            return cls(
+                robot=str(data.get("robot", "")),
+                joint_names=tuple(data["joint_names"]),
+                body_joints=tuple(b["joint"] for b in bodies),
+                body_parameters=np.array([b["parameters"] for b in bodies], dtype=float),
+                viscous=friction["viscous"], coulomb=friction["coulomb"], offset=friction["offset"],
+                effort_scale=data["effort_scale"], residual_std=data["residual_std"],
+                consistent=tuple(bool(b.get("consistent", True)) for b in bodies),
+                info=dict(data.get("info") or {}),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CalibrationError(f"{source}: {exc}") from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> ArmCalibration:
+        """Read a file written by :meth:`save`.
+
+        Raises:
+            CalibrationError: the file cannot be read, is not YAML or not an arm calibration (one line).
+        """
+        import yaml
+
+        try:
+            data = yaml.safe_load(Path(path).read_text())
+        except OSError as exc:
+            raise CalibrationError(f"{path}: {exc.strerror or exc}") from None
+        except yaml.YAMLError as exc:
+            raise CalibrationError(f"{path}: not YAML ({str(exc).splitlines()[0]})") from None
+        return cls.from_dict(data, str(path))
+
+
+class ArmDynamics:
+    """Joint torques of the unloaded arm (module docstring), from its description and a calibration.
+
+    Args:
+        kinematics: the arm's :class:`SensorKinematics` (its reduced model, joints and gravity).
+        calibration: fitted parameters and friction; None: the description's inertias, no friction.
+
+    Raises:
+        CalibrationError: a calibration for other joints, or for a model with other bodies.
+    """
+
+    def __init__(self, kinematics: SensorKinematics, calibration: ArmCalibration | None = None) -> None:
+        self.kinematics = kinematics
+        self.model = kinematics.model.copy()  # gravity is set here
+        self.model.gravity.linear = kinematics.R_world_base.T @ kinematics.gravity_in_world
+        self._data = self.model.createData()
+        self.body_joints = tuple(self.model.names[j] for j in range(1, self.model.njoints))
+        self.nominal = np.array([self.model.inertias[j].toDynamicParameters() for j in range(1, self.model.njoints)])
+        self._v_index = kinematics.velocity_index
+        n = kinematics.n_joints
+        self.calibration = calibration
+        if calibration is None:
+            self.parameters = self.nominal.ravel().copy()
+            self.viscous = self.offset = np.zeros(n)
+            self.coulomb = np.zeros((n, len(COULOMB_VELOCITIES)))
+            self.effort_scale = np.ones(n)
+        else:
+            calibration.check_matches("", kinematics.joint_names)
+            if calibration.body_joints != self.body_joints:
+                raise CalibrationError(f"the arm calibration has bodies on joints {list(calibration.body_joints)}, the "
+                                       f"description {list(self.body_joints)}")
+            self.parameters = calibration.body_parameters.ravel().copy()
+            self.viscous, self.coulomb, self.offset = calibration.viscous, calibration.coulomb, calibration.offset
+            self.effort_scale = calibration.effort_scale
+
+    @property
+    def n_joints(self) -> int:
+        """The arm's joints, in the column order of every per-joint array."""
+        return self.kinematics.n_joints
+
+    def regressor(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+        """(N, n, 10 b) the rigid-body regressor ``Y`` of the joints (rows in joint order)."""
+        Q, V, A = self.kinematics.pinocchio_state(q, dq, ddq)
+        out = np.empty((Q.shape[0], self.n_joints, 10 * len(self.body_joints)))
+        for k in range(Q.shape[0]):
+            out[k] = pin.computeJointTorqueRegressor(self.model, self._data, Q[k], V[k], A[k])[self._v_index]
+        return out
+
+    def rigid_body_torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+        """(N, n) ``Y pi``: inverse dynamics of the arm with the calibrated (or described) bodies, N·m."""
+        if self.calibration is None:
+            Q, V, A = self.kinematics.pinocchio_state(q, dq, ddq)
+            out = np.empty((Q.shape[0], self.n_joints))
+            for k in range(Q.shape[0]):
+                out[k] = pin.rnea(self.model, self._data, Q[k], V[k], A[k])[self._v_index]
+            return out
+        return self.regressor(q, dq, ddq) @ self.parameters
+
+    def friction(self, dq: np.ndarray) -> np.ndarray:
+        """(N, n) friction and offset torques at joint velocities ``dq`` (N, n), N·m."""
+        dq = np.atleast_2d(np.asarray(dq, dtype=float))
+        steps = np.tanh(dq[:, :, None] / np.asarray(COULOMB_VELOCITIES))  # (N, n, k)
+        return self.viscous * dq + np.einsum("nik,ik->ni", steps, self.coulomb) + self.offset
+
+    def torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+        """(N, n) what the joints report for the unloaded arm, in the units of the corrected effort
+        (:meth:`corrected_effort`), N·m."""
+        return self.rigid_body_torques(q, dq, ddq) + self.friction(dq)
+
+    def corrected_effort(self, effort: np.ndarray) -> np.ndarray:
+        """(N, n) the reported efforts times the calibrated scale, N·m."""
+        return np.asarray(effort, dtype=float) * self.effort_scale
+
+
+def friction_regressor(dq: np.ndarray) -> np.ndarray:
+    """(N, n, (2 + k) n) columns ``[viscous (n), Coulomb (n, k) row-major, offset (n)]`` per joint row."""
+    N, n = dq.shape
+    k = len(COULOMB_VELOCITIES)
+    F = np.zeros((N, n, FRICTION_TERMS * n))
+    idx = np.arange(n)
+    F[:, idx, idx] = dq
+    for j, v in enumerate(COULOMB_VELOCITIES):
+        F[:, idx, n + idx * k + j] = np.tanh(dq / v)
+    F[:, idx, (1 + k) * n + idx] = 1.0
+    return F
