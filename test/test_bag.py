@@ -1,4 +1,4 @@
-"""rosbag2 without ROS: simulated runs written as Jazzy bags (``sim.bag``, mcap and sqlite3) and read back (``io.bag``).
+"""rosbag2 without ROS: simulated runs written as Jazzy bags (mcap, sqlite3; ``sim.bag_writer``), read (``io.bag``).
 
 What ``ros2 bag play`` relies on is checked on the files themselves:
 metadata version, per-topic offered QoS, type hashes, integer-ns stamps and
@@ -18,7 +18,7 @@ from payload_estimator.pipeline.build import stream_config
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.wrench import wrench_to_sensor
 from payload_estimator.settings import settings_for_robot
-from payload_estimator.sim import bag as sb
+from payload_estimator.sim import bag_writer as sb
 from payload_estimator.sim.mujoco_sim import simulate
 
 EPOCH_NS = 1_700_000_000_000_000_000
