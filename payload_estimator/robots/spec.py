@@ -196,7 +196,10 @@ def _position_limits(joints: Sequence[UrdfJoint]) -> tuple[np.ndarray, np.ndarra
 
 def _home(q_min: np.ndarray, q_max: np.ndarray) -> np.ndarray:
     """The middle of each joint's range, 0 where it has none."""
-    return np.where(np.isfinite(q_min) & np.isfinite(q_max), 0.5 * (q_min + q_max), 0.0)
+    bounded = np.isfinite(q_min) & np.isfinite(q_max)
+    home = np.zeros(len(q_min))
+    home[bounded] = 0.5 * (q_min[bounded] + q_max[bounded])
+    return home
 
 
 def _limit(given: ArrayLike | None, joints: Sequence[UrdfJoint], attribute: str, what: str) -> np.ndarray:
