@@ -80,6 +80,7 @@ rod), which MuJoCo would reject; real solids are simulated exactly."""
 IMU_FRAME = "imu_link"
 
 
+# ------------------------------------------------------------------- model
 @dataclass(frozen=True, eq=False)
 class ArmModel:
     """A compiled MuJoCo model of an arm with its payload, and where to find things in it.
@@ -143,7 +144,6 @@ def _add_visual(body: mujoco.MjsBody, shape: Shape, rgba: Sequence[float]) -> No
 
 def _add_site_sensor(spec: mujoco.MjSpec, name: str, kind: mujoco.mjtSensor, site: str) -> None:
     spec.add_sensor(name=name, type=kind, objtype=mujoco.mjtObj.mjOBJ_SITE, objname=site)
-
 
 
 def build_model(
@@ -323,7 +323,8 @@ def read_imu(arm: ArmModel, sensordata: np.ndarray) -> tuple[np.ndarray, np.ndar
     specific_force = s[..., arm.accelerometer_adr : arm.accelerometer_adr + 3].copy()
     return gyro, specific_force
 
-# ------------------------------------------------------------ the payload's and the arm's dynamics
+
+# ------------------------------------------------------------ dynamics and the payload held
 def rigid_body_torque(arm: ArmModel, q: ArrayLike, dq: ArrayLike, ddq: ArrayLike) -> np.ndarray:
     """(N, n) ``M(q) ddq + C(q, dq) dq + g(q)`` of the compiled model (its payload included), N·m,
     at the states ``q``, ``dq``, ``ddq`` (N, n) rad, rad/s, rad/s² (MuJoCo's inverse dynamics)."""
@@ -335,6 +336,7 @@ def rigid_body_torque(arm: ArmModel, q: ArrayLike, dq: ArrayLike, ddq: ArrayLike
         mujoco.mj_inverse(arm.model, d)
         out[i] = d.qfrc_inverse[arm.dof_adr]
     return out
+
 
 def set_payload(arm: ArmModel, params: InertialParameters) -> None:
     """Put ``params`` (in S) on the compiled model's payload body (zero: nothing held)."""

@@ -123,7 +123,6 @@ def _resolve_trajectory(
     return trajectory, make_trajectory(trajectory, spec, **kw)
 
 
-
 @dataclass(frozen=True)
 class _Clock:
     """A run's physics steps and which of them are sampled.
