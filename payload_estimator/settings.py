@@ -390,11 +390,10 @@ def _variant_parameters(robot: str, variant: str) -> dict[str, Any]:
     if variant != "joint_torques":
         raise ValueError(f"unknown preset variant {variant!r}; choose one of {', '.join(PRESET_VARIANTS[1:])}")
     spec = ROBOTS[robot]
-    topic = ("/franka_robot_state_broadcaster/measured_joint_states" if robot in ("panda", "fr3")
-             else spec.parameters["joint_states_topic"])
-    # Efforts: Franka's link-side tau_J (measured_joint_states), xArm's current-based estimate. The estimate is
-    # expressed at the flange (what SetLoad and set_tcp_load take); no F/T offsets and no range check.
-    return {"wrench_source": "joint_torques", "sensor_frame": spec.flange_frame, "joint_states_topic": topic,
+    # Efforts on the robot's joint-torque topic (Franka's link-side tau_J, the xArm's current-based estimate).
+    # The estimate is expressed at the flange (what SetLoad and set_tcp_load take); no F/T offsets and no range check.
+    return {"wrench_source": "joint_torques", "sensor_frame": spec.flange_frame,
+            "joint_states_topic": spec.topics.joint_torque_states,
             "estimate_bias": False, "sensor_force_range": 0.0, "sensor_torque_range": 0.0,
             "arm_calibration": f"~/.ros/payload_estimator/{robot}_arm_calibration.yaml"}
 

@@ -1,4 +1,4 @@
-"""rosbag2 without ROS: simulated runs written as Jazzy bags (``sim.bag``, mcap and sqlite3) and read back (``io.bag``).
+"""rosbag2 without ROS: simulated runs written as Jazzy bags (mcap, sqlite3; ``sim.bag_writer``), read (``io.bag``).
 
 What ``ros2 bag play`` relies on is checked on the files themselves:
 metadata version, per-topic offered QoS, type hashes, integer-ns stamps and

@@ -24,14 +24,14 @@ from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.noise import get_noise
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.robots import get_robot, robot_urdf
-from payload_estimator.sim.mujoco_sim import (
+from payload_estimator.sim.arm_model import (
     GRAVITY_IN_WORLD,
     ArmModel,
     build_model,
     read_imu,
     read_wrench_in_sensor,
-    simulate,
 )
+from payload_estimator.sim.mujoco_sim import simulate
 from payload_estimator.sim.payloads import get_payload
 from payload_estimator.sim.run import SimulatedRun
 from payload_estimator.sim.trajectories import make_trajectory

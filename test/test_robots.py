@@ -21,6 +21,8 @@ from vendor_dh import FRANKA_MDH, modified_dh, vendor_flange_pose
 from payload_estimator.robots import (
     ROBOT_NAMES,
     default_urdf_path,
+    detect_preset,
+    detect_preset_from_topics,
     get_robot,
     robot_urdf,
 )
@@ -149,6 +151,44 @@ def test_robot_names_and_specs() -> None:
         np.testing.assert_allclose(spec.dq_max, VENDOR_LIMITS[name]["velocity"], atol=1e-12)
         np.testing.assert_allclose(spec.tau_max, VENDOR_LIMITS[name]["effort"], atol=1e-12)
         assert spec.urdf_path == default_urdf_path(name)
+
+
+def test_every_robot_fact_is_in_its_spec() -> None:
+    """Topics, joint-torque sensor and description pattern come from the table modules; the preset's
+    parameters repeat the topics, and a description or a recording is recognised from them."""
+    for name in ROBOT_NAMES:
+        spec = get_robot(name)
+        topics = spec.topics
+        assert topics.joint_states and topics.wrench and topics.joint_torque_states and topics.trajectory_action
+        assert spec.parameters["joint_states_topic"] == topics.joint_states
+        assert spec.parameters["wrench_topic"] == topics.wrench
+        assert spec.parameters["trajectory_action"] == topics.trajectory_action
+        assert spec.efforts is not None and len(spec.efforts.noise_std) == spec.n_joints
+        assert spec.detection is not None and spec.detection.matches_name(name.upper())
+        assert detect_preset(default_urdf_path(name).read_text(encoding="utf-8"), ROBOT_NAMES) == name
+        assert detect_preset(f'<robot name="{name}"/>', ROBOT_NAMES) == name
+    assert get_robot("panda").topics.joint_torque_states == "/franka_robot_state_broadcaster/measured_joint_states"
+    assert get_robot("xarm6").topics.joint_torque_states == "/xarm/joint_states"
+    xarm7 = default_urdf_path("xarm7").read_text(encoding="utf-8").replace('<robot name="xarm7"', '<robot name="a"')
+    assert detect_preset(xarm7, ("xarm6",)) is None and detect_preset(xarm7, ROBOT_NAMES) == "xarm7"
+
+
+def test_a_recording_is_recognised_from_its_topics() -> None:
+    franka = get_robot("fr3").topics
+    xarm = get_robot("xarm7").topics
+
+    def no_joint_states(topic: str) -> tuple[str, ...]:
+        raise AssertionError("the joint names are not needed")
+
+    assert detect_preset_from_topics({xarm.joint_states, "/tf"}, no_joint_states) is None
+    assert detect_preset_from_topics({xarm.joint_states}, lambda t: get_robot("xarm6").joint_names,
+                                     wrench=False) == "xarm6"
+    assert detect_preset_from_topics({xarm.joint_states, xarm.wrench},
+                                     lambda t: (*get_robot("xarm7").joint_names, "gripper")) == "xarm7"
+    # the Panda and the FR3 share their topics; the joint names tell them apart
+    assert detect_preset_from_topics({franka.joint_states, franka.wrench}, lambda t: get_robot("fr3").joint_names,
+                                     presets=("panda", "fr3")) == "fr3"
+    assert detect_preset_from_topics({franka.joint_states}, lambda t: ("a", "b"), wrench=False) is None
 
 
 def test_unknown_robot_lists_valid_names() -> None:

@@ -1,9 +1,11 @@
 """Reading a robot description (URDF XML): the one place the package parses one.
 
 Everything that needs a fact from a URDF's text asks :func:`parse_description`
-(root link, links, joints with their type, parent and child, the robot's
-name) or :func:`detect_preset` (which built-in robot, if any, it describes).
-Kinematics and dynamics come from pinocchio, which reads the same XML itself.
+(root link, links, joints with their type, parent, child and limits, the
+robot's name); :func:`~payload_estimator.robots.detection.detect_preset` tells
+which built-in robot, if any, it describes. Kinematics and dynamics come from
+pinocchio, which reads the same XML itself. Limits as URDF gives them: rad or
+m, rad/s or m/s, N·m or N.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from functools import lru_cache
 
-__all__ = ["UrdfJoint", "RobotDescription", "parse_description", "detect_preset", "MOVABLE_JOINT_TYPES"]
+__all__ = ["UrdfJoint", "RobotDescription", "parse_description", "MOVABLE_JOINT_TYPES"]
 
 MOVABLE_JOINT_TYPES = frozenset({"revolute", "continuous", "prismatic"})
 """URDF joint types with one degree of freedom."""
@@ -20,12 +22,18 @@ MOVABLE_JOINT_TYPES = frozenset({"revolute", "continuous", "prismatic"})
 
 @dataclass(frozen=True)
 class UrdfJoint:
-    """One ``<joint>``: its name, type (``revolute``, ``fixed`` ...), parent and child link."""
+    """One ``<joint>``: its name, type (``revolute``, ``fixed`` ...), parent and child link, and the
+    attributes of its ``<limit>`` (``lower``, ``upper``, ``effort``, ``velocity``; None when absent
+    or not a number)."""
 
     name: str
     type: str
     parent: str
     child: str
+    lower: float | None = None
+    upper: float | None = None
+    effort: float | None = None
+    velocity: float | None = None
 
     @property
     def movable(self) -> bool:
@@ -67,6 +75,13 @@ class RobotDescription:
     def has_link(self, name: str) -> bool:
         return name in self.links
 
+    def joint(self, name: str) -> UrdfJoint:
+        """The joint called ``name`` (``ValueError`` if there is none)."""
+        for joint in self.joints:
+            if joint.name == name:
+                return joint
+        raise ValueError(f"joint {name!r} is not in the robot description")
+
     def chain_joints(self, tip: str) -> tuple[str, ...]:
         """The 1-DoF joints from the root link to link ``tip``, base first (an arm's joints,
         without a gripper's fingers); ``ValueError`` if ``tip`` is not a link."""
@@ -84,6 +99,21 @@ class RobotDescription:
         return tuple(reversed(chain))
 
 
+def _number(element: ET.Element | None, key: str) -> float | None:
+    try:
+        return None if element is None or element.get(key) is None else float(str(element.get(key)))
+    except ValueError:
+        return None
+
+
+def _joint(element: ET.Element) -> UrdfJoint:
+    parent, child, limit = element.find("parent"), element.find("child"), element.find("limit")
+    return UrdfJoint(str(element.get("name")), str(element.get("type", "")),
+                     "" if parent is None else str(parent.get("link", "")),
+                     "" if child is None else str(child.get("link", "")),
+                     *(_number(limit, key) for key in ("lower", "upper", "effort", "velocity")))
+
+
 @lru_cache(maxsize=16)
 def parse_description(urdf: str) -> RobotDescription:
     """The structure of a URDF (``ValueError`` if it is not XML or has no ``<robot>`` root).
@@ -97,35 +127,5 @@ def parse_description(urdf: str) -> RobotDescription:
     if root.tag != "robot":
         raise ValueError(f"robot description's root element is <{root.tag}>, not <robot>")
     links = tuple(str(link.get("name")) for link in root.findall("link"))
-    joints = []
-    for joint in root.findall("joint"):
-        parent, child = joint.find("parent"), joint.find("child")
-        joints.append(UrdfJoint(str(joint.get("name")), str(joint.get("type", "")),
-                                "" if parent is None else str(parent.get("link", "")),
-                                "" if child is None else str(child.get("link", ""))))
-    return RobotDescription(str(root.get("name", "")), links, tuple(joints))
-
-
-def detect_preset(urdf: str | None, presets: tuple[str, ...]) -> str | None:
-    """Which of ``presets`` a robot description belongs to, or None.
-
-    By ``<robot name>`` first, then by the vendors' joint names: Franka's
-    ``<prefix>_joint1`` (``fr3``, ``panda``), uFactory's ``joint1`` ...
-    ``joint6`` (with ``joint7``: ``xarm7``).
-    """
-    if not urdf:
-        return None
-    try:
-        desc = parse_description(urdf)
-    except ValueError:
-        return None
-    if desc.name.lower() in presets:
-        return desc.name.lower()
-    joints = set(desc.joint_names)
-    for prefix in ("fr3", "panda"):
-        if f"{prefix}_joint1" in joints and prefix in presets:
-            return prefix
-    if {"joint1", "joint6"} <= joints:
-        guess = "xarm7" if "joint7" in joints else "xarm6"
-        return guess if guess in presets else None
-    return None
+    joints = tuple(_joint(joint) for joint in root.findall("joint"))
+    return RobotDescription(str(root.get("name", "")), links, joints)

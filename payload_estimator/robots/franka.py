@@ -20,15 +20,29 @@ Inertials, in the URDF link frames:
   (``robots/fer/inertials.yaml``) are not used: their link 4 tensor violates the
   triangle inequality of principal moments, which MuJoCo rejects.
 * FR3: the vendor's ROS 2 ``franka_description``, ``robots/fr3/inertials.yaml``.
+
+Facts (:class:`~payload_estimator.robots.tables.RobotFacts`): the topics of
+franka_ros2's robot state broadcaster and MoveIt controllers, the preset (the
+external-wrench estimate, no F/T sensor), the joint-torque sensor τ_J with the
+friction of Gaz et al. (above), and franka_description's joint names.
 """
 
 from __future__ import annotations
 
 import math
 
-from payload_estimator.robots.tables import ArmTable, JointLimit, LinkInertial, ModifiedDH
+from payload_estimator.robots.tables import (
+    ArmTable,
+    DescriptionPattern,
+    EffortTable,
+    JointLimit,
+    LinkInertial,
+    ModifiedDH,
+    RobotFacts,
+    RobotTopics,
+)
 
-__all__ = ["PANDA", "FR3", "PANDA_PARAMETERS", "FR3_PARAMETERS"]
+__all__ = ["PANDA", "FR3", "PANDA_FACTS", "FR3_FACTS", "FRANKA_EFFORTS", "FRANKA_TAU_J"]
 
 _PI_2 = math.pi / 2
 
@@ -171,14 +185,50 @@ _FRANKA_PARAMETERS = dict(
     estimate_bias=True,
     max_payload_mass=3.0,
     apply_target="franka",
-    joint_states_topic="/franka_robot_state_broadcaster/measured_joint_states",
-    wrench_topic="/franka_robot_state_broadcaster/external_wrench_in_stiffness_frame",
     sensor_force_range=0.0,
     sensor_torque_range=0.0,
 )
-# trajectory_action: the joint trajectory controller franka_ros2's MoveIt launch files start
-# (franka_moveit_config/config/panda_ros_controllers.yaml, franka_fr3_moveit_config/config/fr3_ros_controllers.yaml)
-PANDA_PARAMETERS = dict(_FRANKA_PARAMETERS, sensor_frame="panda_link8",
-                        trajectory_action="/panda_arm_controller/follow_joint_trajectory")
-FR3_PARAMETERS = dict(_FRANKA_PARAMETERS, sensor_frame="fr3_link8",
-                      trajectory_action="/fr3_arm_controller/follow_joint_trajectory")
+# The robot state broadcaster's joint states carry the link-side torques tau_J as efforts, so the
+# preset and its variant without a wrist sensor read the same topic.
+_MEASURED_JOINT_STATES = "/franka_robot_state_broadcaster/measured_joint_states"
+_EXTERNAL_WRENCH = "/franka_robot_state_broadcaster/external_wrench_in_stiffness_frame"
+
+FRANKA_TAU_J = "franka_tau_j"
+"""Name of the Franka joint-torque model: link-side joint-torque sensors (τ_J of ``measured_joint_states``)."""
+
+# Friction of Gaz et al., IEEE RA-L 2019: the Panda's identified sigmoid
+# phi1 / (1 + exp(-phi2 (dq + phi3))) - phi1 / (1 + exp(-phi2 phi3)) per joint, also used for the FR3,
+# for which no identification is published. As the smooth Coulomb term of sim.efforts.JointFriction:
+# c = phi1 / 2, v_c = 2 / phi2, v_o = phi3; plus a small Stribeck bump (10 % of c, fading by 3 v_c)
+# and viscous term (0.01-0.04 N·m·s/rad), chosen. Noise: 0.08 N·m on joints 1-4, 0.05 N·m on 5-7.
+_GAZ_PHI1 = (0.54615, 0.87224, 0.64068, 1.2794, 0.83904, 0.30301, 0.56489)
+_GAZ_PHI2 = (5.1181, 9.0657, 10.136, 5.5903, 8.3469, 17.133, 10.336)
+_GAZ_PHI3 = (0.039533, 0.025882, -0.04607, 0.036194, 0.026226, -0.021047, 0.0035526)
+FRANKA_EFFORTS = EffortTable(
+    name=FRANKA_TAU_J,
+    coulomb=tuple(phi1 / 2.0 for phi1 in _GAZ_PHI1),
+    coulomb_velocity=tuple(2.0 / phi2 for phi2 in _GAZ_PHI2),
+    velocity_offset=_GAZ_PHI3,
+    stribeck=tuple(0.1 * phi1 / 2.0 for phi1 in _GAZ_PHI1),
+    stribeck_velocity=tuple(3.0 * (2.0 / phi2) for phi2 in _GAZ_PHI2),
+    viscous=(0.04, 0.04, 0.03, 0.03, 0.02, 0.01, 0.01),
+    noise_std=(0.08, 0.08, 0.08, 0.08, 0.05, 0.05, 0.05),
+)
+
+
+def _facts(prefix: str, controller: str) -> RobotFacts:
+    # trajectory_action: the joint trajectory controller franka_ros2's MoveIt launch files start
+    # (franka_moveit_config/config/panda_ros_controllers.yaml, franka_fr3_moveit_config/config/fr3_ros_controllers.yaml)
+    return RobotFacts(
+        topics=RobotTopics(joint_states=_MEASURED_JOINT_STATES, wrench=_EXTERNAL_WRENCH,
+                           joint_torque_states=_MEASURED_JOINT_STATES,
+                           trajectory_action=f"/{controller}/follow_joint_trajectory"),
+        parameters=dict(_FRANKA_PARAMETERS, sensor_frame=f"{prefix}_link8"),
+        efforts=FRANKA_EFFORTS,
+        # franka_description names every joint <prefix>_jointN
+        detection=DescriptionPattern(robot_names=frozenset({prefix}), joints=frozenset({f"{prefix}_joint1"})),
+    )
+
+
+PANDA_FACTS = _facts("panda", "panda_arm_controller")
+FR3_FACTS = _facts("fr3", "fr3_arm_controller")

@@ -1,4 +1,4 @@
-"""Value types for the per-robot parameter tables the URDF writer reads.
+"""Value types for the per-robot tables: the arm the URDF writer reads, and the robot's other facts.
 
 Kinematics are given as Craig's *modified* Denavit–Hartenberg rows, the
 convention of Franka's FCI documentation and of UFACTORY's "Modified D-H
@@ -11,13 +11,30 @@ Parameters" tables. Row ``i`` describes the transform from the frame of link
 angles in radians. Inertials are in the vendor's URDF link frames: centre of
 mass in the link frame, inertia tensor about the centre of mass with the axes of
 the link frame, kg and kg·m².
+
+Besides its arm (:class:`ArmTable`), a built-in robot's table module gives its
+:class:`RobotFacts`: the topics of its ROS 2 driver, the settings of its preset,
+its joint-torque sensor (:class:`EffortTable`) and how its description is
+recognised (:class:`DescriptionPattern`). Nothing outside the table modules
+branches on a robot's name: it reads these.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["ModifiedDH", "JointLimit", "LinkInertial", "ArmTable"]
+__all__ = [
+    "ModifiedDH",
+    "JointLimit",
+    "LinkInertial",
+    "ArmTable",
+    "RobotTopics",
+    "EffortTable",
+    "DescriptionPattern",
+    "RobotFacts",
+]
 
 
 @dataclass(frozen=True)
@@ -117,3 +134,101 @@ class ArmTable:
                 raise ValueError(f"{self.name}: q_home of {joint} is outside its limits")
         if self.flange_dh.theta_offset != 0.0:
             raise ValueError(f"{self.name}: the flange row cannot have a theta offset")
+
+
+@dataclass(frozen=True)
+class RobotTopics:
+    """Where a robot's ROS 2 driver publishes and listens (empty: not known, the settings' defaults apply).
+
+    Attributes:
+        joint_states: ``sensor_msgs/JointState`` of the arm, as the robot's preset reads them.
+        wrench: ``geometry_msgs/WrenchStamped`` of the preset's wrench source.
+        joint_torque_states: the joint states whose efforts are the joint-torque sensor's, read by
+            the preset without a wrist sensor (the wrench from joint torques).
+        trajectory_action: ``control_msgs/action/FollowJointTrajectory`` of the controller the
+            driver starts.
+    """
+
+    joint_states: str = ""
+    wrench: str = ""
+    joint_torque_states: str = ""
+    trajectory_action: str = ""
+
+    def as_parameters(self) -> dict[str, str]:
+        """The preset's settings these topics give (``Settings`` field names)."""
+        return {"joint_states_topic": self.joint_states, "wrench_topic": self.wrench,
+                "trajectory_action": self.trajectory_action}
+
+
+@dataclass(frozen=True)
+class EffortTable:
+    """A robot's joint-torque readings as the simulator models them (:mod:`payload_estimator.sim.efforts`).
+
+    The friction law per joint is that of :class:`payload_estimator.sim.efforts.JointFriction`;
+    each field but ``name`` has one entry per arm joint.
+
+    Attributes:
+        name: the sensor model's name (written into simulated recordings).
+        coulomb: ``c``, N·m. coulomb_velocity: ``v_c``, rad/s. velocity_offset: ``v_o``, rad/s.
+        stribeck: ``s``, N·m. stribeck_velocity: ``v_s``, rad/s. viscous: ``b``, N·m·s/rad.
+        noise_std: effort noise std, N·m.
+    """
+
+    name: str
+    coulomb: tuple[float, ...]
+    coulomb_velocity: tuple[float, ...]
+    velocity_offset: tuple[float, ...]
+    stribeck: tuple[float, ...]
+    stribeck_velocity: tuple[float, ...]
+    viscous: tuple[float, ...]
+    noise_std: tuple[float, ...]
+
+    def select(self, joints: tuple[int, ...]) -> EffortTable:
+        """The table of the joints at indices ``joints`` (a smaller arm built from the same drives)."""
+        def pick(values: tuple[float, ...]) -> tuple[float, ...]:
+            return tuple(values[i] for i in joints)
+
+        return EffortTable(self.name, pick(self.coulomb), pick(self.coulomb_velocity), pick(self.velocity_offset),
+                           pick(self.stribeck), pick(self.stribeck_velocity), pick(self.viscous),
+                           pick(self.noise_std))
+
+
+@dataclass(frozen=True)
+class DescriptionPattern:
+    """How a robot description (URDF) is recognised as a robot's.
+
+    Attributes:
+        robot_names: ``<robot name>`` values of this robot, lower case.
+        joints: joint names every description of this robot has.
+        absent_joints: joint names no description of this robot has.
+    """
+
+    robot_names: frozenset[str]
+    joints: frozenset[str]
+    absent_joints: frozenset[str] = frozenset()
+
+    def matches_name(self, robot_name: str) -> bool:
+        """Whether ``<robot name>`` is this robot's (case-insensitive)."""
+        return robot_name.lower() in self.robot_names
+
+    def matches_joints(self, joint_names: Collection[str]) -> bool:
+        """Whether a description with these joints is this robot's."""
+        names = set(joint_names)
+        return self.joints <= names and not self.absent_joints & names
+
+
+@dataclass(frozen=True)
+class RobotFacts:
+    """What a built-in robot's table module knows beyond the arm (module docstring).
+
+    Attributes:
+        topics: its ROS 2 driver's topics.
+        parameters: its preset's settings other than the topics (``Settings`` field names).
+        efforts: its joint-torque sensor, or None (no default model).
+        detection: how its description is recognised.
+    """
+
+    topics: RobotTopics
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    efforts: EffortTable | None = None
+    detection: DescriptionPattern | None = None

@@ -15,15 +15,29 @@ and a jerk limit of our own (UFACTORY publishes none).
 Inertials: ``xarm_description/config/link_inertial/xarm7_type7_HT_BR2.yaml`` and
 ``xarm6_type6_HT_BR2.yaml`` (the URDF's defaults), base links from the URDFs.
 Values are in the URDF link frames.
+
+Facts (:class:`~payload_estimator.robots.tables.RobotFacts`): xarm_ros2's
+topics and controllers, the preset (the F/T sensor's raw reading), a
+current-based joint-torque model (values chosen, see :data:`XARM_EFFORTS`), and
+xarm_description's joint names.
 """
 
 from __future__ import annotations
 
 import math
 
-from payload_estimator.robots.tables import ArmTable, JointLimit, LinkInertial, ModifiedDH
+from payload_estimator.robots.tables import (
+    ArmTable,
+    DescriptionPattern,
+    EffortTable,
+    JointLimit,
+    LinkInertial,
+    ModifiedDH,
+    RobotFacts,
+    RobotTopics,
+)
 
-__all__ = ["XARM7", "XARM6", "XARM7_PARAMETERS", "XARM6_PARAMETERS"]
+__all__ = ["XARM7", "XARM6", "XARM7_FACTS", "XARM6_FACTS", "XARM_EFFORTS", "XARM_CURRENT"]
 
 _PI_2 = math.pi / 2
 _TWO_PI = 2 * math.pi
@@ -152,13 +166,48 @@ _XARM_PARAMETERS = dict(
     wrench_source="ft_sensor",
     sensor_frame="ft_sensor",
     apply_target="xarm",
-    joint_states_topic="/xarm/joint_states",
-    wrench_topic="/xarm/uf_ftsensor_raw_states",
     sensor_force_range=150.0,
     sensor_torque_range=4.0,
 )
-# trajectory_action: the joint trajectory controller xarm_ros2 starts (xarm_controller/config/xarmN_controllers.yaml)
-XARM7_PARAMETERS = dict(_XARM_PARAMETERS, max_payload_mass=3.5,
-                        trajectory_action="/xarm7_traj_controller/follow_joint_trajectory")
-XARM6_PARAMETERS = dict(_XARM_PARAMETERS, max_payload_mass=5.0,
-                        trajectory_action="/xarm6_traj_controller/follow_joint_trajectory")
+_JOINT_STATES = "/xarm/joint_states"
+"""xarm_ros2's joint states; their efforts are the joint torques the controller estimates from the motor currents."""
+
+XARM_CURRENT = "xarm_current"
+"""Name of the xArm joint-torque model: efforts estimated from the motor currents (gearbox friction included)."""
+
+# Efforts from the motor currents, gearbox friction included; values chosen as plausible for harmonic
+# drives of that size (no published identification): Coulomb 1-2.8 N·m, viscous 0.5-1.8 N·m·s/rad,
+# Stribeck 0.3-0.9 N·m fading by 0.08 rad/s, Coulomb levels about 10 % asymmetric; noise 0.3-0.6 N·m
+# (larger on the big joints). Joints 1..7 of the xArm 7.
+XARM_EFFORTS = EffortTable(
+    name=XARM_CURRENT,
+    coulomb=(2.6, 2.8, 1.8, 1.9, 1.2, 1.1, 1.0),
+    coulomb_velocity=(0.02,) * 7,
+    velocity_offset=(0.002, -0.0025, 0.002, 0.0015, -0.002, 0.002, -0.0015),
+    stribeck=(0.8, 0.9, 0.6, 0.6, 0.4, 0.35, 0.3),
+    stribeck_velocity=(0.08,) * 7,
+    viscous=(1.6, 1.8, 1.1, 1.1, 0.7, 0.6, 0.5),
+    noise_std=(0.6, 0.6, 0.45, 0.45, 0.35, 0.3, 0.3),
+)
+
+
+def _facts(model: str, max_payload_mass: float, efforts: EffortTable, detection: DescriptionPattern) -> RobotFacts:
+    # trajectory_action: the joint trajectory controller xarm_ros2 starts
+    # (xarm_controller/config/xarmN_controllers.yaml)
+    return RobotFacts(
+        topics=RobotTopics(joint_states=_JOINT_STATES, wrench="/xarm/uf_ftsensor_raw_states",
+                           joint_torque_states=_JOINT_STATES,
+                           trajectory_action=f"/{model}_traj_controller/follow_joint_trajectory"),
+        parameters=dict(_XARM_PARAMETERS, max_payload_mass=max_payload_mass),
+        efforts=efforts,
+        detection=detection,
+    )
+
+
+# xarm_description names the joints joint1 ... jointN: joint7 tells the xArm 7 from the xArm 6.
+_XARM6_JOINTS = frozenset({"joint1", "joint6"})
+XARM7_FACTS = _facts("xarm7", 3.5, XARM_EFFORTS,
+                     DescriptionPattern(frozenset({"xarm7"}), _XARM6_JOINTS | {"joint7"}))
+# the xArm 6 has the 7's joints 1, 2, 4, 5, 6, 7 (drive sizes alike)
+XARM6_FACTS = _facts("xarm6", 5.0, XARM_EFFORTS.select((0, 1, 3, 4, 5, 6)),
+                     DescriptionPattern(frozenset({"xarm6"}), _XARM6_JOINTS, absent_joints=frozenset({"joint7"})))

@@ -63,6 +63,7 @@ from tf2_ros import StaticTransformBroadcaster, TransformBroadcaster
 
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.io import ros_factories, ros_outbound
+from payload_estimator.robots import ROBOT_NAMES
 from payload_estimator.settings import settings_for_robot
 from payload_estimator.sim.live import IMU, JOINTS, WRENCH, LiveRun
 from payload_estimator.sim.live_arm import LiveArm
@@ -93,7 +94,7 @@ LATCHED_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                          reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 _PARAMETERS: tuple[tuple[str, Any, str], ...] = (
-    ("robot", "panda", "robot model: panda, fr3, xarm7 or xarm6"),
+    ("robot", "panda", f"robot model: {', '.join(ROBOT_NAMES[:-1])} or {ROBOT_NAMES[-1]}"),
     ("payload", "claw_hammer", "payload of the catalogue (payload_estimator.sim.payloads), or none: the unloaded arm "
                                "(e.g. for the estimator's ~/calibrate)"),
     ("scenario", "single", "single: the payload held throughout; cycle: picks and places of four payloads with "
@@ -144,35 +145,57 @@ class SimNode(Node):
 
         overrides = {k: p[k] for k in ("joint_states_topic", "wrench_topic", "wrench_source") if p[k]}
         settings = settings_for_robot(p["robot"], **overrides)
-        rate_hz, wrench_rate_hz = float(p["rate_hz"]), float(p["wrench_rate_hz"]) or None
         self._arm_options = _arm_options(p)
         self.live: LiveRun | None = None
         self.arm: LiveArm | None = None
         self._lock = threading.Lock()  # the live arm: stepped by the timer, steered by the action server
         t0 = time.perf_counter()
-        if p["scenario"] == "identify":
-            self.arm = LiveArm(robot=p["robot"], payload=p["payload"], settings=settings, noise=p["noise"],
-                               seed=int(p["seed"]), rate_hz=rate_hz, wrench_rate_hz=wrench_rate_hz, imu=bool(p["imu"]),
-                               **self._arm_options)
-            self.joint_names: tuple[str, ...] = tuple(self.arm.joint_names)
-            self.urdf, self.sensor_frame, self.imu_frame = self.arm.urdf, self.arm.sensor_frame, self.arm.imu_frame
-            self.wrench_frame_id = self.arm.wrench_frame_id
-            truth = self.arm.truth
-            self.get_logger().info(f"the {p['robot']} holds the {p['payload']} at its home pose ({p['noise']} "
-                                   f"noise, seed {p['seed']}), waiting for trajectory goals")
-        else:
-            self.get_logger().info(f"simulating {p['duration']:.0f} s of the {p['robot']} holding the {p['payload']} "
-                                   f"({p['trajectory']}, {p['noise']} noise, seed {p['seed']}) ...")
-            run = self._simulate(p, rate_hz, wrench_rate_hz)
-            self.live = LiveRun(run, settings, loop=bool(p["loop"]))
-            self.run = run
-            self.joint_names = tuple(run.joint_names)
-            self.urdf, self.sensor_frame, self.imu_frame = run.urdf, run.sensor_frame, run.imu_frame
-            self.wrench_frame_id = self.live.wrench_frame_id
-            truth = run.payload_params
-            self._held_phi = run.payload_phi
+        truth = self._start_arm(p, settings) if p["scenario"] == "identify" else self._start_run(p, settings)
+        self._log_ready(p, settings, truth, time.perf_counter() - t0)
+        self._create_publishers(p, settings)
+        self._publish_once(truth)
+
+        # ---- real-time publishing on the steady clock (never on /clock, which this node drives)
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        publishing = MutuallyExclusiveCallbackGroup()
+        self.create_timer(PUBLISH_PERIOD_S, self._publish_due, clock=steady, callback_group=publishing)
+        self.create_timer(1.0 / float(p["tf_rate_hz"]), self._publish_tf, clock=steady, callback_group=publishing)
+        if self.arm is not None:
+            action = (f"/{p['controller'].strip('/')}/follow_joint_trajectory" if p["controller"]
+                      else settings.trajectory_action)
+            self._server = _FollowJointTrajectoryServer(self, action, float(p["action_monitor_rate_hz"]),
+                                                        float(p["goal_tolerance"]), float(p["goal_time_tolerance"]))
+            self.get_logger().info(f"FollowJointTrajectory goals on {action}")
+
+    def _start_arm(self, p: dict[str, Any], settings: Any) -> InertialParameters:
+        """Scenario identify: the live arm at home, holding the payload; returns what it holds."""
+        rate_hz, wrench_rate_hz = _rates(p)
+        self.arm = LiveArm(robot=p["robot"], payload=p["payload"], settings=settings, noise=p["noise"],
+                           seed=int(p["seed"]), rate_hz=rate_hz, wrench_rate_hz=wrench_rate_hz, imu=bool(p["imu"]),
+                           **self._arm_options)
+        self.joint_names: tuple[str, ...] = tuple(self.arm.joint_names)
+        self.urdf, self.sensor_frame, self.imu_frame = self.arm.urdf, self.arm.sensor_frame, self.arm.imu_frame
+        self.wrench_frame_id = self.arm.wrench_frame_id
+        self.get_logger().info(f"the {p['robot']} holds the {p['payload']} at its home pose ({p['noise']} "
+                               f"noise, seed {p['seed']}), waiting for trajectory goals")
+        return self.arm.truth
+
+    def _start_run(self, p: dict[str, Any], settings: Any) -> InertialParameters:
+        """Scenarios single and cycle: the run simulated now, to be replayed; returns what is held first."""
+        self.get_logger().info(f"simulating {p['duration']:.0f} s of the {p['robot']} holding the {p['payload']} "
+                               f"({p['trajectory']}, {p['noise']} noise, seed {p['seed']}) ...")
+        run = self._simulate(p, *_rates(p))
+        self.live = LiveRun(run, settings, loop=bool(p["loop"]))
+        self.run = run
+        self.joint_names = tuple(run.joint_names)
+        self.urdf, self.sensor_frame, self.imu_frame = run.urdf, run.sensor_frame, run.imu_frame
+        self.wrench_frame_id = self.live.wrench_frame_id
+        self._held_phi = run.payload_phi
+        return run.payload_params
+
+    def _log_ready(self, p: dict[str, Any], settings: Any, truth: InertialParameters, seconds: float) -> None:
         self.get_logger().info(
-            f"ready in {time.perf_counter() - t0:.1f} s; "
+            f"ready in {seconds:.1f} s; "
             + (f"payload mass {truth.mass:.4f} kg, COM {np.round(truth.com, 4).tolist()} m in {self.sensor_frame}"
                if truth.mass > 0.0 else "no payload (the unloaded arm)")
             + f"; publishing joint states on "
@@ -183,38 +206,26 @@ class SimNode(Node):
             f"(frame {self.wrench_frame_id})"
             + ("" if self.live is None else ", looping" if p["loop"] else ", then holding"))
 
-        # ---- publishers
+    def _create_publishers(self, p: dict[str, Any], settings: Any) -> None:
         self._joint_pub = self.create_publisher(JointState, settings.joint_states_topic, SENSOR_QOS)
         self._wrench_pub = self.create_publisher(WrenchStamped, settings.wrench_topic, SENSOR_QOS)
         self._imu_pub = self.create_publisher(Imu, "~/imu", SENSOR_QOS) if self.imu_frame else None
         self._clock_pub = self.create_publisher(ClockMsg, "/clock", 10) if p["publish_clock"] else None
-        description_pub = self.create_publisher(String, "robot_description", LATCHED_QOS)
-        truth_pub = self.create_publisher(InertiaStamped, "~/truth", LATCHED_QOS)
-        self._truth_pub = truth_pub
+        self._description_pub = self.create_publisher(String, "robot_description", LATCHED_QOS)
+        self._truth_pub = self.create_publisher(InertiaStamped, "~/truth", LATCHED_QOS)
         self._tf = TransformBroadcaster(self)
         self._tree = UrdfTransforms(self.urdf)
 
-        # ---- what is published once
+    def _publish_once(self, truth: InertialParameters) -> None:
+        """What is published once: the description, the truth (latched), the fixed joints' tf."""
         self._origin = SIM_TIME_ORIGIN_S if self._clock_pub else self.get_clock().now().nanoseconds * 1e-9
         self._start = time.monotonic()
         factory = ros_factories.rclpy_factory()
-        description_pub.publish(String(data=self.urdf))
-        truth_pub.publish(ros_outbound.inertia_stamped_msg(factory, truth, self.sensor_frame, self._origin))
+        self._description_pub.publish(String(data=self.urdf))
+        self._truth_pub.publish(ros_outbound.inertia_stamped_msg(factory, truth, self.sensor_frame, self._origin))
         self._static_tf = StaticTransformBroadcaster(self)
         self._static_tf.sendTransform([self._transform(t, self._origin) for t in self._tree.fixed()])
         self._last_joint: tuple[float, np.ndarray] | None = None
-
-        # ---- real-time publishing on the steady clock (never on /clock, which this node drives)
-        steady = Clock(clock_type=ClockType.STEADY_TIME)
-        publishing = MutuallyExclusiveCallbackGroup()
-        self.create_timer(PUBLISH_PERIOD_S, self._publish_due, clock=steady, callback_group=publishing)
-        self.create_timer(1.0 / float(p["tf_rate_hz"]), self._publish_tf, clock=steady, callback_group=publishing)
-        if self.arm is not None:
-            action = f"/{p['controller'].strip('/')}/follow_joint_trajectory" if p["controller"] else (
-                settings.trajectory_action or f"/{p['robot']}_arm_controller/follow_joint_trajectory")
-            self._server = _FollowJointTrajectoryServer(self, action, float(p["action_monitor_rate_hz"]),
-                                                        float(p["goal_tolerance"]), float(p["goal_time_tolerance"]))
-            self.get_logger().info(f"FollowJointTrajectory goals on {action}")
 
     def _simulate(self, p: dict[str, Any], rate_hz: float, wrench_rate_hz: float | None) -> Any:
         from payload_estimator.sim.mujoco_sim import simulate
@@ -336,6 +347,11 @@ class SimNode(Node):
         t, q = self._last_joint
         self._tf.sendTransform([self._transform(x, self._origin + t)
                                 for x in self._tree.moving(self.joint_names, q)])
+
+
+def _rates(p: dict[str, Any]) -> tuple[float, float | None]:
+    """(joint-state rate, wrench rate or None for the same), Hz."""
+    return float(p["rate_hz"]), float(p["wrench_rate_hz"]) or None
 
 
 def _arm_options(p: dict[str, Any]) -> dict[str, Any]:

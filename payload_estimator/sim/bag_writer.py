@@ -195,7 +195,8 @@ def write_simulated_bag(
 
     Args:
         storage: ``"mcap"`` or ``"sqlite3"``.
-        settings: topic names and wrench source; default: the preset of ``run.robot``.
+        settings: topic names and wrench source; default: the preset of ``run.robot`` (a built-in
+            robot; give them for any other arm).
         epoch: stamp of the run's ``t = 0``, s since the Unix epoch.
 
     Raises:
@@ -214,12 +215,28 @@ def write_simulated_bag(
         raise FileExistsError(f"{path} exists; rosbag2 does not overwrite")
     settings = settings if settings is not None else settings_for_robot(run.robot)
     typestore = ros_typestore(ours=False)
-    make = rosbags_factory(typestore)
-    wrench, conv = source_wrench(run, settings)
-    epoch_ns = int(round(epoch * 1e9))
-    has_imu = len(run.imu_t) > 0 and bool(run.imu_frame)
+    records, topics = _bag_content(run, settings, rosbags_factory(typestore), int(round(epoch * 1e9)))
+    plugin = StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3
+    with Writer(path, version=BAG_VERSION, storage_plugin=plugin) as writer:
+        for key, value in _custom_data(run).items():
+            writer.set_custom_data(key, value)
+        connections = {
+            topic: writer.add_connection(topic, msgtype, typestore=typestore, serialization_format="cdr",
+                                         offered_qos_profiles=[qos])
+            for topic, (msgtype, qos) in topics.items()
+        }
+        for ns, topic, msg in records:
+            conn = connections[topic]
+            writer.write(conn, ns, typestore.serialize_cdr(msg, conn.msgtype))
+    return path
 
-    # (record time ns, topic, message), merged in record order below
+
+def _bag_content(
+    run: SimulatedRun, settings: Settings, make: Any, epoch_ns: int
+) -> tuple[list[tuple[int, str, Any]], dict[str, tuple[str, Any]]]:
+    """(records ``(record time ns, topic, message)`` in record order, topic -> (type, offered QoS))."""
+    wrench, conv = source_wrench(run, settings)
+    has_imu = len(run.imu_t) > 0 and bool(run.imu_frame)
     records: list[tuple[int, str, Any]] = []
     t0 = int(_stamps_ns(np.array([min(run.joint_t[0], run.wrench_t[0])]), epoch_ns)[0])
     records.append((t0, ROBOT_DESCRIPTION_TOPIC, string_msg(make, run.urdf)))
@@ -254,16 +271,4 @@ def write_simulated_bag(
               settings.wrench_topic: (INPUT_TYPES[WRENCH], _qos("VOLATILE", 10))}
     if has_imu:
         topics[imu_topic] = (INPUT_TYPES[IMU], _qos("VOLATILE", 10))
-    plugin = StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3
-    with Writer(path, version=BAG_VERSION, storage_plugin=plugin) as writer:
-        for key, value in _custom_data(run).items():
-            writer.set_custom_data(key, value)
-        connections = {
-            topic: writer.add_connection(topic, msgtype, typestore=typestore, serialization_format="cdr",
-                                         offered_qos_profiles=[qos])
-            for topic, (msgtype, qos) in topics.items()
-        }
-        for ns, topic, msg in records:
-            conn = connections[topic]
-            writer.write(conn, ns, typestore.serialize_cdr(msg, conn.msgtype))
-    return path
+    return records, topics

@@ -54,8 +54,9 @@ from payload_estimator.sim.workshop import get_tool
 from payload_estimator.sim.wrist import WristTrajectory, sensor_rotations, simulate_wrist
 
 if TYPE_CHECKING:  # the MuJoCo simulation is imported when a cycle is built, not with this module
-    from payload_estimator.sim.mujoco_sim import WorkSchedule
+    from payload_estimator.robots import RobotSpec
     from payload_estimator.sim.run import SimulatedRun
+    from payload_estimator.sim.stepper import WorkSchedule
     from payload_estimator.sim.trajectories import PickAndPlace
 
 __all__ = [
@@ -372,12 +373,14 @@ class ArmCycle:
         trajectory: the arm's motion (a :class:`~payload_estimator.sim.trajectories.PickAndPlace`
             repeated once per pick).
         schedule: the payload changes and the contacts
-            (:class:`~payload_estimator.sim.mujoco_sim.WorkSchedule`).
+            (:class:`~payload_estimator.sim.stepper.WorkSchedule`).
         first: what the gripper holds at the start (an empty gripper).
         held: ``((t, name), ...)`` what the gripper holds from each change on ("empty" or a
             catalogue name).
         contacts: the contacts, named.
         duration: s.
+        robot: the arm: a built-in robot's name or a spec.
+        payloads: the catalogue names picked, in order.
     """
 
     trajectory: PickAndPlace
@@ -386,7 +389,7 @@ class ArmCycle:
     held: tuple[tuple[float, str], ...]
     contacts: tuple[Contact, ...]
     duration: float
-    robot: str = "panda"
+    robot: str | RobotSpec = "panda"
     payloads: tuple[str, ...] = ()
 
     @property
@@ -430,7 +433,7 @@ def _catalogue(name: str) -> Payload:
         return get_tool(name)
 
 
-def arm_work_cycle(robot: str = "panda", seed: int = 0, payloads: tuple[str, ...] = ARM_CYCLE_PAYLOADS,
+def arm_work_cycle(robot: str | RobotSpec = "panda", seed: int = 0, payloads: tuple[str, ...] = ARM_CYCLE_PAYLOADS,
                    dwell: float = 1.0, carry_tilt: float = 0.6) -> ArmCycle:
     """Picks and places, one catalogue payload per pick-and-place cycle, with contacts.
 
@@ -448,14 +451,14 @@ def arm_work_cycle(robot: str = "panda", seed: int = 0, payloads: tuple[str, ...
 
     ``seed`` draws the directions and the table's share.
     """
-    from payload_estimator.robots import get_robot
-    from payload_estimator.sim.mujoco_sim import WorkSchedule
+    from payload_estimator.robots import resolve_robot
+    from payload_estimator.sim.stepper import WorkSchedule
     from payload_estimator.sim.trajectories import PickAndPlace
 
     if not payloads:
         raise ValueError("a work cycle needs at least one payload")
     rng = np.random.default_rng(seed)
-    spec = get_robot(robot)
+    spec = resolve_robot(robot)
     one = PickAndPlace(spec, dwell=dwell, carry_tilt=carry_tilt)
     period = one.cycle_duration
     duration = period * len(payloads)

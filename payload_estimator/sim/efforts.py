@@ -24,6 +24,8 @@ Gaz et al. identified on the Panda (``phi1 / (1 + exp(-phi2 (dq + phi3))) - phi1
 exp(-phi2 phi3))`` is this term with ``c = phi1 / 2``, ``v_c = 2 / phi2``, ``v_o = phi3``). It is
 deliberately *not* the estimator's calibration model (viscous plus Coulomb ``sign(dq)`` plus an
 offset): the low-speed region (smooth transition, Stribeck bump) cannot be matched by it.
+A robot's default sensor (:meth:`EffortModel.for_robot`) is its spec's
+:attr:`~payload_estimator.robots.RobotSpec.efforts`, from the robots' table modules.
 
 Model mismatch (:func:`perturb_arm`): the simulated arm's moving links get their mass scaled by
 ``1 + U(-mass_rel, mass_rel)``, their inertia about the COM by the same factor, and their COM moved
@@ -38,6 +40,11 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from numpy.typing import ArrayLike
 
+from payload_estimator.robots import ROBOTS, RobotSpec
+from payload_estimator.robots.franka import FRANKA_TAU_J
+from payload_estimator.robots.tables import EffortTable
+from payload_estimator.robots.xarm import XARM_CURRENT
+
 __all__ = [
     "JointFriction",
     "EffortModel",
@@ -51,10 +58,6 @@ __all__ = [
     "SCALE_STREAM",
 ]
 
-FRANKA_TAU_J = "franka_tau_j"
-"""Name of the Franka model: link-side joint-torque sensors (τ_J of ``measured_joint_states``)."""
-XARM_CURRENT = "xarm_current"
-"""Name of the xArm model: efforts estimated from the motor currents (gearbox friction included)."""
 EFFORT_STREAM = 9
 """The effort noise is drawn from ``np.random.default_rng([seed, EFFORT_STREAM])``."""
 MISMATCH_STREAM = 91
@@ -161,54 +164,46 @@ class EffortModel:
         return self.scale * tau + rng.normal(0.0, 1.0, tau.shape) * self.noise_std
 
     @classmethod
-    def for_robot(cls, robot: str, effort_scale_error: float = 0.0, seed: int = 0) -> EffortModel:
-        """The default model of catalogue ``robot``'s efforts.
+    def from_table(cls, table: EffortTable, scale: ArrayLike | None = None) -> EffortModel:
+        """The model of a robot's joint-torque sensor (:attr:`~payload_estimator.robots.RobotSpec.efforts`),
+        with per-joint ``scale`` (default 1: exact)."""
+        friction = JointFriction(*(np.array(values, dtype=float) for values in (
+            table.coulomb, table.coulomb_velocity, table.velocity_offset, table.stribeck, table.stribeck_velocity,
+            table.viscous)))
+        n = friction.n_joints
+        return cls(table.name, friction, np.array(table.noise_std, dtype=float),
+                   np.ones(n) if scale is None else np.asarray(scale, dtype=float))
 
-        * ``panda``, ``fr3`` (:data:`FRANKA_TAU_J`): link-side torque sensors; friction of Gaz et
-          al., IEEE RA-L 2019 (the Panda's identified sigmoid, also used for the FR3, for which no
-          identification is published), plus a small Stribeck bump (10 % of ``c``) and viscous term
-          (0.01-0.04 N·m·s/rad), chosen; noise 0.08 N·m on joints 1-4, 0.05 N·m on 5-7.
+    @classmethod
+    def for_robot(cls, robot: str | RobotSpec, effort_scale_error: float = 0.0, seed: int = 0) -> EffortModel:
+        """The default model of a robot's efforts: its spec's joint-torque sensor
+        (:attr:`~payload_estimator.robots.RobotSpec.efforts`; the values and their sources are in
+        the robots' table modules).
+
+        * ``panda``, ``fr3`` (:data:`FRANKA_TAU_J`): link-side torque sensors with the friction of
+          Gaz et al., IEEE RA-L 2019.
         * ``xarm7``, ``xarm6`` (:data:`XARM_CURRENT`): efforts from the motor currents, gearbox
-          friction included; values chosen as plausible for harmonic drives of that size (no
-          published identification): Coulomb 1-2.8 N·m, viscous 0.5-1.8 N·m·s/rad, Stribeck
-          0.3-0.9 N·m fading by 0.08 rad/s, Coulomb levels about 10 % asymmetric; noise
-          0.3-0.6 N·m (larger on the big joints).
+          friction included.
 
         Args:
+            robot: a built-in robot's name, or a spec.
             effort_scale_error: each joint's scale is ``1 + U(-e, e)`` (e.g. 0.03 for a few % of
                 torque-constant error), drawn from ``default_rng([seed, SCALE_STREAM])``; 0: exact.
             seed: see ``effort_scale_error``.
+
+        Raises:
+            ValueError: the robot is unknown or has no default model.
         """
-        if robot in ("panda", "fr3"):
-            phi1 = np.array([0.54615, 0.87224, 0.64068, 1.2794, 0.83904, 0.30301, 0.56489])
-            phi2 = np.array([5.1181, 9.0657, 10.136, 5.5903, 8.3469, 17.133, 10.336])
-            phi3 = np.array([0.039533, 0.025882, -0.04607, 0.036194, 0.026226, -0.021047, 0.0035526])
-            v_c = 2.0 / phi2
-            friction = JointFriction(
-                coulomb=phi1 / 2.0, coulomb_velocity=v_c, velocity_offset=phi3, stribeck=0.1 * phi1 / 2.0,
-                stribeck_velocity=3.0 * v_c, viscous=np.array([0.04, 0.04, 0.03, 0.03, 0.02, 0.01, 0.01]),
-            )
-            name, noise = FRANKA_TAU_J, np.array([0.08, 0.08, 0.08, 0.08, 0.05, 0.05, 0.05])
-        elif robot in ("xarm7", "xarm6"):
-            # xArm 7 joints 1..7; the xArm 6 has the 7's joints 1, 2, 4, 5, 6, 7 (drive sizes alike)
-            idx = np.arange(7) if robot == "xarm7" else np.array([0, 1, 3, 4, 5, 6])
-            coulomb = np.array([2.6, 2.8, 1.8, 1.9, 1.2, 1.1, 1.0])[idx]
-            friction = JointFriction(
-                coulomb=coulomb,
-                coulomb_velocity=np.full(len(idx), 0.02),
-                velocity_offset=np.array([0.002, -0.0025, 0.002, 0.0015, -0.002, 0.002, -0.0015])[idx],
-                stribeck=np.array([0.8, 0.9, 0.6, 0.6, 0.4, 0.35, 0.3])[idx],
-                stribeck_velocity=np.full(len(idx), 0.08),
-                viscous=np.array([1.6, 1.8, 1.1, 1.1, 0.7, 0.6, 0.5])[idx],
-            )
-            name, noise = XARM_CURRENT, np.array([0.6, 0.6, 0.45, 0.45, 0.35, 0.3, 0.3])[idx]
-        else:
-            raise ValueError(f"no default effort model for robot {robot!r}; build an EffortModel")
-        scale = np.ones(friction.n_joints)
+        spec = ROBOTS.get(robot) if isinstance(robot, str) else robot
+        if spec is None or spec.efforts is None:
+            name = robot if isinstance(robot, str) else robot.name
+            raise ValueError(f"no default effort model for robot {name!r}; build an EffortModel")
+        n = len(spec.efforts.coulomb)
+        scale = np.ones(n)
         if effort_scale_error > 0.0:
             rng = np.random.default_rng([int(seed), SCALE_STREAM])
-            scale = 1.0 + rng.uniform(-effort_scale_error, effort_scale_error, friction.n_joints)
-        return cls(name, friction, noise, scale)
+            scale = 1.0 + rng.uniform(-effort_scale_error, effort_scale_error, n)
+        return cls.from_table(spec.efforts, scale)
 
 
 # ----------------------------------------------------------------- mismatch

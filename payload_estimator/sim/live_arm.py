@@ -12,7 +12,7 @@ reference when a ``FollowJointTrajectory`` goal arrives or is cancelled.
   that moment, within the joint acceleration and jerk limits of the robot, as a controller does
   when its goal is cancelled). Whatever follows, the pose is then held.
 * Physics, controller and sensors are those of :func:`~payload_estimator.sim.mujoco_sim.simulate`
-  (the same :class:`~payload_estimator.sim.mujoco_sim.ArmStepper`, model, noise levels and F/T
+  (the same :class:`~payload_estimator.sim.stepper.ArmStepper`, model, noise levels and F/T
   offset with drift, opt-in joint friction, effort sensor and model mismatch), so a trajectory
   followed from the start pose gives the very states of a batch run of that trajectory.
 * The wrench is also given as the robot's configured source reports it
@@ -33,24 +33,15 @@ from numpy.typing import ArrayLike
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.samples import STANDARD_GRAVITY
 from payload_estimator.excitation.trajectory import JointTrajectory, braking_trajectory
-from payload_estimator.robots import get_robot
+from payload_estimator.robots import RobotSpec, resolve_robot
 from payload_estimator.settings import Settings, settings_for_robot
+from payload_estimator.sim.arm_model import SENSOR_FRAME, read_imu, read_wrench_in_sensor, robot_arm_model
 from payload_estimator.sim.bag_writer import SourceWrench
 from payload_estimator.sim.efforts import EFFORT_STREAM, ArmMismatch, EffortModel
-from payload_estimator.sim.mujoco_sim import (
-    SENSOR_FRAME,
-    ArmStepper,
-    FtOffset,
-    SensorNoise,
-    StepRecording,
-    default_physics_rate,
-    read_imu,
-    read_wrench_in_sensor,
-    resolve_payload,
-    robot_arm_model,
-    sample_stride,
-)
+from payload_estimator.sim.mujoco_sim import default_physics_rate, resolve_payload, sample_stride
 from payload_estimator.sim.payloads import Payload
+from payload_estimator.sim.sensor_noise import FtOffset, SensorNoise
+from payload_estimator.sim.stepper import ArmStepper, StepRecording
 
 __all__ = ["LiveArm", "LiveSamples", "ArmState", "HOLD", "FOLLOW", "STOP", "START_TOLERANCE"]
 
@@ -142,13 +133,15 @@ class _Hold:
 
 
 class LiveArm:
-    """A catalogue robot holding a payload, integrated as time goes on (module docstring).
+    """A robot holding a payload, integrated as time goes on (module docstring).
 
     Args:
-        robot: one of :data:`~payload_estimator.robots.ROBOT_NAMES`.
+        robot: one of :data:`~payload_estimator.robots.ROBOT_NAMES`, or any arm's spec
+            (:meth:`~payload_estimator.robots.RobotSpec.from_urdf`).
         payload: catalogue name, :class:`Payload`, or inertial parameters in S.
         q_start: (n,) the pose it starts from at rest, rad (default: the robot's home).
-        settings: the robot's configuration, for the wrench's convention (default: its preset).
+        settings: the robot's configuration, for the wrench's convention (default: its preset;
+            required for an arm without one).
         noise: F/T noise level of paper 004 Table II (joint and IMU noise nominal, 0 for "none").
         seed: seeds every random draw.
         rate_hz: joint-state and IMU rate, Hz. wrench_rate_hz: F/T rate, Hz (default ``rate_hz``).
@@ -162,15 +155,15 @@ class LiveArm:
         arm_mismatch: simulate an arm unlike its URDF (as :func:`simulate`), or None.
 
     Attributes:
-        joint_names, urdf (the nominal URDF, what the estimator gets), true_urdf (the one simulated),
-        sensor_frame, imu_frame (None without an IMU), truth (the payload's
+        spec (the arm), robot (its name), joint_names, urdf (the nominal URDF, what the estimator
+        gets), true_urdf (the one simulated), sensor_frame, imu_frame (None without an IMU), truth (the payload's
         inertial parameters in S), wrench_frame_id (the frame the source's wrench is expressed in),
         ddq_max, dddq_max (n,) the limits a stop respects, rad/s², rad/s³.
     """
 
     def __init__(
         self,
-        robot: str = "panda",
+        robot: str | RobotSpec = "panda",
         payload: str | Payload | InertialParameters = "claw_hammer",
         q_start: ArrayLike | None = None,
         settings: Settings | None = None,
@@ -187,25 +180,27 @@ class LiveArm:
         efforts: EffortModel | None = None,
         arm_mismatch: ArmMismatch | None = None,
     ) -> None:
-        spec = get_robot(robot)
-        self.robot = robot
+        spec = resolve_robot(robot)
+        self.spec = spec
+        self.robot = spec.name
         self.joint_names = spec.joint_names
         self.ddq_max = np.array(spec.ddq_max, dtype=float)
         self.dddq_max = np.array(spec.dddq_max, dtype=float)
         self.payload_name, payload_model, self.truth = resolve_payload(payload)
-        settings = settings if settings is not None else settings_for_robot(robot)
-        if settings.robot != robot:
-            raise ValueError(f"settings are for {settings.robot}, the arm is a {robot}")
+        settings = settings if settings is not None else settings_for_robot(spec.name)
+        if settings.robot != spec.parameters.get("robot", ""):
+            raise ValueError(f"settings are for {settings.robot or 'an arm without a preset'}, "
+                             f"the arm is a {spec.name}")
         self.rate_hz = float(rate_hz)
         self.wrench_rate_hz = float(rate_hz if wrench_rate_hz is None else wrench_rate_hz)
         self.physics_rate_hz = float(physics_rate_hz or default_physics_rate([self.rate_hz, self.wrench_rate_hz]))
         self._joint_stride = sample_stride(self.physics_rate_hz, self.rate_hz, "rate_hz")
         self._wrench_stride = sample_stride(self.physics_rate_hz, self.wrench_rate_hz, "wrench_rate_hz")
-        self.urdf, self._model = robot_arm_model(robot, payload_model, self.physics_rate_hz, imu,
+        self.urdf, self._model = robot_arm_model(spec, payload_model, self.physics_rate_hz, imu,
                                                  arm_mismatch=arm_mismatch)
         self.true_urdf = self._model.urdf
         if efforts is not None and efforts.n_joints != spec.n_joints:
-            raise ValueError(f"the effort model is for {efforts.n_joints} joints, the {robot} has {spec.n_joints}")
+            raise ValueError(f"the effort model is for {efforts.n_joints} joints, the {spec.name} has {spec.n_joints}")
         self.efforts = efforts if efforts is None or noise != "none" else efforts.without_noise()
         self._effort_rng = np.random.default_rng([int(seed), EFFORT_STREAM])
         self.sensor_frame = SENSOR_FRAME

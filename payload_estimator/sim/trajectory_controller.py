@@ -36,7 +36,6 @@ import numpy as np
 
 from payload_estimator.errors import GoalError
 from payload_estimator.excitation.trajectory import PointTrajectory
-from payload_estimator.robots import get_robot
 from payload_estimator.sim.live_arm import ArmState, LiveArm
 
 __all__ = [
@@ -140,7 +139,7 @@ class TrajectoryController:
     def __init__(self, arm: LiveArm, start_tolerance: float = 0.05, goal_tolerance: float = 0.01,
                  goal_time_tolerance: float = 0.5, path_tolerance: float = -1.0) -> None:
         self.arm = arm
-        spec = get_robot(arm.robot)
+        spec = arm.spec
         self.joint_names = tuple(arm.joint_names)
         self.q_min, self.q_max, self.dq_max = spec.q_min, spec.q_max, spec.dq_max
         self.start_tolerance = float(start_tolerance)

@@ -1,0 +1,233 @@
+"""Integrating an arm under computed-torque control, with a work cycle's payload changes and contacts.
+
+Controller
+----------
+Computed torque with MuJoCo's own model: ``tau = M(q) (ddq_ref + Kp e + Kd
+de) + qfrc_bias(q, dq)`` (``mj_mulM``, ``qfrc_bias``), ``Kp = w²``,
+``Kd = 2 zeta w``, ``w = 2 pi bandwidth_hz``, torques clipped to the vendor
+limits (clipped steps are counted).
+
+Integration: semi-implicit Euler at the model's timestep through ``mj_step1`` /
+``mj_step2``, so the controller sees the state at ``t`` and every recorded signal
+(sensors, ``qacc``) belongs to that same state and control. The signals are
+therefore exact rigid-body dynamics of the recorded ``(q, dq, ddq)``; integration
+error only shows up as tracking error, which the controller removes.
+
+Joint friction (opt-in, :mod:`payload_estimator.sim.efforts`)
+-------------------------------------------------------------
+With a friction model it acts on the joints (``qfrc_applied = -tau_friction(dq)``, set before
+each step's dynamics) and the controller adds ``tau_friction(dq)`` to its torque, as a real
+controller compensates friction: the tracking is unchanged and the applied torque is
+``M(q) ddq + C dq + g(q) + tau_friction(dq)`` of the recorded state exactly
+(:func:`~payload_estimator.sim.arm_model.rigid_body_torque` gives the first terms).
+
+Angles in rad, speeds in rad/s, torques in N·m, times in s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from payload_estimator.core.inertia import InertialParameters
+from payload_estimator.sim.arm_model import ArmModel, set_payload
+from payload_estimator.sim.efforts import JointFriction
+
+__all__ = ["computed_torque", "WorkSchedule", "ScheduleHook", "StepRecording", "ArmStepper"]
+
+
+def computed_torque(
+    arm: ArmModel,
+    data: mujoco.MjData,
+    q_ref: np.ndarray,
+    dq_ref: np.ndarray,
+    ddq_ref: np.ndarray,
+    kp: float,
+    kd: float,
+) -> np.ndarray:
+    """(n,) ``M(q) (ddq_ref + kp e + kd de) + qfrc_bias`` at the state in ``data``, N·m (unclipped).
+
+    Needs ``qM`` and ``qfrc_bias`` up to date (after ``mj_step1`` or ``mj_forward``).
+    """
+    q = data.qpos[arm.qpos_adr]
+    dq = data.qvel[arm.dof_adr]
+    acc = np.zeros(arm.model.nv)
+    acc[arm.dof_adr] = ddq_ref + kp * (q_ref - q) + kd * (dq_ref - dq)
+    M_acc = np.empty(arm.model.nv)
+    mujoco.mj_mulM(arm.model, data, M_acc, acc)
+    return (M_acc + data.qfrc_bias)[arm.dof_adr]
+
+
+# -------------------------------------------------------------- work cycle
+@dataclass(frozen=True, eq=False)
+class WorkSchedule:
+    """What the gripper holds over a run, and the external forces on it: a work cycle.
+
+    Attributes:
+        changes: ``((t, params), ...)``, ``t`` increasing: from ``t`` (s) on the gripper holds
+            ``params`` (inertial parameters in S; :meth:`InertialParameters.zero` is an empty
+            gripper). Before the first change it holds
+            :func:`~payload_estimator.sim.mujoco_sim.simulate`'s ``payload``.
+        contacts: external forces on the held payload (:class:`payload_estimator.sim.cycle.Contact`:
+            ``t_start``, ``t_end``, ``force_in_world`` N, constant in the world frame,
+            ``point_in_sensor`` m, where it acts).
+
+    The payload body's inertial parameters are changed in the compiled model between two
+    integration steps (MuJoCo reads them anew at every step), and a contact is MuJoCo's
+    ``xfrc_applied`` on that body: the F/T sensor's reading (``cfrc_int``) contains it as a real
+    sensor's would, through the engine's own dynamics.
+    """
+
+    changes: tuple[tuple[float, InertialParameters], ...] = ()
+    contacts: tuple[Any, ...] = ()
+
+    def __post_init__(self) -> None:
+        times = [t for t, _ in self.changes]
+        if np.any(np.diff(times) <= 0.0):
+            raise ValueError("the changes of a work schedule must come in increasing time")
+
+
+class ScheduleHook:
+    """Applies a :class:`WorkSchedule` during integration (see there)."""
+
+    def __init__(self, arm: ArmModel, schedule: WorkSchedule) -> None:
+        self.arm = arm
+        self.schedule = schedule
+        self._times = np.array([t for t, _ in schedule.changes])
+        self._held = -1
+
+    def before_step(self, t: float, d: mujoco.MjData) -> None:
+        """Before the step's dynamics: the payload held at ``t``."""
+        k = int(np.searchsorted(self._times, t + 1e-12, side="right")) - 1
+        if k != self._held and k >= 0:
+            set_payload(self.arm, self.schedule.changes[k][1])
+        self._held = k
+
+    def after_kinematics(self, t: float, d: mujoco.MjData) -> None:
+        """After the step's kinematics: the contact forces at ``t``, at their points now."""
+        b = self.arm.payload_body_id
+        wrench = np.zeros(6)
+        R, p = d.xmat[b].reshape(3, 3), d.xpos[b]
+        for c in self.schedule.contacts:
+            if c.t_start - 1e-12 <= t < c.t_end - 1e-12:
+                force = np.asarray(c.force_in_world, dtype=float)
+                point = p + R @ np.asarray(c.point_in_sensor, dtype=float)
+                wrench[:3] += force
+                wrench[3:] += np.cross(point - d.xipos[b], force)  # about the body's COM, world axes
+        d.xfrc_applied[b] = wrench
+
+
+# -------------------------------------------------------------- stepping
+@dataclass(frozen=True, eq=False)
+class StepRecording:
+    """Integration steps: the state at ``t``, the torque applied, the acceleration and sensors at ``t``.
+
+    Attributes:
+        t: (N,) s. q_ref: (N, n) the reference position, rad. q: (N, n) rad. dq: (N, n) rad/s.
+        ddq: (N, n) rad/s². tau: (N, n) applied torque (clipped), N·m.
+        sensordata: (N, nsensordata) MuJoCo's sensors (read by
+            :func:`~payload_estimator.sim.arm_model.read_wrench_in_sensor` and
+            :func:`~payload_estimator.sim.arm_model.read_imu`).
+        clipped_steps: steps where a torque hit its limit.
+        tau_friction: (N, n) the friction torque the motors supplied (included in ``tau``), N·m, or
+            None for a frictionless arm.
+    """
+
+    t: np.ndarray
+    q_ref: np.ndarray
+    q: np.ndarray
+    dq: np.ndarray
+    ddq: np.ndarray
+    tau: np.ndarray
+    sensordata: np.ndarray
+    clipped_steps: int
+    tau_friction: np.ndarray | None = None
+
+
+class ArmStepper:
+    """Integrates an arm under computed-torque control, step by step (see the module docstring).
+
+    The one place where the simulation steps: :func:`~payload_estimator.sim.mujoco_sim.simulate`
+    runs a whole trajectory through it, :class:`payload_estimator.sim.live_arm.LiveArm` runs it
+    chunk by chunk.
+
+    Args:
+        arm: the compiled model.
+        kp, kd: computed-torque gains, 1/s², 1/s.
+        hook: a work schedule applied during the steps, or None.
+        friction: the joints' friction, or None: applied to the joints (``qfrc_applied =
+            -tau_friction(dq)``) and fed forward by the controller (``+tau_friction(dq)``, at the
+            true speed), so the tracking is that of a frictionless arm.
+
+    Attributes:
+        data: the :class:`mujoco.MjData` (the state between calls).
+    """
+
+    def __init__(self, arm: ArmModel, kp: float, kd: float, hook: ScheduleHook | None = None,
+                 friction: JointFriction | None = None) -> None:
+        self.arm = arm
+        self.kp, self.kd = float(kp), float(kd)
+        self.hook = hook
+        if friction is not None and friction.n_joints != len(arm.joint_names):
+            raise ValueError(f"the friction is for {friction.n_joints} joints, the arm has {len(arm.joint_names)}")
+        self.friction = friction
+        self.data = mujoco.MjData(arm.model)
+
+    def reset(self, q: np.ndarray, dq: np.ndarray) -> None:
+        """Put the arm at ``q`` (n,) rad with speed ``dq`` (n,) rad/s."""
+        self.data.qpos[self.arm.qpos_adr] = q
+        self.data.qvel[self.arm.dof_adr] = dq
+
+    def run(
+        self,
+        t: np.ndarray,
+        q_ref: np.ndarray,
+        dq_ref: np.ndarray,
+        ddq_ref: np.ndarray,
+        progress: Callable[[float], None] | None = None,
+    ) -> StepRecording:
+        """One step per entry of ``t`` (N,), s (the step length is the model's timestep), tracking
+        the reference ``(q_ref, dq_ref, ddq_ref)`` (N, n) rad, rad/s, rad/s²."""
+        arm, d = self.arm, self.data
+        m, hook, kp, kd = arm.model, self.hook, self.kp, self.kd
+        n_steps, n = q_ref.shape
+        qadr, dadr, act, tau_lim = arm.qpos_adr, arm.dof_adr, arm.actuator_ids, arm.tau_max
+        rec_q, rec_dq, rec_ddq, rec_tau = (np.empty((n_steps, n)) for _ in range(4))
+        rec_sens = np.empty((n_steps, m.nsensordata))
+        friction = self.friction
+        rec_friction = np.empty((n_steps, n)) if friction is not None else None
+        clipped = 0
+        report_every = max(n_steps // 100, 1)
+        for i in range(n_steps):
+            if hook is not None:
+                hook.before_step(float(t[i]), d)
+            mujoco.mj_step1(m, d)  # kinematics, M(q), qfrc_bias and gyro at the state at t
+            if hook is not None:
+                hook.after_kinematics(float(t[i]), d)
+            tau = computed_torque(arm, d, q_ref[i], dq_ref[i], ddq_ref[i], kp, kd)
+            if friction is not None and rec_friction is not None:
+                tau_f = friction.torque(d.qvel[dadr])
+                d.qfrc_applied[dadr] = -tau_f  # the joints' friction, used by mj_step2
+                tau = tau + tau_f  # fed forward
+                rec_friction[i] = tau_f
+            if np.any(np.abs(tau) > tau_lim):
+                clipped += 1
+                tau = np.clip(tau, -tau_lim, tau_lim)
+            d.ctrl[act] = tau
+            rec_q[i] = d.qpos[qadr]
+            rec_dq[i] = d.qvel[dadr]
+            rec_tau[i] = tau
+            mujoco.mj_step2(m, d)  # qacc, F/T and accelerometer at t; then integrates to t + dt
+            rec_ddq[i] = d.qacc[dadr]
+            rec_sens[i] = d.sensordata
+            if progress is not None and (i + 1) % report_every == 0:
+                progress((i + 1) / n_steps)
+        if progress is not None:
+            progress(1.0)
+        return StepRecording(np.asarray(t, dtype=float), q_ref, rec_q, rec_dq, rec_ddq, rec_tau, rec_sens, clipped,
+                             rec_friction)
+
