@@ -116,30 +116,16 @@ def _one_line(text: object) -> str:
 
 def robot_from_topics(bag: Path, topics: dict[str, tuple[str, int]], wrench: bool = True) -> str | None:
     """The built-in preset whose joint-state and wrench topics (only the joint states without ``wrench``:
-    the wrench from joint torques) the bag holds, or None.
-
-    Presets that share topics (xArm 6 and 7, say) are told apart by the joint
-    names of the first joint state: the preset with the most arm joints, all
-    of them named there.
-    """
+    the wrench from joint torques) the bag holds, or None
+    (:func:`~payload_estimator.robots.detection.detect_preset_from_topics`, reading joint names from the bag)."""
     from payload_estimator.io.bag import JOINT_STATE_TYPE, bag_first_message
-    from payload_estimator.robots import ROBOT_NAMES, ROBOTS
-    from payload_estimator.settings import settings_for_robot
+    from payload_estimator.robots.detection import detect_preset_from_topics
 
-    candidates = []
-    for name in ROBOT_NAMES:
-        preset = settings_for_robot(name)
-        if preset.joint_states_topic in topics and (preset.wrench_topic in topics or not wrench):
-            candidates.append((name, preset.joint_states_topic))
-    if len(candidates) <= 1:
-        return candidates[0][0] if candidates else None
-    names: dict[str, set[str]] = {}
-    for _, topic in candidates:
-        if topic not in names:
-            msg = bag_first_message(bag, topic, JOINT_STATE_TYPE)
-            names[topic] = set() if msg is None else {str(n) for n in msg.name}
-    fits = [(len(ROBOTS[r].joint_names), r) for r, topic in candidates if set(ROBOTS[r].joint_names) <= names[topic]]
-    return max(fits)[1] if fits else None
+    def joint_names_on(topic: str) -> list[str]:
+        msg = bag_first_message(bag, topic, JOINT_STATE_TYPE)
+        return [] if msg is None else [str(n) for n in msg.name]
+
+    return detect_preset_from_topics(set(topics), joint_names_on, wrench=wrench)
 
 
 def _settings(args: argparse.Namespace, urdf: str | None, info, bag: Path):
