@@ -16,7 +16,7 @@ from payload_estimator.settings import settings_for_robot
 
 def _out(mass=0.8, converged=True, com=(0.0, 0.01, 0.06)):
     params = InertialParameters.from_mass_com_inertia(mass, np.array(com), np.diag([2e-3, 3e-3, 1e-3]))
-    est = Estimate(method="pmd", params=params, covariance=None, bias=None, residual_rms=np.zeros(6),
+    est = Estimate(estimator="pmd", params=params, covariance=None, bias=None, residual_rms=np.zeros(6),
                    condition_number=10.0, samples_used=100, inertia_identifiable=True)
     flange = params.transformed(np.eye(3), np.array([0.0, 0.0, 0.1]))
     return StreamEstimate(est, 1.0, converged, "converged" if converged else "still moving", flange)

@@ -15,7 +15,7 @@ def test_demo_json_summary_and_outputs(tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--duration", "4", "--out", str(out), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["robot"] == "panda" and summary["method"] == "pmd"
+    assert summary["robot"] == "panda" and summary["estimator"] == "pmd"
     assert summary["errors_percent"]["mass"] < 1.0
     assert summary["errors_percent"]["com"] < 5.0
     assert summary["estimate"]["physically_consistent"] is True

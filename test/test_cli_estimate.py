@@ -40,7 +40,7 @@ def test_estimate_json_for_every_method(tmp_path, capsys, samples, suffix):
         for key in ("method", "mass", "com", "inertia_com", "phi", "physically_consistent",
                     "samples_used", "condition_number"):
             assert key in out
-        assert out["method"] == method and out["samples_used"] == len(samples)
+        assert out["estimator"] == method and out["samples_used"] == len(samples)
         assert out["mass"] == pytest.approx(HAMMER.mass, rel=0.02)
         # the inertia is a number only where the data or a prior determine it (1.5 s of motion: not always)
         if out["identification"]["inertia"] == "not identified":

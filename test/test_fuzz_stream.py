@@ -405,7 +405,7 @@ def check_estimate(est: Any) -> None:
     assert np.all(np.isfinite(est.residual_rms)), f"non-finite residual RMS {est.residual_rms}"
     assert not math.isnan(est.condition_number), "condition number NaN"
     assert math.isfinite(est.dynamism), f"dynamism {est.dynamism}"
-    if est.method == "pmd":
+    if est.estimator == "pmd":
         empty = est.mass == 0.0 and not np.any(est.phi)
         assert est.physically_consistent or empty, f"PMD estimate not physically consistent: phi = {est.phi}"
     est.to_dict()  # every derived value (COM, inertia about it, their stds) computes without raising

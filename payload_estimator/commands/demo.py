@@ -235,7 +235,7 @@ def _run_single(args: argparse.Namespace) -> int:
                      title=f"{args.robot} + {args.payload}: {method}, {args.trajectory}, {args.noise} noise")
     where = _where(report, args.out)
     if args.json:
-        summary = report.summary(robot=args.robot, payload=args.payload, method=method,
+        summary = report.summary(robot=args.robot, payload=args.payload, estimator=method,
                                  trajectory=args.trajectory, duration_s=args.duration, noise=args.noise,
                                  out_dir=str(args.out))
         counts = _tracking_counts(stream)
@@ -312,7 +312,7 @@ def _cycle_report(args: argparse.Namespace, cycle: Any, run_: Any, tracker: Any,
         plot_path = plot_work_cycle(args.out / "cycle.png", t_truth, run_.phi_at(t_truth)[:, 0], t, mass, com_error,
                                     events, contacts, title=title)
     if args.json:
-        _dump({"robot": args.robot, "method": method, "noise": args.noise, "scenario": "cycle",
+        _dump({"robot": args.robot, "estimator": method, "noise": args.noise, "scenario": "cycle",
                "seed": args.seed, "duration_s": cycle.duration, **score.summary(), "counts": asdict(counts),
                "events": [{"kind": e.kind, "t_start": float(e.t_start), "t_decided": float(e.t_decided)}
                           for e in events],
@@ -430,7 +430,7 @@ def _joint_torque_output(args: argparse.Namespace, console: Any, stream: Any, re
     truth_flange = payload.params.transformed(stream.R_flange_sensor, stream.p_flange_sensor)
     cal_warnings = friction_warnings(ArmDynamics(cal.kinematics, cal.calibration), cal.coverage)
     if args.json:
-        summary = report.summary(robot=args.robot, payload=args.payload, method=method,
+        summary = report.summary(robot=args.robot, payload=args.payload, estimator=method,
                                  wrench_source=WrenchSource.JOINT_TORQUES.value, effort_model=effort_model,
                                  trajectory=args.trajectory, duration_s=args.duration, noise=args.noise,
                                  out_dir=str(args.out))

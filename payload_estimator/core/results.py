@@ -94,7 +94,7 @@ class Estimate:
     """A payload estimate in the sensor frame ``S``.
 
     Attributes:
-        method: estimator name (a key of :data:`~payload_estimator.core.estimators.ESTIMATORS`).
+        estimator: estimator name (a key of :data:`~payload_estimator.core.estimators.ESTIMATORS`).
         params: the inertial parameters, about the sensor origin.
         covariance: (10, 10) covariance of ``phi`` (paper order), or None when
             the data do not determine it.
@@ -114,7 +114,7 @@ class Estimate:
         physically_consistent: see :func:`~payload_estimator.core.inertia.check_physical_consistency`.
     """
 
-    method: str
+    estimator: str
     params: InertialParameters
     covariance: np.ndarray | None
     bias: np.ndarray | None
@@ -208,7 +208,7 @@ class Estimate:
                     for c, status in zip(self.com, ident.com)]
         inertia_known = ident.inertia != NOT_IDENTIFIED
         return {
-            "method": self.method,
+            "estimator": self.estimator,
             "mass": self.mass if ident.mass != NOT_IDENTIFIED else None,
             "com": com,
             "inertia_com": arr(self.inertia_com) if inertia_known else None,

@@ -94,7 +94,7 @@ def payload_estimate_msg(factory: MessageFactory, out: StreamEstimate, frame_id:
     bias = _fixed(est.bias, 6) if est.bias is not None else np.zeros(6)
     fields = {
         "header": header_fields(frame_id, out.t),
-        "estimator": est.method,
+        "estimator": est.estimator,
         "mass": float(est.mass),
         "com": _vector3(est.com),
         "inertia": _inertia_fields(est.params),

@@ -19,7 +19,7 @@ def _vec(v: np.ndarray, scale: float = 1.0, digits: int = 4) -> str:
 
 def estimate_table(estimate: Estimate, truth: InertialParameters | None = None, frame: str = "sensor") -> Table:
     """Mass, COM and inertia about the COM of an estimate (± one standard deviation), beside the truth if known."""
-    table = Table(title=f"Payload estimate ({estimate.method}, frame '{frame}')")
+    table = Table(title=f"Payload estimate ({estimate.estimator}, frame '{frame}')")
     table.add_column("quantity", no_wrap=True)
     if truth is not None:
         table.add_column("truth", justify="right", no_wrap=True)

@@ -371,7 +371,7 @@ class Estimator(abc.ABC):
         stats, weights, unconstrained = self._fit_inputs()
         data = data_covariance(sol.information) if np.all(np.isfinite(sol.information)) else None
         return Estimate(
-            method=self.name,
+            estimator=self.name,
             params=params,
             covariance=None if sol.covariance is None else sol.covariance[:N_PARAMS, :N_PARAMS],
             bias=sol.theta[N_PARAMS:].copy() if self.with_bias else None,
