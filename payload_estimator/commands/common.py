@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from payload_estimator.commands import CommandError
-from payload_estimator.robots import get_robot
+from payload_estimator.robots import ROBOT_NAMES, RobotSpec, resolve_robot
 
 __all__ = [
     "console_and_progress",
@@ -277,7 +277,7 @@ def add_trajectory_arguments(p: argparse.ArgumentParser, default: str | None = D
                         "optimal: 5; a file: its own length; a shorter trajectory's last pose is held)")
 
 
-def resolve_trajectory(robot: str, trajectory: str, duration: float | None,
+def resolve_trajectory(robot: str | RobotSpec, trajectory: str, duration: float | None,
                        seed: int = 0) -> tuple[str, Any, float, Any]:
     """``(label, trajectory for simulate, duration s, check or None)`` from the options.
 
@@ -291,7 +291,7 @@ def resolve_trajectory(robot: str, trajectory: str, duration: float | None,
     from payload_estimator.excitation.check import check_trajectory
     from payload_estimator.excitation.limits import ArmLimits, ExcitationError, MotionLimits, flange_kinematics
 
-    spec = get_robot(robot)
+    spec = resolve_robot(robot)
     if trajectory in TRAJECTORY_NAMES[:-1]:
         return trajectory, trajectory, DEFAULT_DURATION_S if duration is None else duration, None
     arm, kin = ArmLimits.from_robot(spec), flange_kinematics(robot)
@@ -316,7 +316,7 @@ def resolve_trajectory(robot: str, trajectory: str, duration: float | None,
         raise CommandError(f"--trajectory {trajectory}: {exc}") from None
     missing = [n for n in spec.joint_names if n not in names]
     if missing:
-        raise CommandError(f"--trajectory {trajectory}: no column for {', '.join(missing)} of {robot} "
+        raise CommandError(f"--trajectory {trajectory}: no column for {', '.join(missing)} of {spec.name} "
                            f"(the file has {', '.join(names)})")
     columns = [names.index(n) for n in spec.joint_names]
     traj = from_positions(t, np.asarray(q)[:, columns], spec.joint_names)
@@ -326,6 +326,47 @@ def resolve_trajectory(robot: str, trajectory: str, duration: float | None,
     except ExcitationError as exc:
         raise CommandError(f"--trajectory {trajectory}: {exc}") from None
     return path.name, traj, traj.duration if duration is None else duration, check
+
+
+# -------------------------------------------------------------------- robots
+
+
+def add_robot_arguments(p: argparse.ArgumentParser, default: str = "panda") -> None:
+    """``--robot`` (a built-in robot) or ``--urdf FILE --flange-frame LINK`` (any arm from its URDF) of the
+    commands that simulate an arm; :func:`robot_from_args` reads them."""
+    p.add_argument("--robot", choices=ROBOT_NAMES, default=default,
+                   help=f"a built-in robot (default {default})")
+    p.add_argument("--urdf", metavar="FILE",
+                   help="any arm from its URDF instead: simulated with the URDF's inertias and joint limits "
+                        "(acceleration and jerk limits of our own), with an F/T sensor on --flange-frame")
+    p.add_argument("--flange-frame", metavar="LINK", help="with --urdf: the link the F/T sensor is mounted on")
+
+
+def robot_from_args(args: argparse.Namespace) -> str | RobotSpec:
+    """The arm :func:`add_robot_arguments` names: a built-in robot's name, or the spec of a URDF's arm (its
+    name then becomes ``args.robot``, for titles); one line and exit status 2 for a URDF that cannot be used."""
+    if not getattr(args, "urdf", None):
+        if getattr(args, "flange_frame", None):
+            raise CommandError("--flange-frame goes with --urdf (a built-in robot has its own flange)")
+        return str(args.robot)
+    from payload_estimator.errors import ConfigurationError
+    from payload_estimator.excitation.limits import DEFAULT_ACCELERATION_LIMIT, DEFAULT_JERK_LIMIT
+
+    if not args.flange_frame:
+        raise CommandError("--urdf needs --flange-frame LINK: the link of the arm the F/T sensor is mounted on")
+    try:
+        text = Path(args.urdf).read_text()
+    except OSError as exc:
+        raise CommandError(f"--urdf {args.urdf}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise CommandError(f"--urdf {args.urdf}: not a text file (a URDF is XML)") from None
+    try:
+        spec = RobotSpec.from_urdf(text, args.flange_frame, acceleration=DEFAULT_ACCELERATION_LIMIT,
+                                   jerk=DEFAULT_JERK_LIMIT)
+    except ConfigurationError as exc:
+        raise CommandError(f"--urdf {args.urdf}: {one_line(exc)}") from None
+    args.robot = spec.name or Path(args.urdf).stem
+    return spec
 
 
 # ------------------------------------------------------------- settings options
@@ -388,7 +429,7 @@ def add_effort_arguments(p: argparse.ArgumentParser, switch: bool = True) -> Non
                    help="each joint's effort scale off by up to this fraction, e.g. 0.03 (default 0: exact)")
 
 
-def effort_model(robot: str, args: argparse.Namespace) -> tuple[Any, Any]:
+def effort_model(robot: str | RobotSpec, args: argparse.Namespace) -> tuple[Any, Any]:
     """(EffortModel, ArmMismatch) of the options of :func:`add_effort_arguments` (both None without
     ``--efforts``): the robot's default effort model and a mismatched arm, both drawn from ``--arm-seed``."""
     if not getattr(args, "efforts", True):

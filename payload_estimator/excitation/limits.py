@@ -216,9 +216,9 @@ class MotionLimits:
 
 
 @functools.lru_cache(maxsize=8)
-def flange_kinematics(robot: str) -> SensorKinematics:
-    """Pinocchio kinematics of built-in robot ``robot``'s flange frame (cached per robot)."""
+def flange_kinematics(robot: str | RobotSpec) -> SensorKinematics:
+    """Pinocchio kinematics of an arm's flange frame: a built-in robot's name, or any arm's spec (cached)."""
     from payload_estimator.pipeline.kinematics import SensorKinematics
 
-    spec = get_robot(robot)
+    spec = get_robot(robot) if isinstance(robot, str) else robot
     return SensorKinematics(robot_urdf(robot), spec.flange_frame, joint_names=spec.joint_names)

@@ -12,17 +12,28 @@ from __future__ import annotations
 from typing import Any
 
 from payload_estimator.pipeline.playback import Recording
+from payload_estimator.robots import ROBOTS, RobotSpec, resolve_robot
 from payload_estimator.settings import Settings, WrenchSource
 from payload_estimator.sim.run import SimulatedRun
 
 __all__ = ["settings_for_run", "recording_from_run", "stream_for_run"]
 
 
-def settings_for_run(run: SimulatedRun, **overrides: Any) -> Settings:
+def settings_for_run(run: SimulatedRun, robot: str | RobotSpec | None = None, **overrides: Any) -> Settings:
     """The settings of an estimator reading ``run``: its robot, joints and sensor frame, the wrist F/T
-    sensor's wrench (every other setting at its default), with ``overrides`` (settings fields) applied."""
+    sensor's wrench (every other setting at its default), with ``overrides`` (settings fields) applied.
+
+    Args:
+        run: the simulated run.
+        robot: the arm simulated: a built-in robot's name (default ``run.robot``), or the spec of an arm
+            from its URDF (no preset: its flange is named).
+        **overrides: settings fields.
+    """
+    spec = resolve_robot(robot if robot is not None else run.robot)
+    preset = spec.name if spec.name in ROBOTS and ROBOTS[spec.name] is spec else ""
     values: dict[str, Any] = {
-        "robot": run.robot,
+        "robot": preset,
+        "flange_frame": "" if preset else spec.flange_frame,
         "joint_names": list(run.joint_names),
         "sensor_frame": run.sensor_frame,
         "wrench_source": WrenchSource.FT_SENSOR,
@@ -50,19 +61,21 @@ def recording_from_run(run: SimulatedRun, imu: bool = False, wrench: bool = True
     )
 
 
-def stream_for_run(run: SimulatedRun, shape: Any = None, *, wrench: Any = None, **overrides: Any) -> Any:
+def stream_for_run(run: SimulatedRun, shape: Any = None, *, wrench: Any = None, robot: str | RobotSpec | None = None,
+                   **overrides: Any) -> Any:
     """The stream the node would build for ``run`` (:func:`~payload_estimator.pipeline.build.build_stream` of
     :func:`settings_for_run` with ``overrides``), the payload's ``shape`` for the estimators that need one.
 
     ``wrench``: a wrench source's spec in place of the settings' (e.g. a
-    :class:`~payload_estimator.pipeline.sources.joint_effort.JointEfforts` with a calibration held in memory).
+    :class:`~payload_estimator.pipeline.sources.joint_effort.JointEfforts` with a calibration held in memory);
+    ``robot``: the arm's spec when it is no built-in robot (:func:`settings_for_run`).
     """
     from dataclasses import replace
 
     from payload_estimator.pipeline.build import build_estimator, build_stream, stream_config
     from payload_estimator.pipeline.stream import EstimationStream
 
-    settings = settings_for_run(run, **overrides)
+    settings = settings_for_run(run, robot, **overrides)
     if wrench is None:
         return build_stream(settings, run.urdf, shape=shape)
     config = replace(stream_config(settings, run.urdf), wrench_source=wrench)

@@ -36,7 +36,6 @@ Units: rad, rad/s, rad/s², s, m/s.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -45,7 +44,7 @@ import numpy as np
 from payload_estimator.excitation.limits import flange_kinematics
 from payload_estimator.excitation.trajectory import JointTrajectory, MinJerkSegments, min_jerk, ramped_time
 from payload_estimator.pipeline.kinematics import SensorKinematics
-from payload_estimator.robots import RobotSpec, robot_urdf
+from payload_estimator.robots import RobotSpec
 
 __all__ = [
     "JointTrajectory",
@@ -56,7 +55,6 @@ __all__ = [
     "make_trajectory",
     "tcp_speed",
     "flange_kinematics",
-    "arm_flange_kinematics",
     "min_jerk",
     "ramped_time",
     "TRAJECTORY_KINDS",
@@ -86,16 +84,10 @@ _Trajectory = TypeVar("_Trajectory", bound=JointTrajectory)
 
 
 # ---------------------------------------------------------------- kinematics
-@functools.lru_cache(maxsize=8)
-def arm_flange_kinematics(spec: RobotSpec) -> SensorKinematics:
-    """Pinocchio kinematics of an arm's flange frame, built-in or from a URDF (cached per spec)."""
-    return SensorKinematics(robot_urdf(spec), spec.flange_frame, joint_names=spec.joint_names)
-
-
 def _kinematics(spec_or_kinematics: RobotSpec | SensorKinematics) -> SensorKinematics:
     if isinstance(spec_or_kinematics, SensorKinematics):
         return spec_or_kinematics
-    return arm_flange_kinematics(spec_or_kinematics)
+    return flange_kinematics(spec_or_kinematics)
 
 
 def tcp_speed(
@@ -129,7 +121,7 @@ def _speed_ratio(spec: RobotSpec, traj: JointTrajectory) -> float:
     """Largest of (peak TCP speed / target, peak joint speed / allowed); <= 1 when within limits."""
     t = _check_grid(traj.duration)
     q, dq, _ = traj(t)
-    lin, _ = _frame_speeds(arm_flange_kinematics(spec), q, dq)
+    lin, _ = _frame_speeds(flange_kinematics(spec), q, dq)
     joint = np.max(np.abs(dq) / (JOINT_SPEED_FRACTION * spec.dq_max[None, :]))
     return float(max(np.max(lin) / _TCP_TARGET, joint))
 
@@ -270,7 +262,7 @@ def _time_scale_for_mean_ang_speed(
 
     The speed is nearly proportional to ``k``: fixed-point steps ``k <- k target / mean(k)``.
     """
-    kin = arm_flange_kinematics(spec)
+    kin = flange_kinematics(spec)
     k = 1.0
     for _ in range(10):
         q, dq, _ = build(k)(t)
@@ -338,7 +330,7 @@ class ThesisSinusoids(RampedSinusoids):
 
 # ------------------------------------------------------------ pick and place
 def _flange_pose(spec: RobotSpec, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    kin = arm_flange_kinematics(spec)
+    kin = flange_kinematics(spec)
     R, p = kin.frame_pose(q, spec.flange_frame, spec.base_frame)
     return R[0], p[0]
 
@@ -353,7 +345,7 @@ def _solve_ik(
     """
     import pinocchio as pin
 
-    kin = arm_flange_kinematics(spec)
+    kin = flange_kinematics(spec)
     model = kin.model
     data = model.createData()
     fid = model.getFrameId(spec.flange_frame)
