@@ -371,10 +371,15 @@ class Supervisor:
             self._configuration_error(f"cannot build the estimator: {exc}{where}")
             self._next_frames_retry = now + TF_RETRY_S if not_found else float("inf")
             return
+        self._start(stream, settings, extra, not_found)
+
+    def _start(self, stream: EstimationStream, settings: Settings, extra: list[ExtraFrame],
+               not_found: list[str]) -> None:
+        """Run the stream just built (``extra``: the frames found in tf2; ``not_found``: those found nowhere)."""
         if settings.sensor_frame in not_found:
             self.log.warning(
                 f"sensor frame {settings.sensor_frame!r} is neither in robot_description nor in tf2: attached to "
-                f"{settings.sensor_parent_frame or flange!r} at sensor_xyz={settings.sensor_xyz}, "
+                f"{settings.sensor_parent_frame or flange_frame(settings)!r} at sensor_xyz={settings.sensor_xyz}, "
                 f"sensor_rpy={settings.sensor_rpy}")
         stream.paused = self.paused
         self.driver = Driver(stream, ros_inbound.feed_many, publish_period_s=1.0 / settings.publish_rate_hz,
