@@ -35,10 +35,12 @@ from payload_estimator.supervision.identify import (
     STOP_SETTLE_S,
     STOP_TIMEOUT_S,
     SUCCEEDED,
-    IdentifyGoal,
     IdentifySession,
-    JointReading,
     dry_run_outcome,
+)
+from payload_estimator.supervision.identify_plan import (
+    IdentifyGoal,
+    JointReading,
     joint_reading,
     motion_limits,
     plan_identification,

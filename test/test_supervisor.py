@@ -33,9 +33,10 @@ from payload_estimator.settings import settings_for_robot
 from payload_estimator.sim.live import LiveRun
 from payload_estimator.sim.mujoco_sim import simulate
 from payload_estimator.sim.payloads import get_payload
+from payload_estimator.supervision.estimate_handover import ApplyDecision
 from payload_estimator.supervision.frames import extra_frame
 from payload_estimator.supervision.status import CONFIGURATION_ERROR, RUNNING, WAITING_DESCRIPTION, WAITING_FRAMES
-from payload_estimator.supervision.supervisor import TF_RETRY_S, TF_WAIT_S, ApplyDecision, Supervisor
+from payload_estimator.supervision.supervisor import TF_RETRY_S, TF_WAIT_S, Supervisor
 
 PAYLOAD = get_payload("claw_hammer")
 T0 = 100.0

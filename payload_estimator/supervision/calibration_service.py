@@ -16,7 +16,10 @@ without ROS:
 * :func:`fit_calibration`: :func:`~payload_estimator.pipeline.arm_dynamics.joint_recording` and
   :func:`~payload_estimator.pipeline.arm_dynamics.calibrate_arm`, then the YAML written atomically
   (:meth:`~payload_estimator.pipeline.arm_dynamics.ArmCalibration.save`; its directories made). Slow
-  (about a second): the node runs it in the service's own thread, never in its processing loop.
+  (about a second): the node runs it in the service's own thread, never in its processing loop;
+* :class:`CalibrationService`: one call of the service from the request to the file, one at a time:
+  the recording (by the supervisor, which the processing loop feeds), the checks, the fit and, in
+  joint-torque mode, the estimator restarted with the file written.
 
 The motion is the user's: the arm, *without payload*, is moved through its range while the service
 records (jogged, taught, or a trajectory sent to its controller). Every joint must move (at least
@@ -28,18 +31,25 @@ Times: receive times are the node's monotonic clock, s; the samples' times are t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from payload_estimator.errors import InputError
 from payload_estimator.io.cdr import JointStateLayout, SerializedJointState, joint_state_layout
 from payload_estimator.io.ros_factories import stamp_to_sec
 from payload_estimator.pipeline.arm_dynamics import calibrate_arm, joint_recording
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.stream import JOINTS
+from payload_estimator.settings import WrenchSource
+
+if TYPE_CHECKING:  # the supervisor records for the service, and imports this module
+    from payload_estimator.supervision.supervisor import Supervisor
 
 __all__ = [
     "CalibrateRequest",
@@ -48,6 +58,7 @@ __all__ = [
     "calibrate_request",
     "recording_refusal",
     "fit_calibration",
+    "CalibrationService",
     "DEFAULT_DURATION_S",
     "MAX_DURATION_S",
     "MIN_JOINT_RANGE_RAD",
@@ -105,15 +116,15 @@ def calibrate_request(
     ``arm_calibration`` parameter's ``parameter_path``), ``~`` expanded and made absolute.
 
     Raises:
-        ValueError: "refused: ..." (a duration that is not positive or too long, no file to write).
+        InputError: "refused: ..." (a duration that is not positive or too long, no file to write).
     """
     duration = float(duration_s) if duration_s else DEFAULT_DURATION_S
     if not np.isfinite(duration) or duration <= 0.0 or duration > MAX_DURATION_S:
-        raise ValueError(f"refused: duration must be in (0, {MAX_DURATION_S:g}] s (0: {DEFAULT_DURATION_S:g} s), "
+        raise InputError(f"refused: duration must be in (0, {MAX_DURATION_S:g}] s (0: {DEFAULT_DURATION_S:g} s), "
                          f"got {duration_s:g}")
     chosen = str(path).strip() or str(parameter_path).strip()
     if not chosen:
-        raise ValueError("refused: no file to write: give a path, or set the arm_calibration parameter")
+        raise InputError("refused: no file to write: give a path, or set the arm_calibration parameter")
     return CalibrateRequest(duration, Path(chosen).expanduser().absolute(), bool(effort_scale))
 
 
@@ -315,3 +326,104 @@ def fit_calibration(
                + f"; written to {request.path}")
     return CalibrateResult(True, message, str(request.path), recorder.joint_names,
                            tuple(float(x) for x in before), tuple(float(x) for x in after), int(fit.samples))
+
+
+class CalibrationService:
+    """``~/calibrate`` for the node: record for the request's duration, check, fit, write and, in joint-torque
+    mode, estimate with the file written. One call at a time; a second one meanwhile is refused at once.
+
+    The recording is the supervisor's (the processing loop feeds it); this waits for its end in the
+    service's own thread, then fits there (slow), never in the loop.
+
+    Args:
+        supervisor: the node's supervisor.
+        lock: what the node holds around the supervisor (held briefly, never while waiting or fitting).
+        set_arm_calibration: sets the ``arm_calibration`` parameter to a file; returns (accepted, why not).
+        running: whether the node still runs (a shutdown ends the wait for the recording early).
+        resolve: a topic name as the node resolves it (for messages).
+        log: where the recording's start is logged (``info``).
+        clock: the receive-time clock, s.
+        sleep: how the wait for the recording's end sleeps, s.
+    """
+
+    def __init__(self, supervisor: Supervisor, lock: Any, set_arm_calibration: Callable[[str], tuple[bool, str]],
+                 running: Callable[[], bool], resolve: Callable[[str], str] = str, log: Any = None,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], Any] = time.sleep) -> None:
+        self._supervisor = supervisor
+        self._lock = lock
+        self._set_arm_calibration = set_arm_calibration
+        self._running = running
+        self._resolve = resolve
+        self._log = log if log is not None else supervisor.log
+        self._clock = clock
+        self._sleep = sleep
+        self._busy_lock = threading.Lock()
+        self._busy = False
+
+    def calibrate(self, duration_s: float, path: str, effort_scale: bool = False) -> CalibrateResult:
+        """Serve one request: ``duration_s`` s (0: :data:`DEFAULT_DURATION_S`), the file ``path`` (empty: the
+        ``arm_calibration`` parameter's), and whether to fit effort scales. Never raises for a refusal: the
+        result says why."""
+        with self._busy_lock:
+            if self._busy:
+                return CalibrateResult(False, "refused: a calibration is already recording")
+            self._busy = True
+        try:
+            return self._record_and_fit(duration_s, path, effort_scale)
+        finally:
+            with self._lock:
+                self._supervisor.stop_calibration()  # (left early: an error, shutdown)
+            with self._busy_lock:
+                self._busy = False
+
+    def _record_and_fit(self, duration_s: float, path: str, effort_scale: bool) -> CalibrateResult:
+        supervisor = self._supervisor
+        with self._lock:
+            settings = supervisor.settings
+            try:
+                request = calibrate_request(duration_s, path, settings.arm_calibration if settings else "",
+                                            effort_scale)
+            except ValueError as exc:
+                return CalibrateResult(False, str(exc))
+            start = self._clock()
+            why = supervisor.start_calibration(request, start)
+        if why is not None:
+            return CalibrateResult(False, why)
+        assert settings is not None
+        topic = self._resolve(settings.joint_states_topic)
+        self._log.info(f"~/calibrate: recording the joint states on {topic} for {request.duration_s:g} s: "
+                       "move the arm, without payload, through its range")
+        deadline = start + request.duration_s + END_MARGIN_S
+        while self._clock() < deadline and self._running():
+            self._sleep(0.05)
+        with self._lock:
+            recorder = supervisor.stop_calibration()
+        if recorder is None:
+            return CalibrateResult(False, "the recording was lost (internal error)")
+        why = recording_refusal(recorder, topic)
+        if why is not None:
+            return CalibrateResult(False, why)
+        try:
+            kinematics = supervisor.calibration_kinematics()
+        except ValueError as exc:
+            return CalibrateResult(False, f"refused: {exc}")
+        result = fit_calibration(kinematics, recorder, request, robot=settings.robot)
+        if result.success:
+            result = self._load(result, request.path)
+        return result
+
+    def _load(self, result: CalibrateResult, path: Path) -> CalibrateResult:
+        """In joint-torque mode, estimate with the calibration just written (the parameter names it)."""
+        settings = self._supervisor.settings
+        if settings is None or settings.wrench_source is not WrenchSource.JOINT_TORQUES:
+            return result
+        current = str(Path(settings.arm_calibration).expanduser().absolute()) if settings.arm_calibration else ""
+        if current == str(path):
+            with self._lock:
+                self._supervisor.reload_calibration()
+            return replace(result, message=result.message + "; estimating with it")
+        accepted, why_not = self._set_arm_calibration(str(path))
+        if not accepted:
+            return replace(result, message=result.message + f"; not loaded: {why_not}")
+        return replace(result, message=result.message + "; arm_calibration now names it and the estimation "
+                                                        "restarts with it")

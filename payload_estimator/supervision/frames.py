@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from payload_estimator.errors import InputError
 from payload_estimator.pipeline.build import ExtraFrame, flange_frame, wrench_convention
 from payload_estimator.robots import parse_description
 from payload_estimator.settings import MotionSource, Settings
@@ -55,10 +56,14 @@ def frames_to_look_up(settings: Settings, urdf: str, imu_frame: str | None = Non
 def extra_frame(name: str, parent: str, translation: Sequence[float], quaternion_xyzw: Sequence[float]) -> ExtraFrame:
     """``(name, parent, xyz, rpy)`` for ``build_stream(extra_frames=...)`` from a pose of
     ``name`` in ``parent`` (tf2's ``lookup_transform(parent, name)``: translation in m, unit
-    quaternion x, y, z, w). ``rpy`` is URDF roll/pitch/yaw, rad."""
+    quaternion x, y, z, w). ``rpy`` is URDF roll/pitch/yaw, rad.
+
+    Raises:
+        InputError: a pose that is not finite, or not three coordinates and four quaternion components.
+    """
     xyz = tuple(float(v) for v in translation)
     q = np.asarray(quaternion_xyzw, dtype=float)
     if len(xyz) != 3 or q.shape != (4,) or not np.all(np.isfinite(q)) or not np.isfinite(xyz).all():
-        raise ValueError(f"bad pose for frame {name!r}: {translation}, {quaternion_xyzw}")
+        raise InputError(f"bad pose for frame {name!r}: {translation}, {quaternion_xyzw}")
     rpy = Rotation.from_quat(q / np.linalg.norm(q)).as_euler("xyz")
     return (name, parent, xyz, tuple(float(v) for v in rpy))

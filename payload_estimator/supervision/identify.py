@@ -1,31 +1,24 @@
-"""``~/identify`` without ROS: design the identification motion, run it, stop when converged, hand over.
+"""``~/identify``'s session without ROS: run the identification motion, stop when converged, go back, hand over.
 
-The rclpy node (:mod:`payload_estimator.ros.estimator_node`) serves the
+The rclpy node (:mod:`payload_estimator.ros.estimator_node`, with
+:mod:`payload_estimator.ros.identify_action`) serves the
 ``payload_estimator/action/Identify`` action and is a client of the arm's
 ``control_msgs/action/FollowJointTrajectory``; everything it decides is decided
-here, so that it can be tested without ROS:
+here and in :mod:`payload_estimator.supervision.identify_plan` (whether a goal may
+start, the motion) and :mod:`payload_estimator.supervision.identify_run` (the
+goal between the node's threads), so that it can be tested without ROS.
 
-* :func:`refusal`: why a goal cannot start (no robot model or stream yet, the
-  estimator paused, no joint state or a stale one, no trajectory action
-  configured, another identification running). A start within the position
-  margin of a joint limit is refused by the design itself
-  (:class:`~payload_estimator.excitation.ExcitationError`);
-* :func:`plan_identification`: the motion from the current joint state
-  (:func:`~payload_estimator.excitation.design_excitation`; arm limits from the
-  robot preset when the joints are the preset's, else from the URDF), with the
-  settings' motion limits and the goal's overrides, sampled into the points sent
-  to the controller. Slow (an optimisation): the node runs it in the action's
-  own thread, never in its processing loop;
-* :class:`IdentifySession`: the state machine the node's processing loop ticks
-  (:meth:`IdentifySession.tick`) and the action callbacks inform (the
-  controller's answer, feedback and result, a cancel, the hand-over's answer).
-  Each tick returns a :class:`Step`: what the node must do now (reset the
-  estimator, send or cancel the trajectory, apply, publish feedback, finish).
+:class:`IdentifySession` is the state machine the node's processing loop ticks
+(:meth:`IdentifySession.tick`) and the action callbacks inform (the
+controller's answer, feedback and result, a cancel, the hand-over's answer).
+Each tick returns a :class:`Step`: what the node must do now (reset the
+estimator, send or cancel the trajectory, apply, publish feedback, finish).
 
 Phases: ``starting`` (reset, send) -> ``moving`` (until the estimate has
 converged, the motion ends, or something goes wrong) -> ``stopping`` (the
 trajectory is cancelled: the controller holds the arm) -> ``returning`` (a
-minimum-jerk rest-to-rest motion back to the start, within every limit) ->
+minimum-jerk rest-to-rest motion back to the start, within every limit:
+:func:`~payload_estimator.supervision.identify_plan.return_move`) ->
 ``applying`` (``~/apply``, when asked and converged) -> done. A motion that
 ends without convergence waits :data:`SETTLE_S` for the filters' delay, then
 finishes unconverged with the estimate's reason.
@@ -44,45 +37,29 @@ in the stream's joint order (:attr:`IdentifyPlan.joint_names`), rad.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
-import yaml
-from scipy.spatial.transform import Rotation
 
-from payload_estimator.excitation import (
-    ArmLimits,
-    ExcitationError,
-    MotionLimits,
-    design_excitation,
-)
-from payload_estimator.excitation.trajectory import JointTrajectory, MinJerkSegments, sample_points
-from payload_estimator.pipeline.kinematics import SensorKinematics
+from payload_estimator.excitation.trajectory import JointTrajectory, sample_points
 from payload_estimator.pipeline.stream import StreamEstimate
-from payload_estimator.robots import ROBOTS
 from payload_estimator.settings import Settings
+from payload_estimator.supervision.identify_plan import IdentifyGoal, IdentifyPlan, JointReading, return_move
 
 __all__ = [
-    "IdentifyGoal",
-    "JointReading",
-    "IdentifyPlan",
     "Feedback",
     "Outcome",
     "Step",
     "IdentifySession",
-    "refusal",
     "dry_run_outcome",
-    "plan_identification",
-    "motion_limits",
-    "joint_reading",
-    "return_move",
     "SUCCEEDED",
     "ABORTED",
     "CANCELED",
+    "DESIGNING",
     "SETTLE_S",
     "STOP_TIMEOUT_S",
+    "STOP_SETTLE_S",
     "FEEDBACK_PERIOD_S",
 ]
 
@@ -103,85 +80,9 @@ FEEDBACK_PERIOD_S = 0.1
 LATENCY_S = 0.1
 """The tracking error compares the measured joints with the reference up to this long before, s (the joint
 states' latency and the controller's start)."""
-MIN_RETURN_S = 0.5
-"""Shortest motion back to the start, s."""
-_TCP_TARGET_FRACTION = 0.95  # the motion back keeps this fraction of max_tcp_speed
 
 
 # ------------------------------------------------------------------ values
-@dataclass(frozen=True)
-class IdentifyGoal:
-    """An ``Identify`` goal: ``duration`` (s) and ``max_tcp_speed`` (m/s), 0 for the settings' value;
-    ``apply``: hand a converged estimate over (``~/apply``); ``dry_run``: design and check only."""
-
-    duration: float = 0.0
-    max_tcp_speed: float = 0.0
-    apply: bool = False
-    dry_run: bool = False
-
-
-@dataclass(frozen=True)
-class JointReading:
-    """The arm's measured joint positions: ``positions`` (n,) rad in the stream's joint order,
-    ``received`` s on the receive clock."""
-
-    positions: np.ndarray
-    received: float
-
-
-def joint_reading(names: Sequence[str], positions: Sequence[float], received: float,
-                  joint_names: Sequence[str]) -> JointReading | None:
-    """The reading of ``joint_names`` in a ``sensor_msgs/JointState`` (``names``, ``positions``), or None
-    when the message lacks one of them or is malformed (a gripper's own message, say)."""
-    if len(names) != len(positions):
-        return None
-    index = {str(n): i for i, n in enumerate(names)}
-    try:
-        q = np.array([float(positions[index[j]]) for j in joint_names])
-    except KeyError:
-        return None
-    return JointReading(q, float(received)) if np.all(np.isfinite(q)) else None
-
-
-@dataclass(frozen=True)
-class IdentifyPlan:
-    """A designed identification motion, ready to send.
-
-    Attributes:
-        joint_names: (n,) the arm joints, the columns of every array.
-        q_start: (n,) where the motion starts and ends, rad.
-        trajectory: the designed :class:`JointTrajectory`.
-        t, q, dq, ddq: the points sent to the controller: (K,) s from the start, (K, n) rad, rad/s, rad/s².
-        limits: the motion limits it was designed for.
-        arm_limits: the arm's limits.
-        kinematics: the flange kinematics it was designed with.
-        summary: the design's summary (peaks as fractions of the limits, information ...).
-        peak_tcp_speed: the flange's top linear speed along the motion, m/s.
-    """
-
-    joint_names: tuple[str, ...]
-    q_start: np.ndarray
-    trajectory: JointTrajectory
-    t: np.ndarray
-    q: np.ndarray
-    dq: np.ndarray
-    ddq: np.ndarray
-    limits: MotionLimits
-    arm_limits: ArmLimits
-    kinematics: SensorKinematics = field(repr=False)
-    summary: Mapping[str, Any] = field(default_factory=dict)
-    peak_tcp_speed: float = math.nan
-
-    @property
-    def duration(self) -> float:
-        return float(self.trajectory.duration)
-
-    @property
-    def summary_yaml(self) -> str:
-        """:attr:`summary` as YAML (numbers as plain floats)."""
-        return yaml.safe_dump(_plain(dict(self.summary)), sort_keys=False, default_flow_style=None).strip()
-
-
 @dataclass(frozen=True)
 class Feedback:
     """What an ``Identify`` feedback message carries.
@@ -247,111 +148,16 @@ class Step:
     outcome: Outcome | None = None
 
 
-# ------------------------------------------------------------ preconditions
-def refusal(settings: Settings | None, running: bool, status: str, paused: bool, reading: JointReading | None,
-            now: float, busy: bool, dry_run: bool = False) -> str | None:
-    """Why an identification cannot start now (one sentence), or None.
-
-    Args:
-        settings: the node's settings (None: invalid parameters).
-        running: the estimator has its stream (robot model and frames known); ``status`` says why not.
-        paused: the estimator is paused (``~/pause``).
-        reading: the newest joint state of the arm (None: none yet).
-        now: s on the receive clock.
-        busy: another identification is running.
-        dry_run: the goal only designs (needs neither the controller nor the arm to itself).
-    """
-    if busy and not dry_run:
-        return "refused: another identification is running"
-    if settings is None or not running:
-        return f"refused: the estimator is not running ({status})"
-    if not settings.trajectory_action and not dry_run:
-        return "refused: no trajectory controller configured (parameter trajectory_action is empty)"
-    if paused:
-        return "refused: the estimator is paused (~/pause false resumes it)"
-    if reading is None:
-        return "refused: no joint state of the arm received yet"
-    age = now - reading.received
-    if age > settings.stale_after_s:
-        return f"refused: the joint states are stale (the last one is {age:.2f} s old, stale_after_s " \
-               f"{settings.stale_after_s:g} s)"
-    return None
-
-
-# ------------------------------------------------------------------- design
-def motion_limits(settings: Settings, goal: IdentifyGoal) -> MotionLimits:
-    """The motion limits of the settings (``identify_*``), with the goal's duration and speed when non-zero.
-
-    Raises:
-        ExcitationError: a negative or non-finite value.
-    """
-    configured = MotionLimits.from_settings(settings)
-    return configured.with_overrides(duration=goal.duration, max_tcp_speed=goal.max_tcp_speed)
-
-
-def _arm(settings: Settings, urdf: str, flange: str, joint_names: tuple[str, ...]
-         ) -> tuple[SensorKinematics, ArmLimits]:
-    """The flange kinematics of the robot description in use, mounted as the settings say (``base_rpy``,
-    ``gravity``: a wall-mounted arm's floor and gravity are not an upright one's), and the arm limits:
-    the preset's vendor limits when the joints are its own, else the URDF's."""
-    kin = SensorKinematics(urdf, flange, joint_names=joint_names,
-                           R_world_base=Rotation.from_euler("xyz", settings.base_rpy).as_matrix(),
-                           gravity_in_world=(0.0, 0.0, -settings.gravity))
-    spec = ROBOTS.get(settings.robot)
-    if spec is not None and tuple(spec.joint_names) == joint_names and spec.flange_frame == flange:
-        return kin, ArmLimits.from_robot(spec)
-    return kin, ArmLimits.from_kinematics(kin)
-
-
-def plan_identification(settings: Settings, goal: IdentifyGoal, urdf: str, flange: str,
-                        joint_names: Sequence[str], q_start: np.ndarray) -> IdentifyPlan:
-    """Design and check the identification motion from ``q_start`` (module docstring).
-
-    Raises:
-        ExcitationError: why no safe motion can be designed (a start outside or within the margin of a
-            limit, a duration too short ...), or which check the designed motion fails.
-    """
-    names = tuple(joint_names)
-    kin, arm = _arm(settings, urdf, flange, names)
-    limits = motion_limits(settings, goal)
-    design = design_excitation(kin, arm, np.asarray(q_start, dtype=float), limits=limits, seed=0,
-                               estimate_offsets=settings.estimate_bias)
-    if not design.check.ok:
-        raise ExcitationError("the designed motion fails its checks: " + "; ".join(design.check.violations))
-    t, q, dq, ddq = sample_points(design.trajectory, settings.identify_point_spacing)
-    return IdentifyPlan(names, np.asarray(q_start, dtype=float).copy(), design.trajectory, t, q, dq, ddq,
-                        limits, arm, kin, design.summary(), float(design.check.peak_tcp_speed))
-
-
-# -------------------------------------------------------- the way back
-def return_move(plan: IdentifyPlan, q_from: np.ndarray) -> MinJerkSegments:
-    """The shortest minimum-jerk motion from ``q_from`` back to the plan's start that keeps every joint's
-    speed, acceleration and jerk within the plan's fractions of the arm's limits and the flange below
-    ``max_tcp_speed`` (peaks of the blend: 1.875 d/T, 5.77 d/T², 60 d/T³ for a joint moving d)."""
-    lim, arm = plan.limits, plan.arm_limits
-    d = np.abs(plan.q_start - q_from)
-    T = max(MIN_RETURN_S,
-            float(np.max(1.875 * d / (lim.velocity_fraction * arm.dq_max))),
-            float(np.max(np.sqrt(10.0 / math.sqrt(3.0) * d / (lim.acceleration_fraction * arm.ddq_max)))),
-            float(np.max(np.cbrt(60.0 * d / (lim.jerk_fraction * arm.dddq_max)))))
-    ends = np.array([q_from, plan.q_start], dtype=float)
-    q, dq, _ = MinJerkSegments(ends, np.array([T]))(np.linspace(0.0, T, 201))
-    motion = plan.kinematics.compute(q, dq, np.zeros_like(dq))
-    peak = float(np.max(np.linalg.norm(motion.lin_vel_in_sensor, axis=1)))
-    target = _TCP_TARGET_FRACTION * lim.max_tcp_speed
-    if peak > target:  # every speed scales with 1/T
-        T *= peak / target
-    return MinJerkSegments(ends, np.array([T]))
-
-
 # ------------------------------------------------------------------ session
 class IdentifySession:
     """One identification at a time, ticked by the node's loop (module docstring).
 
-    Use: :func:`refusal`, then :func:`plan_identification`, then :meth:`start`; every tick
+    Use: :func:`~payload_estimator.supervision.identify_plan.refusal`, then
+    :func:`~payload_estimator.supervision.identify_plan.plan_identification`, then :meth:`start`; every tick
     :meth:`tick`; the trajectory action's answers go to :meth:`on_trajectory_response`,
     :meth:`on_trajectory_feedback` and :meth:`on_trajectory_result`, ``~/apply``'s to :meth:`on_applied`,
-    a cancel of the goal to :meth:`cancel`. Not thread-safe: the node holds a lock around every call.
+    a cancel of the goal to :meth:`cancel`. Not thread-safe:
+    :class:`~payload_estimator.supervision.identify_run.IdentifyRun` holds a lock around every call.
     """
 
     def __init__(self) -> None:
@@ -613,16 +419,3 @@ def dry_run_outcome(plan: IdentifyPlan) -> Outcome:
     return Outcome(SUCCEEDED, f"dry run: a {plan.duration:.1f} s motion designed and checked (flange up to "
                               f"{plan.peak_tcp_speed:.2f} m/s, every limit kept); nothing moved",
                    summary_yaml=plan.summary_yaml, planned_duration=plan.duration)
-
-
-def _plain(value: Any) -> Any:
-    """Numpy scalars and arrays as plain Python numbers and lists (for YAML)."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if isinstance(value, np.generic):
-        return value.item()
-    return value

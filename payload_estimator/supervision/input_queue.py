@@ -1,11 +1,13 @@
-"""The bounded queue between a node's message callbacks and its processing timer (ROS-free).
+"""The bounded queue between a node's inputs and its processing loop (ROS-free).
 
-Subscription callbacks only :meth:`InputQueue.put` what arrives, with its
-receive time; a timer :meth:`InputQueue.drain`\\ s everything in arrival order
-into the :class:`~payload_estimator.pipeline.stream.EstimationStream`. The
-queue is bounded so that a stalled consumer cannot exhaust memory: when full,
-the oldest message is dropped and counted per stream, and the consumer reports
-the count (:meth:`InputQueue.take_overflow`).
+What arrives is :meth:`InputQueue.put` with its receive time: taken from the
+middleware in bulk at the start of each turn of the node's processing loop, or
+by subscription callbacks where rclpy cannot take in bulk. Each turn then
+:meth:`InputQueue.drain`\\ s everything in arrival order into the
+:class:`~payload_estimator.pipeline.stream.EstimationStream`. The queue is
+bounded so that a stalled consumer cannot exhaust memory: when full, the oldest
+message is dropped and counted per stream, and the consumer reports the count
+(:meth:`InputQueue.take_overflow`).
 
 Receive times are on the monotonic clock (s). Where messages are taken from
 the middleware in bulk rather than one callback each, :class:`ReceiveClock`
@@ -13,16 +15,17 @@ turns the middleware's timestamps (system clock, ns) into that clock.
 
 ``put`` and ``drain`` are each safe against the other running in another
 thread (``collections.deque`` appends and pops are atomic in CPython); the
-overflow counters assume one producer thread at a time, as in a ROS node whose
-callbacks share a mutually exclusive callback group.
+overflow counters assume one producer thread at a time (the loop's own, or the
+one executor thread that runs the callbacks).
 """
-
 from __future__ import annotations
 
 import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
+
+from payload_estimator.errors import ConfigurationError
 
 __all__ = ["InputQueue", "DEFAULT_QUEUE_LENGTH", "ReceiveClock", "MAX_TRANSIT_NS"]
 
@@ -42,7 +45,7 @@ class InputQueue:
 
     def __init__(self, maxlen: int = DEFAULT_QUEUE_LENGTH) -> None:
         if maxlen < 1:
-            raise ValueError("maxlen must be at least 1")
+            raise ConfigurationError("maxlen must be at least 1")
         self._items: deque[tuple[str, Any, float]] = deque(maxlen=int(maxlen))
         self._overflow: dict[str, int] = {}
 

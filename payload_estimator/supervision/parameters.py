@@ -4,12 +4,17 @@ The estimator node declares one parameter per ``Settings`` field. This module
 says, for each field, its ROS parameter type, its default and description, and
 what a change at run time needs:
 
-* :data:`READ_ONLY`: fixed at start-up (robot, topics, the publish timer's
-  rate): ``ros2 param set`` is refused, since changing it would not take effect.
+* :data:`READ_ONLY`: fixed at start-up (robot, topics, the publish rate):
+  ``ros2 param set`` is refused, since changing it would not take effect.
 * :data:`LIVE`: read again at its next use (the apply target, the mass limit,
   service names).
 * :data:`REBUILD`: the estimation stream is rebuilt with the new value and the
   estimate starts over (frames, estimator, shape, filters ...).
+
+:func:`parameters_refusal` says why the node refuses a change (values that make
+no valid settings, or a wrench source the node has no subscription for);
+:func:`subscribed_inputs` which topics the node subscribes to, from its values at
+start-up.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from payload_estimator.settings import Settings
+from payload_estimator.pipeline.stream import IMU, JOINTS, WRENCH
+from payload_estimator.settings import Settings, WrenchSource
 
 __all__ = [
     "ParameterSpec",
@@ -26,6 +32,8 @@ __all__ = [
     "change_effect",
     "changed_fields",
     "settings_with",
+    "parameters_refusal",
+    "subscribed_inputs",
     "READ_ONLY",
     "LIVE",
     "REBUILD",
@@ -145,3 +153,34 @@ def settings_with(current: Settings, updates: Mapping[str, Any] | Iterable[tuple
         values[name] = value
     return Settings.from_dict(values)
 
+
+def parameters_refusal(values: Mapping[str, Any], wrench_subscribed: bool = True) -> str | None:
+    """Why the node refuses these parameter values (the reason names the parameter and the problem), or None.
+
+    Args:
+        values: every parameter's value, as they would be after the change.
+        wrench_subscribed: whether the node subscribes to a wrench topic. Topics are subscribed once, at
+            start-up: a node started with ``wrench_source`` ``joint_torques`` has none, and cannot switch
+            to another wrench source.
+    """
+    try:
+        settings = settings_with(Settings(), values)
+    except ValueError as exc:
+        return str(exc)
+    if not wrench_subscribed and settings.wrench_source.reads_wrench_topic:
+        return ("the node started with wrench_source joint_torques and has no wrench subscription: "
+                "restart it to use another wrench source")
+    return None
+
+
+def subscribed_inputs(values: Mapping[str, Any]) -> dict[str, str]:
+    """The input topics the node subscribes to, by stream (``joint_states``, ``wrench``, ``imu``), from its
+    parameter values at start-up: always the joint states; the wrench unless it comes from the joints'
+    efforts (``wrench_source`` ``joint_torques``); the IMU when ``imu_topic`` names one. Names as given
+    (the node resolves them)."""
+    topics = {JOINTS: values["joint_states_topic"]}
+    if WrenchSource(values.get("wrench_source", WrenchSource.FT_SENSOR)).reads_wrench_topic:
+        topics[WRENCH] = values["wrench_topic"]
+    if values.get("imu_topic"):
+        topics[IMU] = values["imu_topic"]
+    return topics

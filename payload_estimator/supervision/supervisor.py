@@ -1,9 +1,9 @@
 """The estimator node's lifecycle, without ROS: from parameters and a robot description to messages.
 
 The rclpy node (:mod:`payload_estimator.ros.estimator_node`) declares the
-parameters, subscribes, publishes, serves and runs the timers; everything it
-decides is decided here, by a :class:`Supervisor`, so that it can be tested
-without ROS:
+parameters, subscribes, publishes, serves and runs its processing loop;
+everything it decides is decided here, by a :class:`Supervisor`, so that it can
+be tested without ROS:
 
 * **status**: waiting for ``robot_description`` (inputs are dropped and
   counted), waiting for frames the URDF lacks (looked up through the node's
@@ -14,24 +14,27 @@ without ROS:
   change), running (:mod:`payload_estimator.supervision.status`);
 * **parameters**: a change is applied live or rebuilds the stream
   (:mod:`payload_estimator.supervision.parameters`);
-* **the processing loop**: :meth:`Supervisor.tick`, called by the node's 100 Hz
-  timer with what its queue held, runs the one
-  :class:`~payload_estimator.pipeline.driver.Driver` turn
-  (:func:`~payload_estimator.io.ros_inbound.feed_many`, then
-  :meth:`~payload_estimator.pipeline.stream.EstimationStream.process`) and, at
-  ``publish_rate_hz``, returns the :class:`Outputs` to publish (``~/estimate``,
-  ``~/inertia``, ``~/markers`` and, when :class:`RepublishPolicy` says so,
-  ``~/urdf_inertial``);
-* **stale inputs**: the last good estimate stays published at ``publish_rate_hz``,
-  with ``stale: true`` and its ``age``, while an input the estimate needs is
-  silent (longer than ``stale_after_s``), while the node is not estimating
-  (waiting for the description or frames, a configuration error) and after a
-  rebuild until the new stream has an estimate; an estimate that is not finite
-  is never published. While every input is silent no turn runs at all (nothing
-  can change the estimate);
+* **the processing loop**: :meth:`Supervisor.tick` is called on every turn of
+  the node's processing loop (:class:`~payload_estimator.supervision.processing_loop.ProcessingLoop`:
+  every 50 ms, more often to publish faster than 20 Hz) with everything its
+  input queue held. It runs one :class:`~payload_estimator.pipeline.driver.Driver`
+  turn (:func:`~payload_estimator.io.ros_inbound.feed_many`, then
+  :meth:`~payload_estimator.pipeline.stream.EstimationStream.process`, which
+  processes the turn's input by its stamps) and, at ``publish_rate_hz``, returns
+  the :class:`~payload_estimator.supervision.node_outputs.Outputs` to publish on
+  the topics of :data:`~payload_estimator.supervision.node_outputs.OUTPUT_TOPICS`;
+* **stale inputs** (:class:`~payload_estimator.supervision.estimate_publication.EstimatePublication`):
+  the last good estimate stays published at ``publish_rate_hz``, with
+  ``stale: true`` and its ``age``, while an input the estimate needs is silent
+  (longer than ``stale_after_s``), while the node is not estimating (waiting for
+  the description or frames, a configuration error) and after a rebuild until
+  the new stream has an estimate; an estimate that is not finite is never
+  published. While every input is silent no Driver turn runs at all (nothing can
+  change the estimate);
 * **diagnostics**: the node's own status first, then the stream's;
 * **services**: reset, pause, ``save_urdf`` (the frame, the file) and what
-  ``~/apply`` sends (the robot bridge only sends it); ``~/calibrate``'s recording
+  ``~/apply`` sends (:mod:`payload_estimator.supervision.estimate_handover`; the
+  robot bridge only sends it); ``~/calibrate``'s recording
   (:class:`~payload_estimator.supervision.calibration_service.JointStateRecorder`, fed every turn, running or not)
   and the arm model it is fitted with;
 * **joint torques** (``wrench_source: joint_torques``): a calibration file that is missing or
@@ -47,19 +50,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from payload_estimator.files import write_text_atomic
+from payload_estimator.errors import ConfigurationError
 from payload_estimator.io import ros_factories, ros_inbound, ros_outbound
 from payload_estimator.io.diagnostic_level import DiagnosticLevel
-from payload_estimator.outputs.apply import ApplyRequest, build_apply_request
-from payload_estimator.outputs.handover import check_handover
-from payload_estimator.outputs.markers import estimate_markers
-from payload_estimator.outputs.urdf import urdf_inertial
 from payload_estimator.pipeline.build import (
     ExtraFrame,
     arm_joint_names,
@@ -75,16 +73,19 @@ from payload_estimator.pipeline.stream import IMU, EstimationStream, StreamEstim
 from payload_estimator.robots.description import parse_description
 from payload_estimator.settings import NODE_NAME, MotionSource, Settings, WrenchSource
 from payload_estimator.supervision.calibration_service import CalibrateRequest, JointStateRecorder
+from payload_estimator.supervision.estimate_handover import ApplyDecision, SavedUrdf, apply_decision, save_urdf
+from payload_estimator.supervision.estimate_publication import EstimatePublication
 from payload_estimator.supervision.frames import frames_to_look_up
+from payload_estimator.supervision.node_outputs import Outputs
 from payload_estimator.supervision.parameters import (
     LIVE,
     NO_CHANGE,
     REBUILD,
     change_effect,
     changed_fields,
+    parameters_refusal,
     settings_with,
 )
-from payload_estimator.supervision.publish_policy import RepublishPolicy
 from payload_estimator.supervision.status import (
     CONFIGURATION_ERROR,
     RUNNING,
@@ -96,9 +97,6 @@ from payload_estimator.supervision.status import (
 
 __all__ = [
     "Supervisor",
-    "Outputs",
-    "SavedUrdf",
-    "ApplyDecision",
     "Lookup",
     "TF_WAIT_S",
     "TF_RETRY_S",
@@ -113,54 +111,6 @@ TF_RETRY_S = 5.0
 Lookup = Callable[[list[str], str], tuple[list[ExtraFrame], list[str]]]
 """``lookup(frames, parent) -> (found, not_found)``: the poses of ``frames`` in ``parent`` that are
 known (as :func:`~payload_estimator.supervision.frames.extra_frame` gives them) and the names of the others."""
-
-
-@dataclass(frozen=True)
-class Outputs:
-    """What to publish for one estimate (messages of the supervisor's factory).
-
-    Attributes:
-        estimate: ``payload_estimator/PayloadEstimate`` for ``~/estimate``.
-        inertia: ``geometry_msgs/InertiaStamped`` for ``~/inertia``.
-        markers: ``visualization_msgs/MarkerArray`` for ``~/markers``.
-        urdf_inertial: ``std_msgs/String`` for ``~/urdf_inertial``, or None (unchanged: not republished).
-        result: the estimate they were made from.
-        stale: the estimate is the last good one, republished while it cannot be updated
-            (the message's ``stale``); ``age``: s since it last took in new samples.
-    """
-
-    estimate: Any
-    inertia: Any
-    markers: Any
-    urdf_inertial: Any | None
-    result: StreamEstimate
-    stale: bool = False
-    age: float = 0.0
-
-
-@dataclass(frozen=True)
-class SavedUrdf:
-    """``~/save_urdf``'s answer: ``urdf`` is the ``<inertial>`` element ("" on failure)."""
-
-    success: bool
-    message: str
-    urdf: str = ""
-
-
-@dataclass(frozen=True)
-class ApplyDecision:
-    """``~/apply``'s answer, or the request to send first.
-
-    Attributes:
-        success, message: the answer (when ``send`` is None).
-        request: the request as YAML ("" when there is none).
-        send: the request to send to the robot or filter; the answer is then what sending it gives.
-    """
-
-    success: bool
-    message: str
-    request: str = ""
-    send: ApplyRequest | None = None
 
 
 def _frame_id(msg: Any) -> str:
@@ -207,28 +157,16 @@ class Supervisor:
         self.description: str | None = None
         self.builtin_description = bool(parameters.get("use_builtin_description", False))
         self.paused = False
-        self.last_output: StreamEstimate | None = None
-        """The last good (finite) estimate published; kept across rebuilds and configuration errors, and
-        republished with ``stale: true`` meanwhile (``~/apply`` uses it only while it is current)."""
-        self.stale = False
-        """Whether the estimate published last was stale; :attr:`stale_reason` says why."""
-        self.stale_reason = ""
+        self.publication = EstimatePublication(factory, self.log)
+        """What was published: the last good estimate, whether it is stale (and why), its age."""
         self.frames_from_tf: list[str] = []
         self.dropped_while_not_running = 0
         self._rebuild_requested = self.builtin_description  # the model is the package's own (made in _build)
-        self._urdf_policy = RepublishPolicy()
         self._previous_counts: dict[str, int] = {}
         self._overflow_since_diagnostics: dict[str, int] = {}
         self._imu_frame_seen: str | None = None
         self._frames_wait_start: float | None = None
         self._next_frames_retry = float("inf")
-        self._published: Outputs | None = None  # the last outputs made from a new estimate (republished stale)
-        self._published_frames = ("", "")  # their sensor and flange frames
-        self._published_at: float | None = None  # when anything was last published (receive clock)
-        self._changes_reported = 0  # payload changes said (payload_changed) on ~/estimate so far
-        self._output_stream: EstimationStream | None = None  # the stream that made last_output
-        self._fresh_at: float | None = None  # when last_output last took in new samples
-        self._fresh_samples = -1  # its samples_used then
         self.calibration: JointStateRecorder | None = None
         """``~/calibrate``'s recording while it runs (fed by :meth:`tick`)."""
         self._extra_frames: list[ExtraFrame] = []  # frames from tf2 of the last build (for ~/calibrate's model)
@@ -255,6 +193,21 @@ class Supervisor:
         return self.driver is not None
 
     @property
+    def last_output(self) -> StreamEstimate | None:
+        """The last good (finite) estimate published; kept across rebuilds and configuration errors, and
+        republished with ``stale: true`` meanwhile (``~/apply`` uses it only while it is current)."""
+        return self.publication.last_output
+
+    @property
+    def stale(self) -> bool:
+        """Whether the estimate published last was stale; :attr:`stale_reason` says why."""
+        return self.publication.stale
+
+    @property
+    def stale_reason(self) -> str:
+        return self.publication.stale_reason
+
+    @property
     def solver_interrupted(self) -> bool:
         """Whether the estimator's last solve was interrupted by SIGINT. OSQP (PMD's QP) replaces the
         process's SIGINT handler while it solves, prints "Solver interrupted", returns, and the process
@@ -266,11 +219,7 @@ class Supervisor:
     @staticmethod
     def check_parameters(parameters: Mapping[str, Any]) -> str | None:
         """Why these parameter values are invalid, or None (they are valid)."""
-        try:
-            settings_with(Settings(), parameters)
-        except ValueError as exc:
-            return str(exc)
-        return None
+        return parameters_refusal(parameters)
 
     def parameters_changed(self, parameters: Mapping[str, Any]) -> None:
         """Apply accepted values: live changes at once, the others by rebuilding the stream."""
@@ -314,11 +263,13 @@ class Supervisor:
     # ------------------------------------------------------------------- loop
     def tick(self, now: float, items: list[tuple[str, Any, float]],
              overflow: Mapping[str, int] | None = None) -> Outputs | None:
-        """One processing turn at ``now`` with the ``(kind, msg, receive time)`` that arrived.
+        """One turn of the node's processing loop at ``now`` with the ``(kind, msg, receive time)`` that
+        arrived since the last one (one Driver turn).
 
         ``overflow``: messages the input queue dropped since the last turn, per stream. Builds
         the stream when due; while not running, the items are dropped (and counted). Returns
-        what to publish on every turn that takes an estimate (at ``publish_rate_hz``), else None.
+        what to publish on every turn that takes an estimate (at ``publish_rate_hz``) or republishes
+        the last good one as stale, else None.
         """
         overflow = {k: int(n) for k, n in (overflow or {}).items() if int(n) > 0}
         if self.calibration is not None:
@@ -348,73 +299,12 @@ class Supervisor:
         if not (np.all(np.isfinite(out.estimate.phi)) and np.all(np.isfinite(out.params_in_flange.phi))):
             stream.health.report(SOLVER_FAILURE, "estimate not finite: discarded, the last good one is kept", None)
             return self._republish(now, "the estimate is not finite")
-        return self._outputs(stream, out, now, _silent_reason(silent, stream) if silent else "")
-
-    def _outputs(self, stream: EstimationStream, out: StreamEstimate, now: float, stale_reason: str) -> Outputs:
-        """The messages of a new estimate (``stale_reason``: why it cannot be updated now, "" if it can)."""
-        if self._output_stream is not stream or out.estimate.samples_used != self._fresh_samples:
-            self._fresh_at, self._fresh_samples = now, out.estimate.samples_used
-        if self._output_stream is not stream:
-            self._changes_reported = 0  # a new stream counts its own changes
-        changes = out.tracking.changes if out.tracking is not None else 0
-        payload_changed, self._changes_reported = changes > self._changes_reported, max(changes, self._changes_reported)
-        self.last_output, self._output_stream = out, stream
-        make = self.factory
-        sensor = stream.config.sensor_frame
-        flange = stream.config.flange_frame or sensor
-        est = out.estimate
-        markers = estimate_markers(est.params, est.extras.get("points_in_sensor"), est.extras.get("point_masses"),
-                                   est.physically_consistent)
-        urdf = None
-        # ~/urdf_inertial is read by tools that build robot descriptions: only what may be handed over
-        if check_handover(est, inertia=True) and self._urdf_policy.should_publish(out.params_in_flange,
-                                                                                 out.converged):
-            urdf = ros_outbound.string_msg(make, urdf_inertial(out.params_in_flange, frame=flange))
-        age = self._age(now)
-        outputs = Outputs(
-            estimate=ros_outbound.payload_estimate_msg(make, out, sensor, flange, bool(stale_reason), age,
-                                                       payload_changed),
-            inertia=ros_outbound.inertia_stamped_msg(make, est.params, sensor, out.t),
-            markers=ros_outbound.marker_array_msg(make, markers, sensor, out.t),
-            urdf_inertial=urdf,
-            result=out,
-            stale=bool(stale_reason),
-            age=age,
-        )
-        self._published, self._published_frames = outputs, (sensor, flange)
-        self._note_published(now, stale_reason)
-        return outputs
+        return self.publication.fresh(stream, out, now, _silent_reason(silent, stream) if silent else "")
 
     def _republish(self, now: float, reason: str) -> Outputs | None:
         """The last good estimate again, flagged stale, at ``publish_rate_hz`` (None when not due or none)."""
-        last, out = self._published, self.last_output
-        if last is None or out is None or last.result is not out:
-            return None
         period = 1.0 / self.settings.publish_rate_hz if self.settings is not None else 0.1
-        if self._published_at is not None and now < self._published_at + period - 0.5 * PROCESS_PERIOD_S:
-            return None
-        sensor, flange = self._published_frames
-        age = self._age(now)
-        outputs = Outputs(
-            estimate=ros_outbound.payload_estimate_msg(self.factory, out, sensor, flange, True, age),
-            inertia=last.inertia, markers=last.markers, urdf_inertial=None, result=out, stale=True, age=age)
-        self._note_published(now, reason)
-        return outputs
-
-    def _age(self, now: float) -> float:
-        return max(0.0, now - self._fresh_at) if self._fresh_at is not None else 0.0
-
-    def _note_published(self, now: float, stale_reason: str) -> None:
-        """Remember the time; log when the estimate becomes stale (with why) and when it is current again."""
-        self._published_at = now
-        stale = bool(stale_reason)
-        if stale and not self.stale:
-            self.log.warning(f"estimate stale ({stale_reason}): the last good estimate is republished "
-                             "with stale: true until it can be updated")
-        elif self.stale and not stale:
-            self.log.info(f"estimate current again (it was stale for {self._age(now):.1f} s at most: "
-                          f"{self.stale_reason})")
-        self.stale, self.stale_reason = stale, stale_reason
+        return self.publication.republish(now, reason, period)
 
     def _build_due(self, now: float) -> bool:
         """Whether to try building again without a new reason: while frames are awaited in tf2."""
@@ -481,17 +371,22 @@ class Supervisor:
             self._configuration_error(f"cannot build the estimator: {exc}{where}")
             self._next_frames_retry = now + TF_RETRY_S if not_found else float("inf")
             return
+        self._start(stream, settings, extra, not_found)
+
+    def _start(self, stream: EstimationStream, settings: Settings, extra: list[ExtraFrame],
+               not_found: list[str]) -> None:
+        """Run the stream just built (``extra``: the frames found in tf2; ``not_found``: those found nowhere)."""
         if settings.sensor_frame in not_found:
             self.log.warning(
                 f"sensor frame {settings.sensor_frame!r} is neither in robot_description nor in tf2: attached to "
-                f"{settings.sensor_parent_frame or flange!r} at sensor_xyz={settings.sensor_xyz}, "
+                f"{settings.sensor_parent_frame or flange_frame(settings)!r} at sensor_xyz={settings.sensor_xyz}, "
                 f"sensor_rpy={settings.sensor_rpy}")
         stream.paused = self.paused
         self.driver = Driver(stream, ros_inbound.feed_many, publish_period_s=1.0 / settings.publish_rate_hz,
                              process_period_s=PROCESS_PERIOD_S)
         self.frames_from_tf = [f[0] for f in extra]
         self._frames_wait_start = None
-        self._urdf_policy.reset()
+        self.publication.new_stream()
         self._previous_counts = {}
         if self._release_lookup is not None:
             self._release_lookup()
@@ -533,7 +428,7 @@ class Supervisor:
             "inputs dropped while not running": self.dropped_while_not_running,
             "queue length": int(queue_length),
             "estimate stale": f"yes: {self.stale_reason}" if self.stale else "no",
-            "estimate age (s)": f"{self._age(now):.1f}" if self.last_output is not None else "no estimate",
+            "estimate age (s)": f"{self.publication.age(now):.1f}" if self.last_output is not None else "no estimate",
         })
         if settings is not None and settings.wrench_source is WrenchSource.JOINT_TORQUES:
             status.values["arm calibration"] = settings.arm_calibration or "none (the description, no friction)"
@@ -573,12 +468,7 @@ class Supervisor:
             return False, f"nothing to reset: {self.status.message}"
         driver.stream.reset()
         driver.reset()
-        self.last_output = None
-        self._published = None
-        self._output_stream = None
-        self._fresh_at, self._fresh_samples = None, -1
-        self.stale, self.stale_reason = False, ""
-        self._urdf_policy.reset()
+        self.publication.forget()
         message = "estimate reset: estimating from new data"
         self.log.info(message)
         return True, message
@@ -596,41 +486,12 @@ class Supervisor:
     def save_urdf(self, frame: str = "", path: str = "", force: bool = False) -> SavedUrdf:
         """``~/save_urdf``: the ``<inertial>`` of the last estimate in ``frame`` ("" or "flange": the
         flange; "sensor": the sensor frame; or any frame fixed to them), written to ``path`` if given.
-        Refused when the estimate may not be handed over (:func:`check_handover`), unless ``force``."""
+        Refused when the estimate may not be handed over, unless ``force``
+        (:func:`~payload_estimator.supervision.estimate_handover.save_urdf`)."""
         out, stream = self.last_output, self.stream
         if out is None or stream is None:
             return SavedUrdf(False, "no estimate yet" if stream is not None else f"no estimate: {self.status.message}")
-        handover = check_handover(out.estimate, inertia=True, force=force)
-        if not handover:
-            return SavedUrdf(False, "refused: " + "; ".join(handover.reasons)
-                             + ("" if handover.hard else " (force: true writes it anyway, marked)"))
-        frame = frame or "flange"
-        sensor = stream.config.sensor_frame
-        try:
-            if frame == "flange":
-                frame, params = stream.config.flange_frame or sensor, out.params_in_flange
-            elif frame in ("sensor", sensor):
-                frame, params = sensor, out.estimate.params
-            else:
-                R, p = stream.kinematics.rigid_pose(sensor, frame)  # the sensor frame in ``frame``
-                params = out.estimate.params.transformed(R, p)
-        except ValueError as exc:
-            return SavedUrdf(False, str(exc))
-        text = urdf_inertial(params, frame=frame,
-                             note=f"FORCED: {'; '.join(handover.reasons)}" if handover.forced else "")
-        message = f"inertial of the payload in {frame}" + (" (forced: " + "; ".join(handover.reasons) + ")"
-                                                          if handover.forced else "")
-        if path:
-            target = Path(path).expanduser()
-            try:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                write_text_atomic(target, text + "\n")
-            except OSError as exc:
-                return SavedUrdf(False, f"cannot write {target}: {exc}", text)
-            message += f", written to {target}"
-        if not out.converged:
-            message += f" (not converged: {out.reason})"
-        return SavedUrdf(True, message, text)
+        return save_urdf(out, stream, frame, path, force)
 
     def start_calibration(self, request: CalibrateRequest, now: float) -> str | None:
         """``~/calibrate``: start recording the arm's joint states at ``now`` for ``request.duration_s``;
@@ -663,13 +524,14 @@ class Supervisor:
         the description without any calibration (slow: call it outside the loop).
 
         Raises:
-            ValueError: no robot model, or one the settings cannot be built with.
+            ValueError: no robot model (:class:`~payload_estimator.errors.ConfigurationError`), or one the
+                settings cannot be built with.
         """
         stream, settings, urdf = self.stream, self.settings, self.description
         if stream is not None:
             return stream.kinematics
         if settings is None or urdf is None:
-            raise ValueError(f"no robot model ({self.status.message})")
+            raise ConfigurationError(f"no robot model ({self.status.message})")
         uncalibrated = replace(settings, arm_calibration="")
         return build_stream(uncalibrated, urdf, extra_frames=self._extra_frames,
                             imu_frame=settings.imu_frame or self._imu_frame_seen).kinematics
@@ -688,17 +550,11 @@ class Supervisor:
         if settings is None:
             return ApplyDecision(False, f"refused: {self.status.message}")
         out = self.last_output
-        if out is not None and self._output_stream is not self.stream and not force:
+        if out is not None and self.publication.stream is not self.stream and not force:
             why = self.status.message if self.stream is None else "no new estimate since"
             return ApplyDecision(False, "refused: the last estimate was made before the estimation restarted "
                                  f"(robot_description or parameters changed; {why}); force: true sends it anyway")
-        request, reason = build_apply_request(settings, out, force)
-        if request is None:
-            return ApplyDecision(False, f"refused: {reason}")
-        text = request.to_yaml()
-        if dry_run:
-            return ApplyDecision(True, f"dry run, not sent ({reason})", text)
-        return ApplyDecision(False, f"not sent yet ({reason})", text, send=request)
+        return apply_decision(settings, out, force, dry_run)
 
 
 def _silent_reason(silent: list[str], stream: EstimationStream) -> str:

@@ -106,7 +106,7 @@ class RunPublisher:
         from sensor_msgs.msg import JointState
         from std_msgs.msg import String
 
-        from payload_estimator.ros.estimator_node import INPUT_QOS, LATCHED_QOS
+        from payload_estimator.ros.qos import INPUT_QOS, LATCHED_QOS
         from payload_estimator.settings import settings_for_robot
         from payload_estimator.sim.live import LiveRun
         from payload_estimator.sim.mujoco_sim import simulate

@@ -74,7 +74,8 @@ def test_the_taker_takes_everything_in_order_with_distinct_times():
     import rclpy
 
     from payload_estimator.pipeline.stream import JOINTS, WRENCH
-    from payload_estimator.ros.estimator_node import INPUT_DEPTH, INPUT_QOS, InputNode, InputTaker
+    from payload_estimator.ros.inputs import InputNode, InputTaker
+    from payload_estimator.ros.qos import INPUT_DEPTH, INPUT_QOS
     from payload_estimator.supervision.input_queue import InputQueue
 
     context = rclpy.Context()

@@ -23,7 +23,7 @@ from ros_helpers import Listener, RunPublisher, level, node_status, payload_shap
 from std_msgs.msg import String  # noqa: E402
 
 from payload_estimator.msg import PayloadEstimate  # noqa: E402
-from payload_estimator.ros.estimator_node import LATCHED_QOS  # noqa: E402
+from payload_estimator.ros.qos import LATCHED_QOS  # noqa: E402
 
 ESTIMATE = "/payload_estimator/estimate"
 
