@@ -92,7 +92,7 @@ def test_the_file_the_parameter_names_is_written_and_estimated_with(tmp_path, ty
     assert loop.now == pytest.approx(T0 + 6.0 + 1.0, abs=0.06)  # the recording, then the loop's last turns
     assert sup.calibration is None
     sup.tick(loop.now + 0.05, [])
-    assert sup.status.state == RUNNING and sup.stream.config.arm_calibration is not None
+    assert sup.status.state == RUNNING and sup.stream.wrench_input.torque_wrench.dynamics.calibration is not None
 
 
 def test_another_file_is_named_by_the_parameter_or_said_not_loaded(tmp_path, typestore, items):

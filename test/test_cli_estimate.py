@@ -37,7 +37,7 @@ def test_estimate_json_for_every_method(tmp_path, capsys, samples, suffix):
     write_samples(path, samples)
     for method in ("ols", "wls", "rls", "rtls", "pmd", "pmd-divide"):
         out = _run_json(capsys, ["estimate", str(path), "--method", method, "--shape", SHAPE, "--json"])
-        for key in ("method", "mass", "com", "inertia_com", "phi", "physically_consistent",
+        for key in ("estimator", "mass", "com", "inertia_com", "phi", "physically_consistent",
                     "samples_used", "condition_number"):
             assert key in out
         assert out["estimator"] == method and out["samples_used"] == len(samples)
