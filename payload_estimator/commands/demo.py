@@ -44,10 +44,12 @@ from payload_estimator.commands.common import (
     DEFAULT_TRAJECTORY,
     SIM_RATE_HZ,
     add_out_dir_argument,
+    add_robot_arguments,
     add_trajectory_arguments,
     console_and_progress,
     nonnegative_int,
     resolve_trajectory,
+    robot_from_args,
     wrench_rate,
 )
 from payload_estimator.commands.options import ESTIMATOR_OPTION_SETTINGS, add_estimator_options, setting_overrides
@@ -68,7 +70,6 @@ joints move (a wrist-only motion hardly loads the joints the payload estimate le
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """The ``demo`` subcommand and its options."""
-    from payload_estimator.robots import ROBOT_NAMES
     from payload_estimator.sim.payloads import PAYLOADS
 
     p = sub.add_parser(
@@ -77,7 +78,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--robot", choices=ROBOT_NAMES, default="panda")
+    add_robot_arguments(p)
     p.add_argument("--payload", choices=sorted(PAYLOADS), default="claw_hammer")
     add_trajectory_arguments(p, default=None, default_note="default; thesis with --wrench-source joint_torques")
     p.add_argument("--noise", choices=NOISE, default="moderate",
@@ -109,6 +110,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo the options describe; 0 on success."""
+    args.arm = robot_from_args(args)  # a built-in robot's name, or the spec of an arm from its URDF
     joint_torques = WrenchSource(args.wrench_source) is WrenchSource.JOINT_TORQUES
     if args.scenario == "cycle":
         if joint_torques:
@@ -137,12 +139,12 @@ def _stream_for(args: argparse.Namespace, run_: Any, shape: Any, **settings: Any
 
     overrides = {"estimate_bias": not args.no_bias, "track_payload": args.track,
                  **setting_overrides(args, ESTIMATOR_OPTION_SETTINGS), **settings}
-    return build_stream(settings_for_run(run_, **overrides), run_.urdf, shape=shape)
+    return build_stream(settings_for_run(run_, args.arm, **overrides), run_.urdf, shape=shape)
 
 
 def _resolve_trajectory(args: argparse.Namespace, console: Any, default: str) -> Any:
     """Set ``args.trajectory`` (its label) and ``args.duration``; warn about a motion a robot would refuse."""
-    label, trajectory, args.duration, check = resolve_trajectory(args.robot, args.trajectory or default,
+    label, trajectory, args.duration, check = resolve_trajectory(args.arm, args.trajectory or default,
                                                                  args.duration, seed=args.seed)
     args.trajectory = label
     if check is not None and not check.ok:
@@ -224,7 +226,7 @@ def _run_single(args: argparse.Namespace) -> int:
     trajectory, check = _resolve_trajectory(args, console, DEFAULT_TRAJECTORY)
     method = _estimator_name(args)
     with progress_display as progress:
-        run_ = _simulated(progress, f"simulating {args.robot} + {args.payload}", robot=args.robot, payload=payload,
+        run_ = _simulated(progress, f"simulating {args.robot} + {args.payload}", robot=args.arm, payload=payload,
                           trajectory=trajectory, duration=args.duration, noise=args.noise, seed=args.seed,
                           wrench_rate_hz=args.wrench_rate)
         # as the node runs it (track_payload, on by default): one payload here, so nothing to follow,
@@ -264,7 +266,7 @@ def _run_cycle(args: argparse.Namespace) -> int:
 
     console, progress_display = console_and_progress(args.json)
     t_start = time.perf_counter()
-    cycle = arm_work_cycle(args.robot, seed=args.seed)
+    cycle = arm_work_cycle(args.arm, seed=args.seed)
     method = _estimator_name(args)
     with progress_display as progress:
         task = progress.add_task(f"simulating a work cycle on the {args.robot}", total=1.0, status="")
@@ -363,7 +365,7 @@ def _print_cycle(console: Any, title: str, score: Any, counts: Any, wall: float)
 
 def _run_joint_torques(args: argparse.Namespace) -> int:
     """``--wrench-source joint_torques`` (module docstring)."""
-    from payload_estimator.sim.efforts import ArmMismatch, EffortModel
+    from payload_estimator.sim.efforts import ArmMismatch
     from payload_estimator.sim.payloads import get_payload
     from payload_estimator.sim.run_settings import recording_from_run
 
@@ -372,11 +374,11 @@ def _run_joint_torques(args: argparse.Namespace) -> int:
     t_start = time.perf_counter()
     # the estimation motion: the user's, else all-joint sinusoids of another seed than the calibration's
     trajectory, _ = _resolve_trajectory(args, console, JOINT_TORQUE_TRAJECTORY)
-    efforts, arm = EffortModel.for_robot(args.robot), ArmMismatch(seed=args.seed)  # one physical arm for both runs
+    efforts, arm = _effort_model(args), ArmMismatch(seed=args.seed)  # one physical arm for both runs
     method = _estimator_name(args)
     with progress_display as progress:
         cal = _calibrated(args, progress, efforts, arm)
-        run_ = _simulated(progress, f"simulating {args.robot} + {args.payload}", robot=args.robot, payload=payload,
+        run_ = _simulated(progress, f"simulating {args.robot} + {args.payload}", robot=args.arm, payload=payload,
                           trajectory=trajectory, duration=args.duration, noise=args.noise, seed=args.seed,
                           efforts=efforts, arm_mismatch=arm, imu=False)
         stream = _stream_for(args, run_, payload.envelope, wrench_source=WrenchSource.JOINT_TORQUES,
@@ -387,6 +389,16 @@ def _run_joint_torques(args: argparse.Namespace) -> int:
                      title=f"{args.robot} + {args.payload} from joint torques ({efforts.name}): {method}, "
                            f"{args.trajectory}")
     return _joint_torque_output(args, console, stream, report, payload, cal, efforts.name, method)
+
+
+def _effort_model(args: argparse.Namespace) -> Any:
+    """The simulated arm's joint-torque sensor (Franka tau_J, xArm current-based): a built-in robot's."""
+    from payload_estimator.sim.efforts import EffortModel
+
+    try:
+        return EffortModel.for_robot(args.arm)
+    except ValueError as exc:
+        raise CommandError(f"--wrench-source joint_torques: {exc}") from None
 
 
 def _calibrated(args: argparse.Namespace, progress: Any, efforts: Any, arm: Any) -> Any:
@@ -400,12 +412,12 @@ def _calibrated(args: argparse.Namespace, progress: Any, efforts: Any, arm: Any)
     from payload_estimator.sim.mujoco_sim import NO_PAYLOAD
 
     cal_seed = args.seed + 1  # another motion (and other noise draws) than the estimation's
-    cal_run = _simulated(progress, f"calibrating the unloaded {args.robot}", share=0.8, robot=args.robot,
+    cal_run = _simulated(progress, f"calibrating the unloaded {args.robot}", share=0.8, robot=args.arm,
                          payload=NO_PAYLOAD, trajectory=JOINT_TORQUE_TRAJECTORY, duration=CALIBRATION_DURATION_S,
                          noise=args.noise, seed=cal_seed, efforts=efforts, arm_mismatch=arm, imu=False)
     kinematics = SensorKinematics(cal_run.urdf, cal_run.sensor_frame, cal_run.joint_names)
     rec = joint_recording(cal_run.joint_t, cal_run.joint_q, cal_run.joint_effort)
-    calibration, fit = calibrate_arm(kinematics, rec, robot=args.robot,
+    calibration, fit = calibrate_arm(kinematics, rec, robot=args.arm if isinstance(args.arm, str) else "",
                                      info={"source": f"demo: {JOINT_TORQUE_TRAJECTORY} seed {cal_seed}"})
     path = args.out / "arm_calibration.yaml"
     args.out.mkdir(parents=True, exist_ok=True)

@@ -28,11 +28,13 @@ from payload_estimator.commands import CommandError
 from payload_estimator.commands.common import (
     SIM_RATE_HZ,
     add_effort_arguments,
+    add_robot_arguments,
     add_trajectory_arguments,
     check_out_file,
     effort_model,
     nonnegative_int,
     resolve_trajectory,
+    robot_from_args,
     wrench_rate,
 )
 
@@ -40,7 +42,6 @@ __all__ = ["add_parser", "run"]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    from payload_estimator.robots import ROBOT_NAMES
     from payload_estimator.sim.payloads import PAYLOADS
 
     p = sub.add_parser("simulate", help="write a simulated run (NPZ, or a rosbag2 with --bag)",
@@ -49,7 +50,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     target.add_argument("--out", metavar="FILE", help="NPZ file to write (its directory must exist)")
     target.add_argument("--bag", metavar="DIR", help="rosbag2 directory to write (must not exist yet)")
     p.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap", help="rosbag2 storage (default mcap)")
-    p.add_argument("--robot", choices=ROBOT_NAMES, default="panda")
+    add_robot_arguments(p)
     # "none": sim.mujoco_sim.NO_PAYLOAD (not imported here: MuJoCo loads with the run, not with --help)
     p.add_argument("--payload", choices=[*sorted(PAYLOADS), "none"], default="claw_hammer",
                    help="what the arm holds (default claw_hammer); none: nothing (a calibration run)")
@@ -81,7 +82,11 @@ def run(args: argparse.Namespace) -> int:
         if Path(args.bag).exists():
             raise CommandError(f"--bag {args.bag}: exists; rosbag2 does not overwrite, choose another --bag")
         check_out_file(args.bag, option="--bag")
-    efforts, mismatch = effort_model(args.robot, args)
+    arm = robot_from_args(args)  # a built-in robot's name, or the spec of an arm from its URDF
+    try:
+        efforts, mismatch = effort_model(arm, args)
+    except ValueError as exc:
+        raise CommandError(f"--efforts: {exc}") from None
     if args.scenario == "cycle":
         if efforts is not None:
             raise CommandError("--efforts applies to --scenario single (the work cycle has no effort model)")
@@ -89,15 +94,15 @@ def run(args: argparse.Namespace) -> int:
 
         from payload_estimator.sim.cycle import arm_work_cycle
 
-        sim = arm_work_cycle(args.robot, seed=args.seed).simulate(
+        sim = arm_work_cycle(arm, seed=args.seed).simulate(
             noise=args.noise, seed=args.seed, rate_hz=SIM_RATE_HZ, wrench_rate_hz=args.wrench_rate,
             imu=not args.no_imu)
         sim = replace(sim, payload_name="work cycle")
         args.payload, args.duration = "a work cycle", sim.duration
     else:
-        _, trajectory, args.duration, _ = resolve_trajectory(args.robot, args.trajectory, args.duration,
+        _, trajectory, args.duration, _ = resolve_trajectory(arm, args.trajectory, args.duration,
                                                                  seed=args.seed)
-        sim = simulate(robot=args.robot, payload=args.payload, trajectory=trajectory,
+        sim = simulate(robot=arm, payload=args.payload, trajectory=trajectory,
                        duration=args.duration, noise=args.noise, seed=args.seed, rate_hz=SIM_RATE_HZ,
                        wrench_rate_hz=args.wrench_rate, imu=not args.no_imu, efforts=efforts,
                        arm_mismatch=mismatch)
@@ -107,9 +112,19 @@ def run(args: argparse.Namespace) -> int:
               f"{len(sim.joint_t)} joint states, {len(sim.wrench_t)} wrenches, {len(sim.imu_t)} IMU samples")
         return 0
     try:
-        path = write_simulated_bag(sim, args.bag, storage=args.storage)
+        path = write_simulated_bag(sim, args.bag, storage=args.storage, settings=_bag_settings(arm))
     except FileExistsError as exc:
         raise CommandError(str(exc)) from None
     what = f", efforts {sim.effort_model} (arm seed {args.arm_seed})" if efforts is not None else ""
     print(f"wrote rosbag2 {path} ({args.storage}): {args.robot} + {args.payload}, {args.duration:g} s{what}")
     return 0
+
+
+def _bag_settings(arm):  # -> Settings | None
+    """The topics and wrench source a bag is written with: a built-in robot's preset (None), or, for an arm
+    from its URDF, the defaults of an arm known from its description."""
+    if isinstance(arm, str):
+        return None
+    from payload_estimator.settings import settings_for_robot
+
+    return settings_for_robot("", flange_frame=arm.flange_frame)
