@@ -38,6 +38,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 
 import launch  # noqa: E402
 from payload_estimator.action import Identify  # noqa: E402
+from payload_estimator.msg import PayloadEstimate  # noqa: E402
 from payload_estimator.settings import settings_for_robot  # noqa: E402
 
 ROBOT = "panda"
@@ -67,12 +68,14 @@ class TestIdentify(SpinningTestCase, unittest.TestCase):
         cls.joints: list[tuple[float, np.ndarray]] = []
         cls.truth: list[InertiaStamped] = []
         cls.feedback: list = []
+        cls.estimates: list[PayloadEstimate] = []
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         cls.node.create_subscription(InertiaStamped, "/payload_sim/truth", cls.truth.append, latched)
         cls.node.create_subscription(JointState, SETTINGS.joint_states_topic, cls._on_joints,
                                      qos_profile_sensor_data)  # best effort, as the robot publishes them
         cls.client = ActionClient(cls.node, Identify, "/payload_estimator/identify")
+        cls.node.create_subscription(PayloadEstimate, "/payload_estimator/estimate", cls.estimates.append, 10)
 
     @classmethod
     def _on_joints(cls, msg):
@@ -83,6 +86,8 @@ class TestIdentify(SpinningTestCase, unittest.TestCase):
         self.assertTrue(self.client.wait_for_server(timeout_sec=60.0), "no ~/identify action server")
         self.assertIsNotNone(self.wait(lambda: len(self.joints) > 100, 60.0), "no joint states")
         self.assertIsNotNone(self.wait(lambda: self.truth, 30.0), "no /payload_sim/truth")
+        # the estimator runs (it has its robot model and publishes): ~/identify is refused before that
+        self.assertIsNotNone(self.wait(lambda: self.estimates, 60.0), "the estimator publishes no estimate")
 
     def _send(self, **fields):
         self.feedback.clear()
