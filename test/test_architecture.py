@@ -172,3 +172,12 @@ def test_no_source_is_a_string_compared_in_the_code():
             if literal and names & {"wrench_source", "motion_source"}:
                 compared.append(f"{module}:{node.lineno}")
     assert not compared, compared
+
+
+def test_no_two_modules_share_a_name():
+    """A module's file name says what it is, once: ``bag.py`` in two layers is two things with one name."""
+    names: dict[str, list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        if path.name not in ("__init__.py", "__main__.py"):
+            names.setdefault(path.name, []).append(str(path.relative_to(PACKAGE)))
+    assert not {n: p for n, p in names.items() if len(p) > 1}

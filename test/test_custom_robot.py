@@ -227,7 +227,7 @@ def test_a_urdf_arm_spec_reads_its_joints_and_limits_from_the_urdf(bench_arm):
 
 def test_a_urdf_arm_holding_a_payload_at_rest_weighs_m_g(bench_arm):
     from payload_estimator.core.samples import STANDARD_GRAVITY
-    from payload_estimator.sim.arm_model import robot_arm_model
+    from payload_estimator.sim.mujoco_model import robot_arm_model
     from payload_estimator.sim.trajectories import RampedSinusoids
 
     drill = get_payload(PAYLOAD)

@@ -12,8 +12,8 @@ from payload_estimator.core.regressor import regressor
 from payload_estimator.excitation.trajectory import PointTrajectory
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.robots import get_robot
-from payload_estimator.sim.arm_model import SENSOR_FRAME
 from payload_estimator.sim.live_arm import FOLLOW, HOLD, STOP, LiveArm, LiveSamples
+from payload_estimator.sim.mujoco_model import SENSOR_FRAME
 from payload_estimator.sim.mujoco_sim import simulate
 from payload_estimator.sim.payloads import get_payload
 from payload_estimator.sim.trajectories import make_trajectory

@@ -24,7 +24,7 @@ from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.noise import get_noise
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.robots import get_robot, robot_urdf
-from payload_estimator.sim.arm_model import (
+from payload_estimator.sim.mujoco_model import (
     GRAVITY_IN_WORLD,
     ArmModel,
     build_model,

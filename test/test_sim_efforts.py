@@ -25,7 +25,6 @@ from payload_estimator.robots import get_robot, robot_urdf
 from payload_estimator.robots.generate import DEFAULT_IMU_XYZ_IN_SENSOR
 from payload_estimator.settings import settings_for_robot
 from payload_estimator.sim import bag_writer as sb
-from payload_estimator.sim.arm_model import IMU_FRAME, SENSOR_FRAME, build_model, rigid_body_torque
 from payload_estimator.sim.efforts import (
     FRANKA_TAU_J,
     XARM_CURRENT,
@@ -36,6 +35,7 @@ from payload_estimator.sim.efforts import (
     perturb_arm,
 )
 from payload_estimator.sim.live_arm import LiveArm
+from payload_estimator.sim.mujoco_model import IMU_FRAME, SENSOR_FRAME, build_model, rigid_body_torque
 from payload_estimator.sim.mujoco_sim import NO_PAYLOAD, simulate
 from payload_estimator.sim.run import SimulatedRun
 from payload_estimator.sim.trajectories import make_trajectory

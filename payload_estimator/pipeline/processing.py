@@ -32,7 +32,7 @@ from payload_estimator.pipeline.filters import (
     settling_time_s,
     zero_phase_lowpass,
 )
-from payload_estimator.pipeline.sources.base import JOINTS, WRENCH, MotionInput, WrenchInput
+from payload_estimator.pipeline.sources.strategies import JOINTS, WRENCH, MotionInput, WrenchInput
 
 if TYPE_CHECKING:
     from payload_estimator.core.estimators.base import KinematicNoise

@@ -49,9 +49,9 @@ from payload_estimator.pipeline.health import (
 from payload_estimator.pipeline.imu import ImuMount
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.processing import CausalProcessing, SampleMaker, ZeroPhaseProcessing
-from payload_estimator.pipeline.sources.base import IMU, JOINTS, WRENCH
 from payload_estimator.pipeline.sources.imu_motion import ImuKinematicsInput
 from payload_estimator.pipeline.sources.measured_wrench import MeasuredWrenchInput
+from payload_estimator.pipeline.sources.strategies import IMU, JOINTS, WRENCH
 from payload_estimator.pipeline.stream_config import StreamConfig, StreamEstimate
 from payload_estimator.pipeline.wrench import WrenchConvention
 

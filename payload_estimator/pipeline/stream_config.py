@@ -17,9 +17,9 @@ from payload_estimator.core.results import Estimate
 from payload_estimator.core.samples import STANDARD_GRAVITY
 from payload_estimator.core.tracking import TrackingState
 from payload_estimator.errors import ConfigurationError
-from payload_estimator.pipeline.sources.base import MotionSpec, WrenchSpec
 from payload_estimator.pipeline.sources.joint_motion import JointKinematics
 from payload_estimator.pipeline.sources.measured_wrench import MeasuredWrench
+from payload_estimator.pipeline.sources.strategies import MotionSpec, WrenchSpec
 from payload_estimator.pipeline.wrench import WrenchConvention
 
 __all__ = ["StreamConfig", "StreamEstimate"]

@@ -35,9 +35,9 @@ from payload_estimator.core.samples import STANDARD_GRAVITY
 from payload_estimator.excitation.trajectory import JointTrajectory, braking_trajectory
 from payload_estimator.robots import RobotSpec, resolve_robot
 from payload_estimator.settings import Settings, settings_for_robot
-from payload_estimator.sim.arm_model import SENSOR_FRAME, read_imu, read_wrench_in_sensor, robot_arm_model
 from payload_estimator.sim.bag_writer import SourceWrench
 from payload_estimator.sim.efforts import EFFORT_STREAM, ArmMismatch, EffortModel
+from payload_estimator.sim.mujoco_model import SENSOR_FRAME, read_imu, read_wrench_in_sensor, robot_arm_model
 from payload_estimator.sim.mujoco_sim import default_physics_rate, resolve_payload, sample_stride
 from payload_estimator.sim.payloads import Payload
 from payload_estimator.sim.sensor_noise import FtOffset, SensorNoise

@@ -3,7 +3,7 @@
 The arm is a built-in robot (Panda, FR3, xArm) or any arm from its URDF
 (:meth:`~payload_estimator.robots.RobotSpec.from_urdf`). One concept per module:
 
-* :mod:`~payload_estimator.sim.arm_model`: the compiled model (the arm, the payload welded to
+* :mod:`~payload_estimator.sim.mujoco_model`: the compiled model (the arm, the payload welded to
   the F/T sensor, sensors and motors) and how its sensors read;
 * :mod:`~payload_estimator.sim.stepper`: the computed-torque controller and the integration,
   with a work cycle's payload changes and contacts;
@@ -43,7 +43,8 @@ from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.samples import STANDARD_GRAVITY
 from payload_estimator.robots import RobotSpec, resolve_robot
 from payload_estimator.robots.generate import DEFAULT_IMU_XYZ_IN_SENSOR
-from payload_estimator.sim.arm_model import (
+from payload_estimator.sim.efforts import EFFORT_STREAM, ArmMismatch, EffortModel
+from payload_estimator.sim.mujoco_model import (
     IMU_FRAME,
     SENSOR_FRAME,
     ArmModel,
@@ -52,7 +53,6 @@ from payload_estimator.sim.arm_model import (
     robot_arm_model,
     set_payload,
 )
-from payload_estimator.sim.efforts import EFFORT_STREAM, ArmMismatch, EffortModel
 from payload_estimator.sim.payloads import Payload, get_payload
 from payload_estimator.sim.run import SimulatedRun
 from payload_estimator.sim.sensor_noise import FtOffset, SensorNoise

@@ -19,7 +19,7 @@ With a friction model it acts on the joints (``qfrc_applied = -tau_friction(dq)`
 each step's dynamics) and the controller adds ``tau_friction(dq)`` to its torque, as a real
 controller compensates friction: the tracking is unchanged and the applied torque is
 ``M(q) ddq + C dq + g(q) + tau_friction(dq)`` of the recorded state exactly
-(:func:`~payload_estimator.sim.arm_model.rigid_body_torque` gives the first terms).
+(:func:`~payload_estimator.sim.mujoco_model.rigid_body_torque` gives the first terms).
 
 Angles in rad, speeds in rad/s, torques in N·m, times in s.
 """
@@ -34,8 +34,8 @@ import mujoco
 import numpy as np
 
 from payload_estimator.core.inertia import InertialParameters
-from payload_estimator.sim.arm_model import ArmModel, set_payload
 from payload_estimator.sim.efforts import JointFriction
+from payload_estimator.sim.mujoco_model import ArmModel, set_payload
 
 __all__ = ["computed_torque", "WorkSchedule", "ScheduleHook", "StepRecording", "ArmStepper"]
 
@@ -130,8 +130,8 @@ class StepRecording:
         t: (N,) s. q_ref: (N, n) the reference position, rad. q: (N, n) rad. dq: (N, n) rad/s.
         ddq: (N, n) rad/s². tau: (N, n) applied torque (clipped), N·m.
         sensordata: (N, nsensordata) MuJoCo's sensors (read by
-            :func:`~payload_estimator.sim.arm_model.read_wrench_in_sensor` and
-            :func:`~payload_estimator.sim.arm_model.read_imu`).
+            :func:`~payload_estimator.sim.mujoco_model.read_wrench_in_sensor` and
+            :func:`~payload_estimator.sim.mujoco_model.read_imu`).
         clipped_steps: steps where a torque hit its limit.
         tau_friction: (N, n) the friction torque the motors supplied (included in ``tau``), N·m, or
             None for a frictionless arm.

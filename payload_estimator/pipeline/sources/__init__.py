@@ -4,7 +4,7 @@
 makes its spec from the settings, and :data:`MOTION_SOURCES` each
 :class:`~payload_estimator.settings.MotionSource`; :mod:`payload_estimator.pipeline.build` looks the
 configured one up once. A new wrench source is its module here (a spec with ``create``, a
-:class:`~payload_estimator.pipeline.sources.base.WrenchInput`, and its ``from_settings``), its name in
+:class:`~payload_estimator.pipeline.sources.strategies.WrenchInput`, and its ``from_settings``), its name in
 :class:`~payload_estimator.settings.WrenchSource` and one line in :data:`WRENCH_SOURCES`.
 """
 
@@ -18,7 +18,11 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from payload_estimator.errors import CalibrationError
-from payload_estimator.pipeline.sources.base import (
+from payload_estimator.pipeline.sources.imu_motion import ImuKinematics
+from payload_estimator.pipeline.sources.joint_motion import JointKinematics
+from payload_estimator.pipeline.sources.measured_wrench import MeasuredWrench
+from payload_estimator.pipeline.sources.robot_wrench import franka_base_wrench, franka_stiffness_wrench
+from payload_estimator.pipeline.sources.strategies import (
     IMU,
     JOINTS,
     WRENCH,
@@ -27,10 +31,6 @@ from payload_estimator.pipeline.sources.base import (
     WrenchInput,
     WrenchSpec,
 )
-from payload_estimator.pipeline.sources.imu_motion import ImuKinematics
-from payload_estimator.pipeline.sources.joint_motion import JointKinematics
-from payload_estimator.pipeline.sources.measured_wrench import MeasuredWrench
-from payload_estimator.pipeline.sources.robot_wrench import franka_base_wrench, franka_stiffness_wrench
 from payload_estimator.pipeline.wrench import SaturationCheck, WrenchConvention
 from payload_estimator.settings import MotionSource, Settings, WrenchSource
 

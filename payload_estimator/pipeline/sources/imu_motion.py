@@ -15,7 +15,7 @@ import numpy as np
 
 from payload_estimator.pipeline.health import WRONG_FRAME
 from payload_estimator.pipeline.imu import ImuMotion, ImuMount, ImuProcessor
-from payload_estimator.pipeline.sources.base import IMU, MotionInput
+from payload_estimator.pipeline.sources.strategies import IMU, MotionInput
 
 if TYPE_CHECKING:
     from payload_estimator.pipeline.health import InputHealth

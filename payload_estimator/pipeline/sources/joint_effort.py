@@ -15,7 +15,7 @@ import numpy as np
 
 from payload_estimator.pipeline.arm_dynamics import ArmCalibration, ArmDynamics
 from payload_estimator.pipeline.joint_torques import JointTorqueWrench
-from payload_estimator.pipeline.sources.base import WrenchInput
+from payload_estimator.pipeline.sources.strategies import WrenchInput
 
 if TYPE_CHECKING:
     from payload_estimator.pipeline.kinematics import SensorKinematics

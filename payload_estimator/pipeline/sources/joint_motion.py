@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from payload_estimator.pipeline.sources.base import MotionInput
+from payload_estimator.pipeline.sources.strategies import MotionInput
 
 if TYPE_CHECKING:
     from payload_estimator.pipeline.kinematics import SensorKinematics, SensorMotion

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from payload_estimator.pipeline.health import WRONG_FRAME
-from payload_estimator.pipeline.sources.base import WRENCH, WrenchInput
+from payload_estimator.pipeline.sources.strategies import WRENCH, WrenchInput
 from payload_estimator.pipeline.wrench import SaturationCheck, WrenchConvention, wrench_to_sensor
 
 if TYPE_CHECKING:
