@@ -61,7 +61,7 @@ def test_replay_tables_with_overrides(bags, tmp_path, capsys):
     assert main(["replay", str(bags["panda", "mcap"]), "--estimator", "wls", "--set", "cutoff_hz=8",
                  "--set", "publish_rate_hz=5", "--out", str(tmp_path), "--no-plot"]) == 0
     text = capsys.readouterr().out
-    assert "Payload estimate (wls" in text and "truth" in text and "errors (paper 004" in text
+    assert "Payload estimate (wls" in text and "truth" in text and "errors (Nadeau et al." in text
     assert "input problems: none" in text and "URDF <inertial> in 'panda_link8'" in text
 
 

@@ -108,7 +108,7 @@ class ArmLimits:
 
     @classmethod
     def from_robot(cls, robot: str | RobotSpec) -> ArmLimits:
-        """The vendor limits of a built-in robot (``ValueError`` for an unknown name)."""
+        """Return the vendor limits of a built-in robot (``ConfigurationError`` for an unknown name)."""
         spec = get_robot(robot) if isinstance(robot, str) else robot
         return cls(spec.joint_names, spec.q_min, spec.q_max, spec.dq_max, spec.ddq_max, spec.dddq_max,
                    source=f"{spec.name} vendor limits")
