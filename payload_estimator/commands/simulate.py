@@ -40,6 +40,7 @@ __all__ = ["add_parser", "run"]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the ``simulate`` command and its options to ``sub``; return its parser."""
     from payload_estimator.robots import ROBOT_NAMES
     from payload_estimator.sim.payloads import PAYLOADS
 
@@ -67,6 +68,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``simulate`` with the parsed ``args``; return the exit status."""
     from pathlib import Path
 
     from payload_estimator.sim.mujoco_sim import simulate
