@@ -62,7 +62,7 @@ class RunReport:
 
     @property
     def errors(self) -> ErrorMetrics | None:
-        """Paper 004's errors of the final estimate, when the truth and the bounding box are known."""
+        """Nadeau et al.'s errors of the final estimate, when the truth and the bounding box are known."""
         if self.truth is None or self.bbox_lengths is None or self.truth.mass <= 0:
             return None
         return paper_errors(self.final.estimate.params, self.truth, self.bbox_lengths)

@@ -14,14 +14,14 @@ points, and "one density per primitive" is PMD's density group
 spreads mass evenly within each primitive and only weakly across them. Splitting a primitive
 splits its group; every point keeps its mass, which is exactly Xu et al.'s inheritance in
 proportion to volume, so each division starts from the previous optimum. A user who knows
-only a box around the payload starts from that one cuboid (the paper's unknown-load case);
+only a box around the payload starts from that one cuboid (Xu et al.'s unknown-load case);
 a shape made of parts starts from one primitive per part.
 
-Choices where the paper leaves them open, stated once:
+Choices where Xu et al. leave them open, stated once:
 
 * ``k1 = k2 = 1`` in units of the whole (``m / M``, ``V / V_total``): the massive and large,
   and the dense, are split first (a tool's steel head is both).
-* The change is measured scaled (as the paper asks) by the mass ``M``, ``M l`` for the first
+* The change is measured scaled (as Xu et al. ask) by the mass ``M``, ``M l`` for the first
   moment and ``M l²`` for the inertia, ``l`` half the cloud's longest extent; the division
   stops below :data:`DIVISION_TOLERANCE`, at :data:`MAX_PRIMITIVES`, or when no primitive has
   enough points to split.
@@ -30,7 +30,7 @@ Choices where the paper leaves them open, stated once:
   estimate still changes, so the work per estimate is bounded; a division that stopped is tried
   again once the data have doubled (:data:`RETRY_GROWTH`).
 * A division is kept only when the data pay for it (:data:`SPLIT_EVIDENCE`, BIC's price):
-  the paper's tolerance alone lets noise split a slowly moved payload ever finer.
+  Xu et al.'s tolerance alone lets noise split a slowly moved payload ever finer.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ DIVISION_TOLERANCE = 0.005
 SPLIT_EVIDENCE = 1.0
 """A division is kept only when it lowers the data term (a chi-square over the samples'
 correlation factor) by at least ``SPLIT_EVIDENCE * ln n_eff``, BIC's price of one more unknown:
-the paper's tolerance alone lets a slow motion's noise, which barely constrains the inertia,
+Xu et al.'s tolerance alone lets a slow motion's noise, which barely constrains the inertia,
 split the primitives ever finer (on workshop tools: 16 % inertia error where one box gives 11 %)."""
 MAX_PRIMITIVES = 16
 MAX_DIVISIONS_PER_ESTIMATE = 8
