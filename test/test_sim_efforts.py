@@ -5,7 +5,7 @@ References independent of the simulator's own bookkeeping:
 * the rigid-body torques are MuJoCo's inverse dynamics (``mj_inverse``) of a separately compiled
   model at the recorded states;
 * the payload's torques are ``-J_S^T w`` with pinocchio's LOCAL Jacobian of the sensor frame on
-  the *nominal* URDF and the MuJoCo F/T truth ``w`` (the sign convention of the issue 9 design);
+  the *nominal* URDF and the MuJoCo F/T truth ``w`` (the sign convention of ``pipeline.joint_torques``);
 * the Panda friction is Gaz et al.'s sigmoid written out.
 """
 

@@ -59,7 +59,7 @@ def make(typestore):
 
 @pytest.fixture(scope="module")
 def run():
-    """A simulated Panda holding a claw hammer, 4 s of paper 004's wrist motion."""
+    """A simulated Panda holding a claw hammer, 4 s of Nadeau et al.'s wrist motion."""
     return simulate(robot="panda", payload=PAYLOAD, duration=4.0, noise="low", seed=3, imu=False)
 
 
