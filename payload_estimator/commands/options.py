@@ -37,7 +37,7 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "ft_noise_std": ("--ft-noise",),
     "point_density": ("--density",),
 }
-"""Older spellings still accepted (not shown in the help)."""
+"""Other spellings of the same options, accepted too (not shown in the help)."""
 
 _FIELDS: dict[str, Field] = {f.name: f for f in fields(Settings)}
 
