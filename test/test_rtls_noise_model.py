@@ -87,7 +87,7 @@ def test_noise_model_predicts_each_channels_equation_error(tool_runs):
     np.testing.assert_allclose(relative[:3], 1.0, rtol=0.05)
     assert np.all((relative[3:] > 0.9) & (relative[3:] < 3.0)), relative
     weights = est._fit().weights
-    assert np.all(weights[3:] > 30.0 * weights[:3].max())  # torques not swamped (as uniform weights, 1, would leave them)
+    assert np.all(weights[3:] > 30.0 * weights[:3].max())  # torques not swamped (uniform weights: 1)
 
 
 def test_correction_is_exact_gtls_where_the_data_outweigh_the_noise():
