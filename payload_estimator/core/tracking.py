@@ -99,9 +99,7 @@ AFTER_BREAK_S = 0.5
 
 
 class PayloadModel(Protocol):
-    """What the robot pipeline asks of an estimator.
-
-    An :class:`Estimator` or a :class:`PayloadTracker` around one."""
+    """What the robot pipeline asks of an estimator: an :class:`Estimator` or a :class:`PayloadTracker`."""
 
     @property
     def samples_used(self) -> int:
@@ -178,10 +176,7 @@ class TrackingCounts:
 
 @dataclass
 class _Episode:
-    """A run of suspect samples being held out.
-
-    It keeps when it began, its largest ``d²``, its samples (in batches, each with its suspect
-    mask) and when it was last judged."""
+    """Suspect samples held out: when they began, their largest ``d²``, the batches with masks, last judged."""
 
     t_start: float
     peak: float = 0.0
@@ -228,11 +223,10 @@ class PayloadTracker:
 
     @property
     def step_response(self) -> StepFilter | None:
-        """How a step of the wrench shows in the samples.
+        """How a step of the wrench shows in the samples: set by the pipeline's filter; None: at once.
 
-        The pipeline's filter sets it; None: at once, as in unfiltered samples. The judge fits
-        a change through it, from an onset it finds, and the new payload's data start where it
-        has settled."""
+        The judge fits a change through it, from an onset it finds, and the new payload's data
+        start where it has settled."""
         return self._detector.step_response
 
     @step_response.setter
@@ -284,10 +278,7 @@ class PayloadTracker:
         self._last_t = None
 
     def _start_estimator(self, bias: bool) -> None:
-        """Start a fresh estimator (and wrench predictor) for a new payload.
-
-        It shares the kinematic noise the pipeline supplied; nothing of the old payload's
-        estimate is kept."""
+        """Start a fresh estimator and wrench predictor for a new payload: only the kinematic noise is kept."""
         noise = self.estimator.kinematic_noise
         self._rejected_before += self.estimator.rejected_samples
         self.estimator = self._make(bias)
@@ -306,10 +297,9 @@ class PayloadTracker:
         self._since_refresh_s = 0.0
 
     def input_break(self) -> None:
-        """Note that the input stopped and resumed (a gap, a clock jump).
+        """Note that the input stopped and resumed (a gap, a clock jump); the time since the last sample restarts.
 
-        An episode open across it is closed as it stands (held out: a contact, or an outlier if
-        it is one sample or two), and the time since the last sample restarts."""
+        An episode open across it is closed as it stands (held out: a contact, or an outlier)."""
         if self._episode is not None:
             self._close_as_contact(SensorSamples.empty(), np.zeros(0), self._episode_end())
         self._last_t = None
@@ -336,10 +326,7 @@ class PayloadTracker:
                              changes[-1].t_start if changes else None)
 
     def estimate(self) -> Estimate:
-        """Return the current payload's estimate.
-
-        Its offsets are those kept across changes plus what the estimator finds on top of
-        them, if it estimates them."""
+        """Return the current payload's estimate; its offsets are the kept ones plus any the estimator finds."""
         est = self.estimator.estimate()
         if self.bias and np.any(self.offsets_in_sensor):
             found = np.zeros(6) if est.bias is None else np.asarray(est.bias, dtype=float)
@@ -427,11 +414,10 @@ class PayloadTracker:
     def _new_predictor(self, bias: bool, estimator: Estimator | None = None) -> Estimator | None:
         """Return the estimator that predicts the wrench for the gate.
 
-        Least squares itself, or beside any other estimator, weighted least squares on the same
-        samples. A prior that does not fit
-        the payload (PMD's uniform density in a shape) mispredicts dynamic samples, and a recursive
-        filter's first estimates (RLS, RTLS) are pulled by their initial state yet claim to be
-        known: either way the gate would hold out the very data that should correct them."""
+        Least squares itself, or beside any other estimator, weighted least squares on the same samples. A
+        prior that does not fit the payload (PMD's uniform density in a shape) mispredicts dynamic samples,
+        and a recursive filter's first estimates (RLS, RTLS) are pulled by their initial state yet claim to
+        be known: either way the gate would hold out the very data that should correct them."""
         estimator = self.estimator if estimator is None else estimator
         if isinstance(estimator, OrdinaryLeastSquares):  # wls, ols: their own predictors
             return None
@@ -476,11 +462,10 @@ class PayloadTracker:
     def _free_takes_over(self, kept: Estimate) -> bool:
         """Let the estimator that finds the offsets anew take over once it sees the kept ones wrong.
 
-        It sees them wrong when its mass and first moment differ from those of ``kept`` (the
-        judge's estimate, which trusts them) by more than their uncertainty allows
-        (:data:`OFFSETS_MOVED_CHI2`). The offsets it finds are added to the kept ones (see
-        :meth:`estimate`). While the kept offsets hold, the estimate that trusts them stays: it
-        is the more precise. Returns whether it took over."""
+        It sees them wrong when its mass and first moment differ from those of ``kept`` (the judge's
+        estimate, which trusts them) by more than their uncertainty allows (:data:`OFFSETS_MOVED_CHI2`).
+        The offsets it finds are added to the kept ones (see :meth:`estimate`). While the kept offsets
+        hold, the estimate that trusts them stays: it is the more precise. Returns whether it took over."""
         if self._free is None:
             return False
         free, predictor = self._free
@@ -586,10 +571,9 @@ class PayloadTracker:
     def _restart(
         self, samples: SensorSamples, t_start: float, t_now: float, mass_change: float, keep_offsets: bool = True
     ) -> TrackEvent:
-        """Restart for a change at ``t_start`` (decided at ``t_now``), s.
+        """Restart for a change at ``t_start`` (decided at ``t_now``), s: a fresh estimator from ``samples``.
 
-        A fresh estimator starts from ``samples``, with the offsets found so far kept and
-        subtracted (``keep_offsets``) or estimated again."""
+        The offsets found so far are kept and subtracted (``keep_offsets``) or estimated again."""
         self._offsets_added = np.zeros(6)
         if not keep_offsets and np.any(self.offsets_in_sensor):
             # estimate the offsets again: put back the ones subtracted so far

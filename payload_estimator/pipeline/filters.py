@@ -70,7 +70,7 @@ def butter_lowpass_sos(cutoff_hz: float, rate_hz: float, order: int = 4) -> np.n
         order: filter order (>= 1).
 
     Raises:
-        ValueError: if the cutoff is not below the Nyquist frequency, or an
+        ConfigurationError: if the cutoff is not below the Nyquist frequency, or an
             argument is not positive.
     """
     if not (np.isfinite(rate_hz) and rate_hz > 0):

@@ -108,8 +108,9 @@ class SensorKinematics:
             (m, rad), added before the sensor frame is looked up.
 
     Raises:
-        ValueError: unparsable URDF, unknown sensor frame, unknown or repeated
-            joint names, or requested joints that are not 1-DoF.
+        InputError: unparsable URDF, or one without a 1-DoF joint.
+        ConfigurationError: unknown sensor frame, unknown or repeated joint names, or requested
+            joints that are not 1-DoF.
     """
 
     def __init__(
@@ -402,7 +403,7 @@ class SensorKinematics:
         names (e.g. gripper fingers) are ignored.
 
         Raises:
-            ValueError: if one of :attr:`joint_names` is missing or repeated in ``names``.
+            InputError: if one of :attr:`joint_names` is missing or repeated in ``names``.
         """
         names = [str(n) for n in names]
         missing = [n for n in self._joint_names if n not in names]
@@ -414,9 +415,9 @@ class SensorKinematics:
         return np.array([names.index(n) for n in self._joint_names], dtype=int)
 
     def rigid_pose(self, frame: str, relative_to: str) -> tuple[np.ndarray, np.ndarray]:
-        """``(R, p)``: pose of ``frame`` in ``relative_to`` (3x3, (3,) m), two frames fixed to each other.
+        """Return ``(R, p)``: pose of ``frame`` in ``relative_to`` (3x3, (3,) m), two frames fixed to each other.
 
-        ``ValueError`` if either frame is unknown or the joints move one relative to the other.
+        ``ConfigurationError`` if either frame is unknown or the joints move one relative to the other.
         """
         n = self.n_joints
         R0, p0 = self.frame_pose(np.zeros((1, n)), frame, relative_to)

@@ -290,7 +290,7 @@ def simulate(
                                 sensor_rpy_in_flange, imu_xyz_in_sensor, imu_rpy_in_sensor, arm_mismatch)
     n = spec.n_joints
     if efforts is not None and efforts.n_joints != n:
-        raise ValueError(f"the effort model is for {efforts.n_joints} joints, the {spec.name} has {n}")
+        raise ConfigurationError(f"the effort model is for {efforts.n_joints} joints, the {spec.name} has {n}")
     rec = _integrate(arm, traj, clock, bandwidth_hz, damping_ratio, schedule, efforts, progress)
     if schedule is not None:
         set_payload(arm, params)  # the model as built
