@@ -1,24 +1,25 @@
-"""Accuracy of every estimator in paper 004's simulation setting (its Table III).
+"""Accuracy of every estimator in Nadeau et al.'s simulation setting (their Table III).
 
-Eight paper-like test objects (a PLA frame with 101 g steel and 17 g ABS
+Nadeau, Giamou and Kelly, "Fast Object Inertial Parameter Identification for Collaborative
+Robots". Eight test objects like theirs (a PLA frame with 101 g steel and 17 g ABS
 weights, 0.15-0.4 kg, 6-25 cm, off-centre COMs) are welded to the F/T sensor
-of a three-joint wrist whose joints follow paper 004's sinusoids, scaled to
+of a three-joint wrist whose joints follow their sinusoids, scaled to
 mean angular speeds of 1.0, 1.5 and 2.0 rad/s. Wrenches and sensor-frame
 kinematics come from pinocchio's RNEA (not from our regressor); Table II
 noise is added to the linear and angular accelerations and to the wrench;
-each estimator sees ~150 observations (1.5 s at 100 Hz), as in the paper.
-Errors use the paper's metrics, eqs. (10)-(12), averaged over objects and
+each estimator sees ~150 observations (1.5 s at 100 Hz), as in their simulations.
+Errors use their metrics, eqs. (10)-(12), averaged over objects and
 repetitions.
 
 Rows:
 
 * OLS, WLS, RLS, RTLS, PMD: every registered estimator with its defaults (RLS
   without forgetting: the data are one batch); PMD with ``c1 = C1_PAPER``.
-* PMD-paper: our PMD with the paper's gravity-only reduced model (eq. 6) and
+* PMD-paper: our PMD with Nadeau et al.'s gravity-only reduced model (eq. 6) and
   uniform channel weights, but still our squared objective and centred
-  regulariser (lambda = 1): not the paper's Problem 1.
-* Problem 1 verbatim (reference): paper 004's Problem 1, eq. (8), solved with
-  cvxpy + Clarabel on the stacked (6K x n) data, as the paper writes it::
+  regulariser (lambda = 1): not their Problem 1.
+* Problem 1 verbatim (reference): Nadeau et al.'s Problem 1, eq. (8), solved with
+  cvxpy + Clarabel on the stacked (6K x n) data, as they write it::
 
       min_{m >= 0}  |(1 - w) o (Y~ P m - b)|_2 + |w o (Y P m - b)|_2 + lambda |m|_2
 
@@ -27,12 +28,12 @@ Rows:
   ``w_j = tanh(3 nu_j / c1)``, eq. 9, ``nu_j`` of eq. 4 with scales (1, 1, 0.5)),
   ``c1 = C1_PAPER = 300``, lambda = 0.1, uniform channel weights, ``Y~`` the
   gravity-only model (eq. 6 with the force rows ``f = m g``), same points as PMD.
-  The paper states ``b`` and ``Y~`` in the world frame; every sample's 6-vector
+  Nadeau et al. state ``b`` and ``Y~`` in the world frame; every sample's 6-vector
   is rotated as a whole, so each norm is the same in the sensor frame used here.
 * Problem 1, per-sample norms (reference): the other reading of eq. (8),
   ``sum_j (1 - w_j) |Y~_j P m - b_j| + w_j |Y_j P m - b_j| + lambda |m|``,
   one unsquared norm per sample (a sum of K norms instead of one norm of the
-  6K-vector). The paper stacks ``w`` to 6K entries, which only an
+  6K-vector). Nadeau et al. stack ``w`` to 6K entries, which only an
   element-wise product needs, so the row above is taken as the verbatim one.
 * equal masses, true mass (reference): no data at all; the true mass spread
   equally over PMD's points. Its errors are what the prior alone scores.
@@ -41,10 +42,10 @@ Rows:
 
 Noise: Table II's standard deviations are added as white noise to the measured
 linear and angular accelerations and to the wrench, and the estimators see them
-unfiltered (default). Paper 004's Table III used "velocity and acceleration
+unfiltered (default). Nadeau et al.'s Table III used "velocity and acceleration
 signals estimated through Kalman filtering as described in [32]": a
-quaternion Kalman filter fed by the robot's pose, whose input noise the paper
-does not give, so its output noise (lower than Table II's and correlated in
+quaternion Kalman filter fed by the robot's pose, whose input noise they
+do not give, so its output noise (lower than Table II's and correlated in
 time) cannot be reproduced exactly. ``--kalman HZ`` stands in for it: a causal
 Kalman filter per axis (state: the signal and its rate, white second
 derivative, measurement noise the Table II std), tuned to a bandwidth of HZ
@@ -90,7 +91,7 @@ METHODS: dict[str, tuple[str, dict]] = {
     label: spec for name in ESTIMATORS for label, spec in _VARIANTS.get(name, {name.upper(): (name, {})}).items()
 }
 
-PAPER_TABLE_III = {  # paper 004, moderate noise, ~150 observations: mass, COM, inertia at 1.0/1.5/2.0 rad/s
+PAPER_TABLE_III = {  # Nadeau et al., moderate noise, ~150 observations: mass, COM, inertia at 1.0/1.5/2.0 rad/s
     "OLS": ((1.36, 2.88, 3.22), (34.4, 44.0, 36.1), (">500",) * 3),
     "RTLS": ((1.84, 1.77, 2.41), (97.5, 37.7, 38.2), (">500",) * 3),
     "PMD": ((1.34, 2.15, 1.91), (9.83, 15.5, 16.4), (44.1, 43.5, 43.6)),
@@ -98,9 +99,9 @@ PAPER_TABLE_III = {  # paper 004, moderate noise, ~150 observations: mass, COM, 
 
 
 PROBLEM1_LAMBDA = 0.1
-"""Paper 004's lambda for Problem 1 (Section IV)."""
+"""Nadeau et al.'s lambda for Problem 1 (Section IV)."""
 DYNAMISM_SCALES = (1.0, 1.0, 0.5)
-"""Paper 004's (n1, n2, n3) of eq. (4)."""
+"""Nadeau et al.'s (n1, n2, n3) of eq. (4)."""
 PROBLEM1_ROWS = {"Problem 1 verbatim (reference)": False, "Problem 1, per-sample norms (reference)": True}
 """Row label -> per-sample norms (see the module docstring)."""
 EQUAL_MASSES = "equal masses, true mass (reference)"
@@ -110,7 +111,7 @@ def problem1_verbatim(
     samples: SensorSamples, points_in_sensor: np.ndarray, c1: float = C1_PAPER,
     lam: float = PROBLEM1_LAMBDA, per_sample: bool = False,
 ) -> tuple[np.ndarray, str]:
-    """Paper 004's Problem 1 (eq. 8) with cvxpy + Clarabel; returns (phi, solver status).
+    """Nadeau et al.'s Problem 1 (eq. 8) with cvxpy + Clarabel; returns (phi, solver status).
 
     Unsquared norms, uniform channel weights, the gravity-only reduced model of eq. (6),
     ``w_j = tanh(3 nu_j / c1)`` (eq. 9). ``per_sample``: one norm per sample instead of one
@@ -237,7 +238,7 @@ def _fmt(x: float) -> str:
 def print_table(out: dict, noise: str, repeats: int, n_obs: int, kalman_hz: float | None = None) -> None:
     res = out["results"]
     head = " / ".join(f"{s:.1f}" for s in SPEEDS)
-    print(f"\nPaper 004 setting: {len(PAPER_OBJECTS)} objects x {repeats} repeats, {noise} noise, "
+    print(f"\nNadeau et al.'s setting: {len(PAPER_OBJECTS)} objects x {repeats} repeats, {noise} noise, "
           f"{n_obs} observations. Errors in % (eqs. 10-12), mean over objects and repeats.\n")
     print(f"| method | mass % ({head} rad/s) | COM % ({head}) | inertia % ({head}) | consistent % |")
     print("|---|---|---|---|---|")
@@ -260,16 +261,16 @@ def print_table(out: dict, noise: str, repeats: int, n_obs: int, kalman_hz: floa
         print(f"\nProblem 1 rows: {out['problem1_missing'] or 'not run (--no-problem1)'}.")
     if kalman_hz:
         print(f"Noise: Table II ({noise}) on accelerations and wrench; accelerations through a causal Kalman "
-              f"filter of bandwidth {kalman_hz:g} Hz (a stand-in for paper 004's Kalman-filtered kinematics, "
-              "whose input noise the paper does not give).")
+              f"filter of bandwidth {kalman_hz:g} Hz (a stand-in for Nadeau et al.'s Kalman-filtered kinematics, "
+              "whose input noise they do not give).")
     else:
-        print(f"Noise: Table II ({noise}) as white noise on accelerations and wrench, unfiltered. Paper 004's "
+        print(f"Noise: Table II ({noise}) as white noise on accelerations and wrench, unfiltered. Nadeau et al.'s "
               "Table III estimated the kinematics with a Kalman filter from pose signals of unstated noise, "
               "so its acceleration noise was lower and correlated; --kalman HZ filters ours as a stand-in.")
-    print("\nPaper 004, Table III (moderate noise, Kalman-filtered kinematics, for comparison):")
+    print("\nNadeau et al., Table III (moderate noise, Kalman-filtered kinematics, for comparison):")
     for label, (m, c, i) in PAPER_TABLE_III.items():
         cells = (" / ".join(map(str, values)) for values in (m, c, i))
-        print(f"| {label} (paper) | " + " | ".join(cells) + " |")
+        print(f"| {label} (Nadeau et al.) | " + " | ".join(cells) + " |")
 
 
 def main() -> None:
@@ -281,7 +282,7 @@ def main() -> None:
     ap.add_argument("--c1", type=float, default=C1_PAPER, help=f"PMD c1 (default {C1_PAPER:g}, pmd.C1_PAPER)")
     ap.add_argument("--kalman", type=float, default=None, metavar="HZ",
                     help="filter the noisy accelerations with a causal Kalman filter of this bandwidth "
-                         "(paper 004 used Kalman-filtered kinematics; default: unfiltered)")
+                         "(Nadeau et al. used Kalman-filtered kinematics; default: unfiltered)")
     ap.add_argument("--no-problem1", action="store_true", help="skip the cvxpy rows (Problem 1 verbatim)")
     args = ap.parse_args()
     if args.kalman is not None and not args.kalman > 0:

@@ -16,12 +16,12 @@ and classified:
 * ``exit 2, several lines``, ``traceback``: what must not happen.
 
 The table compares nothing by itself: run it on two checkouts to compare, e.g.
-the code before the bag reading was reworked (the sweep's cases come from this
-checkout's test file, the package from the other):
+this one and an older commit (the sweep's cases come from this checkout's test
+file, the package from the other):
 
     python benchmarks/bag_fuzz.py
-    git archive f998aeb payload_estimator msg srv | tar -x -C /tmp/before
-    PYTHONPATH=/tmp/before python benchmarks/bag_fuzz.py
+    git archive <commit> payload_estimator msg srv | tar -x -C /tmp/other
+    PYTHONPATH=/tmp/other python benchmarks/bag_fuzz.py
 
 Run:  python benchmarks/bag_fuzz.py [--cases] [--work DIR]
 """

@@ -1,4 +1,4 @@
-"""A calibration of the unloaded arm from the designed calibration motion against the thesis sinusoids.
+"""A calibration of the unloaded arm from the designed calibration motion against Lambert's sinusoids.
 
 For each robot, MuJoCo simulates the unloaded arm, with the joint-effort model of ``sim.efforts``
 (friction with Stribeck bump and asymmetric Coulomb levels the calibration model does not have,
@@ -8,12 +8,12 @@ of a seed), along
 
 * ``designed``: what ``payload-estimator excite --for calibration`` designs from home
   (:func:`~payload_estimator.excitation.calibration.design_calibration_motion`, design seed 0),
-* ``thesis``: seed 000's sinusoids (every joint ``q_home + 0.3 sin(w_i t)``, ``w_i ~ U[1, 5]``
+* ``thesis``: Lambert's all-joint sinusoids (every joint ``q_home + 0.3 sin(w_i t)``, ``w_i ~ U[1, 5]``
   rad/s, scaled to the TCP and joint speed limits), of the same duration,
 
 and ``calibrate_arm`` fits each recording. The figure is the effort residual RMS (N·m, mean over
-the joints) on held-out recordings of the same arm along *other* motions: another draw of the
-thesis sinusoids, a pick-and-place cycle, and the payload identification motion ``excite``
+the joints) on held-out recordings of the same arm along *other* motions: another draw of
+Lambert's sinusoids, a pick-and-place cycle, and the payload identification motion ``excite``
 designs (10 s). "URDF" is the description alone without friction (what the payload estimate
 would subtract without calibration). The predicted figures (:func:`arm_information`: log det
 gain, directions determined better than the description) are printed beside.

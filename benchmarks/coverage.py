@@ -2,12 +2,12 @@
 
 Two kinds of data, both made without our regressor:
 
-* sensor level (what ``payload-estimator estimate`` reads): the wrist of
-  paper 004 moved slowly (mean |ω| 0.6 and 1.5 rad/s), 10 s at 100 Hz, wrench
+* sensor level (what ``payload-estimator estimate`` reads): Nadeau et al.'s
+  wrist moved slowly (mean |ω| 0.6 and 1.5 rad/s), 10 s at 100 Hz, wrench
   and kinematics from pinocchio's RNEA, Table II noise added to the wrench and
   to the measured linear and angular accelerations (errors in variables);
 * robot pipeline (what ``demo``, ``replay`` and the node run): MuJoCo
-  simulates a Panda and an xArm 7 along paper 004's excitation at cobot speed
+  simulates a Panda and an xArm 7 along Nadeau et al.'s excitation at cobot speed
   for 10 s, with encoder noise, Table II wrench noise, an F/T offset and its
   drift; the raw joint states and wrench go through alignment, the matched
   low-pass (correlated samples) and pinocchio kinematics, F/T offsets estimated.
@@ -130,12 +130,13 @@ def main() -> None:
     ap.add_argument("--skip-pipeline", action="store_true", help="sensor-level table only")
     args = ap.parse_args()
     t0 = time.perf_counter()
-    print_table(f"Sensor level: paper 004's wrist, mean |ω| {' and '.join(f'{s:g}' for s in SPEEDS)} rad/s, 10 s at "
-                f"100 Hz, Table II moderate noise (wrench and accelerations), payloads {', '.join(SENSOR_PAYLOADS)}, "
-                f"{args.seeds} seeds each; PMD c1 = {args.c1:g}.", sensor_level(args.seeds, args.c1))
+    print_table(f"Sensor level: Nadeau et al.'s wrist, mean |ω| {' and '.join(f'{s:g}' for s in SPEEDS)} rad/s, "
+                f"10 s at 100 Hz, Table II moderate noise (wrench and accelerations), "
+                f"payloads {', '.join(SENSOR_PAYLOADS)}, {args.seeds} seeds each; PMD c1 = {args.c1:g}.",
+                sensor_level(args.seeds, args.c1))
     if not args.skip_pipeline:
-        print_table(f"Robot pipeline: MuJoCo Panda and xArm 7, paper 004's excitation at cobot speed, 10 s, moderate "
-                    f"noise, F/T offset and drift (estimated), payloads {', '.join(PIPELINE_PAYLOADS)}, "
+        print_table(f"Robot pipeline: MuJoCo Panda and xArm 7, Nadeau et al.'s excitation at cobot speed, 10 s, "
+                    f"moderate noise, F/T offset and drift (estimated), payloads {', '.join(PIPELINE_PAYLOADS)}, "
                     f"{args.pipeline_seeds} seeds each; PMD c1 = {args.c1:g}.", pipeline(args.pipeline_seeds, args.c1))
     print(f"\n({time.perf_counter() - t0:.0f} s)")
 

@@ -4,8 +4,8 @@ MuJoCo simulates a Panda and an xArm 7 holding each payload while tracking an
 excitation at cobot speed (TCP <= 0.25 m/s); the measured joint states
 (1 kHz, encoder noise) and wrench (Table II noise, offset and drift) go
 through the full pipeline (alignment, matched filtering, pinocchio
-kinematics, statistics) exactly as the ROS node runs it. Errors use paper
-004's metrics after 2, 5 and 10 s of motion, averaged over payloads and
+kinematics, statistics) exactly as the ROS node runs it. Errors use Nadeau
+et al.'s metrics after 2, 5 and 10 s of motion, averaged over payloads and
 seeds. The last table is the pipeline's throughput (alignment + filtering +
 kinematics + statistics + estimates at 10 Hz), in input samples per second.
 
@@ -82,7 +82,7 @@ def main() -> None:
 
     print(f"\nEnd to end: {args.trajectory} at cobot speed, {args.noise} noise, payloads {', '.join(args.payloads)}, "
           f"{args.seeds} seed(s), F/T offsets {'not ' if args.no_bias else ''}estimated, PMD c1 = {args.c1:g}.")
-    print("Errors in % (paper 004 eqs. 10-12) after 2 / 5 / 10 s of motion, mean over payloads and seeds.\n")
+    print("Errors in % (Nadeau et al.'s eqs. 10-12) after 2 / 5 / 10 s of motion, mean over payloads and seeds.\n")
     print("| robot | method | mass % | COM % | inertia % | consistent % (at 5 s) |")
     print("|---|---|---|---|---|---|")
     for (robot, method), rows in results.items():

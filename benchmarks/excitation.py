@@ -1,16 +1,16 @@
-"""The designed identification motion against paper 004's wrist sinusoids of the same duration.
+"""The designed identification motion against Nadeau et al.'s wrist sinusoids of the same duration.
 
-For each robot and payload, MuJoCo simulates the arm tracking (a) paper 004's wrist sinusoids
+For each robot and payload, MuJoCo simulates the arm tracking (a) Nadeau et al.'s wrist sinusoids
 (the three wrist joints, 45 degrees, the time scale capped by the TCP and joint speed limits)
 and (b) the motion `payload-estimator excite` designs from the home pose (design seed 0, what a
-user gets), both ``--duration`` seconds from rest to rest, with the same sensor noise (paper 004
-Table II, moderate by default; offsets and drift), and the whole pipeline estimates the payload
-as the node does. Per estimator: the errors at the end (paper 004 eqs. 10-12), when mass and COM
+user gets), both ``--duration`` seconds from rest to rest, with the same sensor noise (Nadeau et
+al.'s Table II, moderate by default; offsets and drift), and the whole pipeline estimates the payload
+as the node does. Per estimator: the errors at the end (their eqs. 10-12), when mass and COM
 and when everything converged, and whether the motion kept every limit of the default
 `MotionLimits` (1 kHz check).
 
-Payloads: the issue's pairs (Panda + the 845 g claw hammer, xArm 7 + the 1.55 kg drill), a
-non-uniform paper-004 object (the 316 g hammer: steel head on a plastic frame) and a light one
+Payloads: the two target pairs (Panda + the 845 g claw hammer, xArm 7 + the 1.55 kg drill), a
+non-uniform object of Nadeau et al.'s kind (the 316 g hammer: steel head on a plastic frame) and a light one
 (the workshop's 68 g steel ruler), so that no object flatters the motion. PMD has the payload's
 outer box as its shape prior; WLS has none.
 
@@ -39,7 +39,7 @@ from payload_estimator.sim.workshop import get_tool
 CASES = (("panda", "claw_hammer"), ("xarm7", "drill"), ("panda", "hammer"), ("xarm7", "ws_ruler"))
 QUICK_CASES = CASES[:2]
 TARGET_RATIO = 0.8
-"""Issue 7: the designed motion's inertia error at most this fraction of the sinusoids'."""
+"""Target: the designed motion's inertia error at most this fraction of the sinusoids'."""
 TARGET_CONVERGENCE_S = 2.5
 
 
@@ -81,7 +81,7 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=5.0, help="seconds of motion (default 5)")
     ap.add_argument("--methods", nargs="+", default=["pmd", "wls"])
     ap.add_argument("--noise", default="moderate")
-    ap.add_argument("--quick", action="store_true", help="the issue's two pairs, one seed, PMD (CI)")
+    ap.add_argument("--quick", action="store_true", help="the two target pairs, one seed, PMD (CI)")
     args = ap.parse_args()
     cases = QUICK_CASES if args.quick else CASES
     seeds = 1 if args.quick else args.seeds
@@ -100,7 +100,7 @@ def main() -> None:
 
     print(f"## Designed motions ({args.duration:g} s, default MotionLimits)\n")
     print("| robot | design time | peak joint speed / accel / jerk (of limit) | peak TCP speed | cond | "
-          "limits kept | paper 004 sinusoids keep them |")
+          "limits kept | Nadeau et al.'s sinusoids keep them |")
     print("|---|---|---|---|---|---|---|")
     for robot, d in designs.items():
         c, pc = d.check, paper_checks[robot]
@@ -148,7 +148,7 @@ def main() -> None:
                                     f"sinusoids' (target <= {TARGET_RATIO}), converged within "
                                     f"{TARGET_CONVERGENCE_S} s in {in_time}/{len(conv)} runs: "
                                     f"{'met' if met else 'NOT met'}")
-    print("\nIssue 7 targets:")
+    print("\nTargets:")
     for line in verdicts:
         print(f"- {line}")
 

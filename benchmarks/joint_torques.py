@@ -7,23 +7,23 @@ efforts, 0.3-0.6 N·m noise, 1-3 N·m Coulomb friction, viscous and Stribeck ter
 deliberately not the one the calibration fits). Per arm (mismatch seed):
 
 1. calibration: the arm *without* payload runs ``--calibration-s`` seconds of a calibration motion
-   (all joints, seed 000's sinusoids ``q_i = A sin(f_i t)`` with their own frequencies), and
+   (all joints, Lambert's sinusoids ``q_i = A sin(f_i t)`` with their own frequencies), and
    ``calibrate_arm`` fits it;
-2. estimation: the arm *with* the payload runs ``--duration`` seconds of a *different* motion (seed
-   000's sinusoids on all joints with other frequencies, the identification motion ``excite`` designs
-   from home for an F/T sensor, or paper 004's wrist sinusoids), and the whole
+2. estimation: the arm *with* the payload runs ``--duration`` seconds of a *different* motion
+   (Lambert's sinusoids on all joints with other frequencies, the identification motion ``excite`` designs
+   from home for an F/T sensor, or Nadeau et al.'s wrist sinusoids), and the whole
    pipeline (filters, kinematics, the joint torques through the Jacobian) estimates the payload in
    the flange frame, without a shape prior (WLS) and with the payload's outer box (PMD).
 
 Rows: the description alone (the URDF's inertias, no friction: what one gets without calibrating),
-calibrated, and, for reference, an F/T sensor at the flange (paper 004 Table II moderate noise) on the
-same motion. Errors: mass %, COM distance (mm), and inertia (paper 004 eq. 12, %).
+calibrated, and, for reference, an F/T sensor at the flange (Nadeau et al.'s Table II moderate noise) on the
+same motion. Errors: mass %, COM distance (mm), and inertia (Nadeau et al.'s eq. 12, %).
 
 ``--singular`` instead runs the estimation around a nearly singular pose (the arm stretched, the wrist
 axes nearly aligned) and compares the joint-space rows (``SensorSamples.wrench_information_sqrt``) with
 the plain pseudo-inverse wrench ``pinv(J^T) dtau`` fed to the same estimator as if a sensor had measured it.
 
-Issue 9's targets: xArm 7, current-based efforts, 1 kg payload (the workshop's 1.08 kg club hammer: a
+Targets: xArm 7, current-based efforts, 1 kg payload (the workshop's 1.08 kg club hammer: a
 steel head on a wooden handle), 15 s: mass <= 2 %, COM <= 8 mm; better on the Panda.
 
 Run:  python benchmarks/joint_torques.py [--seeds 3] [--robots xarm7 panda ...] [--quick] [--singular]
@@ -63,7 +63,7 @@ from payload_estimator.sim.workshop import get_tool
 ROBOTS = ("xarm7", "xarm6", "panda", "fr3")
 PAYLOADS = ("ws_club_hammer", "claw_hammer")
 TARGET = {"xarm7": (2.0, 8.0)}
-"""Issue 9: mass error (%) and COM error (mm) on the xArm 7 with a 1 kg payload after 15 s."""
+"""Targets: mass error (%) and COM error (mm) on the xArm 7 with a 1 kg payload after 15 s."""
 
 
 def _payload(name: str):
@@ -115,7 +115,7 @@ def _motion(robot: str, kind: str, duration: float, q_start: np.ndarray | None =
     spec = get_robot(robot)
     if kind == "paper004":
         return PaperWristSinusoids(spec, duration=duration)
-    if kind == "thesis":  # seed 000's excitation, other frequencies than the calibration's
+    if kind == "thesis":  # Lambert's excitation, other frequencies than the calibration's
         return make_trajectory("thesis", spec, duration=duration, seed=7)
     start = spec.q_home if q_start is None else q_start
     return design_excitation(flange_kinematics(robot), ArmLimits.from_robot(spec), np.asarray(start),
@@ -137,7 +137,8 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=15.0, help="seconds of estimation motion (default 15)")
     ap.add_argument("--calibration-s", type=float, default=30.0, help="seconds of calibration motion (default 30)")
     ap.add_argument("--motions", nargs="+", default=["thesis", "designed"],
-                    help="estimation motions: thesis (all joints, seed 000), designed (excite's), paper004 (wrist)")
+                    help="estimation motions: thesis (Lambert's, all joints), designed (excite's), "
+                         "paper004 (Nadeau et al.'s, wrist)")
     ap.add_argument("--methods", nargs="+", default=["wls", "pmd"])
     ap.add_argument("--quick", action="store_true", help="xArm 7 and Panda, the club hammer, one seed, thesis, WLS")
     ap.add_argument("--singular", action="store_true", help="near a singular pose: joint-space rows vs pseudo-inverse")
@@ -145,7 +146,7 @@ def main() -> None:
                     help="std of the calibration's friction prior, N·m (default: ArmPrior's)")
     ap.add_argument("--consistent", action="store_true", help="calibrate over real bodies only (slower)")
     ap.add_argument("--calibration-motion", choices=("thesis", "designed"), default="thesis",
-                    help="seed 000's sinusoids (default), or what `excite --for calibration` designs")
+                    help="thesis: Lambert's sinusoids (default); designed: what `excite --for calibration` designs")
     args = ap.parse_args()
     global FRICTION_PRIOR, CONSISTENT, CALIBRATION_MOTION
     FRICTION_PRIOR, CONSISTENT, CALIBRATION_MOTION = args.friction_prior, args.consistent, args.calibration_motion
@@ -156,7 +157,7 @@ def main() -> None:
         singular(args)
         return
 
-    what = "seed 000's sinusoids" if args.calibration_motion == "thesis" else "the designed calibration motion"
+    what = "Lambert's sinusoids" if args.calibration_motion == "thesis" else "the designed calibration motion"
     print(f"## Calibration ({args.calibration_s:g} s of the unloaded arm, {what}), effort RMS "
           "residual on it (N·m, mean over joints)\n")
     print("| robot | arm | description alone | calibrated | bodies consistent | fit time |")
@@ -203,7 +204,7 @@ def main() -> None:
             verdicts.append(f"{robot} + club hammer, {motion}, {method.upper()}: worst mass {worst_m:.2f} % "
                             f"(<= {m_max}), worst COM {worst_c:.1f} mm (<= {c_max}): {'met' if ok else 'NOT met'}")
     if verdicts:
-        print("\nIssue 9 targets:")
+        print("\nTargets:")
         for line in verdicts:
             print(f"- {line}")
 

@@ -3,7 +3,7 @@
 (a) ``--hours H`` (default 1): H hours of simulated time, joint states at 1 kHz
     and the wrench at 1 kHz, through the node's loop as fast as it goes. The
     signals are a MuJoCo run of the catalogue (a Panda holding a claw hammer,
-    paper 004's wrist motion, 20 s) replayed in a loop by
+    Nadeau et al.'s wrist motion, 20 s) replayed in a loop by
     :class:`~payload_estimator.sim.live.LiveRun`, exactly as the simulator node
     publishes it (with a 0.1 s pause between passes, which restarts the filters).
     Every 10 ms of input is one processing turn; an estimate is taken at

@@ -1,7 +1,7 @@
 """Does the estimate know when its model is wrong? Detection of wrong set-ups, and false alarms.
 
-MuJoCo simulates a Panda and an xArm 7 holding each payload along paper
-004's excitation at cobot speed (moderate noise, F/T offset and drift), and
+MuJoCo simulates a Panda and an xArm 7 holding each payload along Nadeau
+et al.'s excitation at cobot speed (moderate noise, F/T offset and drift), and
 the raw signals go through the robot pipeline as ``replay`` and the node run
 them, F/T offsets estimated. Each run is estimated with a right set-up and
 with the mistakes a user makes:
@@ -116,7 +116,7 @@ def main() -> None:
                         results.setdefault((case, method), []).append(
                             (fit.checked and not fit.good, refused, 100 * mass_err / truth.mass,
                              1e3 * float(np.linalg.norm(com_err)), off and not refused))
-    print(f"\nModel fit: {', '.join(args.robots)} holding {', '.join(PAYLOADS)}, paper 004's excitation at cobot "
+    print(f"\nModel fit: {', '.join(args.robots)} holding {', '.join(PAYLOADS)}, Nadeau et al.'s excitation at cobot "
           f"speed, {args.duration:g} s, moderate noise, F/T offsets estimated, {args.seeds} seed(s).\n")
     print("| set-up | estimator | runs | model fit poor | hand-over refused | mass error % | COM error mm "
           "| silently wrong |")

@@ -3,7 +3,7 @@
 The real estimator node (the installed ``lib/payload_estimator/estimator_node`` with
 ``config/<robot>.yaml``, the built-in robot description and the payload's envelope) is
 started for each case; a publisher process of this script replays a simulated run
-(MuJoCo, ``--robot`` holding ``--payload``, paper 004's wrist motion, moderate noise,
+(MuJoCo, ``--robot`` holding ``--payload``, Nadeau et al.'s wrist motion, moderate noise,
 seed 0) as the robot's driver publishes it: one ``sensor_msgs/JointState`` (names,
 positions, velocities, efforts) and one ``geometry_msgs/WrenchStamped`` every
 millisecond, on the robot's real topics, best effort. The messages are made and

@@ -1,15 +1,15 @@
-"""Every estimator on workshop tools moved the way a person shows an object (issue 14's setting).
+"""Every estimator on workshop tools moved the way a person shows an object.
 
 Eighteen tools of 2-4 parts of different densities (steel heads on wooden or plastic handles,
 thin blades, a 6 g allen key to a 1.1 kg club hammer, 8-35 cm; ``payload_estimator.sim.workshop``)
-are held at the handle on paper 004's wrist, which turns slowly (mean |ω| 0.6 rad/s) for 10 s at
+are held at the handle on Nadeau et al.'s wrist, which turns slowly (mean |ω| 0.6 rad/s) for 10 s at
 100 Hz. Wrench and sensor-frame motion come from pinocchio's RNEA, not from our regressor; Table II
 noise is added to the wrench and to the measured linear and angular accelerations. PMD is given
 the tool's own shape as its parts (one unknown density each, what ``--shape A+B`` gives), the same
 shape as one material (the parts' points, one density group), or only the box around it (``pmd``
-and ``pmd-divide``, paper 002's division from that box); the last row is no estimator but the
-prior alone: the shape at uniform density with the true mass. Errors use paper
-004's metrics (eqs. 10-12), averaged over tools and seeds; ``light mass`` is the worst mass error
+and ``pmd-divide``, Xu et al.'s division from that box); the last row is no estimator but the
+prior alone: the shape at uniform density with the true mass. Errors use Nadeau
+et al.'s metrics (eqs. 10-12), averaged over tools and seeds; ``light mass`` is the worst mass error
 on the tools under 20 g.
 
 ``--convergence`` instead shows PMD learning from the data: noise-free, 1.5 rad/s, 1.5 / 10 / 60 s,
@@ -89,7 +89,7 @@ def main() -> None:
                 rows.setdefault((noise, REFERENCE), []).append((err.mass, err.com, err.inertia, True, tool.mass))
     print(f"\nWorkshop tools: {len(WORKSHOP_TOOLS)} tools ({1e3 * min(t.mass for t in WORKSHOP_TOOLS):.0f} g to "
           f"{max(t.mass for t in WORKSHOP_TOOLS):.2f} kg), mean |ω| {args.speed:g} rad/s, 10 s at 100 Hz, "
-          f"{args.seeds} seed(s); errors in % (paper 004 eqs. 10-12), mean over tools and seeds.\n")
+          f"{args.seeds} seed(s); errors in % (Nadeau et al.'s eqs. 10-12), mean over tools and seeds.\n")
     print("| noise | method | mass % | COM % | inertia % | consistent % | light mass % (worst, < 20 g) |")
     print("|---|---|---|---|---|---|---|")
 
@@ -116,7 +116,7 @@ CONVERGENCE_SECONDS = (1.5, 10.0, 60.0)
 def convergence() -> None:
     """Noise-free data of growing length: does PMD reach the truth the points can hold?"""
     t0 = time.perf_counter()
-    print("\nNoise-free, mean |ω| 1.5 rad/s, 100 Hz; inertia error % (paper 004 eq. 12) after "
+    print("\nNoise-free, mean |ω| 1.5 rad/s, 100 Hz; inertia error % (Nadeau et al.'s eq. 12) after "
           + " / ".join(f"{s:g}" for s in CONVERGENCE_SECONDS) + " s.\n")
     print("| tool | shape | OSQP alone | OSQP, refined (default) | Clarabel |\n|---|---|---|---|---|")
     for name in CONVERGENCE_TOOLS:

@@ -3,7 +3,7 @@
 Two kinds of cycle, each fed to a ``core.tracking.PayloadTracker`` and scored by
 ``outputs.cycle_report.score_cycle`` (its docstring has the matching rules):
 
-* **Sensor level** (``sim.cycle.default_cycle``): an empty gripper picks paper 004's hammer
+* **Sensor level** (``sim.cycle.default_cycle``): an empty gripper picks Nadeau et al.'s hammer
   (316 g), puts it down, picks the workshop ruler (68 g), the drill (1.55 kg), and lets go; an 8 N
   sideways push on the hammer for 0.6 s, a 5 N bump on the empty gripper for 0.2 s, the drill set
   down on a table (60-90 % of its weight) for 2-3 s while still held. One continuous slow wrist

@@ -1,9 +1,10 @@
 """Write ``examples/samples.csv``: a sample table for ``payload-estimator estimate``, from a simulated wrist.
 
-``payload_estimator.sim.wrist`` moves a three-joint wrist (a tilted base, paper 004's
-45° sinusoids at a mean angular speed of 1 rad/s) holding paper 004's "hammer" object
-(0.316 kg, a 25 cm bar with two steel weights at one end); pinocchio gives the exact
-sensor-frame motion and wrench, then paper 004's Table II "moderate" noise is added to the
+``payload_estimator.sim.wrist`` moves a three-joint wrist (a tilted base, Nadeau et al.'s
+45° sinusoids at a mean angular speed of 1 rad/s) holding the "hammer" configuration of
+Nadeau et al.'s modular test object (0.316 kg, a 25 cm bar with two steel weights at one end);
+pinocchio gives the exact sensor-frame motion and wrench, then Nadeau et al.'s Table II
+"moderate" noise is added to the
 accelerations and the wrench, plus a constant F/T offset (the ``--bias`` the command can
 estimate). 3 s at 100 Hz: 300 rows, in the columns and units the README documents.
 

@@ -38,6 +38,7 @@ def logs():
 
 
 def robot_level() -> None:
+    """Estimate from joint states and a wrench through the stream, as the ROS node does; print the result."""
     urdf, sensor_frame, joint_names, joint_t, q, wrench_t, wrench = logs()
     settings = settings_for_robot(
         "panda",
@@ -67,6 +68,7 @@ def robot_level() -> None:
 
 
 def sensor_level() -> None:
+    """Estimate from sensor-frame samples with an estimator directly; print the result."""
     from payload_estimator.core.noise import TABLE_II
     from payload_estimator.sim.payloads import get_payload
     from payload_estimator.sim.wrist import WristTrajectory, simulate_wrist

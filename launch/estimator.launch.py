@@ -1,4 +1,6 @@
-"""The payload estimator for a robot: ros2 launch payload_estimator estimator.launch.py robot:=fr3
+"""Launch the payload estimator for a robot.
+
+For example: ``ros2 launch payload_estimator estimator.launch.py robot:=fr3``.
 
 Parameters come from ``config:=`` (default: the package's ``config/<robot>.yaml``, or
 ``config/<robot>_joint_torques.yaml`` with ``wrench_source:=joint_torques``: no wrist sensor, the
@@ -57,6 +59,7 @@ def _estimator_node(context):
 
 
 def generate_launch_description():
+    """Return the launch description: the arguments (module docstring) and the estimator node."""
     return LaunchDescription([
         DeclareLaunchArgument("robot", default_value="panda", choices=[*ROBOT_NAMES, ""],
                               description="built-in robot preset; selects the default parameter file "

@@ -1,4 +1,6 @@
-"""A simulated arm holding a known payload, the estimator, and rviz2:
+"""Launch a simulated arm holding a known payload, the estimator, and rviz2.
+
+For example::
 
     ros2 launch payload_estimator sim_demo.launch.py robot:=panda payload:=claw_hammer
     ros2 launch payload_estimator sim_demo.launch.py rviz:=false      # headless
@@ -106,6 +108,7 @@ def _nodes(context):
 
 
 def generate_launch_description():
+    """Return the launch description: the arguments, the simulator, the estimator and rviz2 (if installed)."""
     return LaunchDescription([
         DeclareLaunchArgument("robot", default_value="panda", choices=list(ROBOT_NAMES), description="simulated robot"),
         DeclareLaunchArgument("payload", default_value="claw_hammer",
@@ -117,10 +120,11 @@ def generate_launch_description():
                                           "identify: the arm holds still at home until FollowJointTrajectory goals "
                                           "move it (trajectory, duration do not apply)"),
         DeclareLaunchArgument("trajectory", default_value="paper004", choices=["paper004", "thesis", "pickplace"],
-                              description="excitation trajectory"),
+                              description="excitation trajectory: paper004 (Nadeau et al.'s wrist sinusoids), "
+                                          "thesis (Lambert's all-joint sinusoids) or pickplace"),
         DeclareLaunchArgument("duration", default_value="20.0", description="simulated seconds before looping"),
         DeclareLaunchArgument("noise", default_value="moderate", choices=["none", "low", "moderate", "high"],
-                              description="F/T noise level (paper 004 Table II)"),
+                              description="F/T noise level (Nadeau et al.'s Table II)"),
         DeclareLaunchArgument("wrench_source", default_value="",
                               description="the estimator's wrench source (default: the robot's file); "
                                           "joint_torques: no wrist sensor, config/<robot>_joint_torques.yaml"),

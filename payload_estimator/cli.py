@@ -1,5 +1,6 @@
-"""The ``payload-estimator`` command line: ``estimate``, ``excite``, ``demo``, ``simulate``, ``replay``,
-``calibrate``.
+"""The ``payload-estimator`` command line and its commands.
+
+The commands: ``estimate``, ``excite``, ``demo``, ``simulate``, ``replay``, ``calibrate``.
 
 Every problem with the user's input ends the same way: one line on stderr,
 ``payload-estimator <command>: error: ...``, and exit status 2, never a
@@ -25,15 +26,18 @@ _COMMANDS = ("estimate", "excite", "demo", "simulate", "replay", "calibrate")
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line (``PROG: error: MESSAGE``, exit status 2)
-    instead of the whole usage; ``--help`` is unchanged."""
+    """An argument parser whose errors are one line (``PROG: error: MESSAGE``, exit status 2).
+
+    It prints that line instead of the whole usage; ``--help`` is unchanged."""
 
     def error(self, message: str) -> NoReturn:
+        """Exit with status 2 after printing ``message`` on one line, with a pointer to ``--help``."""
         text = " ".join(message.split())
         self.exit(2, f"{self.prog}: error: {text} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """Return the parser of ``payload-estimator`` with a subcommand per available command module."""
     parser = OneLineErrorParser(
         prog="payload-estimator",
         description="Estimate a robot payload's mass, centre of mass and inertia tensor.",
@@ -59,6 +63,11 @@ def _fail(command: str | None, message: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit status.
+
+    0 on success; 2 with one line on stderr for the user's input (a :class:`CommandError`) or a
+    missing optional dependency; 130 when interrupted.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):

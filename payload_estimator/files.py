@@ -48,8 +48,10 @@ def _fsync_dir(directory: Path) -> None:
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """A temporary path beside ``path`` to write to (by any library); on success it replaces
-    ``path`` atomically, on an exception it is removed and ``path`` is untouched."""
+    """Yield a temporary path beside ``path`` to write to (by any library).
+
+    On success it replaces ``path`` atomically; on an exception it is removed and ``path`` is
+    untouched."""
     target = Path(path).expanduser()
     directory = target.parent if str(target.parent) else Path(".")
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)

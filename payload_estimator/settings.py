@@ -80,8 +80,10 @@ class WrenchSource(_Choice):
 
     @property
     def has_sensor_offsets(self) -> bool:
-        """Whether the source has offsets of its own that the estimator may identify (an F/T sensor's, or
-        the robot's wrench estimate's); joint torques have none: the arm's calibration holds the joints'."""
+        """Whether the source has offsets of its own that the estimator may identify.
+
+        An F/T sensor's, or the robot's wrench estimate's; joint torques have none: the arm's
+        calibration holds the joints'."""
         return self is not WrenchSource.JOINT_TORQUES
 
 
@@ -126,8 +128,10 @@ def _noise_pair(value: Any) -> str | None:
 
 def _p(default: Any, description: str, choices: Sequence[str] | None = None, *,
        check: Callable[[Any], str | None] | None = None, unset: Any = None, **kw: Any) -> Any:
-    """A settings field: its default, its description, and optionally its ``choices``, a ``check`` of a
-    value (None, or what is wrong with it) and the value that means ``unset`` (the estimator's own default)."""
+    """Declare a settings field: its default, its description, and optionally its choices, check and unset value.
+
+    ``check`` of a value returns None, or what is wrong with it; ``unset`` is the value that means
+    the estimator's own default."""
     meta = {"description": description, "choices": tuple(choices) if choices else None, "check": check,
             "unset": unset}
     if isinstance(default, list):
@@ -292,13 +296,15 @@ class Settings:
 
     @property
     def estimates_offsets(self) -> bool:
-        """Whether the estimator identifies the wrench source's offsets (``estimate_bias``, for a source that
-        has them)."""
+        """Whether the estimator identifies the wrench source's offsets.
+
+        ``estimate_bias``, for a source that has them."""
         return self.estimate_bias and WrenchSource(self.wrench_source).has_sensor_offsets
 
     def estimator_options(self) -> dict[str, Any]:
-        """Every setting an estimator may read (:data:`ESTIMATOR_SETTINGS`), None where it is unset (the
-        estimator's own default then applies)."""
+        """Return every setting an estimator may read (:data:`ESTIMATOR_SETTINGS`).
+
+        None where it is unset (the estimator's own default then applies)."""
         known = {f.name: f for f in fields(self)}
         options = {}
         for name in ESTIMATOR_SETTINGS:
@@ -320,7 +326,7 @@ class Settings:
         known = {f.name: f for f in fields(cls)}
         unknown = sorted(set(values) - set(known))
         if unknown:
-            raise ValueError(f"unknown setting(s): {', '.join(unknown)}")
+            raise ConfigurationError(f"unknown setting(s): {', '.join(unknown)}")
         typed = {}
         for key, value in values.items():
             typed[key] = _coerce(key, value, _default(known[key]))
@@ -331,6 +337,7 @@ class Settings:
         return {k: (str(v) if isinstance(v, _Choice) else v) for k, v in asdict(self).items()}
 
     def with_(self, **changes: Any) -> Settings:
+        """Return a copy with ``changes`` (fields by name) applied, checked again."""
         return replace(self, **changes)
 
     @staticmethod
@@ -359,19 +366,19 @@ the command line offers each as an option of the commands that estimate."""
 def _coerce(key: str, value: Any, default: Any) -> Any:
     if isinstance(default, bool):
         if not isinstance(value, bool):
-            raise ValueError(f"{key} must be true or false, got {value!r}")
+            raise ConfigurationError(f"{key} must be true or false, got {value!r}")
         return value
     if isinstance(default, int):
         if isinstance(value, bool) or not float(value).is_integer():
-            raise ValueError(f"{key} must be an integer, got {value!r}")
+            raise ConfigurationError(f"{key} must be an integer, got {value!r}")
         return int(value)
     if isinstance(default, float):
         if isinstance(value, bool):
-            raise ValueError(f"{key} must be a number, got {value!r}")
+            raise ConfigurationError(f"{key} must be a number, got {value!r}")
         return float(value)
     if isinstance(default, list):
         if not isinstance(value, (list, tuple)):
-            raise ValueError(f"{key} must be a list, got {value!r}")
+            raise ConfigurationError(f"{key} must be a list, got {value!r}")
         if default and isinstance(default[0], float) or key in ("sensor_xyz", "sensor_rpy", "base_rpy"):
             return [float(v) for v in value]
         return [str(v) for v in value]
@@ -388,7 +395,8 @@ def _variant_parameters(robot: str, variant: str) -> dict[str, Any]:
     if variant == "":
         return {}
     if variant != "joint_torques":
-        raise ValueError(f"unknown preset variant {variant!r}; choose one of {', '.join(PRESET_VARIANTS[1:])}")
+        raise ConfigurationError(
+            f"unknown preset variant {variant!r}; choose one of {', '.join(PRESET_VARIANTS[1:])}")
     spec = ROBOTS[robot]
     # Efforts on the robot's joint-torque topic (Franka's link-side tau_J, the xArm's current-based estimate).
     # The estimate is expressed at the flange (what SetLoad and set_tcp_load take); no F/T offsets and no range check.
@@ -404,13 +412,14 @@ def preset_file_name(robot: str, variant: str = "") -> str:
 
 
 def settings_for_robot(robot: str, variant: str = "", **overrides: Any) -> Settings:
-    """The preset of ``robot`` (:data:`~payload_estimator.robots.ROBOTS`), in one of its
-    :data:`PRESET_VARIANTS`, with ``overrides`` applied; ``robot=""`` gives the defaults for an arm
-    known only from its description."""
+    """Return the preset of ``robot`` (:data:`~payload_estimator.robots.ROBOTS`) with ``overrides`` applied.
+
+    In one of its :data:`PRESET_VARIANTS`; ``robot=""`` gives the defaults for an arm known only
+    from its description."""
     if robot == "":
         return Settings.from_dict({"robot": "", **overrides})
     if robot not in ROBOTS:
-        raise ValueError(f"unknown robot {robot!r}; choose one of {', '.join(ROBOT_NAMES)}")
+        raise ConfigurationError(f"unknown robot {robot!r}; choose one of {', '.join(ROBOT_NAMES)}")
     return Settings.from_dict({**ROBOTS[robot].parameters, **_variant_parameters(robot, variant), **overrides})
 
 
@@ -450,7 +459,7 @@ def load_parameters_yaml(path: str | Path, node_name: str = NODE_NAME) -> Settin
     for key in (node_name, f"/{node_name}", "/**"):
         if key in data and isinstance(data[key], dict) and "ros__parameters" in data[key]:
             return Settings.from_dict(data[key]["ros__parameters"])
-    raise ValueError(f"{path}: no '{node_name}: ros__parameters:' section")
+    raise ConfigurationError(f"{path}: no '{node_name}: ros__parameters:' section")
 
 
 if __name__ == "__main__":  # regenerate (or --check) config/<robot>.yaml of a checkout, or --out DIR

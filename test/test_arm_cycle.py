@@ -1,7 +1,7 @@
-"""A work cycle on the MuJoCo arm (issue 8): payload changes and contacts in the physics engine,
+"""A work cycle on the MuJoCo arm: payload changes and contacts in the physics engine,
 through the whole robot pipeline (filters, kinematics, the tracker).
 
-``sim.cycle.arm_work_cycle``: the Panda picks and places paper 004's claw hammer, the 68 g ruler,
+``sim.cycle.arm_work_cycle``: the Panda picks and places the claw hammer, the 68 g ruler,
 the drill and the hammer in turn; a push on the claw hammer, a bump on the empty gripper, the
 drill set down while still held. MuJoCo changes the payload body's inertia and applies the
 contacts as external forces; the F/T sensor reads the engine's own internal force, with Table II

@@ -61,7 +61,7 @@ def test_replay_tables_with_overrides(bags, tmp_path, capsys):
     assert main(["replay", str(bags["panda", "mcap"]), "--estimator", "wls", "--set", "cutoff_hz=8",
                  "--set", "publish_rate_hz=5", "--out", str(tmp_path), "--no-plot"]) == 0
     text = capsys.readouterr().out
-    assert "Payload estimate (wls" in text and "truth" in text and "errors (paper 004" in text
+    assert "Payload estimate (wls" in text and "truth" in text and "errors (Nadeau et al." in text
     assert "input problems: none" in text and "URDF <inertial> in 'panda_link8'" in text
 
 
@@ -178,9 +178,10 @@ def test_zero_phase_replay_is_at_least_as_accurate(bags, robot, tmp_path, capsys
 
 
 def test_a_shape_too_short_for_the_payload_is_not_handed_over(bags, tmp_path, capsys):
-    """The issue's case: the Panda's claw hammer (28 cm, its head 10 cm wide) replayed with a 20 cm box
-    that misses the head. Before, it converged, consistent, with the COM 59 mm off; now the model fit is
-    poor, nothing converges, no URDF fragment is written, and --force writes one marked as forced."""
+    """A shape that misses part of the payload: the Panda's claw hammer (28 cm, its head 10 cm wide)
+    replayed with a 20 cm box that misses the head. The estimate must not look converged and consistent
+    with its COM 59 mm off: the model fit is poor, nothing converges, no URDF fragment is written, and
+    --force writes one marked as forced."""
     short = "box:0.1,0.04,0.2@0,0,0.1"
     s = replay_json(capsys, bags["panda", "mcap"], "--shape", short, "--out", tmp_path / "a", "--no-plot")
     assert s["estimate"]["model_fit"]["fit"] == "poor" and "shape" in s["estimate"]["model_fit"]["cause"]

@@ -1,4 +1,4 @@
-"""PMD on real, non-uniform objects (issue 14): density groups, primitive division, a QP that
+"""PMD on real, non-uniform objects: density groups, primitive division, a QP that
 converges to the truth as the data grow and stays bounded on degenerate input.
 
 Ground truth: the workshop tools' solid parts (``payload_estimator.sim.workshop``), moved by
@@ -115,8 +115,8 @@ def test_the_estimate_converges_to_the_truth_as_the_data_grow():
 
 def test_pmd_mass_is_as_good_as_least_squares_on_noisy_tools():
     """The regulariser spreads mass within each part and never pulls the total: over tools and
-    seeds at Table II moderate and high noise, PMD's mass is no worse than WLS's (it used to be
-    1.5-7x worse) and its COM far better."""
+    seeds at Table II moderate and high noise, PMD's mass is no worse than WLS's (a regulariser
+    that pulls the total makes it 1.5-7x worse) and its COM far better."""
     tools = [t for t in WORKSHOP_TOOLS if t.mass > 0.05][:6]
     for noise in ("moderate", "high"):
         pmd, wls = [], []
@@ -135,7 +135,7 @@ def test_pmd_mass_is_as_good_as_least_squares_on_noisy_tools():
 
 # ---------------------------------------------------------------------------- division
 def test_division_splits_where_the_data_show_mass():
-    """From the bounding box of a hammer, noise-free: paper 002's division finds the head."""
+    """From the bounding box of a hammer, noise-free: Xu et al.'s division finds the head."""
     tool = get_tool("ws_claw_hammer")
     box_points = sample_points(bounding_box(tool))
     samples = _motion(tool, speed=1.5)
@@ -186,8 +186,8 @@ def _at_rest(k: int, n: int, noise: float, rng) -> SensorSamples:
 
 @pytest.mark.parametrize("noise", [0.0, 1e-3])
 def test_a_robot_at_rest_with_offsets_unknown_stays_bounded_and_sane(noise):
-    """Mass and offsets cannot be told apart at one pose: the QP used to drift along that valley
-    for 20,000 iterations to a mass of 10^10 kg. Now every solve is bounded and the mass stays at
+    """Mass and offsets cannot be told apart at one pose: an unanchored QP drifts along that valley
+    for 20,000 iterations to a mass of 10^10 kg. Every solve stays bounded and the mass stays at
     the reference body's, reported as not identified."""
     rng = np.random.default_rng(0)
     est = make_estimator("pmd", sample_points(Box(size=(0.1, 0.05, 0.2), xyz=(0.0, 0.0, 0.1))), bias=True)

@@ -88,7 +88,7 @@ def test_rls_forgetting_follows_a_payload_change(exact_motion):
 
 
 def test_rtls_equals_svd_of_scaled_data_matrix(exact_motion, rng):
-    """Kubus et al.'s scaling: batch TLS by SVD of the explicitly stacked, column-scaled [A b] (survey 001)."""
+    """Kubus et al.'s scaling: batch TLS by SVD of the explicitly stacked, column-scaled [A b] (Leboutet et al.)."""
     n = len(exact_motion)
     s = SensorSamples(
         exact_motion.t,

@@ -66,7 +66,7 @@ def test_the_design_tells_the_calibration_more_than_the_sinusoids_of_the_same_le
     designed = motion.information
     thesis = arm_information(ThesisSinusoids(spec, duration=CALIBRATION_DURATION_S), kin, arm=arm)
     paper = arm_information(PaperWristSinusoids(spec, duration=CALIBRATION_DURATION_S), kin, arm=arm)
-    # measured (ArmPrior's friction std 1): 278 against 233 (thesis) and 167 (paper 004, the wrist only)
+    # measured (ArmPrior's friction std 1): 278 against 233 (Lambert's) and 167 (Nadeau et al.'s, the wrist only)
     assert designed.log_det_gain > thesis.log_det_gain + 20.0
     assert thesis.log_det_gain > paper.log_det_gain + 30.0
     assert designed.better_than_prior > thesis.better_than_prior

@@ -1,6 +1,6 @@
 """Property-based fuzzing of ``payload-estimator estimate FILE`` (through ``payload_estimator.cli.main``).
 
-The files are a real sample table (the simulated wrist of paper 004 with the hammer,
+The files are a real sample table (the simulated wrist of Nadeau et al. with the hammer,
 written by ``io.samples_file.write_samples``) spoilt at random: random bytes, text
 and binary garbage, UTF-16, truncated CSV and NPZ files, empty and header-only files,
 semicolon and tab separators, gigantic, tiny and non-finite numbers, duplicate

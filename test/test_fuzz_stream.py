@@ -807,8 +807,8 @@ def _estimate_after(stream: EstimationStream, ops: list[Op]) -> Any:
 
 
 def test_huge_values_are_dropped_before_the_filters_and_the_statistics():
-    """One 1e300 wrench (no saturation check on a Franka) or joint position used to overflow the
-    filters and the statistics: every later solve failed, the estimate froze for good."""
+    """One 1e300 wrench (no saturation check on a Franka) or joint position would overflow the
+    filters and the statistics (every later solve failing, the estimate frozen for good)."""
     clean = _estimate_after(make_stream("panda_pmd"), _clean_ops("panda_pmd", 800, 1, 1, 1.7e9, seed=2))
     ops = _clean_ops("panda_pmd", 800, 1, 1, 1.7e9, seed=2)
     wrenches = [op for op in ops if op.kind == WRENCH]
@@ -894,7 +894,7 @@ def test_estimators_drop_samples_beyond_any_sensor_range():
 
 def test_a_single_point_mass_is_physically_consistent():
     """PMD with its mass on one point (e.g. a one-point shape): the moments about the COM are zero up
-    to rounding, which the consistency check used to call negative."""
+    to rounding, which a consistency check without a tolerance calls negative."""
     from payload_estimator.core.inertia import InertialParameters
 
     point = InertialParameters.point_mass(1.1e-4, [-0.0375, 0.02, 0.0143])

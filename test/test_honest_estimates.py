@@ -1,7 +1,7 @@
 """Honest estimates: uncertainty that matches the error, a model that knows when it is wrong, what is and
-is not identified, and nothing unsafe handed over (issue 13).
+is not identified, and nothing unsafe handed over.
 
-The data come from pinocchio's RNEA on paper 004's wrist (not from our regressor), with Table II noise
+The data come from pinocchio's RNEA on Nadeau et al.'s wrist (not from our regressor), with Table II noise
 in the wrench and in the measured accelerations (errors in variables).
 """
 

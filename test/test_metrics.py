@@ -1,4 +1,4 @@
-"""Paper 004 error metrics and the geodesic distance."""
+"""Nadeau et al.'s error metrics and the geodesic distance."""
 
 from __future__ import annotations
 

@@ -336,7 +336,7 @@ def test_physics_rate_is_a_common_multiple_of_the_sample_rates() -> None:
 
 
 def test_workshop_tools_are_what_they_say():
-    """Issue 14's tool family: 2-4 parts each, 5 g to 1.1 kg, 8-35 cm, every part a solid of positive mass that
+    """The workshop tools: 2-4 parts each, 5 g to 1.1 kg, 8-35 cm, every part a solid of positive mass that
     no other overlaps (so the truth is the parts' sum), and a bounding box that holds the whole tool."""
     from payload_estimator.core.shapes import sample_points
     from payload_estimator.sim.workshop import WORKSHOP_TOOLS, bounding_box

@@ -1,6 +1,6 @@
-"""RTLS's noise model (issue 14, item 2): channel weights from the signals' noise, a bounded correction.
+"""RTLS's noise model: channel weights from the signals' noise, a bounded correction.
 
-Workshop tools on paper 004's wrist turning slowly (0.6 rad/s, as a person shows an object), 10 s at
+Workshop tools on Nadeau et al.'s wrist turning slowly (0.6 rad/s, as a person shows an object), 10 s at
 100 Hz, Table II noise; wrench and kinematics from pinocchio's RNEA, not from our regressor.
 """
 
@@ -36,7 +36,7 @@ def tool_runs():
 
 
 def _errors(runs, noise: str, **options) -> np.ndarray:
-    """(tools x seeds, 2) paper 004 mass and COM errors (%) of ``options`` at ``noise``."""
+    """(tools x seeds, 2) Nadeau et al.'s mass and COM errors (%) of ``options`` at ``noise``."""
     out = []
     for (level, name, _), samples in runs.items():
         if level != noise:
@@ -87,7 +87,7 @@ def test_noise_model_predicts_each_channels_equation_error(tool_runs):
     np.testing.assert_allclose(relative[:3], 1.0, rtol=0.05)
     assert np.all((relative[3:] > 0.9) & (relative[3:] < 3.0)), relative
     weights = est._fit().weights
-    assert np.all(weights[3:] > 30.0 * weights[:3].max())  # torques not swamped (the old default: 1)
+    assert np.all(weights[3:] > 30.0 * weights[:3].max())  # torques not swamped (uniform weights: 1)
 
 
 def test_correction_is_exact_gtls_where_the_data_outweigh_the_noise():

@@ -5,7 +5,7 @@ References independent of the simulator's own bookkeeping:
 * the rigid-body torques are MuJoCo's inverse dynamics (``mj_inverse``) of a separately compiled
   model at the recorded states;
 * the payload's torques are ``-J_S^T w`` with pinocchio's LOCAL Jacobian of the sensor frame on
-  the *nominal* URDF and the MuJoCo F/T truth ``w`` (the sign convention of the issue 9 design);
+  the *nominal* URDF and the MuJoCo F/T truth ``w`` (the sign convention of ``pipeline.joint_torques``);
 * the Panda friction is Gaz et al.'s sigmoid written out.
 """
 
@@ -113,7 +113,7 @@ def test_without_effort_model_nothing_changes() -> None:
         assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b, f.name
     assert plain.effort_model == "" and plain.true_urdf == "" and plain.true_joint_friction.shape == (0, 7)
     np.testing.assert_array_equal(plain.effort_noise_std, 0.05)
-    # the legacy effort: applied torque plus the nominal joint noise, from the run's own stream
+    # without an effort model: the applied torque plus the nominal joint noise, from the run's own stream
     assert 0.04 < np.std(plain.joint_effort - plain.true_joint_torque) < 0.06
 
 
@@ -297,7 +297,7 @@ def test_live_arm_efforts() -> None:
     a, b = samples
     np.testing.assert_allclose(b.joint_q, a.joint_q, atol=1e-8)  # same noise draws, same tracking
     np.testing.assert_allclose(b.wrench, a.wrench, atol=1e-8)
-    np.testing.assert_allclose((a.joint_effort - a.true_joint_torque).std(axis=0), 0.05, rtol=0.15)  # legacy
+    np.testing.assert_allclose((a.joint_effort - a.true_joint_torque).std(axis=0), 0.05, rtol=0.15)  # no model
     residual = b.joint_effort - b.true_joint_torque
     np.testing.assert_allclose(residual.std(axis=0), model.noise_std, rtol=0.15)
     true_arm = build_model(real.true_urdf, real.joint_names, real.truth, spec.tau_max, SENSOR_FRAME, None)

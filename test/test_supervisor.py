@@ -60,7 +60,7 @@ def make(typestore):
 
 @pytest.fixture(scope="module")
 def run():
-    """A simulated Panda holding a claw hammer, 4 s of paper 004's wrist motion."""
+    """A simulated Panda holding a claw hammer, 4 s of Nadeau et al.'s wrist motion."""
     return simulate(robot="panda", payload=PAYLOAD, duration=4.0, noise="low", seed=3, imu=False)
 
 
@@ -665,7 +665,7 @@ def test_simulator_restart_clock_jumps_back(make, run, caplog):
 
 def test_convergence_after_a_clock_jump_counts_from_the_new_clock(make, run):
     """After the simulator restarts, the convergence monitor counts steadiness on the new clock: never
-    a negative time ("steady for -1.9 of 1.0 s", as today for as long as the old clock was ahead)."""
+    a negative time ("steady for -1.9 of 1.0 s", for as long as the old clock is ahead)."""
     sup = make_supervisor(make, payload_shape=format_shape_spec(PAYLOAD.envelope))
     sup.on_description(run.urdf)
     drive(sup, run_items(run, make, rows_between(run, 0.0, 3.0)), T0, T0 + 3.0)

@@ -1,4 +1,4 @@
-"""Following the payload through a work cycle (issue 8): contacts held out, changes restart.
+"""Following the payload through a work cycle: contacts held out, changes restart.
 
 Ground truth from ``sim.cycle`` (pinocchio's RNEA on one continuous slow wrist motion, 0.6 rad/s,
 the payload switched between segments, contacts as external forces on the held payload), Table II

@@ -1,4 +1,4 @@
-"""Excitation trajectories: analytic derivatives, rest start, limits, TCP speed, paper 004 speed.
+"""Excitation trajectories: analytic derivatives, rest start, limits, TCP speed, Nadeau et al.'s speed.
 
 References: central finite differences of the trajectories' own positions, and
 of the flange position given by pinocchio's placements (for the TCP speed).

@@ -59,6 +59,7 @@ MIN_MOTION_S = 3.0
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the ``calibrate`` command and its options to ``sub``; return its parser."""
     from payload_estimator.robots import ROBOT_NAMES
 
     p = sub.add_parser(
@@ -221,9 +222,11 @@ EXTRAPOLATION = 2.0
 
 
 def friction_warnings(dynamics: ArmDynamics, coverage: Coverage) -> list[str]:
-    """One line per moving joint whose calibrated friction (less its offset) does not oppose the motion at some
-    speed up to :data:`EXTRAPOLATION` times the fastest it was calibrated at: a fit that does not separate
-    friction from the rest, or will not hold for faster motions."""
+    """Return one line per moving joint whose calibrated friction does not oppose the motion at some speed.
+
+    The friction less its offset, at speeds up to :data:`EXTRAPOLATION` times the fastest the joint
+    was calibrated at: a fit that does not separate friction from the rest, or will not hold for
+    faster motions."""
     out = []
     n = len(dynamics.kinematics.joint_names)
     offset = dynamics.friction(np.zeros((1, n)))[0]
@@ -397,14 +400,17 @@ def calibration_summary(cal: ArmCalibration, fit: CalibrationFit, coverage: Cove
 
 
 def coulomb_level(cal: ArmCalibration) -> np.ndarray:
-    """(n,) each joint's Coulomb friction once sliding, N·m: the sum of its Coulomb terms (one or several
-    smoothed steps)."""
+    """Return (n,) each joint's Coulomb friction once sliding, N·m.
+
+    The sum of its Coulomb terms (one or several smoothed steps)."""
     return np.asarray(cal.coulomb, dtype=float).reshape(len(cal.joint_names), -1).sum(axis=1)
 
 
 def calibration_table(cal: ArmCalibration, fit: CalibrationFit, coverage: Coverage) -> Any:
-    """A rich table of a calibration per joint: speed range, effort residual RMS with the description alone and
-    calibrated (and held out), the friction found, whether the joint's body is physically consistent."""
+    """Return a rich table of a calibration, one row per joint.
+
+    Speed range, effort residual RMS with the description alone and calibrated (and held out), the
+    friction found, whether the joint's body is physically consistent."""
     from rich.table import Table
 
     held = fit.rms_calibrated_held_out is not None

@@ -147,8 +147,9 @@ def wrench_rate(text: str) -> float:
 
 
 def default_out_dir(command: str) -> Path:
-    """Where ``command`` writes when given no ``--out``: ``$XDG_CACHE_HOME/payload_estimator/<command>``
-    (``~/.cache`` when the variable is unset or not an absolute path, as the XDG spec says)."""
+    """Return where ``command`` writes when given no ``--out``: ``$XDG_CACHE_HOME/payload_estimator/<command>``.
+
+    ``~/.cache`` when the variable is unset or not an absolute path, as the XDG spec says."""
     cache = os.environ.get("XDG_CACHE_HOME", "")
     base = Path(cache) if cache and Path(cache).is_absolute() else Path.home() / ".cache"
     return base / "payload_estimator" / command
@@ -161,9 +162,10 @@ def _probe_writable(directory: Path) -> None:
 
 
 def check_out_dir(path: str | os.PathLike[str]) -> Path:
-    """``path`` can be an output directory: an existing writable directory, or one that can be
-    created (its nearest existing ancestor is a writable directory). Nothing is created here;
-    ``OSError`` with a clear message otherwise."""
+    """Check that ``path`` can be an output directory; return it.
+
+    An existing writable directory, or one that can be created (its nearest existing ancestor is a
+    writable directory). Nothing is created here; ``OSError`` with a clear message otherwise."""
     target = Path(path).expanduser()
     if target.exists():
         if not target.is_dir():
@@ -186,8 +188,10 @@ def check_out_dir(path: str | os.PathLike[str]) -> Path:
 
 
 def out_dir_type(command: str) -> Callable[[str], Path]:
-    """The argparse type of ``--out DIR``: the directory checked by :func:`check_out_dir` while the
-    options are parsed, before any work; ``""`` (the default) is :func:`default_out_dir` of ``command``."""
+    """Return the argparse type of ``--out DIR``.
+
+    The directory is checked by :func:`check_out_dir` while the options are parsed, before any
+    work; ``""`` (the default) is :func:`default_out_dir` of ``command``."""
 
     def out_dir(text: str) -> Path:
         path = Path(text).expanduser() if text else default_out_dir(command)
@@ -201,17 +205,20 @@ def out_dir_type(command: str) -> Callable[[str], Path]:
 
 def add_out_dir_argument(p: argparse.ArgumentParser, command: str,
                          what: str = "the plot and the URDF fragment") -> None:
-    """``--out DIR`` of a command that writes files (``demo``, ``replay``): default
-    :func:`default_out_dir` of ``command`` (never the current directory), checked before the work.
-    The command reads ``args.out``, a :class:`~pathlib.Path` (created when written to)."""
+    """Add ``--out DIR`` to a command that writes files (``demo``, ``replay``).
+
+    Default :func:`default_out_dir` of ``command`` (never the current directory), checked before
+    the work. The command reads ``args.out``, a :class:`~pathlib.Path` (created when written to)."""
     # a str default goes through `type` too, so the default directory is resolved and checked alike
     p.add_argument("--out", metavar="DIR", type=out_dir_type(command), default="",
                    help=f"directory for {what} (default {default_out_dir(command)})")
 
 
 def check_out_file(path: str | os.PathLike[str], option: str = "--out") -> Path:
-    """``path`` can be written as a file: its directory exists and is writable, and it is no
-    directory itself; checked before the work (an existing file is replaced atomically)."""
+    """Check, before the work, that ``path`` can be written as a file; return it.
+
+    Its directory exists and is writable, and it is no directory itself (an existing file is
+    replaced atomically)."""
     target = Path(path).expanduser()
     parent = target.parent
     if target.is_dir():
@@ -264,11 +271,13 @@ DEFAULT_TRAJECTORY = "paper004"
 
 def add_trajectory_arguments(p: argparse.ArgumentParser, default: str | None = DEFAULT_TRAJECTORY,
                              default_note: str = "default") -> None:
-    """``--trajectory`` (a name or a CSV file) and ``--duration`` of ``demo`` and ``simulate``; ``default``
-    None leaves ``args.trajectory`` None when not given (the command chooses, :data:`DEFAULT_TRAJECTORY` or
-    another as ``default_note`` says in the help)."""
+    """Add ``--trajectory`` (a name or a CSV file) and ``--duration`` to ``demo`` and ``simulate``.
+
+    ``default`` None leaves ``args.trajectory`` None when not given (the command chooses,
+    :data:`DEFAULT_TRAJECTORY` or another as ``default_note`` says in the help)."""
     p.add_argument("--trajectory", default=default, metavar="NAME|FILE.csv",
-                   help=f"paper004: wrist sinusoids ({default_note}); thesis: all-joint sinusoids; pickplace: a "
+                   help=f"paper004: Nadeau et al.'s wrist sinusoids ({default_note}); thesis: Lambert's all-joint "
+                        "sinusoids; pickplace: a "
                         "pick-and-place move; optimal: a motion designed for the payload's parameters from the "
                         "home pose (as `excite` and the node's ~/identify do); or a CSV file t,<joint names> "
                         "(positions, rad; `excite --out`)")
@@ -332,8 +341,9 @@ def resolve_trajectory(robot: str | RobotSpec, trajectory: str, duration: float 
 
 
 def add_robot_arguments(p: argparse.ArgumentParser, default: str = "panda") -> None:
-    """``--robot`` (a built-in robot) or ``--urdf FILE --flange-frame LINK`` (any arm from its URDF) of the
-    commands that simulate an arm; :func:`robot_from_args` reads them."""
+    """Add ``--robot`` (a built-in robot) or ``--urdf FILE --flange-frame LINK`` (any arm from its URDF).
+
+    The options of the commands that simulate an arm; :func:`robot_from_args` reads them."""
     p.add_argument("--robot", choices=ROBOT_NAMES, default=default,
                    help=f"a built-in robot (default {default})")
     p.add_argument("--urdf", metavar="FILE",
@@ -343,8 +353,10 @@ def add_robot_arguments(p: argparse.ArgumentParser, default: str = "panda") -> N
 
 
 def robot_from_args(args: argparse.Namespace) -> str | RobotSpec:
-    """The arm :func:`add_robot_arguments` names: a built-in robot's name, or the spec of a URDF's arm (its
-    name then becomes ``args.robot``, for titles); one line and exit status 2 for a URDF that cannot be used."""
+    """Return the arm :func:`add_robot_arguments` names: a built-in robot's name, or a URDF arm's spec.
+
+    A URDF arm's name becomes ``args.robot``, for titles; a URDF that cannot be used is one line and
+    exit status 2."""
     if not getattr(args, "urdf", None):
         if getattr(args, "flange_frame", None):
             raise CommandError("--flange-frame goes with --urdf (a built-in robot has its own flange)")
@@ -414,8 +426,9 @@ def config_error(path: str, exc: BaseException) -> CommandError:
 
 
 def add_effort_arguments(p: argparse.ArgumentParser, switch: bool = True) -> None:
-    """``--efforts`` (unless ``switch`` is False: always on), ``--arm-seed`` and ``--effort-scale-error`` of the
-    commands that simulate joint torques (:func:`effort_model`)."""
+    """Add ``--efforts``, ``--arm-seed`` and ``--effort-scale-error`` to a command that simulates joint torques.
+
+    Without ``switch``, ``--efforts`` is not offered: always on. See :func:`effort_model`."""
     if switch:
         p.add_argument("--efforts", action="store_true",
                        help="realistic joint efforts, as the wrench-less joint-torque path reads them: the robot's "
@@ -430,8 +443,10 @@ def add_effort_arguments(p: argparse.ArgumentParser, switch: bool = True) -> Non
 
 
 def effort_model(robot: str | RobotSpec, args: argparse.Namespace) -> tuple[Any, Any]:
-    """(EffortModel, ArmMismatch) of the options of :func:`add_effort_arguments` (both None without
-    ``--efforts``): the robot's default effort model and a mismatched arm, both drawn from ``--arm-seed``."""
+    """Return (EffortModel, ArmMismatch) of the options of :func:`add_effort_arguments`.
+
+    Both None without ``--efforts``: the robot's default effort model and a mismatched arm, both
+    drawn from ``--arm-seed``."""
     if not getattr(args, "efforts", True):
         return None, None
     from payload_estimator.sim.efforts import ArmMismatch, EffortModel

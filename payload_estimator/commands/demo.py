@@ -402,8 +402,9 @@ def _effort_model(args: argparse.Namespace) -> Any:
 
 
 def _calibrated(args: argparse.Namespace, progress: Any, efforts: Any, arm: Any) -> Any:
-    """Calibrate the simulated unloaded arm, as ``payload-estimator calibrate`` does; the calibration is
-    written into ``--out``, where the estimation reads it like the node would."""
+    """Calibrate the simulated unloaded arm, as ``payload-estimator calibrate`` does.
+
+    The calibration is written into ``--out``, where the estimation reads it like the node would."""
     from types import SimpleNamespace
 
     from payload_estimator.commands.calibrate import motion_coverage

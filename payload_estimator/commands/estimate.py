@@ -25,6 +25,7 @@ __all__ = ["add_parser", "run", "add_shape_arguments", "shape_from_args"]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the ``estimate`` command and its options to ``sub``; return its parser."""
     p = sub.add_parser(
         "estimate",
         help="estimate mass, COM and inertia from a sensor-frame sample table (CSV or NPZ)",
@@ -96,8 +97,9 @@ TRACK_COLUMNS = ("t", "mass", "com", "changed", "contact", "status")
 def _track(
     tracker: PayloadTracker, samples: SensorSamples, every_s: float, as_json: bool, force: bool
 ) -> PayloadTracker:
-    """Feed the samples in slices of ``every_s`` seconds of data and print one line per slice;
-    returns the tracker, whose estimate is the final line's."""
+    """Feed the samples in slices of ``every_s`` seconds of data and print one line per slice.
+
+    Returns the tracker, whose estimate is the final line's."""
     t = samples.t
     edges = np.searchsorted(t, np.arange(t[0] + every_s, t[-1] + every_s, every_s), side="right")
     start = 0
@@ -134,6 +136,7 @@ def _track(
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``estimate`` with the parsed ``args``; return the exit status."""
     try:
         loaded = read_samples(args.samples)
     except SamplesFileError as exc:

@@ -10,7 +10,7 @@ sampled result. The same ``--seed`` gives the same motion.
 It prints the duration, the peak joint speed, acceleration and jerk as fractions of the limits,
 the peak TCP speed, the clearances, the scaled condition number of the information matrix and
 the predicted standard deviations of mass, COM and inertia for a nominal payload (1 kg, a 10 cm
-cube 5 cm out; and with ``--payload`` for that one), beside paper 004's wrist sinusoids of the
+cube 5 cm out; and with ``--payload`` for that one), beside Nadeau et al.'s wrist sinusoids of the
 same duration where they are admissible. ``--out FILE.csv`` writes the motion (header
 ``t,<joint names>``, positions in rad, uniform step ``--dt``) for ``demo --trajectory FILE`` or
 your own controller. Any arm: ``--urdf FILE --tcp-frame FRAME`` (with ``--start``; accelerations
@@ -21,7 +21,7 @@ calibrate``, the node's ``~/calibrate``): longer (30 s by default), every joint 
 directions and a wide range of speeds, poses spread, maximising what the calibration learns about
 the arm's inertial parameters and joint friction beyond the robot description, under the same
 limits. It prints the peaks, each joint's speed range and the predicted std of its viscous and
-Coulomb friction (for ``--effort-std`` of effort noise), beside the thesis's all-joint sinusoids of
+Coulomb friction (for ``--effort-std`` of effort noise), beside Lambert's all-joint sinusoids of
 the same duration. Run it on the arm without payload and record the joint states.
 """
 
@@ -63,6 +63,7 @@ def _start(text: str) -> list[float]:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the ``excite`` command and its options to ``sub``; return its parser."""
     from payload_estimator.excitation.calibration import CALIBRATION_DURATION_S, DESIGN_EFFORT_STD
     from payload_estimator.excitation.limits import MotionLimits  # no pinocchio: --help works core-only
     from payload_estimator.robots import ROBOT_NAMES
@@ -189,6 +190,7 @@ def _write_csv(out: Path, trajectory: Any, joint_names: tuple[str, ...], dt: flo
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``excite`` with the parsed ``args``; return the exit status."""
     if args.purpose == "calibration":
         return _run_calibration(args)
     from payload_estimator.excitation.design import design_excitation, predict_uncertainty
@@ -235,8 +237,9 @@ def _run_calibration(args: argparse.Namespace) -> int:
 
 
 def _emit(args: argparse.Namespace, out: Any, summary: dict[str, Any], motion: Any, table: Any) -> int:
-    """Write the designed ``motion`` to ``out`` (CSV, when given), then print ``summary`` as JSON or as
-    ``table(summary)`` with the motion's violations; exit status 0."""
+    """Write the designed ``motion`` to ``out`` (CSV, when given), then print ``summary``; return 0.
+
+    ``summary`` is printed as JSON or as ``table(summary)`` with the motion's violations."""
     if out is not None:
         _write_csv(out, motion.trajectory, motion.joint_names, args.dt)
         summary["csv"] = str(out)
@@ -256,8 +259,9 @@ def _emit(args: argparse.Namespace, out: Any, summary: dict[str, Any], motion: A
 
 
 def _thesis(args: argparse.Namespace, name: str, kin: Any, arm: Any, start: Any, limits: Any) -> dict[str, Any] | None:
-    """The thesis's all-joint sinusoids (seed 0) of the same duration from home, for comparison
-    (built-in robots at home only: that is where they are defined)."""
+    """Return Lambert's all-joint sinusoids (seed 0) of the same duration from home, for comparison.
+
+    Built-in robots at home only: that is where they are defined."""
     import numpy as np
 
     from payload_estimator.excitation.calibration import arm_information
@@ -279,8 +283,9 @@ def _thesis(args: argparse.Namespace, name: str, kin: Any, arm: Any, start: Any,
 
 def _paper004(args: argparse.Namespace, name: str, kin: Any, arm: Any, start: Any, limits: Any,
               payload: tuple[str, Any] | None) -> dict[str, Any] | None:
-    """Paper 004's wrist sinusoids of the same duration from the same start, for comparison (built-in
-    robots at home only: that is where they are defined)."""
+    """Return Nadeau et al.'s wrist sinusoids of the same duration from the same start, for comparison.
+
+    Built-in robots at home only: that is where they are defined."""
     import numpy as np
 
     from payload_estimator.excitation.check import check_trajectory

@@ -37,7 +37,7 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "ft_noise_std": ("--ft-noise",),
     "point_density": ("--density",),
 }
-"""Older spellings still accepted (not shown in the help)."""
+"""Other spellings of the same options, accepted too (not shown in the help)."""
 
 _FIELDS: dict[str, Field] = {f.name: f for f in fields(Settings)}
 
@@ -111,8 +111,9 @@ def _add(p: argparse.ArgumentParser, name: str, default: Any, description: str |
 
 def add_setting_options(p: argparse.ArgumentParser, names: Sequence[str],
                         defaults: dict[str, Any] | None = None, descriptions: dict[str, str] | None = None) -> None:
-    """One option per setting of ``names``, typed and checked as the setting declares it; not given, it is
-    None (the command's base settings apply).
+    """Add one option per setting of ``names``, typed and checked as the setting declares it.
+
+    Not given, an option is None (the command's base settings apply).
 
     Args:
         p: the command's parser.
@@ -131,8 +132,10 @@ def setting_overrides(args: argparse.Namespace, names: Sequence[str]) -> dict[st
 
 
 def add_estimator_options(p: argparse.ArgumentParser, default: str | None = None) -> None:
-    """``--estimator`` (the registry's names, each with its summary) and every estimator option
-    (:data:`ESTIMATOR_OPTION_SETTINGS`); ``default`` is the estimator the command uses when none is given."""
+    """Add ``--estimator`` (the registry's names, each with its summary) and every estimator option.
+
+    The options are :data:`ESTIMATOR_OPTION_SETTINGS`; ``default`` is the estimator the command
+    uses when none is given."""
     summaries = "; ".join(f"{n}: {c.summary}" for n, c in ESTIMATORS.items())
     add_setting_options(p, ESTIMATOR_OPTION_SETTINGS, defaults={"estimator": default} if default else None,
                         descriptions={"estimator": summaries})

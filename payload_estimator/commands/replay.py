@@ -33,7 +33,7 @@ readable bag, a bad ``--config``, an unknown ``--robot`` or an ``--out`` that
 cannot hold files stop with one line and exit status 2, before the replay.
 ``--out`` defaults to ``$XDG_CACHE_HOME/payload_estimator/replay`` (``~/.cache``).
 
-At the end: the estimate (beside the truth and paper 004's errors when the
+At the end: the estimate (beside the truth and Nadeau et al.'s errors when the
 bag has ``/payload_estimator/ground_truth``, as simulated bags do, or
 ``/payload_sim/truth``, as a ``ros2 bag record`` of the simulator node does), the input
 problems counted, the URDF ``<inertial>`` in the flange frame and a PNG of
@@ -61,6 +61,7 @@ __all__ = ["add_parser", "run", "detect_robot"]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the ``replay`` command and its options to ``sub``; return its parser."""
     from payload_estimator.commands.common import add_out_dir_argument
     from payload_estimator.commands.options import add_estimator_options
     from payload_estimator.robots import ROBOT_NAMES
@@ -115,9 +116,11 @@ def _one_line(text: object) -> str:
 
 
 def robot_from_topics(bag: Path, topics: dict[str, tuple[str, int]], wrench: bool = True) -> str | None:
-    """The built-in preset whose joint-state and wrench topics (only the joint states without ``wrench``:
-    the wrench from joint torques) the bag holds, or None
-    (:func:`~payload_estimator.robots.detection.detect_preset_from_topics`, reading joint names from the bag)."""
+    """Return the built-in preset whose joint-state and wrench topics the bag holds, or None.
+
+    Only the joint states without ``wrench`` (the wrench from joint torques);
+    :func:`~payload_estimator.robots.detection.detect_preset_from_topics`, reading joint names
+    from the bag."""
     from payload_estimator.io.bag import JOINT_STATE_TYPE, bag_first_message
     from payload_estimator.robots.detection import detect_preset_from_topics
 
@@ -186,8 +189,9 @@ def _settings(args: argparse.Namespace, urdf: str | None, info, bag: Path):
 
 
 def _source_override(overrides: dict) -> WrenchSource | None:
-    """The wrench source a ``--set wrench_source=...`` names (None: none, or not a source's name; the
-    settings' check reports the latter)."""
+    """Return the wrench source a ``--set wrench_source=...`` names.
+
+    None: none, or not a source's name (the settings' check reports the latter)."""
     try:
         return WrenchSource(str(overrides["wrench_source"]))
     except (KeyError, ValueError):
@@ -219,7 +223,7 @@ def _truth_in_sensor_frame(truth, stream):
 
 
 def _bbox_lengths(settings) -> np.ndarray | None:
-    """Side lengths of the configured payload shape's bounding box (paper 004's error scale), m."""
+    """Side lengths of the configured payload shape's bounding box (Nadeau et al.'s error scale), m."""
     from payload_estimator.core.shapes import ShapeError, parse_shape_spec
 
     try:

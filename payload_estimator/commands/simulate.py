@@ -42,6 +42,7 @@ __all__ = ["add_parser", "run"]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the ``simulate`` command and its options to ``sub``; return its parser."""
     from payload_estimator.sim.payloads import PAYLOADS
 
     p = sub.add_parser("simulate", help="write a simulated run (NPZ, or a rosbag2 with --bag)",
@@ -68,6 +69,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``simulate`` with the parsed ``args``; return the exit status."""
     from pathlib import Path
 
     from payload_estimator.sim.mujoco_sim import simulate
@@ -121,8 +123,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _bag_settings(arm):  # -> Settings | None
-    """The topics and wrench source a bag is written with: a built-in robot's preset (None), or, for an arm
-    from its URDF, the defaults of an arm known from its description."""
+    """Return the topics and wrench source a bag is written with.
+
+    A built-in robot's preset (None), or, for an arm from its URDF, the defaults of an arm known from
+    its description."""
     if isinstance(arm, str):
         return None
     from payload_estimator.settings import settings_for_robot

@@ -46,8 +46,9 @@ class BlockSums:
         self._carry[:] = 0.0
 
     def add(self, rows: np.ndarray, t: np.ndarray) -> None:
-        """Add ``rows`` (n, 6, width), already scaled by the square roots of the sample weights,
-        sampled at times ``t`` (n,), s."""
+        """Add ``rows`` (n, 6, width) sampled at times ``t`` (n,), s.
+
+        The rows are already scaled by the square roots of the sample weights."""
         with np.errstate(over="ignore", invalid="ignore"):  # absurd stamps make blocks of their own
             keys = np.floor(np.asarray(t, dtype=float) / self.length_s)
         starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
@@ -86,8 +87,9 @@ class BlockSums:
         return self.gram + self._carry[:, :, None] * self._carry[:, None, :]
 
     def sums_of_squares(self, V: np.ndarray) -> tuple[np.ndarray, float]:
-        """(6,) ``sum_b (S_bk . v_k)²`` for the per-channel vectors ``V`` (6, width), and the block count
-        (the open block included in both)."""
+        """Return (6,) ``sum_b (S_bk . v_k)²`` for the per-channel vectors ``V`` (6, width), and the block count.
+
+        The open block is included in both."""
         total = np.einsum("ki,kij,kj->k", V, self.gram, V)
         n = self.n_blocks
         if self._key is not None:

@@ -134,8 +134,10 @@ class ChangeFit:
 
 
 class ChangeDetector:
-    """The gate and the change test of a payload tracker (module docstring), against a reference
-    estimate that the tracker sets (:meth:`set_reference`) and refreshes.
+    """The gate and the change test of a payload tracker, against a reference estimate.
+
+    The module docstring describes both tests; the tracker sets the reference
+    (:meth:`set_reference`) and refreshes it.
 
     Attributes:
         step_response: how a step of the wrench shows in the samples (the pipeline's filter sets
@@ -163,8 +165,10 @@ class ChangeDetector:
         self.drift = np.zeros(6)
 
     def set_reference(self, est: Estimate | None) -> None:
-        """Judge by ``est`` from now on. None, or an estimate without a covariance or whose mass is
-        not known (:func:`mass_known`), leaves nothing to judge by."""
+        """Judge the following samples by ``est``.
+
+        None, or an estimate without a covariance or whose mass is not known
+        (:func:`mass_known`), leaves nothing to judge by."""
         # Only the predicted wrench matters here, and its uncertainty enters R: the mass must be
         # determined (in kg: an empty gripper's is 0 +- a few grams), the COM need not be.
         if est is None or est.covariance is None or not mass_known(est):
@@ -176,9 +180,10 @@ class ChangeDetector:
 
     # ------------------------------------------------------------------ the gate
     def noise_covariance(self) -> np.ndarray:
-        """(6, 6) covariance of a sample's residual at a known payload: measured from the accepted
-        samples (the channels are correlated through the accelerations' noise), the estimate's
-        residual RMS until enough are in."""
+        """Return the (6, 6) covariance of a sample's residual at a known payload.
+
+        It is measured from the accepted samples (the channels are correlated through the
+        accelerations' noise); until enough are in, it is the estimate's residual RMS."""
         assert self.reference is not None
         if self.residual_n >= MIN_RESIDUALS:
             return self.residual_cov
@@ -205,8 +210,9 @@ class ChangeDetector:
         return d2
 
     def learn(self, samples: SensorSamples) -> None:
-        """Fold accepted samples' residuals into the running residual covariance, and follow
-        their slow drift (:data:`DRIFT_TIME_S`)."""
+        """Fold accepted samples' residuals into the running residual covariance and drift.
+
+        The drift follows the residuals' slow mean (:data:`DRIFT_TIME_S`)."""
         if self.reference is None or len(samples) == 0:
             return
         phi, bias, _, _ = self.reference
@@ -230,8 +236,10 @@ class ChangeDetector:
 
     # ---------------------------------------------------------- changes and shifts
     def fit_change(self, samples: SensorSamples, t_start: float) -> ChangeFit | None:
-        """The change of mass and first moment, from the best onset, that fits the residuals of
-        ``samples`` (a run first suspect at ``t_start``) best; None when no onset gives a fit."""
+        """Fit a change of mass and first moment to the residuals of a suspect run.
+
+        ``samples`` is a run first suspect at ``t_start`` (s); the change is fitted from the
+        onset that fits it best. None when no onset gives a fit."""
         r, R = self.residuals(samples)
         W = np.linalg.inv(R)
         before = float(np.mean(np.einsum("nk,nkl,nl->n", r, W, r)))
@@ -259,9 +267,11 @@ class ChangeDetector:
 
     def fit_offset_shift(self, samples: SensorSamples, fit: ChangeFit,
                          t_start: float) -> tuple[np.ndarray, float] | None:
-        """``(shift (6,), onset)``: a constant step of the wrench, from the best onset, that explains
-        the residuals ``fit`` left unexplained (as :attr:`ChangeFit.explains` asks, the mass aside);
-        None when none does."""
+        """Fit a constant step of the wrench to the residuals a change fit left unexplained.
+
+        Returns ``(shift (6,), onset)`` from the best onset, when the step explains the
+        residuals ``fit`` left (as :attr:`ChangeFit.explains` asks, the mass aside); None when
+        none does."""
         r, W, before = fit.residuals, fit.weights, fit.before
         best = None
         for onset in self.onsets(t_start):
@@ -282,9 +292,11 @@ class ChangeDetector:
         return shift, onset
 
     def onsets(self, t_start: float) -> np.ndarray:
-        """Candidate instants of a change first seen at ``t_start``: up to the filter's rise time
-        before it (the residual crosses the gate partway up the step), in steps of its grid, and
-        long enough before it that the filter has settled (a step while the input was silent)."""
+        """Return the candidate instants (s) of a change first seen at ``t_start``.
+
+        They reach up to the filter's rise time before it (the residual crosses the gate partway
+        up the step), in steps of its grid, and far enough before it that the filter has settled
+        (a step while the input was silent)."""
         if self.step_response is None:
             return np.array([t_start])
         f = self.step_response
@@ -298,13 +310,14 @@ class ChangeDetector:
 
     @property
     def settled_s(self) -> float:
-        """s after a step until the samples have settled on it (0 without a filter)."""
+        """Seconds after a step until the samples have settled on it (0 without a filter)."""
         return 0.0 if self.step_response is None else self.step_response.settled_s
 
 
 def prediction_covariance(est: Estimate) -> np.ndarray:
-    """The estimate's covariance of ``phi``, with what the data do not determine made uncertain:
-    a least-squares covariance gives a direction the data never saw no variance at all, and a
+    """Return the estimate's covariance of ``phi``, with what the data do not determine made uncertain.
+
+    A least-squares covariance gives a direction the data never saw no variance at all, and a
     motion that then explores it (the inertia, early on) would look like a contact. A COM axis or
     the inertia not identified gets the spread of a body of this mass and ``L`` = the larger of
     0.1 m and twice its COM's distance when that is known (at most :data:`MAX_PAYLOAD_SIZE_M`):
@@ -323,8 +336,11 @@ def prediction_covariance(est: Estimate) -> np.ndarray:
 
 
 def offsets_moved(found: Estimate, kept: Estimate) -> bool:
-    """Whether ``found`` (offsets estimated anew) knows the mass and differs from ``kept`` (offsets
-    kept) in mass and first moment beyond their uncertainty (:data:`OFFSETS_MOVED_CHI2`)."""
+    """Tell whether the sensor's offsets moved, judged by two estimates of the same data.
+
+    True when ``found`` (offsets estimated anew) knows the mass and differs from ``kept``
+    (offsets kept) in mass and first moment beyond their uncertainty
+    (:data:`OFFSETS_MOVED_CHI2`)."""
     if found.covariance is None or kept.covariance is None:
         return False
     if not found.mass_std <= max(TAKEOVER_MASS_REL_STD * abs(found.mass), TAKEOVER_MASS_STD_KG):
@@ -335,8 +351,10 @@ def offsets_moved(found: Estimate, kept: Estimate) -> bool:
 
 
 def mass_known(est: Estimate) -> bool:
-    """The mass (and with it the offsets, which only its motion tells apart) is determined:
-    relatively, or to :data:`REFERENCE_MASS_STD_KG` (an empty gripper's 0 kg)."""
+    """Tell whether the estimate determines the mass (and with it the offsets).
+
+    Only the mass's motion tells it apart from the offsets. Determined means relatively, or to
+    :data:`REFERENCE_MASS_STD_KG` (an empty gripper's 0 kg)."""
     return est.identification.mass == IDENTIFIED or est.mass_std <= REFERENCE_MASS_STD_KG
 
 

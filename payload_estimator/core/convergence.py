@@ -71,6 +71,7 @@ class ConvergenceMonitor:
         self.reason = "no estimate yet"
 
     def reset(self) -> None:
+        """Forget every estimate seen: not converged, no estimate yet."""
         self._history.clear()
         self.converged = False
         self.reason = "no estimate yet"

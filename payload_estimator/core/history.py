@@ -27,8 +27,14 @@ class EstimateHistory:
     mass_com_converged: list[bool] = field(default_factory=list)
 
     def append(self, t: float, estimate: Estimate, converged: bool, mass_com_converged: bool | None = None) -> None:
-        """Record ``estimate`` at ``t``; ``mass_com_converged``: whether mass and COM alone had
-        converged (default: ``converged``)."""
+        """Record ``estimate`` at ``t`` (s).
+
+        Args:
+            t: time of the estimate, s.
+            estimate: the estimate.
+            converged: whether it had converged.
+            mass_com_converged: whether mass and COM alone had converged (default: ``converged``).
+        """
         self.t.append(float(t))
         self.mass.append(estimate.mass)
         self.mass_std.append(estimate.mass_std)
@@ -44,8 +50,9 @@ class EstimateHistory:
         return len(self.t)
 
     def first_converged_time(self, mass_com: bool = False) -> float | None:
-        """Time of the first estimate after which every estimate stayed converged (``mass_com``:
-        mass and COM only), or None."""
+        """Return the time of the first estimate after which every estimate stayed converged, or None.
+
+        With ``mass_com``, only mass and COM count."""
         flags = self.mass_com_converged if mass_com else self.converged
         if not flags or not flags[-1]:
             return None

@@ -1,6 +1,7 @@
 """The ten inertial parameters of a rigid body, and every convention change.
 
-The canonical form is the vector of paper 004, eq. (1), about the origin of the
+The canonical form is the vector of Nadeau, Giamou and Kelly, "Fast Object Inertial
+Parameter Identification for Collaborative Robots", eq. (1), about the origin of the
 frame the body is expressed in (usually the sensor frame ``S``)::
 
     phi = [m, m cx, m cy, m cz, Jxx, Jxy, Jxz, Jyy, Jyz, Jzz]
@@ -42,10 +43,10 @@ __all__ = [
     "check_physical_consistency",
 ]
 
-# Index of (row, col) of the symmetric 3x3 tensor in the paper's 6-vector.
+# Index of (row, col) of the symmetric 3x3 tensor in the canonical 6-vector.
 _VECH_INDEX = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
 _PIN_FROM_PAPER = np.array([0, 1, 2, 3, 4, 5, 7, 6, 8, 9])
-"""pinocchio order = paper order[_PIN_FROM_PAPER]: swaps Ixz and Iyy."""
+"""pinocchio order = canonical order[_PIN_FROM_PAPER]: swaps Ixz and Iyy."""
 
 
 def skew(v: np.ndarray) -> np.ndarray:
@@ -55,7 +56,7 @@ def skew(v: np.ndarray) -> np.ndarray:
 
 
 def vech(J: np.ndarray) -> np.ndarray:
-    """Symmetric 3x3 tensor -> ``[Jxx, Jxy, Jxz, Jyy, Jyz, Jzz]`` (paper 004 order)."""
+    """Symmetric 3x3 tensor -> ``[Jxx, Jxy, Jxz, Jyy, Jyz, Jzz]`` (the canonical order)."""
     J = np.asarray(J, dtype=float)
     return np.array([J[i, j] for i, j in _VECH_INDEX])
 
@@ -77,7 +78,7 @@ class InertialParameters:
     """Rigid-body inertial parameters about the origin of the frame they are expressed in.
 
     Attributes:
-        phi: (10,) ``[m, m cx, m cy, m cz, Jxx, Jxy, Jxz, Jyy, Jyz, Jzz]``, paper 004 eq. (1);
+        phi: (10,) ``[m, m cx, m cy, m cz, Jxx, Jxy, Jxz, Jyy, Jyz, Jzz]``, Nadeau et al.'s eq. (1);
             kg, kg·m, kg·m²; the inertia ``J`` is about the frame origin.
     """
 
@@ -186,7 +187,7 @@ class InertialParameters:
 
 # ------------------------------------------------------------------ conventions
 def phi_to_pinocchio(phi: np.ndarray) -> np.ndarray:
-    """Paper order -> pinocchio ``[m, mcx, mcy, mcz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz]``.
+    """Canonical order -> pinocchio ``[m, mcx, mcy, mcz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz]``.
 
     Both are about the frame origin; only ``Ixz`` and ``Iyy`` swap places.
     """
@@ -194,13 +195,14 @@ def phi_to_pinocchio(phi: np.ndarray) -> np.ndarray:
 
 
 def phi_from_pinocchio(pi: np.ndarray) -> np.ndarray:
-    """pinocchio order -> paper order (the permutation is its own inverse)."""
+    """Pinocchio order -> canonical order (the permutation is its own inverse)."""
     return np.asarray(pi, dtype=float)[_PIN_FROM_PAPER]
 
 
 class RosInertiaFields(TypedDict):
-    """``geometry_msgs/Inertia`` fields (kg, m, kg m² about the COM), as keyword arguments of
-    :func:`from_ros_inertia_fields`."""
+    """``geometry_msgs/Inertia`` fields (kg, m, kg m² about the COM).
+
+    They are the keyword arguments of :func:`from_ros_inertia_fields`."""
 
     m: float
     com: tuple[float, float, float]
@@ -213,8 +215,9 @@ class RosInertiaFields(TypedDict):
 
 
 def to_ros_inertia_fields(params: InertialParameters) -> RosInertiaFields:
-    """``geometry_msgs/Inertia`` fields: ``m``, ``com`` (x, y, z), ``ixx ... izz`` about the COM
-    (all zero for zero mass: nothing held, whose COM is undefined)."""
+    """Return the ``geometry_msgs/Inertia`` fields: ``m``, ``com`` (x, y, z), ``ixx ... izz`` about the COM.
+
+    All are zero for zero mass: nothing held, whose COM is undefined."""
     if params.mass == 0.0 and not np.any(params.phi):
         return {"m": 0.0, "com": (0.0, 0.0, 0.0), "ixx": 0.0, "ixy": 0.0, "ixz": 0.0, "iyy": 0.0, "iyz": 0.0,
                 "izz": 0.0}

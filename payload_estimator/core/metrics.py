@@ -1,7 +1,8 @@
-"""How far an estimate is from the truth: paper 004's metrics and a geodesic distance.
+"""How far an estimate is from the truth: Nadeau et al.'s metrics and a geodesic distance.
 
-Paper 004, eqs. (10)-(12), are scale-invariant errors in percent that use the
-side lengths ``a`` of the object's bounding box:
+Nadeau, Giamou and Kelly ("Fast Object Inertial Parameter Identification for
+Collaborative Robots"), eqs. (10)-(12), define scale-invariant errors in percent that
+use the side lengths ``a`` of the object's bounding box:
 
 * mass: ``|m^ - m| / m``;
 * COM, per axis: ``|c^_i - c_i| / a_i``, averaged over the three axes;
@@ -31,7 +32,7 @@ _UPPER = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
 
 @dataclass(frozen=True)
 class ErrorMetrics:
-    """Errors of paper 004, eqs. (10)-(12), in percent.
+    """Errors of Nadeau et al., eqs. (10)-(12), in percent.
 
     Attributes:
         mass: eq. (10).
@@ -45,17 +46,19 @@ class ErrorMetrics:
 
     @property
     def com(self) -> float:
+        """COM error, the mean of :attr:`com_axes`, percent."""
         return float(np.mean(self.com_axes))
 
     @property
     def inertia(self) -> float:
+        """Inertia error, the mean of :attr:`inertia_entries`, percent."""
         return float(np.mean(self.inertia_entries))
 
 
 def paper_errors(
     estimate: InertialParameters, truth: InertialParameters, bbox_lengths: np.ndarray
 ) -> ErrorMetrics:
-    """Paper 004 errors of ``estimate`` against ``truth`` for an object of bounding box ``bbox_lengths`` (m).
+    """Nadeau et al.'s errors of ``estimate`` against ``truth`` for an object of bounding box ``bbox_lengths`` (m).
 
     Both sets of parameters must be in the same frame; the bounding box is
     measured along that frame's axes. Non-finite estimates give infinite errors.

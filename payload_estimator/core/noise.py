@@ -1,8 +1,14 @@
-"""Sensor noise levels of paper 004, Table II (from the Robotiq FT-300 specification)."""
+"""Sensor noise levels of Nadeau et al.'s Table II (from the Robotiq FT-300 specification).
+
+Nadeau, Giamou and Kelly, "Fast Object Inertial Parameter Identification for Collaborative
+Robots", Table II: the standard deviations of zero-mean Gaussian noise they add in simulation.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from payload_estimator.errors import ConfigurationError
 
 __all__ = ["NoiseLevel", "TABLE_II", "get_noise"]
 
@@ -34,8 +40,8 @@ TABLE_II: dict[str, NoiseLevel] = {
 
 
 def get_noise(name: str) -> NoiseLevel:
-    """A Table II level by name: none, low, moderate or high."""
+    """Return a Table II level by name: none, low, moderate or high."""
     try:
         return TABLE_II[name]
     except KeyError:
-        raise ValueError(f"unknown noise level {name!r}; choose one of {', '.join(TABLE_II)}") from None
+        raise ConfigurationError(f"unknown noise level {name!r}; choose one of {', '.join(TABLE_II)}") from None

@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 DEFAULT_DENSITY = 0.04e6
-"""Points per m³: 0.04 points/cm³, paper 004 Section V-C."""
+"""Points per m³: 0.04 points/cm³, Nadeau et al.'s Section V-C."""
 DEFAULT_MAX_POINTS = 1000
 MIN_POINTS = 10
 
@@ -61,14 +61,18 @@ def sample_points(
     inside, and the result is thinned evenly to at most ``max_points``.
 
     Args:
+        shape: the shape to fill, in S.
         density: points per m³ (default 0.04 points/cm³).
+        max_points: the most points returned.
+        min_points: the fewest points the grid is refined to reach.
     """
     return _sample_cells(shape, density, max_points, min_points)[0]
 
 
 def _sample_cells(shape: Shape, density: float, max_points: int, min_points: int) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`sample_points` and the (3,) size of the grid cell each point stands for (grown
-    in proportion when the grid was thinned)."""
+    """Return :func:`sample_points` and the (3,) size of the grid cell each point stands for, m.
+
+    The cell grows in proportion when the grid is thinned."""
     if not density > 0:
         raise ShapeError("point density must be positive")
     if shape.volume <= 0:
@@ -146,10 +150,11 @@ def sample_parts(
 
 
 def own_inertia(shape: Shape, points_in_sensor: np.ndarray) -> np.ndarray:
-    """(6,) ``vech`` of the inertia per kg (m²) that each of ``points`` (equal masses, filling
-    ``shape``) must carry about itself for them to have the solid's inertia about their centroid.
+    """Return the (6,) ``vech`` of the inertia per kg (m²) each point must carry about itself.
 
-    The solid's inertia per kg about its centre, less the points' own, made physically valid (a
+    ``points_in_sensor`` (n, 3), m, are equal masses filling ``shape``; with this inertia each,
+    they have the solid's inertia about their centroid. It is the solid's inertia per kg about
+    its centre, less the points' own, made physically valid (a
     rigid body's: its second moment ``tr(D)/2 I - D`` positive semi-definite, clipped where the
     points already exceed the solid along some axis).
     """

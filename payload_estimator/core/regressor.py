@@ -1,6 +1,7 @@
 """The rigid-body regressor: the wrench on the sensor is linear in ``phi``.
 
-Paper 004 eqs. (2)-(3) give the wrench the sensor applies to the body,
+Nadeau, Giamou and Kelly ("Fast Object Inertial Parameter Identification for
+Collaborative Robots"), eqs. (2)-(3), give the wrench the sensor applies to the body,
 ``[f; tau] = A_phi(a - g, omega, alpha) phi``. The sensor measures the opposite
 wrench, the one the payload exerts on it (see :mod:`payload_estimator.core.samples`),
 so this module returns ``Y = -A_phi``::
@@ -12,7 +13,7 @@ so this module returns ``Y = -A_phi``::
 with ``J`` the inertia about the sensor origin. All vectors are in the sensor
 frame. A payload at rest gives ``f = m g`` and ``tau = m c x g``.
 
-The reduced model of paper 004 eq. (6) keeps gravity only (``a = omega = alpha = 0``):
+The reduced model of their eq. (6) keeps gravity only (``a = omega = alpha = 0``):
 ``f = m g``, ``tau = m c x g``; the inertia tensor does not appear in it.
 
 A force/torque sensor also has an offset ``beta`` (6,) that drifts. With it as
@@ -62,7 +63,7 @@ def batch_skew(v: np.ndarray) -> np.ndarray:
 
 
 def _inertia_operator(v: np.ndarray) -> np.ndarray:
-    """(N, 3) -> (N, 3, 6) matrices ``L(v)`` with ``J v = L(v) vech(J)`` (paper order)."""
+    """(N, 3) -> (N, 3, 6) matrices ``L(v)`` with ``J v = L(v) vech(J)`` (canonical order)."""
     n = v.shape[0]
     L = np.zeros((n, 3, 6))
     x, y, z = v[:, 0], v[:, 1], v[:, 2]
@@ -85,7 +86,7 @@ def regressor_reference(
     ang_acc_in_sensor: np.ndarray,
     gravity_in_sensor: np.ndarray,
 ) -> np.ndarray:
-    """Full Newton-Euler regressor written as paper 004 eq. (2) reads (sign of the measured wrench).
+    """Full Newton-Euler regressor written as Nadeau et al.'s eq. (2) reads (sign of the measured wrench).
 
     Args:
         lin_acc_in_sensor: (N, 3) acceleration of the sensor origin, gravity excluded, m/s².
@@ -181,8 +182,10 @@ def features_regressor(features: np.ndarray) -> np.ndarray:
 
 
 def samples_features(samples: SensorSamples, apparent_gravity: np.ndarray | None = None) -> np.ndarray:
-    """(N, 12) features of a batch; with ``apparent_gravity`` (N, 3), those of the reduced
-    model (:func:`reduced_regressor` of it: every other feature 0)."""
+    """Return the (N, 12) features of a batch.
+
+    With ``apparent_gravity`` (N, 3), m/s², they are those of the reduced model
+    (:func:`reduced_regressor` of it: every other feature 0)."""
     if apparent_gravity is not None:
         f = np.zeros((len(samples), N_FEATURES))
         f[:, 0:3] = apparent_gravity
@@ -198,7 +201,7 @@ def regressor(
     ang_acc_in_sensor: np.ndarray,
     gravity_in_sensor: np.ndarray,
 ) -> np.ndarray:
-    """Full Newton-Euler regressor, paper 004 eqs. (2)-(3), sign of the measured wrench.
+    """Full Newton-Euler regressor, Nadeau et al.'s eqs. (2)-(3), sign of the measured wrench.
 
     Same arguments and result as :func:`regressor_reference`: (N, 6, 10) ``Y`` with
     ``wrench_on_sensor = Y @ phi``, evaluated as one product of the 12 features
@@ -210,7 +213,7 @@ def regressor(
 
 
 def reduced_regressor(gravity_in_sensor: np.ndarray) -> np.ndarray:
-    """Gravity-only regressor, paper 004 eq. (6) extended with the force rows.
+    """Gravity-only regressor, Nadeau et al.'s eq. (6) extended with the force rows.
 
     ``f = m g`` and ``tau = m c x g``: the full regressor with ``a = omega = alpha = 0``.
     Returns (N, 6, 10); the six inertia columns are zero.

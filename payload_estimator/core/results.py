@@ -50,6 +50,7 @@ class Identification:
         return out
 
     def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dictionary: ``mass``, ``com`` (three labels) and ``inertia``."""
         return {"mass": self.mass, "com": list(self.com), "inertia": self.inertia}
 
 
@@ -82,6 +83,9 @@ class ModelFit:
         return "unknown" if not self.checked else "good" if self.good else "poor"
 
     def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dictionary: ``fit`` (the label), ``persistence``, ``excess``, ``cause``.
+
+        Non-finite numbers are null."""
         def num(x: float) -> float | None:
             return float(x) if np.isfinite(x) else None
 
@@ -96,7 +100,7 @@ class Estimate:
     Attributes:
         estimator: estimator name (a key of :data:`~payload_estimator.core.estimators.ESTIMATORS`).
         params: the inertial parameters, about the sensor origin.
-        covariance: (10, 10) covariance of ``phi`` (paper order), or None when
+        covariance: (10, 10) covariance of ``phi`` (its order), or None when
             the data do not determine it.
         bias: (6,) estimated F/T offset ``[N, N, N, N·m, N·m, N·m]`` in S, or None
             when offsets were not estimated.
@@ -106,7 +110,7 @@ class Estimate:
         samples_used: samples that entered the statistics.
         inertia_identifiable: whether the data determine the inertia tensor
             (standard deviation of each principal moment below a fraction of it).
-        dynamism: mean dynamism ``nu`` of the samples, paper 004 eq. (4).
+        dynamism: mean dynamism ``nu`` of the samples, Nadeau et al.'s eq. (4).
         extras: estimator-specific arrays, e.g. PMD's ``points_in_sensor`` (n, 3), m,
             and ``point_masses`` (n,), kg (what the rviz markers draw).
         identification: which quantities the data determine.
@@ -136,7 +140,7 @@ class Estimate:
     # ------------------------------------------------------------------ values
     @property
     def mass(self) -> float:
-        """kg."""
+        """Mass, kg."""
         return self.params.mass
 
     @property
@@ -151,6 +155,7 @@ class Estimate:
 
     @property
     def phi(self) -> np.ndarray:
+        """(10,) inertial parameters about the sensor origin (:class:`InertialParameters`)."""
         return self.params.phi
 
     # ------------------------------------------------------------- uncertainty
@@ -163,6 +168,7 @@ class Estimate:
 
     @property
     def mass_std(self) -> float:
+        """Standard deviation of the mass, kg (NaN when unknown)."""
         return float(self.phi_std[0])
 
     @property
@@ -179,8 +185,9 @@ class Estimate:
 
     @property
     def inertia_com_covariance(self) -> np.ndarray:
-        """(6, 6) covariance of the inertia about the COM, entries ``xx, yy, zz, xy, xz, yz``
-        (kg² m⁴), first-order propagation of ``I_c = J - (|h|² I - h h^T) / m``, ``h = m c``."""
+        """(6, 6) covariance of the inertia about the COM, entries ``xx, yy, zz, xy, xz, yz``, kg² m⁴.
+
+        First-order propagation of ``I_c = J - (|h|² I - h h^T) / m``, ``h = m c``."""
         if self.covariance is None:
             return np.full((6, 6), np.nan)
         return inertia_com_covariance(self.params.phi, self.covariance)
@@ -192,8 +199,10 @@ class Estimate:
 
     # ------------------------------------------------------------------ output
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dictionary (SI units, sensor frame). Quantities the data do not
-        determine and no prior supplies (:data:`NOT_IDENTIFIED`) are null, not a number."""
+        """Return a JSON-ready dictionary (SI units, sensor frame).
+
+        Quantities the data do not determine and no prior supplies (:data:`NOT_IDENTIFIED`)
+        are null, not a number."""
 
         def arr(x: np.ndarray | None) -> Any:
             if x is None:
@@ -235,8 +244,10 @@ _PHI_INDEX = {(0, 0): 4, (0, 1): 5, (0, 2): 6, (1, 1): 7, (1, 2): 8, (2, 2): 9}
 
 
 def com_covariance(phi: np.ndarray, covariance: np.ndarray) -> np.ndarray:
-    """(3, 3) covariance of the COM ``c = h / m`` (``h = m c``) from the (10, 10) covariance of
-    ``phi``, first-order propagation; NaN when the mass is not positive. m²."""
+    """Return the (3, 3) covariance of the COM ``c = h / m`` (``h = m c``), m².
+
+    First-order propagation of the (10, 10) covariance of ``phi``; NaN when the mass is not
+    positive."""
     m = float(phi[0])
     if not m > 0.0:
         return np.full((3, 3), np.nan)
@@ -247,9 +258,10 @@ def com_covariance(phi: np.ndarray, covariance: np.ndarray) -> np.ndarray:
 
 
 def inertia_com_covariance(phi: np.ndarray, covariance: np.ndarray) -> np.ndarray:
-    """(6, 6) covariance of the inertia about the COM, entries ``xx, yy, zz, xy, xz, yz``
-    (kg² m⁴), from the (10, 10) covariance of ``phi``, first-order propagation of
-    ``I_c = J - (|h|² I - h h^T) / m``; NaN when the mass is not positive."""
+    """Return the (6, 6) covariance of the inertia about the COM, entries ``xx, yy, zz, xy, xz, yz``, kg² m⁴.
+
+    First-order propagation of ``I_c = J - (|h|² I - h h^T) / m`` from the (10, 10) covariance
+    of ``phi``; NaN when the mass is not positive."""
     if not float(phi[0]) > 0.0:
         return np.full((6, 6), np.nan)
     Jac = _inertia_com_jacobian(np.asarray(phi, dtype=float))

@@ -124,16 +124,19 @@ class SensorSamples:
         return ok
 
     def usable_mask(self) -> np.ndarray:
-        """(N,) True where the stamp is finite and every value finite and at most
-        :data:`MAX_ABS_VALUE` in magnitude: the samples an estimator may take."""
+        """Return (N,) True for the samples an estimator may take.
+
+        Those whose stamp is finite and every value finite and at most :data:`MAX_ABS_VALUE`
+        in magnitude."""
         in_range = (np.abs(self._values()) <= MAX_ABS_VALUE).all(axis=1)  # False for NaN too
         if self.wrench_information_sqrt is not None:
             in_range &= (np.abs(self.wrench_information_sqrt) <= MAX_ABS_VALUE).all(axis=(1, 2))
         return np.isfinite(self.t) & in_range
 
     def with_tiny_values_zeroed(self) -> SensorSamples:
-        """The same samples with every value smaller than :data:`MIN_ABS_VALUE` in magnitude set to 0
-        (``self`` when there is none)."""
+        """Return the same samples with every value smaller than :data:`MIN_ABS_VALUE` in magnitude set to 0.
+
+        Returns ``self`` when there is none."""
         values = self._values()
         tiny = (np.abs(values) < MIN_ABS_VALUE) & (values != 0.0)
         if not tiny.any():
@@ -167,9 +170,11 @@ class SensorSamples:
         )
 
     def whitened(self, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
-        """``(W Y, W w, weighted)``: the regressor ``Y`` (N, 6, k) of these samples and their wrench,
-        each multiplied by the sample's :attr:`wrench_information_sqrt` (unchanged without one;
-        ``weighted`` says whether there was one). The rows then have independent, equal noise."""
+        """Return ``(W Y, W w, weighted)``: the regressor and the wrench, whitened.
+
+        The regressor ``Y`` (N, 6, k) of these samples and their wrench are each multiplied by
+        the sample's :attr:`wrench_information_sqrt` (unchanged without one; ``weighted`` says
+        whether there is one). The rows then have independent, equal noise."""
         W = self.wrench_information_sqrt
         if W is None:
             return Y, self.wrench_in_sensor, False
@@ -195,10 +200,10 @@ class SensorSamples:
         )
 
     def dynamism(self, n1: float = 1.0, n2: float = 1.0, n3: float = 0.5) -> np.ndarray:
-        """Dynamism ``nu`` of each sample, paper 004 eq. (4).
+        """Dynamism ``nu`` of each sample, Nadeau et al.'s eq. (4).
 
-        ``nu = || [|a|/n1, |alpha|/n2, |omega|/n3] ||²`` with the defaults of the
-        paper (n1 = n2 = 1, n3 = 0.5). Returns an (N,) array.
+        ``nu = || [|a|/n1, |alpha|/n2, |omega|/n3] ||²`` with Nadeau et al.'s
+        defaults (n1 = n2 = 1, n3 = 0.5). Returns an (N,) array.
         """
         def sq(v: np.ndarray) -> np.ndarray:
             return np.einsum("ij,ij->i", v, v)

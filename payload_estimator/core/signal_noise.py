@@ -24,7 +24,7 @@ import numpy as np
 __all__ = ["SignalNoise"]
 
 _EDGES = np.logspace(-9, 6, 601)
-"""Histogram bin edges of |second difference| (SI units): 40 bins per decade, 1e-9 to 1e6."""
+"""Histogram bin edges of |fourth difference| (SI units): 40 bins per decade, 1e-9 to 1e6."""
 _GAUSS_MAD = 0.6744897501960817
 """Median of |N(0, 1)|."""
 _STENCIL = np.array([1.0, -4.0, 6.0, -4.0, 1.0])
@@ -44,6 +44,7 @@ class SignalNoise:
         self._n_pending = 0
 
     def reset(self) -> None:
+        """Forget every row taken."""
         self._counts[:] = 0
         self._tail = None
         self._pending = []
@@ -55,10 +56,12 @@ class SignalNoise:
 
     @property
     def settled(self) -> bool:
+        """Whether :data:`SETTLED` differences are in: the estimate no longer moves."""
         return self.n_differences >= self.SETTLED
 
     @property
     def n_differences(self) -> int:
+        """Fourth differences counted so far, over every axis."""
         self._flush()
         return int(self._counts.sum())
 
@@ -104,8 +107,9 @@ class SignalNoise:
         return float(median / (_GAUSS_MAD * np.sqrt(70.0)))
 
     def relative_variance(self) -> float:
-        """Variance of the estimated variance ``std()²`` relative to its square (measured for
-        white Gaussian noise: ``10 / n`` differences; the median's efficiency and the overlap of
-        neighbouring differences)."""
+        """Variance of the estimated variance ``std()²`` relative to its square.
+
+        ``10 / n`` for ``n`` differences, measured for white Gaussian noise: the median's
+        efficiency and the overlap of neighbouring differences."""
         n = self.n_differences
         return 10.0 / n if n else float("inf")

@@ -97,8 +97,10 @@ def unknown_indices(with_bias: bool) -> np.ndarray:
 
 
 class _WhiteNoiseResiduals:
-    """What white noise leaves in the least-squares residuals (:meth:`RegressorStatistics._correlation_analysis`):
-    per channel ``k``, ``E[rss_k] = sum_l M_kl s_l²`` for noise variances ``s_l²``.
+    """What white noise leaves in the least-squares residuals.
+
+    Used by :meth:`RegressorStatistics._correlation_analysis`: per channel ``k``,
+    ``E[rss_k] = sum_l M_kl s_l²`` for noise variances ``s_l²``.
 
     Args:
         A_inv: (p, p) inverse of the weighted normal matrix.
@@ -114,8 +116,10 @@ class _WhiteNoiseResiduals:
         self.n_w = n_w
 
     def expected(self, G_k: np.ndarray) -> np.ndarray:
-        """(6, 6) ``M_kl`` for the per-channel Grams ``G_k`` (6, p, p) of the sums the residuals are
-        squared over (the samples, or their block sums)."""
+        """Return the (6, 6) ``M_kl`` for the per-channel Grams ``G_k`` (6, p, p).
+
+        ``G_k`` are the Grams of the sums the residuals are squared over (the samples, or their
+        block sums)."""
         c = self.c
         GkA = G_k @ self.A_inv
         M = np.einsum("kij,lji->kl", GkA, self.GA) * (c * c)[None, :]
@@ -124,8 +128,10 @@ class _WhiteNoiseResiduals:
 
 
 def _block_vectors(x: np.ndarray, with_bias: bool) -> tuple[np.ndarray, np.ndarray]:
-    """``(V (6, 12), cols (6, p))``: per channel, the vector whose product with a block-sum row is the
-    block's residual sum at ``x``, and the block-row column of each unknown (``_N_BLOCK``, a zero
+    """Return ``(V (6, 12), cols (6, p))``, the per-channel maps from block sums to residual sums.
+
+    Per channel, ``V`` is the vector whose product with a block-sum row is the block's residual
+    sum at ``x``, and ``cols`` the block-row column of each unknown (``_N_BLOCK``, a zero
     column, where the unknown is not in that channel's rows)."""
     p = x.shape[0]
     V = np.zeros((6, _N_BLOCK))
@@ -456,9 +462,12 @@ class RegressorStatistics:
     def _white_noise(
         self, x: np.ndarray, with_bias: bool, c: np.ndarray
     ) -> tuple[_WhiteNoiseResiduals, np.ndarray] | None:
-        """The residuals' sums of squares at ``x`` if the noise were white, and the (6,) per-channel
-        noise variances that explain the measured ones (:meth:`_correlation_analysis`); None when
-        the data cannot tell (no more samples than unknowns, or no positive variances)."""
+        """Return what white noise leaves in the residuals at ``x``, and the noise variances.
+
+        The first is the residuals' sums of squares at ``x`` if the noise were white; the second
+        the (6,) per-channel noise variances that explain the measured ones
+        (:meth:`_correlation_analysis`). None when the data cannot tell (no more samples than
+        unknowns, or no positive variances)."""
         p = x.shape[0]
         idx = unknown_indices(with_bias)
         A = self.normal_equations(with_bias, c).A
@@ -480,8 +489,9 @@ class RegressorStatistics:
         return white_noise, noise_var
 
     def residual_covariance(self, x: np.ndarray, with_bias: bool) -> np.ndarray | None:
-        """(6, 6) covariance of the wrench residual at ``x`` across channels, or None
-        without features. Noise in the accelerations moves forces and torques together
+        """Return the (6, 6) covariance of the wrench residual at ``x`` across channels, or None without features.
+
+        Noise in the accelerations moves forces and torques together
         (``m da`` and ``m c x da``; ``[dalpha]x m c`` and ``J dalpha``): the channels'
         residuals are correlated, which per-channel variances miss."""
         if self._feature_gram is None:

@@ -99,8 +99,7 @@ AFTER_BREAK_S = 0.5
 
 
 class PayloadModel(Protocol):
-    """What the robot pipeline asks of an estimator: an :class:`Estimator` or a
-    :class:`PayloadTracker` around one."""
+    """What the robot pipeline asks of an estimator: an :class:`Estimator` or a :class:`PayloadTracker`."""
 
     @property
     def samples_used(self) -> int:
@@ -177,8 +176,7 @@ class TrackingCounts:
 
 @dataclass
 class _Episode:
-    """A run of suspect samples being held out: when it began, its largest ``d²``, its samples (in
-    batches, each with its suspect mask) and when it was last judged."""
+    """Suspect samples held out: when they began, their largest ``d²``, the batches with masks, last judged."""
 
     t_start: float
     peak: float = 0.0
@@ -225,9 +223,10 @@ class PayloadTracker:
 
     @property
     def step_response(self) -> StepFilter | None:
-        """How a step of the wrench shows in the samples (the pipeline's filter sets it; None:
-        at once, as in unfiltered samples). The judge fits a change through it, from an onset it
-        finds, and the new payload's data start where it has settled."""
+        """How a step of the wrench shows in the samples: set by the pipeline's filter; None: at once.
+
+        The judge fits a change through it, from an onset it finds, and the new payload's data
+        start where it has settled."""
         return self._detector.step_response
 
     @step_response.setter
@@ -252,8 +251,9 @@ class PayloadTracker:
 
     @property
     def kinematic_noise(self) -> Any:
-        """The estimator's :class:`~payload_estimator.core.estimators.base.KinematicNoise`
-        (shared by every estimator after a change: the pipeline supplies it once)."""
+        """The estimator's :class:`~payload_estimator.core.estimators.base.KinematicNoise`.
+
+        Every estimator after a change shares it: the pipeline supplies it once."""
         return self.estimator.kinematic_noise
 
     @property
@@ -278,8 +278,7 @@ class PayloadTracker:
         self._last_t = None
 
     def _start_estimator(self, bias: bool) -> None:
-        """A fresh estimator (and wrench predictor) for a new payload: it shares the kinematic noise the
-        pipeline supplied, and nothing of the old payload's estimate is kept."""
+        """Start a fresh estimator and wrench predictor for a new payload: only the kinematic noise is kept."""
         noise = self.estimator.kinematic_noise
         self._rejected_before += self.estimator.rejected_samples
         self.estimator = self._make(bias)
@@ -298,9 +297,9 @@ class PayloadTracker:
         self._since_refresh_s = 0.0
 
     def input_break(self) -> None:
-        """The input stopped and resumed (a gap, a clock jump): an episode open across it is closed
-        as it stands (held out: a contact, or an outlier if it was one sample or two), and the
-        time since the last sample restarts."""
+        """Note that the input stopped and resumed (a gap, a clock jump); the time since the last sample restarts.
+
+        An episode open across it is closed as it stands (held out: a contact, or an outlier)."""
         if self._episode is not None:
             self._close_as_contact(SensorSamples.empty(), np.zeros(0), self._episode_end())
         self._last_t = None
@@ -327,8 +326,7 @@ class PayloadTracker:
                              changes[-1].t_start if changes else None)
 
     def estimate(self) -> Estimate:
-        """The current payload's estimate; its offsets are those kept across changes plus what
-        the estimator finds on top of them, if it estimates them."""
+        """Return the current payload's estimate; its offsets are the kept ones plus any the estimator finds."""
         est = self.estimator.estimate()
         if self.bias and np.any(self.offsets_in_sensor):
             found = np.zeros(6) if est.bias is None else np.asarray(est.bias, dtype=float)
@@ -414,11 +412,12 @@ class PayloadTracker:
         return np.where(dt > 0, dt, float(np.median(positive)) if positive.size else 0.01)
 
     def _new_predictor(self, bias: bool, estimator: Estimator | None = None) -> Estimator | None:
-        """The estimator that predicts the wrench for the gate: least squares itself, or beside any
-        other estimator, weighted least squares on the same samples. A prior that does not fit
-        the payload (PMD's uniform density in a shape) mispredicts dynamic samples, and a recursive
-        filter's first estimates (RLS, RTLS) are pulled by their initial state yet claim to be
-        known: either way the gate would hold out the very data that should correct them."""
+        """Return the estimator that predicts the wrench for the gate.
+
+        Least squares itself, or beside any other estimator, weighted least squares on the same samples. A
+        prior that does not fit the payload (PMD's uniform density in a shape) mispredicts dynamic samples,
+        and a recursive filter's first estimates (RLS, RTLS) are pulled by their initial state yet claim to
+        be known: either way the gate would hold out the very data that should correct them."""
         estimator = self.estimator if estimator is None else estimator
         if isinstance(estimator, OrdinaryLeastSquares):  # wls, ols: their own predictors
             return None
@@ -461,12 +460,12 @@ class PayloadTracker:
         self._detector.set_reference(est)
 
     def _free_takes_over(self, kept: Estimate) -> bool:
-        """Once the estimator that finds the offsets anew sees the kept ones wrong, it is the
-        estimate: its mass and first moment differ from those of ``kept`` (the judge's estimate,
-        which trusts them) by more than their uncertainty allows (:data:`OFFSETS_MOVED_CHI2`). The
-        offsets it finds are added to the kept ones (see :meth:`estimate`). While the kept offsets
-        hold, the estimate that trusts them stays: it is the more precise. Returns whether it
-        took over."""
+        """Let the estimator that finds the offsets anew take over once it sees the kept ones wrong.
+
+        It sees them wrong when its mass and first moment differ from those of ``kept`` (the judge's
+        estimate, which trusts them) by more than their uncertainty allows (:data:`OFFSETS_MOVED_CHI2`).
+        The offsets it finds are added to the kept ones (see :meth:`estimate`). While the kept offsets
+        hold, the estimate that trusts them stays: it is the more precise. Returns whether it took over."""
         if self._free is None:
             return False
         free, predictor = self._free
@@ -483,9 +482,10 @@ class PayloadTracker:
         return True
 
     def _close_as_contact(self, tail: SensorSamples, d2_tail: np.ndarray, t_end: float) -> TrackEvent | None:
-        """The episode ended: its samples (with ``tail``) were a contact, dropped; the trailing
-        normal samples go to the estimator once the filter has settled after the last suspect one
-        (before, they still carry the contact's decay, below the gate)."""
+        """Close the episode as a contact: its samples (with ``tail``) are dropped.
+
+        The trailing normal samples go to the estimator once the filter has settled after the
+        last suspect one (until then they still carry the contact's decay, below the gate)."""
         assert self._episode is not None
         normal_tail = int(np.argmax((d2_tail > GATE_CHI2)[::-1])) if np.any(d2_tail > GATE_CHI2) else len(d2_tail)
         n_tail = len(tail)
@@ -546,9 +546,11 @@ class PayloadTracker:
 
     def _offset_shift(self, samples: SensorSamples, fit: ChangeFit, t_start: float,
                       t_now: float) -> TrackEvent | None:
-        """Right after an input break, a constant step of the wrench that no payload change
-        explains: the sensor's offsets moved while it was silent (drift, a driver restarted). It
-        is absorbed into the kept offsets, and the episode's samples go to the estimator."""
+        """Absorb a step of the wrench right after an input break into the kept offsets.
+
+        A constant step that no payload change explains means the sensor's offsets moved while it
+        was silent (drift, a driver restarted). The step is added to the kept offsets, and the
+        episode's samples go to the estimator. None when no such step fits."""
         found = self._detector.fit_offset_shift(samples, fit, t_start)
         if found is None:
             return None
@@ -569,8 +571,9 @@ class PayloadTracker:
     def _restart(
         self, samples: SensorSamples, t_start: float, t_now: float, mass_change: float, keep_offsets: bool = True
     ) -> TrackEvent:
-        """A change at ``t_start`` (decided at ``t_now``): a fresh estimator starts from ``samples``,
-        with the offsets found so far kept and subtracted (``keep_offsets``) or estimated again."""
+        """Restart for a change at ``t_start`` (decided at ``t_now``), s: a fresh estimator from ``samples``.
+
+        The offsets found so far are kept and subtracted (``keep_offsets``) or estimated again."""
         self._offsets_added = np.zeros(6)
         if not keep_offsets and np.any(self.offsets_in_sensor):
             # estimate the offsets again: put back the ones subtracted so far

@@ -1,5 +1,7 @@
-"""Identification motions: what the robot may do, a motion designed for the payload's
-parameters, and the checks every motion passes before it is sent to a robot.
+"""Identification motions: limits, designed motions and the checks before a robot moves.
+
+What the robot may do, a motion designed for the payload's parameters, and the checks every
+motion passes before it is sent to a robot.
 
 * :mod:`~payload_estimator.excitation.limits`: :class:`ArmLimits` (the joints' limits) and
   :class:`MotionLimits` (one motion's bounds), :func:`flange_kinematics`;

@@ -107,8 +107,10 @@ _INITIAL_STEP = 0.3
 
 
 def calibration_limits(**overrides: float | None) -> MotionLimits:
-    """:class:`MotionLimits` for a calibration motion: :data:`CALIBRATION_DURATION_S`, the rest the
-    settings' defaults; ``overrides`` as :meth:`MotionLimits.with_overrides` (None or 0 keep the default)."""
+    """Return the :class:`MotionLimits` of a calibration motion.
+
+    :data:`CALIBRATION_DURATION_S`, the rest the settings' defaults; ``overrides`` as
+    :meth:`MotionLimits.with_overrides` (None or 0 keep the default)."""
     return MotionLimits(duration=CALIBRATION_DURATION_S).with_overrides(**overrides)
 
 
@@ -175,8 +177,9 @@ class _CalibrationSearch(FourierSearch):
         return self.model.gain(self.model.scaled_regressor(*self.design_states(C), self.weight))[0], C
 
     def evolve(self, seed: int, candidates: int = _CANDIDATES, iterations: int = _REFINEMENTS) -> np.ndarray | None:
-        """The best of ``candidates`` seeded random coefficient sets, refined by a (1+1) evolution
-        strategy: ``iterations`` random steps, each kept if it scores better once scaled to the limits,
+        """Return the best of ``candidates`` seeded random coefficient sets, refined by a (1+1) evolution strategy.
+
+        ``iterations`` random steps, each kept if it scores better once scaled to the limits,
         the step grown by half after a success and shrunk after a failure (the one-fifth rule).
         Every step's candidate is admissible, so the search moves along the binding limit (the TCP
         speed, a joint's range) where gradient steps stall: that limit is the largest of many samples."""
@@ -255,9 +258,11 @@ def arm_information(
     arm: ArmLimits | None = None,
     fit_rate_hz: float = FIT_RATE_HZ,
 ) -> ArmInformation:
-    """What ``trajectory`` (``duration``, ``__call__(t) -> (q, dq, ddq)`` in ``kin``'s joint order)
-    tells a calibration from efforts sampled at ``fit_rate_hz`` with white noise ``effort_std`` (N·m)
-    per joint, around the description with ``prior`` (default :class:`ArmPrior`); ``arm`` gives the
+    """Return what ``trajectory`` tells a calibration of the unloaded arm.
+
+    ``trajectory`` has ``duration`` and ``__call__(t) -> (q, dq, ddq)`` in ``kin``'s joint
+    order; the efforts are sampled at ``fit_rate_hz`` with white noise ``effort_std`` (N·m) per
+    joint, around the description with ``prior`` (default :class:`ArmPrior`); ``arm`` gives the
     speed limits reported beside the speed ranges."""
     model = _ArmModel(kin, effort_std, prior)
     t = trajectory_grid(float(trajectory.duration), fit_rate_hz)

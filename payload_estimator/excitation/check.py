@@ -163,8 +163,10 @@ def _rest_violations(q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, q_start: np
 
 def _position_violations(q: np.ndarray, t: np.ndarray, q_start: np.ndarray, arm: ArmLimits,
                          limits: MotionLimits) -> list[str]:
-    """Joints that come within the position margin of their limits, or leave the start by more
-    than the largest excursion (the worst sample of the worst joint each)."""
+    """Return the lines of the joints that come near their position limits or move too far.
+
+    Near: within the position margin of their limits; too far: leaving the start by more than
+    the largest excursion (the worst sample of the worst joint each)."""
     names = arm.joint_names
     violations = []
     lo, hi = arm.q_min + limits.position_margin, arm.q_max - limits.position_margin
@@ -184,8 +186,9 @@ def _position_violations(q: np.ndarray, t: np.ndarray, q_start: np.ndarray, arm:
 
 def _rate_violations(dq: np.ndarray, ddq: np.ndarray, jerk: np.ndarray, t: np.ndarray, arm: ArmLimits,
                      limits: MotionLimits) -> tuple[list[np.ndarray], list[str]]:
-    """The (n,) peak fractions of the vendor limits of the joint speeds, accelerations and jerks, and
-    the lines of those above their allowed fractions."""
+    """Return the (n,) peak fractions of the vendor limits of the joint speeds, accelerations and jerks.
+
+    Also the lines of those above their allowed fractions."""
     names = arm.joint_names
     violations = []
     fractions = []
@@ -205,9 +208,10 @@ def _rate_violations(dq: np.ndarray, ddq: np.ndarray, jerk: np.ndarray, t: np.nd
 
 def _workspace_violations(kin: SensorKinematics, q: np.ndarray, dq: np.ndarray, t: np.ndarray,
                           limits: MotionLimits) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], list[str]]:
-    """``((tcp_speed, floor, base), lines)``: per sample, the TCP's speed (m/s) and the payload sphere's
-    clearances of the floor and of the base's vertical axis beyond their margins (m), and the lines of
-    the limits they break."""
+    """Return ``((tcp_speed, floor, base), lines)``: the TCP's speed and clearances, and the broken limits.
+
+    Per sample, the TCP's speed (m/s) and the payload sphere's clearances of the floor and of
+    the base's vertical axis beyond their margins (m); the lines of the limits they break."""
     violations = []
     motion = kin.compute(q, dq, np.zeros_like(dq))
     tcp_speed = np.linalg.norm(motion.lin_vel_in_sensor, axis=1)

@@ -120,8 +120,9 @@ class ExcitationDesign:
 
 def motion_summary(trajectory: FourierExcitation, joint_names: Sequence[str], q_start: np.ndarray,
                    check: TrajectoryCheck, limits: MotionLimits) -> dict[str, Any]:
-    """What every designed motion's ``summary()`` starts with: its length, joints, start, harmonics, the limit
-    check and the TCP speed limit (plain values)."""
+    """Return what every designed motion's ``summary()`` starts with (plain values).
+
+    Its length, joints, start, harmonics, the limit check and the TCP speed limit."""
     return {
         "duration_s": trajectory.duration,
         "joints": list(joint_names),
@@ -145,8 +146,10 @@ class _PayloadInformationSearch(FourierSearch):
         self.scale = parameter_scale(payload)
 
     def score(self, x: np.ndarray) -> tuple[float, np.ndarray | None]:
-        """(log det of the scaled information, admissible coefficients) of the largest admissible
-        scaling of the normalised coefficients ``x``; ``(-1e9, None)`` when there is none."""
+        """Score the largest admissible scaling of the normalised coefficients ``x``.
+
+        Returns (log det of the scaled information, admissible coefficients); ``(-1e9, None)``
+        when there is none."""
         found = self.admissible(x)
         if found is None:
             return -1e9, None
@@ -157,8 +160,10 @@ class _PayloadInformationSearch(FourierSearch):
                    for weight, _, _, M in self._information(features)), C
 
     def _information(self, features: np.ndarray) -> list[tuple[float, slice, np.ndarray, np.ndarray]]:
-        """(weight, samples, scaled and centred regressors (k, 6, 10), their weighted Gram (10, 10))
-        of each window the score adds up (:data:`_WINDOWS`)."""
+        """Return the terms of each window the score adds up (:data:`_WINDOWS`).
+
+        Each is (weight, samples, scaled and centred regressors (k, 6, 10), their weighted Gram
+        (10, 10))."""
         Y_all = (features @ FEATURE_MATRIX).reshape(-1, 6, N_PARAMS) * self.scale
         out = []
         for fraction, weight in _WINDOWS:
@@ -229,9 +234,15 @@ def _validate_start(arm: ArmLimits, q_start: np.ndarray, limits: MotionLimits) -
 
 
 def check_start(kin: SensorKinematics, arm: ArmLimits, q_start: np.ndarray, limits: MotionLimits) -> np.ndarray:
-    """(n,) the start of a motion to design, checked: the kinematics and the limits name the same
-    joints, the start is inside the limits' margin, the duration at least :data:`MIN_DURATION_S`, and
-    the start pose itself keeps the clearances. ``ExcitationError`` (one line) otherwise."""
+    """Return the (n,) start of a motion to design, checked.
+
+    The kinematics and the limits name the same joints, the start is inside the limits'
+    margin, the duration at least :data:`MIN_DURATION_S`, and the start pose itself keeps the
+    clearances.
+
+    Raises:
+        ExcitationError: one of those fails (one line).
+    """
     if tuple(kin.joint_names) != tuple(arm.joint_names):
         raise ExcitationError("the kinematics and the limits must name the same joints in the same order")
     q0 = _validate_start(arm, q_start, limits)
@@ -247,9 +258,14 @@ def check_start(kin: SensorKinematics, arm: ArmLimits, q_start: np.ndarray, limi
 
 def fit_to_limits(trajectory: FourierExcitation, kin: SensorKinematics, arm: ArmLimits, q_start: np.ndarray,
                   limits: MotionLimits) -> tuple[FourierExcitation, TrajectoryCheck]:
-    """A designed motion checked on the 1 kHz sampled trajectory (:func:`check_trajectory`), shrunk by
-    3 % steps while a peak between the design grid's samples exceeds a limit; ``ExcitationError``
-    if 30 steps do not make it pass."""
+    """Check a designed motion on the 1 kHz sampled trajectory, shrinking it until it passes.
+
+    :func:`check_trajectory` on the sampled trajectory; the motion shrinks by 3 % steps while a
+    peak between the design grid's samples exceeds a limit.
+
+    Raises:
+        ExcitationError: 30 steps do not make it pass.
+    """
     check = check_trajectory(trajectory, kin, arm, q_start, limits)
     for _ in range(30):
         if check.ok:
@@ -282,7 +298,8 @@ def design_excitation(
         seed: seeds the starting points (the same seed gives the same motion).
         estimate_offsets: the F/T offsets are estimated with the payload (they are, by default,
             in every estimator of this package).
-        force_std, torque_std: wrench noise that weighs the information, N, N·m.
+        force_std: force noise per axis that weighs the information, N.
+        torque_std: torque noise per axis that weighs the information, N·m.
         payload: what the design is scored and predicted for (:func:`nominal_payload`).
 
     Raises:

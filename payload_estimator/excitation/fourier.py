@@ -1,7 +1,7 @@
 """The Fourier-series motion of an identification: a joint trajectory that starts and ends at rest.
 
 **The trajectory** (:class:`FourierExcitation`): every joint follows a finite Fourier series
-(Swevers et al. 1997, the usual excitation of survey 001) in a warped time ``tau``::
+(Swevers et al. 1997, the usual excitation in Leboutet et al.'s survey) in a warped time ``tau``::
 
     q_i(t) = q_start_i + sum_k  a_ik sin(k w tau(t)) + b_ik (cos(k w tau(t)) - 1),   k in H
 
@@ -34,8 +34,9 @@ MAX_HARMONICS = 6
 
 # ----------------------------------------------------------------- time warp
 def _blend(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Minimum-jerk ``s(x) = 10x³ - 15x⁴ + 6x⁵``, its first two derivatives and its integral from 0,
-    ``x`` clipped to [0, 1]."""
+    """Return minimum-jerk ``s(x) = 10x³ - 15x⁴ + 6x⁵``, its first two derivatives and its integral from 0.
+
+    ``x`` is clipped to [0, 1]."""
     x = np.clip(x, 0.0, 1.0)
     x2 = x * x
     s = x2 * x * (10.0 + x * (-15.0 + 6.0 * x))
@@ -46,8 +47,10 @@ def _blend(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarra
 
 
 def _warp(t: np.ndarray, duration: float, ramp: float) -> tuple[np.ndarray, ...]:
-    """``(tau, e, de/dt, d²e/dt²)`` at ``t``: the speed factor ``e`` rises over ``[0, ramp]``,
-    is 1, and falls over ``[duration - ramp, duration]``; 0 outside ``[0, duration]``."""
+    """Return the warped time and the speed factor, ``(tau, e, de/dt, d²e/dt²)`` at ``t``.
+
+    The speed factor ``e`` rises over ``[0, ramp]``, is 1, and falls over
+    ``[duration - ramp, duration]``; 0 outside ``[0, duration]``."""
     tc = np.clip(t, 0.0, duration)
     s_in, ds_in, dds_in, int_in = _blend(tc / ramp)
     s_out, ds_out, dds_out, int_out = _blend((duration - tc) / ramp)
@@ -101,8 +104,10 @@ class FourierExcitation:
         return self._duration
 
     def basis(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(N, 2K) matrices ``B0..B3`` with ``q - q_start = B0 C``, ``dq = B1 C``, ``ddq = B2 C``,
-        jerk ``= B3 C`` for the coefficients ``C`` (2K, n)."""
+        """Return the (N, 2K) matrices ``B0..B3`` that map the coefficients to the motion at ``t``.
+
+        ``q - q_start = B0 C``, ``dq = B1 C``, ``ddq = B2 C``, jerk ``= B3 C`` for the coefficients
+        ``C`` (2K, n)."""
         t = np.atleast_1d(np.asarray(t, dtype=float))
         tau, e, de, dde = _warp(t, self._duration, self.ramp)
         kw = self.omega * self.harmonics
@@ -135,8 +140,9 @@ class FourierExcitation:
 
 def fourier_harmonics(duration: float, ramp: float, max_frequency_hz: float = MAX_FREQUENCY_HZ,
                       max_harmonics: int = MAX_HARMONICS) -> np.ndarray:
-    """Harmonic numbers up to ``max_frequency_hz`` for a series of period ``duration - ramp``:
-    all of them, or ``max_harmonics`` spread geometrically from the fundamental."""
+    """Return the harmonic numbers up to ``max_frequency_hz`` for a series of period ``duration - ramp``.
+
+    All of them, or ``max_harmonics`` spread geometrically from the fundamental."""
     top = max(1, int(np.floor(max_frequency_hz * (duration - ramp))))
     if top <= max_harmonics:
         return np.arange(1, top + 1)

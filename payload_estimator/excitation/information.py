@@ -12,7 +12,8 @@ the information left for ``phi`` is the Schur complement ``M - N Ybar^T W Ybar``
 mean regressor): only the *variation* of the regressor over the motion identifies the payload.
 The design maximises ``log det`` of that information (D-optimality) for the parameters scaled by
 a nominal payload (mass ``m0``, length ``r0``: ``phi`` divided by ``m0, m0 r0, m0 r0²``).
-D-optimality is chosen over survey 001's ``k1 cond + k2 / sigma_min`` because it does not
+D-optimality is chosen over the ``k1 cond + k2 / sigma_min`` of Leboutet et al.'s survey
+("Inertial Parameter Identification in Robotics: A Survey") because it does not
 depend on the parameters' units (a rescaling adds a constant to ``log det``), it is smooth in
 the coefficients (the condition number and the smallest singular value are not, where
 singular values cross), and it rewards the weakest directions most (each enters as a
@@ -58,24 +59,26 @@ __all__ = [
 ]
 
 DESIGN_FORCE_STD = TABLE_II["moderate"].force
-"""Force noise per axis that weighs the information, N (paper 004 Table II, moderate)."""
+"""Force noise per axis that weighs the information, N (Nadeau et al.'s Table II, moderate)."""
 DESIGN_TORQUE_STD = TABLE_II["moderate"].torque
-"""Torque noise per axis that weighs the information, N·m (paper 004 Table II, moderate)."""
+"""Torque noise per axis that weighs the information, N·m (Nadeau et al.'s Table II, moderate)."""
 _SENSOR_RATE_HZ = 1000.0
 """Rate of the wrench samples the predicted uncertainty assumes, Hz."""
 
 
 def nominal_payload() -> InertialParameters:
-    """The payload a design is scored for when none is given: 1 kg, a uniform 10 cm cube whose
-    centre is 5 cm out along the TCP's ``z`` axis."""
+    """Return the payload a design is scored for when none is given.
+
+    1 kg, a uniform 10 cm cube whose centre is 5 cm out along the TCP's ``z`` axis."""
     side = 0.1
     return InertialParameters.from_mass_com_inertia(1.0, np.array([0.0, 0.0, 0.05]),
                                                     np.eye(3) * side**2 / 6.0)
 
 
 def channel_weights(force_std: float, torque_std: float) -> np.ndarray:
-    """(6,) inverse noise variances of ``[fx, fy, fz, tx, ty, tz]`` for white wrench noise of
-    ``force_std`` (N) and ``torque_std`` (N·m) per axis."""
+    """Return the (6,) inverse noise variances of ``[fx, fy, fz, tx, ty, tz]``.
+
+    For white wrench noise of ``force_std`` (N) and ``torque_std`` (N·m) per axis."""
     return np.array([force_std**-2] * 3 + [torque_std**-2] * 3)
 
 
@@ -88,8 +91,9 @@ def information_matrix(
     torque_std: float = DESIGN_TORQUE_STD,
     estimate_offsets: bool = True,
 ) -> np.ndarray:
-    """(10, 10) Fisher information of ``phi`` (about the origin of ``kin``'s frame) from one wrench
-    sample at each of the N joint states ``q, dq, ddq`` (N, n), white wrench noise
+    """Return the (10, 10) Fisher information of ``phi`` about the origin of ``kin``'s frame.
+
+    From one wrench sample at each of the N joint states ``q, dq, ddq`` (N, n), white wrench noise
     ``force_std`` (N) and ``torque_std`` (N·m) per axis; with ``estimate_offsets``, what is left
     once the six F/T offsets are estimated too (the Schur complement)."""
     motion = kin.compute(q, dq, ddq)
@@ -103,8 +107,9 @@ def information_matrix(
 
 
 def parameter_scale(payload: InertialParameters) -> np.ndarray:
-    """(10,) natural units of ``phi`` for ``payload``: ``m0, m0 r0, m0 r0²`` with ``r0`` its COM
-    distance or radius of gyration, at least 5 cm."""
+    """Return the (10,) natural units of ``phi`` for ``payload``.
+
+    ``m0, m0 r0, m0 r0²`` with ``r0`` its COM distance or radius of gyration, at least 5 cm."""
     m0 = max(payload.mass, 1e-3)
     r0 = max(float(np.linalg.norm(payload.com)) if payload.mass > 0 else 0.0,
              float(np.sqrt(max(np.mean(payload.principal_moments()), 0.0) / m0)), 0.05)
@@ -112,8 +117,9 @@ def parameter_scale(payload: InertialParameters) -> np.ndarray:
 
 
 def scaled_condition_number(information: np.ndarray, payload: InertialParameters | None = None) -> float:
-    """Condition number of the information for parameters in ``payload``'s natural units
-    (:func:`nominal_payload` by default); infinite when it is singular."""
+    """Return the condition number of the information for parameters in ``payload``'s natural units.
+
+    ``payload`` is :func:`nominal_payload` by default; infinite when the information is singular."""
     scale = parameter_scale(payload or nominal_payload())
     M = information * np.outer(scale, scale)
     eig = np.linalg.eigvalsh(0.5 * (M + M.T))
@@ -121,8 +127,10 @@ def scaled_condition_number(information: np.ndarray, payload: InertialParameters
 
 
 def log_det(M: np.ndarray) -> float:
-    """``log det M`` of a symmetric information matrix (its symmetric part); for a singular or
-    indefinite one, a large negative number that still grows with the eigenvalues."""
+    """Return ``log det M`` of a symmetric information matrix (its symmetric part).
+
+    For a singular or indefinite one, a large negative number that still grows with the
+    eigenvalues."""
     eig = np.linalg.eigvalsh(0.5 * (M + M.T))
     if eig[0] <= 0.0:
         return -1e6 + float(np.sum(np.log(np.maximum(eig, 1e-300))))  # steers away from singular motions
@@ -167,8 +175,10 @@ def predict_uncertainty(
     estimate_offsets: bool = True,
     sensor_rate_hz: float = _SENSOR_RATE_HZ,
 ) -> PredictedUncertainty:
-    """Cramér–Rao uncertainty of ``payload`` (``phi`` about ``kin``'s frame; :func:`nominal_payload`
-    by default) identified along ``trajectory`` from a wrench sampled at ``sensor_rate_hz`` with
+    """Return the Cramér–Rao uncertainty of ``payload`` identified along ``trajectory``.
+
+    ``payload`` is ``phi`` about ``kin``'s frame (:func:`nominal_payload` by default); the
+    wrench is sampled at ``sensor_rate_hz`` with
     white noise ``force_std`` (N), ``torque_std`` (N·m) per axis. See the module docstring."""
     payload = payload or nominal_payload()
     grid_hz = 100.0

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from payload_estimator.errors import ExcitationError
+from payload_estimator.errors import ConfigurationError, ExcitationError
 from payload_estimator.robots import RobotSpec, get_robot, robot_urdf
 from payload_estimator.settings import Settings
 
@@ -61,9 +61,9 @@ def _setting_default(name: str) -> float:
 def _frozen(values: Any, n: int, what: str) -> np.ndarray:
     arr = np.array(values, dtype=float).reshape(-1)
     if arr.shape != (n,):
-        raise ValueError(f"{what} must have {n} entries, got {arr.shape[0]}")
+        raise ConfigurationError(f"{what} must have {n} entries, got {arr.shape[0]}")
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{what} must be finite")
+        raise ConfigurationError(f"{what} must be finite")
     arr.setflags(write=False)
     return arr
 
@@ -92,14 +92,14 @@ class ArmLimits:
     def __post_init__(self) -> None:
         n = len(self.joint_names)
         if n == 0:
-            raise ValueError("an arm needs at least one joint")
+            raise ConfigurationError("an arm needs at least one joint")
         for name in ("q_min", "q_max", "dq_max", "ddq_max", "dddq_max"):
             object.__setattr__(self, name, _frozen(getattr(self, name), n, name))
         if np.any(self.q_max <= self.q_min):
-            raise ValueError("every upper position limit must exceed the lower one")
+            raise ConfigurationError("every upper position limit must exceed the lower one")
         for name in ("dq_max", "ddq_max", "dddq_max"):
             if np.any(getattr(self, name) <= 0.0):
-                raise ValueError(f"{name} must be positive")
+                raise ConfigurationError(f"{name} must be positive")
 
     @property
     def n_joints(self) -> int:
@@ -108,7 +108,7 @@ class ArmLimits:
 
     @classmethod
     def from_robot(cls, robot: str | RobotSpec) -> ArmLimits:
-        """The vendor limits of a built-in robot (``ValueError`` for an unknown name)."""
+        """Return the vendor limits of a built-in robot (``ConfigurationError`` for an unknown name)."""
         spec = get_robot(robot) if isinstance(robot, str) else robot
         return cls(spec.joint_names, spec.q_min, spec.q_max, spec.dq_max, spec.ddq_max, spec.dddq_max,
                    source=f"{spec.name} vendor limits")
@@ -120,8 +120,9 @@ class ArmLimits:
         acceleration: float = DEFAULT_ACCELERATION_LIMIT,
         jerk: float = DEFAULT_JERK_LIMIT,
     ) -> ArmLimits:
-        """The URDF's position and speed limits of ``kin``'s joints, with ``acceleration`` (rad/s²)
-        and ``jerk`` (rad/s³) for every joint.
+        """Return the URDF's position and speed limits of ``kin``'s joints, with acceleration and jerk limits.
+
+        ``acceleration`` (rad/s²) and ``jerk`` (rad/s³) are the same for every joint.
 
         Raises:
             ExcitationError: a joint without finite position or speed limits (a continuous joint
@@ -206,12 +207,17 @@ class MotionLimits:
         return cls(**{name: float(getattr(settings, _SETTINGS_PREFIX + name)) for name in _FROM_SETTINGS})
 
     def with_overrides(self, **overrides: float | None) -> MotionLimits:
-        """A copy with the given fields replaced; ``None`` or 0 keep the current value (a goal's
-        "use the default")."""
+        """Return a copy with the given fields replaced.
+
+        ``None`` or 0 keep the current value (a goal's "use the default").
+
+        Raises:
+            ConfigurationError: a field that is not a motion limit.
+        """
         kept = {k: float(v) for k, v in overrides.items() if v is not None and v != 0.0}
         unknown = set(kept) - {f.name for f in fields(self)}
         if unknown:
-            raise ValueError(f"unknown motion limits: {sorted(unknown)}")
+            raise ConfigurationError(f"unknown motion limits: {sorted(unknown)}")
         return MotionLimits(**{**{f.name: getattr(self, f.name) for f in fields(self)}, **kept})
 
 

@@ -43,8 +43,10 @@ _ITERATIONS = 20
 
 
 class FourierSearch:
-    """The search over the coefficients of a :class:`FourierExcitation`: the largest admissible
-    scaling of any coefficients (the joint limits exactly, then the TCP speed and the clearances),
+    """The search over the coefficients of a :class:`FourierExcitation`.
+
+    It finds the largest admissible scaling of any coefficients (the joint limits exactly, then
+    the TCP speed and the clearances),
     gradient ascent along the limit that binds, from the best of seeded random starts. A subclass
     says what is maximised (:meth:`score`, :meth:`gradient`): the payload's information in
     :mod:`~payload_estimator.excitation.design`, the arm's in :mod:`~payload_estimator.excitation.calibration`.
@@ -80,8 +82,9 @@ class FourierSearch:
         self.up = -kin.gravity_in_world / np.linalg.norm(kin.gravity_in_world)
 
     def score(self, x: np.ndarray) -> tuple[float, np.ndarray | None]:
-        """(criterion, admissible coefficients) of the largest admissible scaling of the normalised
-        coefficients ``x``; ``(-1e9, None)`` when there is none."""
+        """Score the largest admissible scaling of the normalised coefficients ``x``.
+
+        Returns (criterion, admissible coefficients); ``(-1e9, None)`` when there is none."""
         raise NotImplementedError
 
     def gradient(self, C: np.ndarray) -> np.ndarray:
@@ -95,8 +98,10 @@ class FourierSearch:
 
     def search(self, seed: int, candidates: int = _CANDIDATES, starts: int = _STARTS,
                iterations: int = _ITERATIONS) -> np.ndarray | None:
-        """The best admissible coefficients found: ``candidates`` seeded random sets scored, the best
-        ``starts`` of them refined by :meth:`ascend` (``iterations`` steps); None if none is admissible."""
+        """Return the best admissible coefficients found, or None if none is admissible.
+
+        ``candidates`` seeded random sets are scored, the best ``starts`` of them refined by
+        :meth:`ascend` (``iterations`` steps)."""
         rng = np.random.default_rng(seed)
         drawn = rng.normal(size=(candidates, 2 * self.H * self.n))
         scores = [self.score(x)[0] for x in drawn]
@@ -148,8 +153,9 @@ class FourierSearch:
         return None
 
     def active_gradient(self, C: np.ndarray) -> np.ndarray:
-        """(2H, n) gradient of the ratio ``r`` of the limit ``C`` comes nearest (``r = 1``: on it),
-        a function of degree 1 in ``C``: so moving along ``g - (g . C) grad r`` keeps ``r`` while
+        """Return the (2H, n) gradient of the ratio ``r`` of the limit ``C`` comes nearest (``r = 1``: on it).
+
+        ``r`` is a function of degree 1 in ``C``: so moving along ``g - (g . C) grad r`` keeps ``r`` while
         the log det changes as the gradient ``g`` says. Joint limits are linear in ``C``; the TCP
         speed is taken as linear too (its Jacobian at the fastest sample)."""
         B0, B1, B2, B3 = self.B
@@ -180,7 +186,9 @@ class FourierSearch:
         return grad / max(worst, 1e-300)
 
     def ascend(self, x: np.ndarray, iterations: int) -> tuple[float, np.ndarray | None]:
-        """Gradient ascent from ``x``: step along the gradient with the part that only scales the
+        """Ascend the gradient from ``x``; return (score, admissible coefficients).
+
+        Step along the gradient with the part that only scales the
         motion removed (the scaling takes it back), re-scale, keep improvements; the step grows
         after a success and shrinks after a failure. Returns (score, admissible coefficients)."""
         best, C = self.score(x)

@@ -44,6 +44,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import ArrayLike
 
+from payload_estimator.errors import ConfigurationError, InputError
 from payload_estimator.files import write_text_atomic
 
 __all__ = [
@@ -83,9 +84,13 @@ class JointTrajectory(Protocol):
     """
 
     @property
-    def duration(self) -> float: ...
+    def duration(self) -> float:
+        """End of the motion, s; the pose is held afterwards."""
+        ...
 
-    def __call__(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+    def __call__(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Return ``(q, dq, ddq)`` at times ``t`` (N,), each (N, n_joints)."""
+        ...
 
 
 # ------------------------------------------------------------------ blends
@@ -150,12 +155,12 @@ def ramped_time(
 def _times(t: ArrayLike, what: str = "t") -> np.ndarray:
     t = np.asarray(t, dtype=float)
     if t.ndim != 1 or len(t) == 0:
-        raise ValueError(f"{what} must be a non-empty 1-d array of times, got shape {t.shape}")
+        raise InputError(f"{what} must be a non-empty 1-d array of times, got shape {t.shape}")
     if not np.all(np.isfinite(t)):
-        raise ValueError(f"{what} has a non-finite time")
+        raise InputError(f"{what} has a non-finite time")
     if np.any(np.diff(t) <= 0.0):
         k = int(np.argmax(np.diff(t) <= 0.0))
-        raise ValueError(f"{what} must increase strictly: {t[k + 1]:g} s follows {t[k]:g} s")
+        raise InputError(f"{what} must increase strictly: {t[k + 1]:g} s follows {t[k]:g} s")
     return t
 
 
@@ -165,12 +170,12 @@ def _joint_array(values: ArrayLike, rows: int, what: str, width: int | None = No
         a = a[None, :]
     if a.ndim != 2 or a.shape[0] != rows or (width is not None and a.shape[1] != width):
         want = f"({rows}, {width if width is not None else 'n'})"
-        raise ValueError(f"{what} must have shape {want}, got {a.shape}")
+        raise InputError(f"{what} must have shape {want}, got {a.shape}")
     if a.shape[1] == 0:
-        raise ValueError(f"{what} has no joint")
+        raise InputError(f"{what} has no joint")
     if not np.all(np.isfinite(a)):
         row = int(np.argmax(~np.all(np.isfinite(a), axis=1)))
-        raise ValueError(f"{what} has a non-finite value at point {row}")
+        raise InputError(f"{what} has a non-finite value at point {row}")
     return a
 
 
@@ -179,22 +184,22 @@ def _names(joint_names: Sequence[str] | None, n: int) -> tuple[str, ...] | None:
         return None
     names = tuple(str(s) for s in joint_names)
     if len(names) != n:
-        raise ValueError(f"{len(names)} joint names for {n} joints")
+        raise InputError(f"{len(names)} joint names for {n} joints")
     if len(set(names)) != len(names) or any(not s for s in names):
-        raise ValueError("joint names must be distinct and non-empty")
+        raise InputError("joint names must be distinct and non-empty")
     return names
 
 
 def _check_uniform(t: np.ndarray, what: str = "t") -> float:
-    """The step of a uniform, increasing grid ``t``, s; ValueError otherwise."""
+    """Return the step of a uniform, increasing grid ``t``, s; InputError otherwise."""
     steps = np.diff(t)
     if len(steps) == 0:
-        raise ValueError(f"{what} needs at least two times")
+        raise InputError(f"{what} needs at least two times")
     dt = float(np.median(steps))
     bad = np.abs(steps - dt) > _UNIFORM_RTOL * dt + 10.0 ** -_CSV_TIME_DECIMALS
     if np.any(bad):
         k = int(np.argmax(bad))
-        raise ValueError(f"{what} is not uniform: step {steps[k]:g} s after {t[k]:g} s, median {dt:g} s")
+        raise InputError(f"{what} is not uniform: step {steps[k]:g} s after {t[k]:g} s, median {dt:g} s")
     return dt
 
 
@@ -203,8 +208,9 @@ def _quintic_hermite(
     p0: np.ndarray, v0: np.ndarray, a0: np.ndarray, p1: np.ndarray, v1: np.ndarray, a1: np.ndarray,
     T: np.ndarray, s: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Quintic through ``(p, v, a)`` at both ends of segments of length ``T`` (N, 1) s, at ``s``
-    (N, 1) in [0, 1]; every other argument (N, n). Returns ``(q, dq, ddq)``, each (N, n)."""
+    """Evaluate the quintic through ``(p, v, a)`` at both ends of segments of length ``T`` (N, 1) s.
+
+    At ``s`` (N, 1) in [0, 1]; every other argument (N, n). Returns ``(q, dq, ddq)``, each (N, n)."""
     d = p1 - p0
     vT0, vT1 = v0 * T, v1 * T
     aT0, aT1 = 0.5 * a0 * T * T, 0.5 * a1 * T * T
@@ -218,8 +224,9 @@ def _quintic_hermite(
 
 
 def _hermite_accelerations(t: np.ndarray, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
-    """(K, n) accelerations at the points: the mean of the neighbouring cubic Hermite segments'
-    (0 at the first and last point, where the trajectory meets its rest holds)."""
+    """Return the (K, n) accelerations at the points: the mean of the neighbouring cubic Hermite segments'.
+
+    0 at the first and last point, where the trajectory meets its rest holds."""
     T = np.diff(t)[:, None]
     d = np.diff(q, axis=0)
     c2 = 3.0 * d - (2.0 * dq[:-1] + dq[1:]) * T  # cubic in s = (t - t_k) / T
@@ -232,8 +239,9 @@ def _hermite_accelerations(t: np.ndarray, q: np.ndarray, dq: np.ndarray) -> np.n
 
 
 class _RestSpline:
-    """Quintic interpolating spline through ``(t, q)`` with zero velocity and acceleration at both
-    ends; holds the end points at rest outside ``[t[0], t[-1]]``."""
+    """Quintic interpolating spline through ``(t, q)`` with zero velocity and acceleration at both ends.
+
+    Holds the end points at rest outside ``[t[0], t[-1]]``."""
 
     def __init__(self, t: np.ndarray, q: np.ndarray) -> None:
         from scipy.interpolate import make_interp_spline
@@ -259,8 +267,9 @@ class _RestSpline:
 
 
 class MinJerkSegments:
-    """Rest-to-rest minimum-jerk segments through ``waypoints`` (W, n), rad, with ``durations`` (W - 1,) s
-    (a JointTrajectory; the last waypoint is held afterwards). A pick-and-place cycle, or the way
+    """Rest-to-rest minimum-jerk segments through ``waypoints`` (W, n), rad, with ``durations`` (W - 1,) s.
+
+    A JointTrajectory; the last waypoint is held afterwards. A pick-and-place cycle, or the way
     back to the start of an identification motion."""
 
     def __init__(self, waypoints: np.ndarray, durations: np.ndarray) -> None:
@@ -274,6 +283,7 @@ class MinJerkSegments:
         return float(self.starts[-1])
 
     def __call__(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Return ``(q, dq, ddq)`` at times ``t`` (N,), each (N, n); clipped to ``[0, duration]``."""
         t = np.clip(np.atleast_1d(np.asarray(t, dtype=float)), 0.0, self.duration)
         idx = np.clip(np.searchsorted(self.starts, t, side="right") - 1, 0, len(self.durations) - 1)
         T = self.durations[idx]
@@ -299,7 +309,7 @@ class PointTrajectory:
         joint_names: the n joints, or None.
 
     Raises:
-        ValueError: times not increasing or not finite, a non-finite value, mismatched shapes,
+        InputError: times not increasing or not finite, a non-finite value, mismatched shapes,
             accelerations without velocities.
     """
 
@@ -317,7 +327,7 @@ class PointTrajectory:
         n = self.q.shape[1]
         self.joint_names = _names(joint_names, n)
         if ddq is not None and dq is None:
-            raise ValueError("accelerations need velocities too")
+            raise InputError("accelerations need velocities too")
         self._spline: _RestSpline | None = None
         if dq is None:
             self.dq = self.ddq = None
@@ -334,6 +344,7 @@ class PointTrajectory:
 
     @property
     def n_joints(self) -> int:
+        """Number of joints."""
         return int(self.q.shape[1])
 
     def __call__(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -373,7 +384,7 @@ class SampledTrajectory:
     def __init__(self, t: ArrayLike, q: ArrayLike, joint_names: Sequence[str]) -> None:
         t = _times(t)
         if len(t) < 2:
-            raise ValueError("a sampled trajectory needs at least two samples")
+            raise InputError("a sampled trajectory needs at least two samples")
         self.dt = _check_uniform(t)
         self.t = t - t[0]
         self.q = _joint_array(q, len(t), "q")
@@ -399,8 +410,10 @@ def from_positions(t: ArrayLike, q: ArrayLike, joint_names: Sequence[str]) -> Sa
 
 # ------------------------------------------------------------------ braking
 class _Braking:
-    """Per joint, the velocity falls from ``v0`` (with slope ``a0``) to 0 along a cubic Hermite
-    in ``T`` s; the position is its integral from ``q0``. Holds the final pose afterwards."""
+    """A stop: per joint, the velocity falls from ``v0`` (with slope ``a0``) to 0 in ``T`` s.
+
+    Along a cubic Hermite; the position is its integral from ``q0``. Holds the final pose
+    afterwards."""
 
     name = "braking"
 
@@ -456,7 +469,9 @@ def braking_trajectory(
     pose is held after ``duration``.
 
     Args:
-        q, dq, ddq: (n,) the state, rad, rad/s, rad/s².
+        q: (n,) positions, rad.
+        dq: (n,) velocities, rad/s.
+        ddq: (n,) accelerations, rad/s².
         ddq_max: (n,) acceleration limits, rad/s² (positive).
         dddq_max: (n,) jerk limits, rad/s³, or None.
         min_duration: shortest braking, s.
@@ -467,10 +482,10 @@ def braking_trajectory(
     a0 = _joint_array(ddq, 1, "ddq", n)[0]
     a_lim = np.maximum(_joint_array(ddq_max, 1, "ddq_max", n)[0], np.abs(a0))
     if np.any(a_lim <= 0.0):
-        raise ValueError("acceleration limits must be positive")
+        raise ConfigurationError("acceleration limits must be positive")
     j_lim = None if dddq_max is None else _joint_array(dddq_max, 1, "dddq_max", n)[0]
     if j_lim is not None and np.any(j_lim <= 0.0):
-        raise ValueError("jerk limits must be positive")
+        raise ConfigurationError("jerk limits must be positive")
 
     def within(T: float) -> bool:
         acc, jerk = _braking_peaks(v0, a0, T)
@@ -514,7 +529,7 @@ def write_trajectory_csv(path: str | PathLike[str], joint_names: Sequence[str], 
     """Write a trajectory file (module docstring), atomically; returns the path.
 
     Raises:
-        ValueError: what :func:`read_trajectory_csv` would refuse (a non-uniform or too coarse
+        InputError: what :func:`read_trajectory_csv` would refuse (a non-uniform or too coarse
             grid, too few rows, a non-finite value, mismatched names).
     """
     t = _times(t)
@@ -532,17 +547,17 @@ def write_trajectory_csv(path: str | PathLike[str], joint_names: Sequence[str], 
 
 def _check_file_grid(t: np.ndarray, what: str) -> None:
     if len(t) < MIN_CSV_ROWS:
-        raise ValueError(f"{what}: {len(t)} rows, a trajectory needs at least {MIN_CSV_ROWS}")
+        raise InputError(f"{what}: {len(t)} rows, a trajectory needs at least {MIN_CSV_ROWS}")
     dt = _check_uniform(t, what)
     if dt > MAX_CSV_STEP_S * (1.0 + _UNIFORM_RTOL):
-        raise ValueError(f"{what}: time step {dt:g} s is above {MAX_CSV_STEP_S:g} s")
+        raise InputError(f"{what}: time step {dt:g} s is above {MAX_CSV_STEP_S:g} s")
 
 
 def read_trajectory_csv(path: str | PathLike[str]) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
     """Read a trajectory file: ``(joint_names, t (K,) s from 0, q (K, n) rad)``.
 
     Raises:
-        ValueError: a one-line reason naming the file: no header ``t,<joint names>``, a row of the
+        InputError: a one-line reason naming the file: no header ``t,<joint names>``, a row of the
             wrong length or not a number, a non-finite value, times not increasing, not uniform or
             with a step above :data:`MAX_CSV_STEP_S`, fewer than :data:`MIN_CSV_ROWS` rows.
         OSError: the file cannot be read.
@@ -551,33 +566,33 @@ def read_trajectory_csv(path: str | PathLike[str]) -> tuple[tuple[str, ...], np.
     with open(path, newline="", encoding="utf-8") as fh:
         rows = [row for row in csv.reader(fh) if row and any(cell.strip() for cell in row)]
     if not rows:
-        raise ValueError(f"{path}: empty file, expected a header t,<joint names>")
+        raise InputError(f"{path}: empty file, expected a header t,<joint names>")
     header = [cell.strip() for cell in rows[0]]
     if header[0] != "t" or len(header) < 2:
-        raise ValueError(f"{path}: the header must be t,<joint names>, got {','.join(header)[:80]!r}")
+        raise InputError(f"{path}: the header must be t,<joint names>, got {','.join(header)[:80]!r}")
     try:
         names = _names(header[1:], len(header) - 1)
     except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from None
+        raise InputError(f"{path}: {exc}") from None
     assert names is not None
     width = len(header)
     values = np.empty((len(rows) - 1, width))
     for i, row in enumerate(rows[1:]):
         if len(row) != width:
-            raise ValueError(f"{path}: row {i + 2} has {len(row)} fields, the header {width}")
+            raise InputError(f"{path}: row {i + 2} has {len(row)} fields, the header {width}")
         try:
             values[i] = [float(cell) for cell in row]
         except ValueError:
-            raise ValueError(f"{path}: row {i + 2} has a field that is not a number") from None
+            raise InputError(f"{path}: row {i + 2} has a field that is not a number") from None
     if not np.all(np.isfinite(values)):
         row_index = int(np.argmax(~np.all(np.isfinite(values), axis=1)))
-        raise ValueError(f"{path}: row {row_index + 2} has a value that is not finite")
+        raise InputError(f"{path}: row {row_index + 2} has a value that is not finite")
     t, q = values[:, 0], values[:, 1:]
     if len(t) and np.any(np.diff(t) <= 0.0):
         k = int(np.argmax(np.diff(t) <= 0.0))
-        raise ValueError(f"{path}: time does not increase at row {k + 3} ({t[k + 1]:g} s after {t[k]:g} s)")
+        raise InputError(f"{path}: time does not increase at row {k + 3} ({t[k + 1]:g} s after {t[k]:g} s)")
     try:
         _check_file_grid(t, str(path))
     except ValueError as exc:
-        raise ValueError(str(exc)) from None
+        raise InputError(str(exc)) from None
     return names, t - t[0], q

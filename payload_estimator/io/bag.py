@@ -142,7 +142,7 @@ class BagInfo:
 
     @property
     def duration(self) -> float:
-        """s."""
+        """Time from the first to the last message, s."""
         return max(0.0, self.end - self.start)
 
 
@@ -161,8 +161,9 @@ def bag_info(path: str | Path) -> BagInfo:
 
 
 def input_topics(settings: Settings) -> dict[str, str]:
-    """Topic -> input kind for ``settings`` (no wrench when it comes from joint torques; the IMU only when a
-    topic is configured)."""
+    """Return topic -> input kind for ``settings``.
+
+    No wrench when it comes from joint torques; the IMU only when a topic is configured."""
     topics = {settings.joint_states_topic: JOINTS}
     if settings.wrench_source.reads_wrench_topic:
         topics[settings.wrench_topic] = WRENCH
@@ -281,9 +282,11 @@ def _last(bag: BagFiles, topic: str, msgtype: str) -> Any | None:
 
 
 def bag_ground_truth(path: str | Path) -> GroundTruth | None:
-    """The truth (inertia about the COM) of the payload held at the end, from the last message
-    on :data:`GROUND_TRUTH_TOPIC` or :data:`SIM_NODE_TRUTH_TOPIC` (a work cycle publishes one at
-    each change), or None (none recorded, or nothing held at the end)."""
+    """Return the truth (inertia about the COM) of the payload held at the end of the bag, or None.
+
+    From the last message on :data:`GROUND_TRUTH_TOPIC` or :data:`SIM_NODE_TRUTH_TOPIC` (a work
+    cycle publishes one at each change); None when none is recorded, or nothing is held at the
+    end."""
     with BagFiles(path) as bag:
         for topic in (GROUND_TRUTH_TOPIC, SIM_NODE_TRUTH_TOPIC):
             msg = _last(bag, topic, INERTIA_STAMPED_TYPE)
@@ -342,8 +345,9 @@ def effort_problem(msg: Any, joint_names: Iterable[str]) -> str | None:
 
 
 def read_joint_states(path: str | Path, topic: str, joint_names: Iterable[str]) -> JointStateArrays:
-    """Positions and efforts of ``joint_names`` from the ``sensor_msgs/JointState`` messages on ``topic``,
-    in record order; a message that cannot give them (:func:`effort_problem`) is skipped and counted.
+    """Read the positions and efforts of ``joint_names`` from the ``sensor_msgs/JointState`` messages on ``topic``.
+
+    In record order; a message that cannot give them (:func:`effort_problem`) is skipped and counted.
 
     Raises:
         BagError: the bag is unreadable, lacks ``topic`` (or it has another type), or no message on it gives

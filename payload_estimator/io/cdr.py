@@ -233,8 +233,9 @@ class JointStateLayout:
                 and data[_STAMP_END:_STAMP_END + len(self.prefix) - 4] == self.prefix[4:])
 
     def read(self, blobs: list[bytes], velocities: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """Stamps (n,) s, positions (n, k) and velocities (n, k) (None unless ``velocities``) of
-        messages that all :meth:`fits` this layout.
+        """Return stamps (n,) s, positions (n, k) and velocities (n, k) of messages that all fit this layout.
+
+        Velocities are None unless ``velocities``; every message must :meth:`fits` this layout.
 
         Raises:
             ValueError: a velocity or effort count differs from this layout's (read those one by one).
@@ -279,6 +280,7 @@ class WrenchLayout:
     wrench_at: int
 
     def fits(self, data: bytes) -> bool:
+        """Whether ``data`` has this size, encapsulation and frame (cheap: two slices)."""
         return (len(data) == self.size and data[:4] == self.prefix[:4]
                 and data[_STAMP_END:self.wrench_at] == self.prefix[4:])
 
@@ -359,8 +361,10 @@ class _Serialized:
 
 
 class SerializedJointState(_Serialized):
-    """A serialised ``sensor_msgs/JointState`` (``.data``); ``.header``, ``.name``, ``.position``,
-    ``.velocity``, ``.effort`` decode it (ValueError when it is not one).
+    """A serialised ``sensor_msgs/JointState`` (``.data``), decoded on demand.
+
+    ``.header``, ``.name``, ``.position``, ``.velocity``, ``.effort`` decode it (ValueError when
+    it is not one).
 
     ``.name`` and ``.position`` alone (the newest joint reading, every turn) are read through the
     layout of the driver's previous message when this one fits it, without decoding the rest.

@@ -105,6 +105,8 @@ def feed_joint_state(stream: EstimationStream, msg: Any, wall_time: float | None
     wrench comes from joint torques.
 
     Args:
+        stream: the stream to push into.
+        msg: the ``sensor_msgs/JointState`` (or anything with its fields).
         wall_time: receive time, s, on the clock used for rates and staleness
             (the record time when replaying); also the stamp of unstamped messages.
     """

@@ -4,7 +4,7 @@ Used by ``payload-estimator demo --scenario cycle`` and ``benchmarks/tracking.py
 plain arrays: the true switch times and what is held from each one on, the contacts' spans, the
 tracker's events (:class:`~payload_estimator.core.tracking.TrackEvent`) and the estimate over
 time. Conventions: times in s on one clock, masses in kg, COM in the sensor frame in m (errors
-reported in mm), parameters in paper 004's order.
+reported in mm), parameters in the order of :class:`~payload_estimator.core.inertia.InertialParameters`.
 
 Matching rules (stated once here):
 
@@ -39,14 +39,15 @@ __all__ = ["SwitchScore", "ContactScore", "CycleScore", "score_cycle", "plot_wor
 MATCH_BEFORE_S = 0.1
 MATCH_AFTER_S = 1.0
 ERROR_TIMES_S = (1.0, 1.5, 3.0)
-"""Seconds after a switch at which the errors are read (issue 8: mass from 1.5 s, COM from 3 s)."""
+"""Seconds after a switch at which the errors are read; the mass is judged from 1.5 s on, the COM at 3 s."""
 
 
 @dataclass(frozen=True)
 class SwitchScore:
-    """One true switch: what is held from ``t`` on, whether and how fast it was caught, and the
-    errors after it (``mass_error``: relative for a payload, in kg for an empty gripper;
-    ``com_error_mm``: NaN for an empty gripper)."""
+    """One true switch: what is held from ``t`` on, whether and how fast it was caught, and the errors after it.
+
+    ``mass_error``: relative for a payload, in kg for an empty gripper; ``com_error_mm``: NaN
+    for an empty gripper. Both are keyed by the seconds after the switch (:data:`ERROR_TIMES_S`)."""
 
     t: float
     held: str
@@ -58,8 +59,10 @@ class SwitchScore:
 
 @dataclass(frozen=True)
 class ContactScore:
-    """One true contact: ``outcome`` "contact" (held out), "change" (ended as a change) or
-    "missed"; ``mass_error``: relative (NaN when a change answered it or nothing was held)."""
+    """One true contact and how the tracker took it.
+
+    ``outcome``: "contact" (held out), "change" (ended as a change) or "missed";
+    ``mass_error``: relative (NaN when a change answered it or nothing was held)."""
 
     name: str
     t_start: float
@@ -70,6 +73,16 @@ class ContactScore:
 
 @dataclass(frozen=True)
 class CycleScore:
+    """A scored work cycle (module docstring for the rules).
+
+    Attributes:
+        switches: one score per true switch.
+        contacts: one score per true contact.
+        false_changes: changes that match no switch and began during no contact.
+        changes_from_contacts: changes that began during a contact (flagged by design).
+        false_contacts: contact events that overlap no true contact and begin near no switch.
+    """
+
     switches: tuple[SwitchScore, ...]
     contacts: tuple[ContactScore, ...]
     false_changes: tuple[TrackEvent, ...]
@@ -78,10 +91,12 @@ class CycleScore:
 
     @property
     def missed(self) -> int:
+        """Number of switches no change caught."""
         return sum(s.delay is None for s in self.switches)
 
     @property
     def delays(self) -> np.ndarray:
+        """(k,) delays of the caught switches, from the switch to the change's decision, s."""
         return np.array([s.delay for s in self.switches if s.delay is not None])
 
     def summary(self) -> dict:
@@ -118,10 +133,14 @@ def score_cycle(
     """Score a tracked run (module docstring for the rules).
 
     Args:
-        switch_t: (K,) true switch times. held: (K,) names of what is held from each on.
+        switch_t: (K,) true switch times, s.
+        held: (K,) names of what is held from each on.
         phi_after: (K, 10) true parameters from each switch on (zero mass: empty).
         contacts: ``(name, t_start, t_end)`` of each true contact.
-        events: the tracker's events. t, mass, com: the estimate over time, (N,), (N,), (N, 3).
+        events: the tracker's events.
+        t: (N,) times of the estimates, s.
+        mass: (N,) estimated mass, kg.
+        com: (N, 3) estimated COM in the sensor frame, m.
         mass_before: true mass before the first switch (for a contact before it).
     """
     t = np.asarray(t, dtype=float)
@@ -185,9 +204,10 @@ def plot_work_cycle(
     contacts: Sequence[tuple[str, float, float]],
     title: str = "",
 ) -> Path:
-    """Two panels over time: true and estimated mass, and the COM error (mm); true contacts
-    shaded, detected changes as red lines (dashed at their start, solid when decided), detected
-    contacts as orange ticks."""
+    """Plot a work cycle in two panels over time: true and estimated mass, and the COM error (mm).
+
+    True contacts are shaded, detected changes drawn as red lines (dashed at their start, solid
+    when decided), detected contacts as orange ticks."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -66,6 +66,7 @@ def check_handover(
     """May ``estimate`` be handed over (module docstring)?
 
     Args:
+        estimate: the estimate to hand over.
         inertia: the inertia tensor is handed over too (a URDF, Franka ``SetLoad``), not only
             mass and COM (xArm ``SetTcpLoad``, gravity compensation).
         converged: the convergence monitor's verdict, for hand-overs to a controller (None: not

@@ -89,8 +89,9 @@ def _predicted_cells(predicted: dict[str, Any] | None) -> list[str]:
 
 
 def _motion_table(what: str, summary: dict[str, Any]) -> Table:
-    """The rows every designed motion has (a ``summary()`` with its limit check): peaks against the limits,
-    the TCP speed and the clearances."""
+    """Return the table rows every designed motion has (a ``summary()`` with its limit check).
+
+    Peaks against the limits, the TCP speed and the clearances."""
     table = Table(title=f"{what} for {summary['robot']}: {summary['duration_s']:g} s, "
                         f"harmonics {summary['harmonics']} of {summary['base_frequency_hz']:.3f} Hz")
     table.add_column("quantity", no_wrap=True)
@@ -108,8 +109,10 @@ def _motion_table(what: str, summary: dict[str, Any]) -> Table:
 
 
 def excitation_table(summary: dict[str, Any]) -> Table:
-    """An identification motion (``ExcitationDesign.summary()`` plus ``payload-estimator excite``'s
-    comparison with paper 004's wrist sinusoids): limits used and predicted uncertainty."""
+    """Return the tables of an identification motion: limits used and predicted uncertainty.
+
+    ``summary`` is ``ExcitationDesign.summary()`` plus ``payload-estimator excite``'s comparison
+    with Nadeau et al.'s wrist sinusoids (the ``paper004`` trajectory)."""
     table = _motion_table("Identification motion", summary)
     table.add_row("scaled condition number", f"{summary['scaled_condition_number']:.0f}")
     table.add_row("all limits respected", "yes" if summary["ok"] else "NO")
@@ -122,7 +125,7 @@ def excitation_table(summary: dict[str, Any]) -> Table:
     paper_ok = (summary.get("paper004") or {}).get("ok", True)
     predicted = Table(title="Predicted std (wrench noise only: a lower bound)",
                       caption="COM: worst axis; inertia: worst entry, of the mean principal moment"
-                              + ("" if paper_ok else "; *: paper 004's sinusoids break these limits"))
+                              + ("" if paper_ok else "; *: Nadeau et al.'s sinusoids break these limits"))
     predicted.add_column("payload", no_wrap=True)
     predicted.add_column("motion", no_wrap=True)
     for name in ("mass", "COM", "inertia"):
@@ -130,7 +133,7 @@ def excitation_table(summary: dict[str, Any]) -> Table:
     for label, designed, paper in rows:
         predicted.add_row(label, "designed", *_predicted_cells(designed))
         if paper is not None:
-            predicted.add_row("", "paper 004" + ("" if paper_ok else "*"), *_predicted_cells(paper))
+            predicted.add_row("", "Nadeau et al." + ("" if paper_ok else "*"), *_predicted_cells(paper))
     grid = Table.grid()
     grid.add_row(table)
     grid.add_row(predicted)
@@ -138,9 +141,11 @@ def excitation_table(summary: dict[str, Any]) -> Table:
 
 
 def calibration_motion_table(summary: dict[str, Any]) -> Table:
-    """A motion for the arm's calibration (``CalibrationMotion.summary()`` plus ``payload-estimator excite
-    --for calibration``'s comparison with seed 000's sinusoids): limits used, information, per-joint speeds
-    and predicted friction std."""
+    """Return the tables of a motion for the arm's calibration.
+
+    ``summary`` is ``CalibrationMotion.summary()`` plus ``payload-estimator excite --for
+    calibration``'s comparison with Lambert's all-joint sinusoids (the ``thesis`` trajectory):
+    limits used, information, per-joint speeds and predicted friction std."""
     info = summary["information"]
     thesis = summary.get("thesis")
     other = thesis["information"] if thesis else None
@@ -156,7 +161,7 @@ def calibration_motion_table(summary: dict[str, Any]) -> Table:
     joints = Table(title=f"Per joint: speed range; predicted std of the viscous (N·m·s/rad) and Coulomb (N·m) "
                          f"friction for {info['effort_std']:g} N·m of effort noise",
                    caption="std: Cramér-Rao with the URDF as prior, effort noise only (a lower bound, to compare "
-                           "motions)" + ("" if not mark else "; *: the thesis sinusoids break these limits"))
+                           "motions)" + ("" if not mark else "; *: Lambert's thesis sinusoids break these limits"))
     joints.add_column("joint", no_wrap=True)
     joints.add_column("speeds rad/s", justify="right", no_wrap=True)
     joints.add_column("of limit", justify="right", no_wrap=True)

@@ -1,7 +1,7 @@
 """What a run of the pipeline leaves behind: the artefacts and the summary of ``demo`` and ``replay``.
 
 Both commands end the same way: the final estimate beside the truth when it
-is known (paper 004's errors, eqs. 10-12), the URDF ``<inertial>`` fragment in
+is known (Nadeau et al.'s errors, eqs. 10-12), the URDF ``<inertial>`` fragment in
 the flange frame (``payload_inertial.urdf.xml``), a convergence plot
 (``convergence.png``), a JSON summary and the same tables on the console.
 :class:`RunReport` does all of it once; each command adds its own fields.
@@ -41,7 +41,7 @@ class RunReport:
         title: the plot's title.
         truth: the true payload in the sensor frame, when known.
         bbox_lengths: (3,) side lengths of the payload's bounding box, m (the
-            scale of paper 004's COM and inertia errors), when known.
+            scale of Nadeau et al.'s COM and inertia errors), when known.
         wall_time_s: how long the run took.
         force: write the URDF fragment even if the estimate may not be handed over
             (:func:`~payload_estimator.outputs.handover.check_handover`), marked as forced.
@@ -62,7 +62,7 @@ class RunReport:
 
     @property
     def errors(self) -> ErrorMetrics | None:
-        """Paper 004's errors of the final estimate, when the truth and the bounding box are known."""
+        """Nadeau et al.'s errors of the final estimate, when the truth and the bounding box are known."""
         if self.truth is None or self.bbox_lengths is None or self.truth.mass <= 0:
             return None
         return paper_errors(self.final.estimate.params, self.truth, self.bbox_lengths)
@@ -74,8 +74,9 @@ class RunReport:
 
     @property
     def fragment(self) -> str | None:
-        """The URDF ``<inertial>`` of the final estimate in the flange frame, or None when it may not
-        be handed over (:attr:`handover`); a forced one says so."""
+        """The URDF ``<inertial>`` of the final estimate in the flange frame.
+
+        None when it may not be handed over (:attr:`handover`); a forced one says so."""
         handover = self.handover
         if not handover:
             return None
@@ -84,11 +85,14 @@ class RunReport:
 
     @property
     def converged_after_s(self) -> float | None:
+        """Time of the first estimate after which every estimate stayed converged, s; None if none."""
         return self.history.first_converged_time()
 
     def write(self, out_dir: str | Path, plot: bool = True) -> None:
-        """The URDF fragment (when it may be handed over) and (with ``plot``, when there is a
-        history) the convergence plot."""
+        """Write the URDF fragment and the convergence plot into ``out_dir``.
+
+        The fragment only when it may be handed over (a stale one is removed otherwise); the
+        plot with ``plot``, when there is a history."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         fragment = self.fragment
@@ -141,7 +145,7 @@ class RunReport:
         console.print(quality_table(est))
         err = self.errors
         if err is not None:
-            console.print(f"errors (paper 004 eqs. 10-12): mass {err.mass:.2f} %, COM {err.com:.2f} %, "
+            console.print(f"errors (Nadeau et al., eqs. 10-12): mass {err.mass:.2f} %, COM {err.com:.2f} %, "
                           f"inertia {err.inertia:.1f} %")
         problems = self.input_problems
         console.print("input problems: " + (", ".join(f"{n} {r}" for r, n in sorted(problems.items())) or "none"))

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from payload_estimator.errors import ConfigurationError
 from payload_estimator.pipeline.health import (
     BUFFER_OVERFLOW,
     CLOCK_JUMP,
@@ -159,18 +160,18 @@ class StreamAligner:
         if not streams:
             raise ValueError("StreamAligner needs at least one stream")
         if not (math.isfinite(rate_hz) and rate_hz > 0):
-            raise ValueError(f"rate_hz must be positive, got {rate_hz}")
+            raise ConfigurationError(f"rate_hz must be positive, got {rate_hz}")
         if not max_gap_s > 0:
-            raise ValueError(f"max_gap_s must be positive, got {max_gap_s}")
+            raise ConfigurationError(f"max_gap_s must be positive, got {max_gap_s}")
         if not reorder_window_s >= 0:
-            raise ValueError(f"reorder_window_s must be >= 0, got {reorder_window_s}")
+            raise ConfigurationError(f"reorder_window_s must be >= 0, got {reorder_window_s}")
         if not max_buffer_s > max_gap_s + reorder_window_s:
-            raise ValueError(
+            raise ConfigurationError(
                 f"max_buffer_s ({max_buffer_s}) must exceed max_gap_s + reorder_window_s "
                 f"({max_gap_s + reorder_window_s})"
             )
         if not clock_jump_s > reorder_window_s:
-            raise ValueError(
+            raise ConfigurationError(
                 f"clock_jump_s ({clock_jump_s}) must exceed reorder_window_s ({reorder_window_s})"
             )
         self.rate_hz = float(rate_hz)
@@ -178,7 +179,7 @@ class StreamAligner:
         self.reorder_window_s = float(reorder_window_s)
         self.max_buffer_s = float(max_buffer_s)
         if not max_abs_value > 0:
-            raise ValueError(f"max_abs_value must be positive, got {max_abs_value}")
+            raise ConfigurationError(f"max_abs_value must be positive, got {max_abs_value}")
         self.max_abs_value = float(max_abs_value)
         self.clock_jump_s = float(clock_jump_s)
         self.health = health if health is not None else InputHealth()
@@ -200,6 +201,7 @@ class StreamAligner:
 
     @property
     def stream_names(self) -> list[str]:
+        """Names of the aligned streams, in the order they were declared."""
         return list(self._streams)
 
     @property
@@ -484,12 +486,11 @@ class StreamAligner:
             s.v = s.v[cut:]
 
     def _interpolate(self, s: _Stream, tg: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
-        """(ok (M,) or None if all are ok, values (M, C)) of one stream at increasing grid
-        times ``tg``.
+        """Return ``(ok, values)`` of one stream at increasing grid times ``tg``.
 
-        ``ok`` is False where the stream has no sample at or before ``tg``, none
-        at or after it, or the two around it are more than ``max_gap_s`` apart.
-        A grid time equal to a stamp takes that sample's value.
+        ``ok`` (M,) is None when every time is ok; ``values`` is (M, C). ``ok`` is False where the stream
+        has no sample at or before ``tg``, none at or after it, or the two around it are more than
+        ``max_gap_s`` apart. A grid time equal to a stamp takes that sample's value.
         """
         ts, vs = s.t, s.v
         n = ts.shape[0]

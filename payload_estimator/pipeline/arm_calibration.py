@@ -56,8 +56,10 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ArmPrior:
-    """How far the robot description's inertial parameters may be from the truth (1 sigma), the prior
-    of :func:`calibrate_arm`; and the friction's (zero-mean, weak).
+    """The prior of :func:`calibrate_arm`: how far the description's parameters may be from the truth.
+
+    Standard deviations (1 sigma) of the robot description's inertial parameters, and of the
+    friction (zero-mean, weak).
 
     Attributes:
         mass_rel: relative std of each body's mass. mass_floor: kg, added in quadrature.
@@ -91,8 +93,9 @@ class ArmPrior:
 
 @dataclass(frozen=True, eq=False)
 class JointRecording:
-    """Joint states of the arm on a uniform time grid, already low-pass filtered and differentiated alike
-    (the efforts with the same filter as the positions).
+    """Joint states of the arm on a uniform time grid, already low-pass filtered and differentiated alike.
+
+    The efforts are filtered with the same filter as the positions.
 
     Attributes:
         t: (N,) s. q: (N, n) rad. dq: (N, n) rad/s. ddq: (N, n) rad/s². effort: (N, n) N·m.
@@ -110,8 +113,10 @@ class JointRecording:
 
 @dataclass(frozen=True, eq=False)
 class CalibrationFit:
-    """Figures of a calibration: effort residual RMS per joint (N·m) with the description alone (no
-    friction) and with the calibration, on the data it was fitted to and on held-out data."""
+    """Figures of a calibration: effort residual RMS per joint, N·m.
+
+    With the description alone (no friction) and with the calibration, on the data it was
+    fitted to and on held-out data."""
 
     rms_description: np.ndarray
     rms_calibrated: np.ndarray
@@ -122,10 +127,12 @@ class CalibrationFit:
 
 
 def _carried_inertias(nominal: np.ndarray, fitted: np.ndarray) -> np.ndarray:
-    """(b, 10) ``nominal`` with each body's inertia about its joint replaced by the description's inertia
-    about the COM, scaled by the fitted mass, carried to the fitted COM: the prior's mean for the inertias
-    once the data have moved a body's mass and COM (the description's inertia about the joint would
-    otherwise stay behind a COM that moved, and the inertia about the COM turn negative)."""
+    """Return the prior's mean (b, 10) for the inertias once the data have moved a body's mass and COM.
+
+    ``nominal`` with each body's inertia about its joint replaced by the description's inertia
+    about the COM, scaled by the fitted mass, carried to the fitted COM (the description's
+    inertia about the joint would otherwise stay behind a COM that moved, and the inertia about
+    the COM turn negative)."""
     out = nominal.copy()
     for k, (p0, p) in enumerate(zip(nominal, fitted)):
         if not (p0[0] > 0.0 and p[0] > 0.0):
@@ -141,9 +148,11 @@ _UPPER = np.triu_indices(3, 1)
 
 
 def _parameters_from_log_cholesky(theta: np.ndarray) -> np.ndarray:
-    """(b, 10) parameters of the log-Cholesky coordinates (b, 10) ``[alpha, d (3), s (3), t (3)]``:
-    ``J = U U^T``, ``U = e^alpha [[diag(e^d) + s above it, t], [0, 1]]`` (Rucker & Wensing, RA-L 2022), a
-    real body for every ``theta``."""
+    """Return the (b, 10) parameters of log-Cholesky coordinates ``theta`` (b, 10).
+
+    Coordinates ``[alpha, d (3), s (3), t (3)]``: ``J = U U^T``,
+    ``U = e^alpha [[diag(e^d) + s above it, t], [0, 1]]`` (Rucker & Wensing, RA-L 2022), a real
+    body for every ``theta``."""
     b = theta.shape[0]
     U = np.zeros((b, 4, 4))
     idx = np.arange(3)
@@ -156,8 +165,10 @@ def _parameters_from_log_cholesky(theta: np.ndarray) -> np.ndarray:
 
 
 def _log_cholesky(p: np.ndarray) -> np.ndarray:
-    """(b, 10) coordinates of bodies' parameters (b, 10); a body that is not a real one is first moved to
-    the nearest pseudo-inertia with eigenvalues at least 1e-9 of its largest."""
+    """Return the (b, 10) log-Cholesky coordinates of bodies' parameters ``p`` (b, 10).
+
+    A body that is not a real one is first moved to the nearest pseudo-inertia with eigenvalues
+    at least 1e-9 of its largest."""
     out = np.zeros((len(p), 10))
     flip = np.eye(4)[::-1]
     for k, pk in enumerate(p):
@@ -179,9 +190,10 @@ scales) in the consistent calibration."""
 
 def _consistent_fit(A: np.ndarray, y: np.ndarray, sigma: np.ndarray, x_linear: np.ndarray, mean: np.ndarray,
                     std: np.ndarray, n_pi: int, b: int) -> np.ndarray:
-    """The MAP fit of :func:`calibrate_arm` over real bodies: the bodies' parameters through log-Cholesky
-    coordinates, the rest (friction, scales) as they are; started from the linear fit projected onto real
-    bodies."""
+    """Return the MAP fit of :func:`calibrate_arm` over real bodies.
+
+    The bodies' parameters go through log-Cholesky coordinates, the rest (friction, scales) as
+    they are; the fit starts from the linear fit projected onto real bodies."""
     from scipy.optimize import least_squares
 
     # the data term through its sufficient statistics: |rows x - target|² = |R x - R^-T c|² + constant
@@ -223,8 +235,9 @@ def _consistent_fit(A: np.ndarray, y: np.ndarray, sigma: np.ndarray, x_linear: n
 
 
 def _dissipative_coordinates(n_pi: int, n: int, n_s: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(T, lower)``: the unknowns ``x = T z`` with ``z >= lower`` exactly when every joint's friction
-    dissipates at speed: its viscous coefficient and the sum of its Coulomb levels (the level reached at
+    """Return ``(T, lower)``: ``x = T z`` with ``z >= lower`` exactly when every joint's friction dissipates.
+
+    Dissipating at speed: its viscous coefficient and the sum of its Coulomb levels (the level reached at
     speed) are not negative. Per joint ``z`` holds the viscous term, every Coulomb level but the last, and
     their sum in place of the last; the rest of ``x`` is ``z``."""
     k = len(COULOMB_VELOCITIES)
@@ -241,8 +254,9 @@ def _dissipative_coordinates(n_pi: int, n: int, n_s: int) -> tuple[np.ndarray, n
 
 
 def _bounded_quadratic_minimum(H: np.ndarray, g: np.ndarray, lower: np.ndarray) -> np.ndarray:
-    """``argmin 1/2 z^T H z - g^T z`` over ``z >= lower`` for a positive definite ``H`` (scipy's bounded
-    linear least squares on its Cholesky factor)."""
+    """Return ``argmin 1/2 z^T H z - g^T z`` over ``z >= lower`` for a positive definite ``H``.
+
+    Solved by scipy's bounded linear least squares on its Cholesky factor."""
     from scipy.optimize import lsq_linear
 
     z = np.linalg.solve(H, g)
@@ -269,10 +283,12 @@ def calibrate_arm(
     info: dict[str, Any] | None = None,
     consistent: bool = False,
 ) -> tuple[ArmCalibration, CalibrationFit]:
-    """Fit the arm's inertial parameters, friction (and effort scales, ``effort_scale``) to ``recording``
-    of the arm without payload (module docstring): a least-squares fit with the description as prior,
-    each joint weighted by its own residual (iteratively reweighted, four passes; the inertias' prior mean
-    follows the fitted COMs between passes), the friction kept dissipative.
+    """Fit the arm's inertial parameters, friction and effort scales to a recording of the unloaded arm.
+
+    ``recording`` is of the arm without payload (module docstring); the effort scales are fitted with
+    ``effort_scale``. A least-squares fit with the description as prior, each joint weighted by its own
+    residual (iteratively reweighted, four passes; the inertias' prior mean follows the fitted COMs between
+    passes), the friction kept dissipative.
 
     ``held_out``: another recording (another motion) the figures are also computed on. ``consistent``:
     the same objective over real bodies only (every body's pseudo-inertia positive definite, through
@@ -316,8 +332,10 @@ def calibrate_arm(
 
 def _calibration_rows(nominal_model: ArmDynamics, recording: JointRecording,
                       effort_scale: bool) -> tuple[np.ndarray, np.ndarray]:
-    """``(A (N, n, p), y (N, n))``: the rows ``[Y, F, -diag(effort)] x = effort`` (or 0 with the
-    effort scales among the unknowns ``x``), per sample and joint."""
+    """Return ``(A (N, n, p), y (N, n))``: the calibration's rows per sample and joint.
+
+    The rows are ``[Y, F, -diag(effort)] x = effort`` (or 0 with the effort scales among the
+    unknowns ``x``)."""
     n = nominal_model.n_joints
     A = np.concatenate([nominal_model.regressor(recording.q, recording.dq, recording.ddq),
                         friction_regressor(recording.dq)], axis=2)
@@ -333,10 +351,12 @@ def _calibration_rows(nominal_model: ArmDynamics, recording: JointRecording,
 
 def _reweighted_fit(A: np.ndarray, y: np.ndarray, x0: np.ndarray, std0: np.ndarray, nominal: np.ndarray,
                     n_s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(x, sigma, mean)``: the MAP fit of the rows ``A x = y`` with the prior ``x0 +- std0``, the
-    friction kept dissipative, each joint weighted by its own residual std ``sigma`` (iteratively
-    reweighted, four passes), and the prior mean it ended with (the description's inertias carried
-    to the fitted COMs between passes; ``nominal`` (b, 10) the description's bodies)."""
+    """Return ``(x, sigma, mean)``: the MAP fit of the rows ``A x = y`` with the prior ``x0 +- std0``.
+
+    The friction is kept dissipative, each joint weighted by its own residual std ``sigma``
+    (iteratively reweighted, four passes); ``mean`` is the prior mean it ended with (the
+    description's inertias carried to the fitted COMs between passes; ``nominal`` (b, 10) the
+    description's bodies)."""
     n = y.shape[1]
     b = len(nominal)
     n_pi = 10 * b
@@ -383,12 +403,13 @@ def joint_recording(
     max_gap_s: float = 0.05,
     trim_s: float = 0.2,
 ) -> JointRecording:
-    """Raw joint states ``t`` (N,) s, ``q`` (N, n) rad, ``effort`` (N, n) N·m of a recording -> a
-    :class:`JointRecording` for :func:`calibrate_arm`: samples sorted, those with a NaN/inf or a repeated
-    stamp dropped, split where the stamps jump more than ``max_gap_s``, each piece interpolated onto a
-    ``rate_hz`` grid, low-passed forward and backward (no lag: the calibration is offline) at ``cutoff_hz``
-    like the positions, differentiated with central differences, ``trim_s`` cut at both ends of every
-    piece (the filters' edges) and kept at ``fit_rate_hz``."""
+    """Turn a recording's raw joint states into a :class:`JointRecording` for :func:`calibrate_arm`.
+
+    Raw joint states ``t`` (N,) s, ``q`` (N, n) rad, ``effort`` (N, n) N·m: samples sorted, those with a
+    NaN/inf or a repeated stamp dropped, split where the stamps jump more than ``max_gap_s``, each piece
+    interpolated onto a ``rate_hz`` grid, low-passed forward and backward (no lag: the calibration is
+    offline) at ``cutoff_hz`` like the positions, differentiated with central differences, ``trim_s`` cut at
+    both ends of every piece (the filters' edges) and kept at ``fit_rate_hz``."""
     from payload_estimator.pipeline.filters import zero_phase_lowpass
 
     t = np.asarray(t, dtype=float).reshape(-1)

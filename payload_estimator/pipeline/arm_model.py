@@ -1,7 +1,7 @@
 """The unloaded arm's own joint torques: the model, and the calibrated parameters it reads.
 
 A joint-torque sensor (Franka's link-side ``tau_J``) or a current-based estimate (xArm) reports,
-for joint ``i`` (seed 000, "Method 1"; Khalil & Dombre, *Modeling, Identification and Control of
+for joint ``i`` (Lambert's "Method 1"; Khalil & Dombre, *Modeling, Identification and Control of
 Robots*, 2002, ch. 12)::
 
     s_i tau_meas_i = [Y(q, dq, ddq) pi]_i + f_v,i dq_i + f_c,i sgn_e(dq_i) + f_o,i - [J_S^T w]_i
@@ -63,8 +63,10 @@ def body_from_pinocchio(p: np.ndarray) -> InertialParameters:
 
 
 def body_is_consistent(pi_body: np.ndarray) -> bool:
-    """Whether ten parameters (pinocchio order, about the body frame's origin) are those of a real body
-    (:meth:`InertialParameters.is_physically_consistent`)."""
+    """Tell whether ten parameters are those of a real body.
+
+    The parameters are in pinocchio's order, about the body frame's origin; see
+    :meth:`InertialParameters.is_physically_consistent`."""
     return body_from_pinocchio(pi_body).is_physically_consistent()
 
 
@@ -277,8 +279,9 @@ class ArmDynamics:
         return self.viscous * dq + np.einsum("nik,ik->ni", steps, self.coulomb) + self.offset
 
     def torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
-        """(N, n) what the joints report for the unloaded arm, in the units of the corrected effort
-        (:meth:`corrected_effort`), N·m."""
+        """Return (N, n) what the joints report for the unloaded arm, N·m.
+
+        In the units of the corrected effort (:meth:`corrected_effort`)."""
         return self.rigid_body_torques(q, dq, ddq) + self.friction(dq)
 
     def corrected_effort(self, effort: np.ndarray) -> np.ndarray:

@@ -94,8 +94,9 @@ def builtin_description(settings: Settings) -> str:
 
 
 def wrench_convention(settings: Settings, base_frame: str) -> WrenchConvention | None:
-    """How the configured source's wrench messages report (``base_frame``: the URDF root); None for a source
-    without wrench messages (joint torques)."""
+    """Return how the configured source's wrench messages report, or None without wrench messages.
+
+    ``base_frame`` is the URDF root. A source without wrench messages: joint torques."""
     if not settings.wrench_source.reads_wrench_topic:
         return None
     context = SourceContext(base_frame, flange_frame(settings), tuple(settings.joint_names))
@@ -104,8 +105,10 @@ def wrench_convention(settings: Settings, base_frame: str) -> WrenchConvention |
 
 
 def estimator_points(settings: Settings, shape: PayloadShape | None = None) -> SampledShape | np.ndarray:
-    """The point masses of an estimator that needs them: ``shape`` (default: the setting ``payload_shape``)
-    sampled at ``point_density``, at most ``max_points``; positions are taken as they are."""
+    """Return the point masses of an estimator that needs them.
+
+    ``shape`` (default: the setting ``payload_shape``) sampled at ``point_density``, at most
+    ``max_points``; positions are taken as they are."""
     if isinstance(shape, (SampledShape, np.ndarray)):
         return shape
     if shape is None:
@@ -114,8 +117,9 @@ def estimator_points(settings: Settings, shape: PayloadShape | None = None) -> S
 
 
 def build_estimator(settings: Settings, shape: PayloadShape | None = None) -> PayloadModel:
-    """The configured estimator, its options read from the settings as its class declares them;
-    inside a :class:`~payload_estimator.core.tracking.PayloadTracker` when ``track_payload``.
+    """Build the configured estimator, its options read from the settings as its class declares them.
+
+    It is inside a :class:`~payload_estimator.core.tracking.PayloadTracker` when ``track_payload``.
 
     Args:
         settings: the estimator (``estimator``), its options, ``estimate_bias``, ``track_payload`` and,
@@ -210,8 +214,9 @@ def build_stream(
 
 
 def sensor_kinematics(settings: Settings, urdf: str, extra_frames: Sequence[ExtraFrame] = ()) -> SensorKinematics:
-    """The arm's kinematics with the sensor frame, as the stream for ``settings`` would have them (the arm's
-    calibration and ``~/calibrate`` use them without a stream)."""
+    """Return the arm's kinematics with the sensor frame, as the stream for ``settings`` would have them.
+
+    The arm's calibration and ``~/calibrate`` use them without a stream."""
     from payload_estimator.pipeline.kinematics import SensorKinematics
 
     config = stream_config(settings, urdf, extra_frames)

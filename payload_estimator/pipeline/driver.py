@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from payload_estimator.core.history import EstimateHistory
+from payload_estimator.errors import ConfigurationError
 from payload_estimator.pipeline.stream import EstimationStream, StreamEstimate
 
 __all__ = ["Driver", "PROCESS_PERIOD_S", "Feed"]
@@ -59,7 +60,7 @@ class Driver:
         on_estimate: Callable[[StreamEstimate], None] | None = None,
     ) -> None:
         if process_period_s <= 0 or publish_period_s <= 0:
-            raise ValueError("periods must be positive")
+            raise ConfigurationError("periods must be positive")
         self.stream = stream
         self.feed = feed
         self.process_period_s = float(process_period_s)
@@ -74,15 +75,17 @@ class Driver:
 
     @property
     def last_time(self) -> float:
-        """Time of the last item :meth:`push`\\ ed (else of the first turn; 0 before any)."""
+        """Time of the last pushed item (:meth:`push`), else of the first turn; 0 before any."""
         if self._last_t is not None:
             return self._last_t
         return self.t0 if self.t0 is not None else 0.0
 
     # ------------------------------------------------------------------ turns
     def tick(self, t: float, items: Iterable = ()) -> StreamEstimate | None:
-        """One processing turn at time ``t``: feed ``items`` (and anything :meth:`push`\\ ed), process,
-        and when an estimate is due (module docstring) return it (else None)."""
+        """Run one processing turn at time ``t``; return the estimate when one is due, else None.
+
+        Feeds ``items`` (and anything pushed with :meth:`push`) and processes; when an estimate is
+        due is in the module docstring."""
         self._feed_and_process(t, items)
         self.ticks += 1
         if self._publish_due(t):
@@ -90,8 +93,10 @@ class Driver:
         return None
 
     def _publish_due(self, t: float) -> bool:
-        """Whether ``t`` reached the next multiple of the publish period (half a turn's tolerance:
-        record stamps near 1.7e9 s carry rounding far above a nanosecond)."""
+        """Tell whether ``t`` reached the next multiple of the publish period.
+
+        With half a turn's tolerance: record stamps near 1.7e9 s carry rounding far above a
+        nanosecond."""
         t0, period = self.t0 if self.t0 is not None else t, self.publish_period_s
         if self._next_publish is None:
             self._next_publish = t0 + period
@@ -102,8 +107,9 @@ class Driver:
         return True
 
     def push(self, t: float, item: Any) -> None:
-        """An item that arrived at ``t`` (inputs in time order, as in a bag): the turns due before
-        it run first, on the grid ``t0 + k * process_period_s``. Across a pause in the inputs
+        """Take an item that arrived at ``t`` (inputs in time order, as in a bag).
+
+        The turns due before it run first, on the grid ``t0 + k * process_period_s``. Across a pause in the inputs
         longer than two publish periods the turns would only repeat themselves: they are skipped."""
         if self.t0 is None:
             self.t0 = t
@@ -116,8 +122,9 @@ class Driver:
         self._last_t = t
 
     def finish(self, t: float | None = None, items: Iterable = ()) -> StreamEstimate | None:
-        """The end of the inputs: feed what is left (and ``items``), process, and take the final
-        estimate (at ``t``, default the last pushed item's time). A zero-phase stream is finished
+        """End the inputs: feed what is left (and ``items``), process, and take the final estimate.
+
+        The estimate is at ``t``, default the last pushed item's time. A zero-phase stream is finished
         by its owner (:meth:`EstimationStream.finish`), who then calls :meth:`take_estimate`."""
         t = t if t is not None else self.last_time
         self._feed_and_process(t, items)

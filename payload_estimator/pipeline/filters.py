@@ -39,6 +39,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy import signal
 
+from payload_estimator.errors import ConfigurationError
+
 __all__ = [
     "butter_lowpass_sos",
     "zero_phase_lowpass",
@@ -68,19 +70,19 @@ def butter_lowpass_sos(cutoff_hz: float, rate_hz: float, order: int = 4) -> np.n
         order: filter order (>= 1).
 
     Raises:
-        ValueError: if the cutoff is not below the Nyquist frequency, or an
+        ConfigurationError: if the cutoff is not below the Nyquist frequency, or an
             argument is not positive.
     """
     if not (np.isfinite(rate_hz) and rate_hz > 0):
-        raise ValueError(f"rate_hz must be a positive number, got {rate_hz}")
+        raise ConfigurationError(f"rate_hz must be a positive number, got {rate_hz}")
     nyquist = 0.5 * rate_hz
     if not (np.isfinite(cutoff_hz) and 0.0 < cutoff_hz < nyquist):
-        raise ValueError(
+        raise ConfigurationError(
             f"low-pass cutoff {cutoff_hz} Hz must be in (0, {nyquist:g}) Hz, "
             f"below the Nyquist frequency of the {rate_hz:g} Hz sample rate"
         )
     if int(order) != order or order < 1:
-        raise ValueError(f"filter order must be a positive integer, got {order}")
+        raise ConfigurationError(f"filter order must be a positive integer, got {order}")
     return signal.butter(int(order), cutoff_hz, btype="low", fs=rate_hz, output="sos")
 
 
@@ -144,8 +146,9 @@ def settling_time_s(cutoff_hz: float, rate_hz: float, order: int = 4,
 
 
 class StepResponse:
-    """``s(tau)``: what the pipeline's filtered output shows ``tau`` s after a unit step of its
-    input (0 before the step, 1 once settled): ``G``'s step response delayed by the one sample of
+    """``s(tau)``: what the pipeline's filtered output shows ``tau`` s after a unit step of its input.
+
+    0 before the step, 1 once settled: ``G``'s step response delayed by the one sample of
     :class:`MatchedDelay`. A change of payload reaches the samples through it.
 
     Attributes:
@@ -162,6 +165,7 @@ class StepResponse:
         self.settled_s = float((outside[-1] + 1) * self.period_s) if outside.size else 0.0
 
     def __call__(self, tau: np.ndarray) -> np.ndarray:
+        """Return ``s(tau)`` for times ``tau`` (s) after the step, any shape."""
         k = np.floor(np.asarray(tau, dtype=float) / self.period_s + 1e-9)
         return np.where(k < 0, 0.0, self._s[np.clip(k, 0, len(self._s) - 1).astype(int)])
 
@@ -343,9 +347,9 @@ class MatchedDifferentiator(_CentredFilter):
 
 
 class MatchedDelay(_CentredFilter):
-    """``G``-filtered signal delayed by one sample, row for row aligned with
-    :class:`MatchedDifferentiator` (fed the same batches, both give rows for
-    the same instants).
+    """``G``-filtered signal delayed by one sample, row for row aligned with :class:`MatchedDifferentiator`.
+
+    Fed the same batches, both give rows for the same instants.
 
     Args:
         cutoff_hz: -3 dB frequency of ``G``, Hz.
@@ -386,6 +390,7 @@ class PositionVelocityDifferentiator:
 
     @property
     def channels(self) -> int:
+        """Number of signals filtered (``q`` and ``dq`` each have this many columns)."""
         return self._channels
 
     def reset(self) -> None:

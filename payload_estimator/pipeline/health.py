@@ -28,6 +28,8 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from payload_estimator.errors import ConfigurationError
+
 __all__ = [
     "InputHealth",
     "LOGGER_NAME",
@@ -145,9 +147,9 @@ class InputHealth:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not log_interval_s >= 0.0:
-            raise ValueError(f"log_interval_s must be >= 0, got {log_interval_s}")
+            raise ConfigurationError(f"log_interval_s must be >= 0, got {log_interval_s}")
         if not rate_window_s > 0.0:
-            raise ValueError(f"rate_window_s must be > 0, got {rate_window_s}")
+            raise ConfigurationError(f"rate_window_s must be > 0, got {rate_window_s}")
         self.log_interval_s = float(log_interval_s)
         self.rate_window_s = float(rate_window_s)
         self.logger = logger if logger is not None else logging.getLogger(LOGGER_NAME)
@@ -259,8 +261,10 @@ class InputHealth:
         return n / (last - first)
 
     def stale_streams(self, now: float, timeout: float) -> list[str]:
-        """Streams with no sample for more than ``timeout`` s before ``now`` (wall time),
-        and expected streams that never sent one, sorted by name."""
+        """Return the stale streams, sorted by name.
+
+        Streams with no sample for more than ``timeout`` s before ``now`` (wall time), and
+        expected streams that never sent one."""
         out = []
         for name, st in self._streams.items():
             if math.isnan(st.last_wall_time) or now - st.last_wall_time > timeout:
@@ -268,10 +272,12 @@ class InputHealth:
         return sorted(out)
 
     def snapshot(self) -> dict:
-        """Plain-data summary for diagnostics::
+        """Return a plain-data summary for diagnostics.
+
+        The summary reads::
 
             {"counts": {reason: n}, "counts_by_stream": {stream: {reason: n}},
-             "streams": {stream: {"rate_hz", "last_stamp", "last_wall_time", "samples"}}}
+            "streams": {stream: {"rate_hz", "last_stamp", "last_wall_time", "samples"}}}
         """
         return {
             "counts": dict(self._counts),

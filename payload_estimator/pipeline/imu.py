@@ -54,6 +54,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from payload_estimator.core.samples import STANDARD_GRAVITY
+from payload_estimator.errors import ConfigurationError
 from payload_estimator.pipeline.filters import MatchedDifferentiator
 
 __all__ = ["ImuMount", "ImuMotion", "GravityTracker", "ImuProcessor"]
@@ -76,11 +77,11 @@ class ImuMount:
         R = np.array(self.R_sensor_imu, dtype=float)
         p = np.array(self.p_sensor_imu, dtype=float).reshape(-1)
         if R.shape != (3, 3) or not np.all(np.isfinite(R)):
-            raise ValueError(f"R_sensor_imu must be a finite (3, 3) matrix, got shape {R.shape}")
+            raise ConfigurationError(f"R_sensor_imu must be a finite (3, 3) matrix, got shape {R.shape}")
         if not (np.allclose(R.T @ R, np.eye(3), atol=1e-6) and np.linalg.det(R) > 0):
-            raise ValueError("R_sensor_imu must be a rotation matrix (orthonormal, det +1)")
+            raise ConfigurationError("R_sensor_imu must be a rotation matrix (orthonormal, det +1)")
         if p.shape != (3,) or not np.all(np.isfinite(p)):
-            raise ValueError(f"p_sensor_imu must be a finite 3-vector, got shape {p.shape}")
+            raise ConfigurationError(f"p_sensor_imu must be a finite 3-vector, got shape {p.shape}")
         R.setflags(write=False)
         p.setflags(write=False)
         object.__setattr__(self, "R_sensor_imu", R)
@@ -127,7 +128,8 @@ def _rows3(x: np.ndarray, name: str, n: int | None = None) -> np.ndarray:
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise cross product of (N, 3) arrays (either may be a single (3,) vector);
+    """Row-wise cross product of (N, 3) arrays (either may be a single (3,) vector).
+
     ``np.cross`` costs ~10 us of overhead per call on small batches."""
     a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
     b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
@@ -155,11 +157,11 @@ class GravityTracker:
         self, rate_hz: float, gravity_magnitude: float = STANDARD_GRAVITY, attitude_gain: float = 0.2
     ) -> None:
         if not rate_hz > 0:
-            raise ValueError(f"rate_hz must be positive, got {rate_hz}")
+            raise ConfigurationError(f"rate_hz must be positive, got {rate_hz}")
         if not gravity_magnitude > 0:
-            raise ValueError(f"gravity_magnitude must be positive, got {gravity_magnitude}")
+            raise ConfigurationError(f"gravity_magnitude must be positive, got {gravity_magnitude}")
         if not attitude_gain >= 0:
-            raise ValueError(f"attitude_gain must be >= 0 (1/s), got {attitude_gain}")
+            raise ConfigurationError(f"attitude_gain must be >= 0 (1/s), got {attitude_gain}")
         self.period_s = 1.0 / float(rate_hz)
         self.gravity_magnitude = float(gravity_magnitude)
         self.attitude_gain = float(attitude_gain)
@@ -173,6 +175,7 @@ class GravityTracker:
         return np.inf if self.attitude_gain == 0 else 1.0 / self.attitude_gain
 
     def reset(self) -> None:
+        """Forget the gravity estimate and the last angular velocity."""
         self._g = None
         self._omega_prev = None
 
@@ -188,8 +191,12 @@ class GravityTracker:
         return f * (-self.gravity_magnitude / norm)
 
     def __call__(self, ang_vel_in_body: np.ndarray, specific_force_in_body: np.ndarray) -> np.ndarray:
-        """Gravity in the body frame (N, 3) m/s², for each sample of ``omega`` (N, 3)
-        rad/s and specific force ``f`` (N, 3) m/s² (both in the body frame)."""
+        """Return gravity in the body frame (N, 3), m/s², one row per sample.
+
+        Args:
+            ang_vel_in_body: (N, 3) angular velocity ``omega`` in the body frame, rad/s.
+            specific_force_in_body: (N, 3) specific force ``f`` in the body frame, m/s².
+        """
         omega = _rows3(ang_vel_in_body, "ang_vel_in_body")
         f = _rows3(specific_force_in_body, "specific_force_in_body", omega.shape[0])
         n = omega.shape[0]

@@ -1,7 +1,7 @@
 """The payload's wrench from joint torques: no force/torque sensor needed.
 
 With the unloaded arm's own torques known (:class:`~payload_estimator.pipeline.arm_dynamics.ArmDynamics`),
-the rest of the reported effort is the payload's (seed 000, Method 2's equation with a model of the arm
+the rest of the reported effort is the payload's (Lambert's "Method 2" equation with a model of the arm
 in place of an unloaded run)::
 
     dtau = s * tau_meas - tau_arm(q, dq, ddq) = -J_S(q)^T w,      w = Y(a - g, omega, alpha) phi
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from payload_estimator.errors import ConfigurationError
 from payload_estimator.pipeline.arm_dynamics import ArmDynamics
 
 __all__ = ["JointTorqueWrench", "TorqueWrench", "SINGULAR_RCOND", "DEFAULT_EFFORT_STD"]
@@ -75,7 +76,7 @@ class JointTorqueWrench:
             effort_std = cal.residual_std if cal is not None else np.full(n, DEFAULT_EFFORT_STD)
         std = np.asarray(effort_std, dtype=float).reshape(-1)
         if std.shape != (n,) or np.any(~np.isfinite(std)) or np.any(std <= 0.0):
-            raise ValueError(f"effort_std must be {n} positive numbers (N·m)")
+            raise ConfigurationError(f"effort_std must be {n} positive numbers (N·m)")
         self.effort_std = std
 
     def __call__(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, effort: np.ndarray) -> TorqueWrench:

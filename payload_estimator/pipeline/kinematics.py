@@ -41,6 +41,7 @@ import pinocchio as pin
 from scipy.spatial.transform import Rotation
 
 from payload_estimator.core.samples import STANDARD_GRAVITY
+from payload_estimator.errors import ConfigurationError, InputError
 from payload_estimator.robots.description import parse_description
 
 __all__ = ["SensorMotion", "SensorKinematics", "STANDARD_GRAVITY_IN_WORLD"]
@@ -79,14 +80,14 @@ class SensorMotion:
 def _rotation_matrix(R: np.ndarray, what: str) -> np.ndarray:
     R = np.array(R, dtype=float)  # a copy: later changes to the caller's array do not leak in
     if R.shape != (3, 3) or not np.allclose(R.T @ R, np.eye(3), atol=1e-6) or np.linalg.det(R) < 0:
-        raise ValueError(f"{what} must be a 3x3 rotation matrix")
+        raise ConfigurationError(f"{what} must be a 3x3 rotation matrix")
     return R
 
 
 def _vector3(x: Sequence[float], what: str) -> np.ndarray:
     arr = np.asarray(x, dtype=float).reshape(-1)
     if arr.shape != (3,) or not np.all(np.isfinite(arr)):
-        raise ValueError(f"{what} must be 3 finite numbers, got {x!r}")
+        raise ConfigurationError(f"{what} must be 3 finite numbers, got {x!r}")
     return arr
 
 
@@ -107,8 +108,9 @@ class SensorKinematics:
             (m, rad), added before the sensor frame is looked up.
 
     Raises:
-        ValueError: unparsable URDF, unknown sensor frame, unknown or repeated
-            joint names, or requested joints that are not 1-DoF.
+        InputError: unparsable URDF, or one without a 1-DoF joint.
+        ConfigurationError: unknown sensor frame, unknown or repeated joint names, or requested
+            joints that are not 1-DoF.
     """
 
     def __init__(
@@ -124,7 +126,7 @@ class SensorKinematics:
         try:
             full = pin.buildModelFromXML(urdf_xml)
         except (RuntimeError, ValueError) as exc:
-            raise ValueError(f"pinocchio could not build a model from the URDF: {exc}") from None
+            raise InputError(f"pinocchio could not build a model from the URDF: {exc}") from None
         self._R_world_base = _rotation_matrix(np.eye(3) if R_world_base is None else R_world_base, "R_world_base")
         self._gravity_in_world = _vector3(gravity_in_world, "gravity_in_world")
 
@@ -139,21 +141,21 @@ class SensorKinematics:
             chosen = [str(n) for n in joint_names]
             repeated = sorted({n for n in chosen if chosen.count(n) > 1})
             if repeated:
-                raise ValueError(f"joint names given more than once: {repeated}")
+                raise ConfigurationError(f"joint names given more than once: {repeated}")
             unknown = [n for n in chosen if not full.existJointName(n)]
             if unknown:
-                raise ValueError(
+                raise ConfigurationError(
                     f"joints not in the robot description: {unknown}; "
                     f"its 1-DoF joints are {one_dof}"
                 )
             multi = [n for n in chosen if n not in one_dof]
             if multi:
-                raise ValueError(
+                raise ConfigurationError(
                     "only 1-DoF joints (revolute, continuous, prismatic) are supported, "
                     f"got {multi}"
                 )
         if not chosen:
-            raise ValueError("the robot description has no 1-DoF joint to drive")
+            raise InputError("the robot description has no 1-DoF joint to drive")
         locked = [jid for jid, name in enumerate(full.names) if jid > 0 and name not in chosen]
         model = pin.buildReducedModel(full, locked, pin.neutral(full)) if locked else full
 
@@ -184,10 +186,12 @@ class SensorKinematics:
 
     @property
     def n_joints(self) -> int:
+        """Number of driven joints (the columns of ``q``)."""
         return len(self._joint_names)
 
     @property
     def sensor_frame(self) -> str:
+        """The force/torque sensor frame ``S`` the motion is computed for."""
         return self._sensor_frame
 
     @property
@@ -197,10 +201,12 @@ class SensorKinematics:
 
     @property
     def R_world_base(self) -> np.ndarray:
+        """(3, 3) orientation of the base frame ``B`` in the world (a copy)."""
         return self._R_world_base.copy()
 
     @property
     def gravity_in_world(self) -> np.ndarray:
+        """(3,) gravity in the world frame, m/s² (a copy)."""
         return self._gravity_in_world.copy()
 
     @property
@@ -220,7 +226,7 @@ class SensorKinematics:
         if self._model.existFrame(name):
             return int(self._model.getFrameId(name))
         links = [f.name for f in self._model.frames if f.type == pin.FrameType.BODY]
-        raise ValueError(f"frame {name!r} is not in the robot description; its links are {links}")
+        raise ConfigurationError(f"frame {name!r} is not in the robot description; its links are {links}")
 
     def _batch(self, x: np.ndarray, what: str) -> np.ndarray:
         arr = np.asarray(x, dtype=float)
@@ -248,8 +254,10 @@ class SensorKinematics:
     def pinocchio_state(
         self, q: np.ndarray, dq: np.ndarray | None = None, ddq: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(Q (N, model.nq), V (N, model.nv), A (N, model.nv))``: joint states in :attr:`joint_names`
-        column order as pinocchio's configuration and tangent vectors of :attr:`model` (None: zero)."""
+        """Return ``(Q (N, model.nq), V (N, model.nv), A (N, model.nv))`` for pinocchio's :attr:`model`.
+
+        The joint states, in :attr:`joint_names` column order, as pinocchio's configuration and
+        tangent vectors (None: zero)."""
         q = self._batch(q, "q")
         zero = np.zeros_like(q)
         dq = zero if dq is None else self._batch(dq, "dq")
@@ -262,8 +270,9 @@ class SensorKinematics:
         return self._idx_v.copy()
 
     def frame_jacobian(self, q: np.ndarray, frame: str | None = None) -> np.ndarray:
-        """(N, 6, n_joints) Jacobian of the sensor frame (or ``frame``) expressed in itself
-        (``pinocchio.LOCAL``): rows ``[v; omega]`` of the frame's origin, columns :attr:`joint_names`.
+        """Return the (N, 6, n_joints) Jacobian of the sensor frame (or ``frame``) expressed in itself.
+
+        ``pinocchio.LOCAL``: rows ``[v; omega]`` of the frame's origin, columns :attr:`joint_names`.
         Its transpose maps a wrench ``[f; tau]`` on the frame (in the frame, torque about its origin) to
         joint torques."""
         q = self._batch(q, "q")
@@ -341,7 +350,7 @@ class SensorKinematics:
                 (``R = Rz(yaw) Ry(pitch) Rx(roll)``), rad.
         """
         if self._model.existFrame(name):
-            raise ValueError(f"frame {name!r} already exists")
+            raise ConfigurationError(f"frame {name!r} already exists")
         parent_id = self._frame_id(parent_frame)
         parent = self._model.frames[parent_id]
         R_parent_new = Rotation.from_euler("xyz", _vector3(rpy, "rpy")).as_matrix()
@@ -394,26 +403,27 @@ class SensorKinematics:
         names (e.g. gripper fingers) are ignored.
 
         Raises:
-            ValueError: if one of :attr:`joint_names` is missing or repeated in ``names``.
+            InputError: if one of :attr:`joint_names` is missing or repeated in ``names``.
         """
         names = [str(n) for n in names]
         missing = [n for n in self._joint_names if n not in names]
         if missing:
-            raise ValueError(f"joint states lack the joints {missing}")
+            raise InputError(f"joint states lack the joints {missing}")
         repeated = [n for n in self._joint_names if names.count(n) > 1]
         if repeated:
-            raise ValueError(f"joint states name the joints {repeated} more than once")
+            raise InputError(f"joint states name the joints {repeated} more than once")
         return np.array([names.index(n) for n in self._joint_names], dtype=int)
 
     def rigid_pose(self, frame: str, relative_to: str) -> tuple[np.ndarray, np.ndarray]:
-        """``(R, p)``: pose of ``frame`` in ``relative_to`` (3x3, (3,) m), two frames fixed to each other.
+        """Return ``(R, p)``: pose of ``frame`` in ``relative_to`` (3x3, (3,) m), two frames fixed to each other.
 
-        ``ValueError`` if either frame is unknown or the joints move one relative to the other.
+        ``ConfigurationError`` if either frame is unknown or the joints move one relative to the other.
         """
         n = self.n_joints
         R0, p0 = self.frame_pose(np.zeros((1, n)), frame, relative_to)
         q1 = np.linspace(0.3, -0.4, n)[None, :]
         R1, p1 = self.frame_pose(q1, frame, relative_to)
         if not (np.allclose(R0, R1, atol=1e-9) and np.allclose(p0, p1, atol=1e-9)):
-            raise ValueError(f"frame {frame!r} moves relative to {relative_to!r}; choose a frame fixed to the flange")
+            raise ConfigurationError(
+                f"frame {frame!r} moves relative to {relative_to!r}; choose a frame fixed to the flange")
         return R0[0], p0[0]

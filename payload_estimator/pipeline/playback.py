@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from payload_estimator.core.history import EstimateHistory
+from payload_estimator.errors import InputError
 from payload_estimator.pipeline.driver import PROCESS_PERIOD_S, Driver
 from payload_estimator.pipeline.stream import EstimationStream, StreamEstimate
 
@@ -46,10 +47,12 @@ class Recording:
 
     @property
     def start(self) -> float:
+        """Time of the first joint state or wrench, s."""
         return float(min(self.joint_t[0], self.wrench_t[0])) if len(self.wrench_t) else float(self.joint_t[0])
 
     @property
     def end(self) -> float:
+        """Time of the last joint state or wrench, s."""
         return float(max(self.joint_t[-1], self.wrench_t[-1])) if len(self.wrench_t) else float(self.joint_t[-1])
 
 
@@ -75,8 +78,9 @@ def play(
     on_estimate: Callable[[StreamEstimate], None] | None = None,
     until: float | None = None,
 ) -> EstimateHistory:
-    """Feed ``recording`` turn by turn through a :class:`Driver`; returns the estimates taken
-    every ``publish_period_s`` (times from the recording's start).
+    """Feed ``recording`` turn by turn through a :class:`Driver`; return the estimates.
+
+    The estimates are taken every ``publish_period_s`` (times from the recording's start).
 
     The recorded time stands in for the wall clock, so input rates and
     staleness in :meth:`EstimationStream.diagnostics` refer to the recording.
@@ -87,7 +91,7 @@ def play(
     imu: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     if rec.imu_t is not None and len(rec.imu_t) > 0:
         if rec.imu_gyro is None or rec.imu_specific_force is None:
-            raise ValueError("a recording with IMU stamps needs imu_gyro and imu_specific_force")
+            raise InputError("a recording with IMU stamps needs imu_gyro and imu_specific_force")
         imu = (rec.imu_t, rec.imu_gyro, rec.imu_specific_force)
     start = rec.start
     end = rec.end if until is None else min(rec.end, start + until)

@@ -77,8 +77,10 @@ class SampleMaker:
 
     def samples(self, t: np.ndarray, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, signal: np.ndarray,
                 advanced: object, keep: np.ndarray) -> SensorSamples:
-        """The samples of the rows ``keep`` selects, from filtered joint states, the filtered wrench signal
-        and what the motion source made of the segment."""
+        """Return the samples of the rows ``keep`` selects.
+
+        Made from filtered joint states, the filtered wrench signal and what the motion source
+        made of the segment."""
         q, dq, ddq = q[keep], dq[keep], ddq[keep]
         joints = self.kinematics.compute(q, dq, ddq)
         ang_vel, ang_acc, lin_acc = self.motion.motion(advanced, joints, keep)
@@ -126,8 +128,9 @@ class CausalProcessing:
         self.maker.motion.reset()
 
     def process(self, batch: AlignedBatch, on_break: Callable[[], None]) -> Iterator[SensorSamples]:
-        """The samples of an aligned batch, segment by segment; ``on_break`` is called at each restart of
-        the filters (the grid was discontinuous)."""
+        """Yield the samples of an aligned batch, segment by segment.
+
+        ``on_break`` is called at each restart of the filters (where the grid is discontinuous)."""
         maker, n = self.maker, self.maker.n
         motion_stream = maker.motion.stream
         for seg in batch.segments():

@@ -59,8 +59,9 @@ __all__ = ["StreamConfig", "EstimationStream", "StreamEstimate", "JOINTS", "WREN
 
 
 def _paired_vectors(t: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
-    """(N, 6) ``[a, b]`` for ``N`` stamps ``t`` and two arrays of 3-vectors, each (N, 3) or, for one
-    stamp, (3,); None when the shapes do not pair up with the stamps."""
+    """Return (N, 6) ``[a, b]`` for ``N`` stamps ``t``, or None when the shapes do not pair up.
+
+    ``a`` and ``b`` are arrays of 3-vectors, each (N, 3) or, for one stamp, (3,)."""
     n = len(t)
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     shapes = {(n, 3)} | ({(3,)} if n == 1 else set())
@@ -191,10 +192,10 @@ class EstimationStream:
         wall_time: float | None = None,
         efforts: np.ndarray | None = None,
     ) -> int:
-        """Joint states, one (``stamps`` a number, ``positions`` (k,)) or a batch (``stamps`` (N,),
-        ``positions`` (N, k)), all sharing one ``names`` list.
+        """Push joint states: one, or a batch sharing one ``names`` list.
 
-        ``names``: the joint of each column, in any order and possibly with
+        One: ``stamps`` a number, ``positions`` (k,); a batch: ``stamps`` (N,),
+        ``positions`` (N, k). ``names``: the joint of each column, in any order and possibly with
         joints the stream does not use (as ``sensor_msgs/JointState`` has them);
         None: the columns are :attr:`joint_names`. ``velocities`` (same shape)
         are needed when the driver's velocities are used, ``efforts`` (N·m, same shape) when the
@@ -302,8 +303,9 @@ class EstimationStream:
         return self._take(IMU, t, v, wall_time)
 
     def _admit(self, stream: str, t: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The samples the aligner would keep; the others dropped and counted here: a NaN/inf stamp
-        or value (``NON_FINITE``), a value beyond ``MAX_ABS_VALUE`` or a stamp beyond
+        """Return the samples the aligner would keep; the others are dropped and counted here.
+
+        Dropped: a NaN/inf stamp or value (``NON_FINITE``), a value beyond ``MAX_ABS_VALUE`` or a stamp beyond
         ``MAX_STAMP_S`` (``OUT_OF_RANGE``: a glitch or a unit error)."""
         finite = np.isfinite(t) & np.isfinite(rows).all(axis=1)
         in_range = (np.abs(t) <= MAX_STAMP_S) & (np.abs(rows) <= MAX_ABS_VALUE).all(axis=1)

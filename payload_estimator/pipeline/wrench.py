@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from payload_estimator.errors import ConfigurationError
 from payload_estimator.pipeline.health import SATURATED, InputHealth
 
 __all__ = [
@@ -61,7 +62,7 @@ class WrenchConvention:
 
     def __post_init__(self) -> None:
         if self.sign not in (1.0, -1.0):
-            raise ValueError(f"sign must be +1 or -1, got {self.sign}")
+            raise ConfigurationError(f"sign must be +1 or -1, got {self.sign}")
 
     @property
     def reference_frame(self) -> str:
@@ -193,9 +194,9 @@ class SaturationCheck:
         tl = np.broadcast_to(np.asarray(torque_limit_Nm, dtype=float), (3,))
         limits = np.concatenate([fl, tl])
         if not np.all(limits > 0):
-            raise ValueError(f"sensor limits must be positive, got {limits}")
+            raise ConfigurationError(f"sensor limits must be positive, got {limits}")
         if not 0 < margin <= 1:
-            raise ValueError(f"margin must be in (0, 1], got {margin}")
+            raise ConfigurationError(f"margin must be in (0, 1], got {margin}")
         self.limits = limits
         self.margin = float(margin)
         self._threshold = self.margin * limits

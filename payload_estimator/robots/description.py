@@ -14,6 +14,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from functools import lru_cache
 
+from payload_estimator.errors import ConfigurationError, InputError
+
 __all__ = ["UrdfJoint", "RobotDescription", "parse_description", "MOVABLE_JOINT_TYPES"]
 
 MOVABLE_JOINT_TYPES = frozenset({"revolute", "continuous", "prismatic"})
@@ -22,9 +24,10 @@ MOVABLE_JOINT_TYPES = frozenset({"revolute", "continuous", "prismatic"})
 
 @dataclass(frozen=True)
 class UrdfJoint:
-    """One ``<joint>``: its name, type (``revolute``, ``fixed`` ...), parent and child link, and the
-    attributes of its ``<limit>`` (``lower``, ``upper``, ``effort``, ``velocity``; None when absent
-    or not a number)."""
+    """One ``<joint>``: its name, type (``revolute``, ``fixed`` ...), parent and child link, and its limits.
+
+    The limits are the attributes of its ``<limit>`` (``lower``, ``upper``, ``effort``,
+    ``velocity``; None when absent or not a number)."""
 
     name: str
     type: str
@@ -37,6 +40,7 @@ class UrdfJoint:
 
     @property
     def movable(self) -> bool:
+        """Whether the joint has one degree of freedom (revolute, continuous, prismatic)."""
         return self.type in MOVABLE_JOINT_TYPES
 
 
@@ -56,15 +60,16 @@ class RobotDescription:
 
     @property
     def root_link(self) -> str:
-        """The link that is no joint's child (``ValueError`` unless there is exactly one)."""
+        """The link that is no joint's child (``InputError`` unless there is exactly one)."""
         children = {j.child for j in self.joints if j.child}
         roots = [name for name in self.links if name not in children]
         if len(roots) != 1:
-            raise ValueError(f"robot description must have exactly one root link, found {roots}")
+            raise InputError(f"robot description must have exactly one root link, found {roots}")
         return roots[0]
 
     @property
     def joint_names(self) -> tuple[str, ...]:
+        """Every joint's name, in document order."""
         return tuple(j.name for j in self.joints)
 
     @property
@@ -73,20 +78,23 @@ class RobotDescription:
         return tuple(j.name for j in self.joints if j.movable)
 
     def has_link(self, name: str) -> bool:
+        """Whether the description has a link called ``name``."""
         return name in self.links
 
     def joint(self, name: str) -> UrdfJoint:
-        """The joint called ``name`` (``ValueError`` if there is none)."""
+        """Return the joint called ``name`` (``ConfigurationError`` if there is none)."""
         for joint in self.joints:
             if joint.name == name:
                 return joint
-        raise ValueError(f"joint {name!r} is not in the robot description")
+        raise ConfigurationError(f"joint {name!r} is not in the robot description")
 
     def chain_joints(self, tip: str) -> tuple[str, ...]:
-        """The 1-DoF joints from the root link to link ``tip``, base first (an arm's joints,
-        without a gripper's fingers); ``ValueError`` if ``tip`` is not a link."""
+        """Return the 1-DoF joints from the root link to link ``tip``, base first.
+
+        An arm's joints, without a gripper's fingers; ``ConfigurationError`` if ``tip`` is not a
+        link."""
         if tip not in self.links:
-            raise ValueError(f"link {tip!r} is not in the robot description")
+            raise ConfigurationError(f"link {tip!r} is not in the robot description")
         parent_joint = {j.child: j for j in self.joints if j.child}
         chain: list[str] = []
         link, seen = tip, set()
@@ -116,16 +124,16 @@ def _joint(element: ET.Element) -> UrdfJoint:
 
 @lru_cache(maxsize=16)
 def parse_description(urdf: str) -> RobotDescription:
-    """The structure of a URDF (``ValueError`` if it is not XML or has no ``<robot>`` root).
+    """Return the structure of a URDF (``InputError`` if it is not XML or has no ``<robot>`` root).
 
     Cached: the node and the pipeline ask for the same description many times.
     """
     try:
         root = ET.fromstring(urdf)
     except ET.ParseError as exc:
-        raise ValueError(f"robot description is not valid XML: {exc}") from None
+        raise InputError(f"robot description is not valid XML: {exc}") from None
     if root.tag != "robot":
-        raise ValueError(f"robot description's root element is <{root.tag}>, not <robot>")
+        raise InputError(f"robot description's root element is <{root.tag}>, not <robot>")
     links = tuple(str(link.get("name")) for link in root.findall("link"))
     joints = tuple(_joint(joint) for joint in root.findall("joint"))
     return RobotDescription(str(root.get("name", "")), links, joints)

@@ -53,9 +53,11 @@ def write_default_urdfs() -> list[Path]:
 
 
 def checkout_root() -> Path | None:
-    """The repository checkout the package is imported from (``package.xml`` beside the
-    ``payload_estimator`` directory, as after ``git clone`` or ``pip install -e``), or None
-    for an installed package (``pip install .``, colcon's install space)."""
+    """Return the repository checkout the package is imported from, or None for an installed package.
+
+    A checkout has ``package.xml`` beside the ``payload_estimator`` directory, as after
+    ``git clone`` or ``pip install -e``; an installed package is ``pip install .`` or colcon's
+    install space."""
     package_dir = Path(__file__).resolve().parent.parent
     root = package_dir.parent
     return root if (root / "package.xml").is_file() and package_dir.name == "payload_estimator" else None
@@ -68,9 +70,11 @@ def write_or_check(
     what: str,
     argv: Sequence[str] | None = None,
 ) -> int:
-    """The command line of a generator: write ``files`` (name -> text) into ``--out DIR`` or
-    ``default_dir`` (None when the package is not in a checkout), or with ``--check`` only
-    compare them. Exit status: 0 written or up to date, 1 out of date, 2 no place to write."""
+    """Run the command line of a generator: write ``files`` or, with ``--check``, only compare them.
+
+    ``files`` (name -> text) go into ``--out DIR`` or ``default_dir`` (None when the package is
+    not in a checkout). Exit status: 0 written or up to date, 1 out of date, 2 no place to
+    write."""
     parser = argparse.ArgumentParser(
         prog=prog,
         description=f"Regenerate {what}. Without --out they are written into the checkout; an installed "

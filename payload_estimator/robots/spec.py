@@ -128,13 +128,15 @@ class RobotSpec:
         Args:
             urdf: the robot description (URDF XML); its inertials are the arm simulated.
             flange_frame: the link the F/T sensor is mounted on.
-            acceleration, jerk: acceleration (rad/s²) and jerk (rad/s³) limits, one value for every
-                joint or (n,) (URDF carries none).
+            acceleration: acceleration limits, rad/s², one value for every joint or (n,) (URDF
+                carries none).
+            jerk: jerk limits, rad/s³, one value for every joint or (n,).
             name: the robot's name (default: the URDF's ``<robot name>``).
             q_home: (n,) home pose, rad (default: the middle of each joint's range, 0 for a
                 continuous joint); the motions start there.
             wrist_joints: the three joints the wrist motion moves (default: the last three).
-            dq_max, tau_max: speed (rad/s) and torque (N·m) limits, one value or (n,); default the URDF's.
+            dq_max: speed limits, rad/s, one value or (n,); default the URDF's.
+            tau_max: torque limits, N·m, one value or (n,); default the URDF's.
             efforts: its joint-torque sensor (for ``EffortModel.for_robot``), or None.
             parameters: its estimator settings (``Settings`` fields); default: no preset
                 (``robot: ""``) with this ``flange_frame``.
@@ -255,11 +257,11 @@ ROBOT_NAMES: tuple[str, ...] = tuple(ROBOTS)
 
 
 def get_robot(name: str) -> RobotSpec:
-    """The :class:`RobotSpec` of ``name``; ``ValueError`` listing the valid names if unknown."""
+    """Return the :class:`RobotSpec` of ``name``; ``ConfigurationError`` listing the valid names if unknown."""
     try:
         return ROBOTS[name]
     except (KeyError, TypeError):
-        raise ValueError(f"unknown robot {name!r}; valid names: {', '.join(ROBOT_NAMES)}") from None
+        raise ConfigurationError(f"unknown robot {name!r}; valid names: {', '.join(ROBOT_NAMES)}") from None
 
 
 def resolve_robot(robot: str | RobotSpec) -> RobotSpec:
@@ -268,7 +270,7 @@ def resolve_robot(robot: str | RobotSpec) -> RobotSpec:
 
 
 def get_table(name: str) -> ArmTable:
-    """The parameter table of built-in robot ``name``; ``ValueError`` listing the valid names if unknown."""
+    """Return the parameter table of built-in robot ``name``; ``ConfigurationError`` if unknown."""
     table = get_robot(name).table
     assert table is not None  # every built-in robot has one
     return table

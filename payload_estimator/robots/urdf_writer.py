@@ -39,6 +39,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from payload_estimator.errors import ConfigurationError
 from payload_estimator.robots.description import parse_description
 from payload_estimator.robots.spec import RobotSpec, resolve_robot
 from payload_estimator.robots.tables import ArmTable, LinkInertial, ModifiedDH
@@ -92,7 +93,7 @@ def _dh_origin(row: ModifiedDH, accumulated_offset: float) -> tuple[np.ndarray, 
 
 def _check_name(name: str, what: str) -> None:
     if not _NAME_RE.match(name):
-        raise ValueError(f"{what} {name!r} is not a valid frame name")
+        raise ConfigurationError(f"{what} {name!r} is not a valid frame name")
 
 
 def _link(name: str, inertial: LinkInertial | None) -> list[str]:
@@ -126,7 +127,7 @@ def _fixed_joint(
 def _as3(values: Sequence[float], what: str) -> tuple[float, float, float]:
     arr = np.asarray(values, dtype=float).reshape(-1)
     if arr.shape != (3,) or not np.all(np.isfinite(arr)):
-        raise ValueError(f"{what} must be 3 finite numbers, got {values!r}")
+        raise ConfigurationError(f"{what} must be 3 finite numbers, got {values!r}")
     return (float(arr[0]), float(arr[1]), float(arr[2]))
 
 
@@ -202,8 +203,10 @@ def _document(spec: RobotSpec, frame_lines: list[str]) -> str:
 
 
 def arm_urdf(robot: str | RobotSpec) -> str:
-    """URDF of the arm alone, base to flange (no sensor frame): what :meth:`RobotSpec.from_urdf`
-    reads, with a ``<mujoco>`` element so that MuJoCo keeps the fixed frames as bodies.
+    """Return the URDF of the arm alone, base to flange (no sensor frame).
+
+    What :meth:`RobotSpec.from_urdf` reads, with a ``<mujoco>`` element so that MuJoCo keeps the
+    fixed frames as bodies.
 
     Args:
         robot: a name of :data:`payload_estimator.robots.ROBOT_NAMES`, or a spec.
@@ -238,7 +241,7 @@ def robot_urdf(
         ``<mujoco>`` element so that MuJoCo keeps the fixed frames as bodies.
 
     Raises:
-        ValueError: unknown robot, bad offsets, or frame names that are invalid
+        ConfigurationError: unknown robot, bad offsets, or frame names that are invalid
             or already used by the arm.
     """
     spec = resolve_robot(robot)
@@ -247,7 +250,7 @@ def robot_urdf(
     _check_name(sensor_frame, "sensor_frame")
     taken = _links(spec)
     if sensor_frame in taken:
-        raise ValueError(f"sensor_frame {sensor_frame!r} is already a link of {spec.name}")
+        raise ConfigurationError(f"sensor_frame {sensor_frame!r} is already a link of {spec.name}")
     lines = _fixed_joint(f"{sensor_frame}_joint", spec.flange_frame, sensor_frame, sensor_xyz, sensor_rpy)
     lines += _link(sensor_frame, None)
     if imu_xyz_in_sensor is not None:
@@ -255,7 +258,7 @@ def robot_urdf(
         imu_rpy = _as3(imu_rpy_in_sensor, "imu_rpy_in_sensor")
         _check_name(imu_frame, "imu_frame")
         if imu_frame in taken | {sensor_frame}:
-            raise ValueError(f"imu_frame {imu_frame!r} is already a link of the URDF")
+            raise ConfigurationError(f"imu_frame {imu_frame!r} is already a link of the URDF")
         lines += _fixed_joint(f"{imu_frame}_joint", sensor_frame, imu_frame, imu_xyz, imu_rpy)
         lines += _link(imu_frame, None)
     return _document(spec, lines)

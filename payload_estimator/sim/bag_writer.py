@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 
 from payload_estimator.core.inertia import InertialParameters
+from payload_estimator.errors import ConfigurationError
 from payload_estimator.io.bag import (
     CUSTOM_DATA_PREFIX,
     GROUND_TRUTH_TOPIC,
@@ -130,8 +131,10 @@ class SourceWrench:
                      if self.needs_joints else None)
 
     def __call__(self, wrench_in_sensor: np.ndarray, q: np.ndarray | None) -> np.ndarray:
-        """(M, 6) [f N, tau N·m] as the source reports ``wrench_in_sensor`` (M, 6), with the joints
-        at ``q`` (M, n) rad (ignored, and may be None, when :attr:`needs_joints` is False)."""
+        """Return (M, 6) [f N, tau N·m] as the source reports ``wrench_in_sensor`` (M, 6).
+
+        With the joints at ``q`` (M, n) rad (ignored, and may be None, when :attr:`needs_joints`
+        is False)."""
         conv = self.convention
         w_S = np.asarray(wrench_in_sensor, dtype=float)
         if self._kin is None:
@@ -194,6 +197,8 @@ def write_simulated_bag(
     """Write ``run`` as a rosbag2 directory at ``path`` (module docstring); returns ``path``.
 
     Args:
+        run: the simulated run.
+        path: the bag directory to create.
         storage: ``"mcap"`` or ``"sqlite3"``.
         settings: topic names and wrench source; default: the preset of ``run.robot`` (a built-in
             robot; give them for any other arm).
@@ -201,7 +206,7 @@ def write_simulated_bag(
 
     Raises:
         FileExistsError: ``path`` exists (rosbag2 never overwrites).
-        ValueError: unknown storage.
+        ConfigurationError: unknown storage.
     """
     from rosbags.rosbag2 import StoragePlugin, Writer
 
@@ -209,7 +214,7 @@ def write_simulated_bag(
     from payload_estimator.settings import settings_for_robot
 
     if storage not in STORAGES:
-        raise ValueError(f"storage must be one of {', '.join(STORAGES)}, got {storage!r}")
+        raise ConfigurationError(f"storage must be one of {', '.join(STORAGES)}, got {storage!r}")
     path = Path(path)
     if path.exists():
         raise FileExistsError(f"{path} exists; rosbag2 does not overwrite")

@@ -1,6 +1,6 @@
 """Sensor-level work cycles: a wrist that picks and places payloads and meets contacts.
 
-Ground truth for payload-change detection (issue 8). One continuous wrist motion
+Ground truth for payload-change detection. One continuous wrist motion
 (:class:`~payload_estimator.sim.wrist.WristTrajectory`, pinocchio RNEA, see
 :mod:`payload_estimator.sim.wrist`) runs over the whole cycle while the held payload
 changes from one :class:`Segment` to the next, and contacts (:class:`Contact`) push on
@@ -146,8 +146,9 @@ class Contact:
         return (t >= self.t_start - TIME_TOLERANCE_S) & (t < self.t_end - TIME_TOLERANCE_S)
 
     def wrench_in_sensor(self, R_world_sensor: np.ndarray) -> np.ndarray:
-        """(N, 6) ``[f, p x f]`` with ``f = R.T @ force_in_world``: what the contact adds to the
-        sensor's reading at orientations ``R_world_sensor`` (N, 3, 3), whether active or not."""
+        """Return (N, 6) ``[f, p x f]`` with ``f = R.T @ force_in_world``: what the contact adds to the reading.
+
+        At the sensor's orientations ``R_world_sensor`` (N, 3, 3), whether active or not."""
         f = np.einsum("nji,j->ni", np.asarray(R_world_sensor, dtype=float), self.force_in_world)
         return np.hstack([f, np.cross(self.point_in_sensor, f)])
 
@@ -306,8 +307,9 @@ EMPTY_GRIPPER_TIP_IN_SENSOR = np.array([0.0, 0.0, 0.12])
 
 
 def _far_end(payload: Payload) -> np.ndarray:
-    """Centre of the envelope's face farthest out along the sensor's z (the object's bottom
-    when it hangs from the gripper), m."""
+    """Return the centre of the envelope's face farthest out along the sensor's z, m.
+
+    The object's bottom when it hangs from the gripper."""
     lo, hi = payload.envelope.bounds()
     return np.array([0.5 * (lo[0] + hi[0]), 0.5 * (lo[1] + hi[1]), hi[2]])
 
@@ -315,7 +317,8 @@ def _far_end(payload: Payload) -> np.ndarray:
 def default_cycle(seed: int = 0) -> tuple[tuple[Segment, ...], tuple[Contact, ...]]:
     """A pick-and-place cycle of 7 segments (35-58 s) and 3 contacts.
 
-    Empty gripper, paper 004's ``hammer`` (316 g), empty, the workshop ruler (68 g), empty,
+    Empty gripper, the ``hammer`` configuration of Nadeau et al.'s modular test object (316 g),
+    empty, the workshop ruler (68 g), empty,
     the cordless ``drill`` (1.55 kg), empty; durations drawn in 4-10 s (0.1 s steps). Contacts:
     an 8 N horizontal push for 0.6 s on the held hammer's far end; a 0.2 s, 5 N bump on the
     empty gripper's fingertips; the drill set down on a table while still held, the table
@@ -398,8 +401,9 @@ class ArmCycle:
         return box_around(self.payloads)
 
     def simulate(self, noise: str = "moderate", seed: int = 0, **kw) -> SimulatedRun:
-        """The MuJoCo run of this cycle (:func:`~payload_estimator.sim.mujoco_sim.simulate`;
-        ``kw``: its other arguments, e.g. ``wrench_rate_hz``, ``imu``, ``progress``)."""
+        """Simulate this cycle in MuJoCo (:func:`~payload_estimator.sim.mujoco_sim.simulate`).
+
+        ``kw``: its other arguments, e.g. ``wrench_rate_hz``, ``imu``, ``progress``."""
         from payload_estimator.sim.mujoco_sim import simulate
 
         return simulate(robot=self.robot, payload=self.first, trajectory=self.trajectory, duration=self.duration,
@@ -411,13 +415,16 @@ class ArmCycle:
 
 
 ARM_CYCLE_PAYLOADS = ("claw_hammer", "ws_ruler", "drill", "hammer")
-"""What the arm picks, one per cycle: paper 004's claw hammer (845 g), the workshop's 68 g steel
-ruler (a light one), the cordless drill (1.55 kg), the 316 g hammer."""
+"""What the arm picks, one per cycle: the claw hammer (845 g), the workshop's 68 g steel ruler.
+
+Then the cordless drill (1.55 kg) and the 316 g ``hammer`` of Nadeau et al.'s modular test
+object; the ruler is a light one."""
 
 
 def box_around(names: tuple[str, ...], margin: float = 0.01) -> Box:
-    """The box around the envelopes of catalogue payloads or workshop tools, ``margin`` m more on
-    each side: the one shape a user who follows several payloads would give PMD."""
+    """Return the box around the envelopes of catalogue payloads or workshop tools, ``margin`` m more on each side.
+
+    The one shape a user who follows several payloads would give PMD."""
     bounds = [_catalogue(name).envelope.bounds() for name in names]
     lo = np.min([b[0] for b in bounds], axis=0) - margin
     hi = np.max([b[1] for b in bounds], axis=0) + margin
@@ -499,9 +506,10 @@ def plot_cycle(
     estimates: tuple[np.ndarray, np.ndarray] | None = None,
     title: str = "",
 ) -> Path:
-    """Write a PNG of the true mass over time (contacts shaded, switches dashed) and the
-    static-equivalent mass ``f . g / |g|²`` of the measured force; ``estimates``: optional
-    ``(t, mass)`` arrays drawn on top."""
+    """Write a PNG of the true mass over time and the static-equivalent mass of the measured force.
+
+    Contacts are shaded, switches dashed; the static-equivalent mass is ``f . g / |g|²``.
+    ``estimates``: optional ``(t, mass)`` arrays drawn on top."""
     import matplotlib
 
     matplotlib.use("Agg")

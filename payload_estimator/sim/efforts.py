@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from numpy.typing import ArrayLike
 
+from payload_estimator.errors import ConfigurationError
 from payload_estimator.robots import ROBOTS, RobotSpec
 from payload_estimator.robots.franka import FRANKA_TAU_J
 from payload_estimator.robots.tables import EffortTable
@@ -70,7 +71,7 @@ def _per_joint(value: ArrayLike, n: int, name: str) -> np.ndarray:
     arr = np.broadcast_to(np.asarray(value, dtype=float), (n,)).copy() if np.ndim(value) == 0 else \
         np.asarray(value, dtype=float).copy()
     if arr.shape != (n,):
-        raise ValueError(f"{name} must have {n} entries, got shape {arr.shape}")
+        raise ConfigurationError(f"{name} must have {n} entries, got shape {arr.shape}")
     arr.setflags(write=False)
     return arr
 
@@ -100,12 +101,13 @@ class JointFriction:
         for f in ("coulomb", "coulomb_velocity", "velocity_offset", "stribeck", "stribeck_velocity", "viscous"):
             object.__setattr__(self, f, _per_joint(getattr(self, f), n, f))
         if np.any(self.coulomb_velocity <= 0.0) or np.any(self.stribeck_velocity <= 0.0):
-            raise ValueError("coulomb_velocity and stribeck_velocity must be positive")
+            raise ConfigurationError("coulomb_velocity and stribeck_velocity must be positive")
         if np.any(self.coulomb < 0.0) or np.any(self.stribeck < 0.0) or np.any(self.viscous < 0.0):
-            raise ValueError("friction coefficients must not be negative")
+            raise ConfigurationError("friction coefficients must not be negative")
 
     @property
     def n_joints(self) -> int:
+        """Number of joints."""
         return len(self.coulomb)
 
     @classmethod
@@ -115,8 +117,9 @@ class JointFriction:
         return cls(zeros, np.ones(n), zeros, zeros, np.ones(n), zeros)
 
     def torque(self, dq: ArrayLike) -> np.ndarray:
-        """``tau_friction(dq)``, (..., n) N·m, for joint velocities ``dq`` (..., n) rad/s: the torque
-        the motors supply against friction (same sign as ``dq``)."""
+        """Return ``tau_friction(dq)``, (..., n) N·m, for joint velocities ``dq`` (..., n) rad/s.
+
+        The torque the motors supply against friction (same sign as ``dq``)."""
         dq = np.asarray(dq, dtype=float)
         c, vc, vo = self.coulomb, self.coulomb_velocity, self.velocity_offset
         smooth_sign = np.tanh(dq / vc)
@@ -147,10 +150,11 @@ class EffortModel:
         scale = np.ones(n) if np.size(self.scale) == 0 else self.scale
         object.__setattr__(self, "scale", _per_joint(scale, n, "scale"))
         if np.any(self.noise_std < 0.0) or np.any(self.scale <= 0.0):
-            raise ValueError("noise_std must not be negative and scale must be positive")
+            raise ConfigurationError("noise_std must not be negative and scale must be positive")
 
     @property
     def n_joints(self) -> int:
+        """Number of joints."""
         return self.friction.n_joints
 
     def without_noise(self) -> EffortModel:
@@ -158,15 +162,17 @@ class EffortModel:
         return replace(self, noise_std=np.zeros(self.n_joints))
 
     def measure(self, tau: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """(N, n) reported efforts for the motor torques ``tau`` (N, n) N·m: ``scale * tau + noise``,
-        the noise drawn from ``rng`` as an (N, n) standard normal (also when its std is 0)."""
+        """Return (N, n) reported efforts for the motor torques ``tau`` (N, n) N·m: ``scale * tau + noise``.
+
+        The noise is drawn from ``rng`` as an (N, n) standard normal (also when its std is 0)."""
         tau = np.asarray(tau, dtype=float).reshape(-1, self.n_joints)
         return self.scale * tau + rng.normal(0.0, 1.0, tau.shape) * self.noise_std
 
     @classmethod
     def from_table(cls, table: EffortTable, scale: ArrayLike | None = None) -> EffortModel:
-        """The model of a robot's joint-torque sensor (:attr:`~payload_estimator.robots.RobotSpec.efforts`),
-        with per-joint ``scale`` (default 1: exact)."""
+        """Return the model of a robot's joint-torque sensor with per-joint ``scale`` (default 1: exact).
+
+        ``table`` is :attr:`~payload_estimator.robots.RobotSpec.efforts`."""
         friction = JointFriction(*(np.array(values, dtype=float) for values in (
             table.coulomb, table.coulomb_velocity, table.velocity_offset, table.stribeck, table.stribeck_velocity,
             table.viscous)))
@@ -176,9 +182,10 @@ class EffortModel:
 
     @classmethod
     def for_robot(cls, robot: str | RobotSpec, effort_scale_error: float = 0.0, seed: int = 0) -> EffortModel:
-        """The default model of a robot's efforts: its spec's joint-torque sensor
-        (:attr:`~payload_estimator.robots.RobotSpec.efforts`; the values and their sources are in
-        the robots' table modules).
+        """Return the default model of a robot's efforts: its spec's joint-torque sensor.
+
+        :attr:`~payload_estimator.robots.RobotSpec.efforts`; the values and their sources are in
+        the robots' table modules.
 
         * ``panda``, ``fr3`` (:data:`FRANKA_TAU_J`): link-side torque sensors with the friction of
           Gaz et al., IEEE RA-L 2019.
@@ -192,12 +199,12 @@ class EffortModel:
             seed: see ``effort_scale_error``.
 
         Raises:
-            ValueError: the robot is unknown or has no default model.
+            ConfigurationError: the robot is unknown or has no default model.
         """
         spec = ROBOTS.get(robot) if isinstance(robot, str) else robot
         if spec is None or spec.efforts is None:
             name = robot if isinstance(robot, str) else robot.name
-            raise ValueError(f"no default effort model for robot {name!r}; build an EffortModel")
+            raise ConfigurationError(f"no default effort model for robot {name!r}; build an EffortModel")
         n = len(spec.efforts.coulomb)
         scale = np.ones(n)
         if effort_scale_error > 0.0:
@@ -224,7 +231,7 @@ class ArmMismatch:
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.mass_rel < 1.0 or self.com_m < 0.0:
-            raise ValueError("mass_rel must be in [0, 1) and com_m not negative")
+            raise ConfigurationError("mass_rel must be in [0, 1) and com_m not negative")
 
     def apply(self, urdf: str, keep: tuple[str, ...] = ()) -> str:
         """``urdf`` perturbed (:func:`perturb_arm`), drawn from ``default_rng([seed, MISMATCH_STREAM])``."""

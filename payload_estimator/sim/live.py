@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from payload_estimator.errors import ConfigurationError
 from payload_estimator.settings import Settings
 from payload_estimator.sim.run import SimulatedRun
 
@@ -53,8 +54,10 @@ class Due:
 
 
 class _Schedule:
-    """Sample ``n`` of a stream: row ``n % N`` at ``t[n % N] + (n // N) * period`` (loop), or the
-    last row repeated every ``dt`` after the end (hold)."""
+    """When each sample of a stream is due, looping over the recording or holding its last row.
+
+    Sample ``n``: row ``n % N`` at ``t[n % N] + (n // N) * period`` (loop), or the last row
+    repeated every ``dt`` after the end (hold)."""
 
     def __init__(self, t: np.ndarray, period: float, loop: bool) -> None:
         self.t = np.asarray(t, dtype=float)
@@ -115,7 +118,7 @@ class LiveRun:
         from payload_estimator.sim.bag_writer import source_wrench
 
         if settings.robot != run.robot:
-            raise ValueError(f"settings are for {settings.robot}, the run is of {run.robot}")
+            raise ConfigurationError(f"settings are for {settings.robot}, the run is of {run.robot}")
         self.run = run
         self.settings = settings
         self.loop = bool(loop)
@@ -136,6 +139,7 @@ class LiveRun:
 
     @property
     def streams(self) -> tuple[str, ...]:
+        """The input kinds this run publishes (joints, wrench, IMU when recorded)."""
         return tuple(self._schedules)
 
     def due(self, t_now: float, max_backlog_s: float = 1.0) -> dict[str, Due]:

@@ -32,6 +32,7 @@ from numpy.typing import ArrayLike
 
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.samples import STANDARD_GRAVITY
+from payload_estimator.errors import ConfigurationError, InputError
 from payload_estimator.excitation.trajectory import JointTrajectory, braking_trajectory
 from payload_estimator.robots import RobotSpec, resolve_robot
 from payload_estimator.settings import Settings, settings_for_robot
@@ -142,7 +143,7 @@ class LiveArm:
         q_start: (n,) the pose it starts from at rest, rad (default: the robot's home).
         settings: the robot's configuration, for the wrench's convention (default: its preset;
             required for an arm without one).
-        noise: F/T noise level of paper 004 Table II (joint and IMU noise nominal, 0 for "none").
+        noise: F/T noise level of Nadeau et al.'s Table II (joint and IMU noise nominal, 0 for "none").
         seed: seeds every random draw.
         rate_hz: joint-state and IMU rate, Hz. wrench_rate_hz: F/T rate, Hz (default ``rate_hz``).
         imu: simulate an IMU (frame ``imu_link``).
@@ -189,7 +190,7 @@ class LiveArm:
         self.payload_name, payload_model, self.truth = resolve_payload(payload)
         settings = settings if settings is not None else settings_for_robot(spec.name)
         if settings.robot != spec.parameters.get("robot", ""):
-            raise ValueError(f"settings are for {settings.robot or 'an arm without a preset'}, "
+            raise ConfigurationError(f"settings are for {settings.robot or 'an arm without a preset'}, "
                              f"the arm is a {spec.name}")
         self.rate_hz = float(rate_hz)
         self.wrench_rate_hz = float(rate_hz if wrench_rate_hz is None else wrench_rate_hz)
@@ -200,7 +201,8 @@ class LiveArm:
                                                  arm_mismatch=arm_mismatch)
         self.true_urdf = self._model.urdf
         if efforts is not None and efforts.n_joints != spec.n_joints:
-            raise ValueError(f"the effort model is for {efforts.n_joints} joints, the {spec.name} has {spec.n_joints}")
+            raise ConfigurationError(
+                f"the effort model is for {efforts.n_joints} joints, the {spec.name} has {spec.n_joints}")
         self.efforts = efforts if efforts is None or noise != "none" else efforts.without_noise()
         self._effort_rng = np.random.default_rng([int(seed), EFFORT_STREAM])
         self.sensor_frame = SENSOR_FRAME
@@ -214,9 +216,9 @@ class LiveArm:
 
         q0 = np.array(spec.q_home if q_start is None else q_start, dtype=float)
         if q0.shape != (spec.n_joints,):
-            raise ValueError(f"q_start must have {spec.n_joints} entries, got shape {q0.shape}")
+            raise ConfigurationError(f"q_start must have {spec.n_joints} entries, got shape {q0.shape}")
         if np.any(q0 < spec.q_min) or np.any(q0 > spec.q_max):
-            raise ValueError("q_start is outside the joint limits")
+            raise ConfigurationError("q_start is outside the joint limits")
         w = 2.0 * np.pi * bandwidth_hz
         self._stepper = ArmStepper(self._model, kp=w * w, kd=2.0 * damping_ratio * w,
                                    friction=efforts.friction if efforts is not None else None)
@@ -241,32 +243,36 @@ class LiveArm:
         return q[0], dq[0], ddq[0]
 
     def hold(self, q: ArrayLike | None = None) -> None:
-        """Rest at ``q`` (n,) rad, default the current reference position (use :meth:`stop` to come
-        to rest from a motion: holding a pose while moving asks for a step in speed)."""
+        """Rest at ``q`` (n,) rad, default the current reference position.
+
+        Use :meth:`stop` to come to rest from a motion: holding a pose while moving asks for a
+        step in speed."""
         self._set(_Hold(self.reference()[0] if q is None else np.asarray(q, dtype=float)), self.t, HOLD)
 
     def follow(self, traj: JointTrajectory, t_start: float | None = None,
                tolerance: float = START_TOLERANCE) -> None:
-        """Follow ``traj`` from arm time ``t_start`` (default now: :attr:`t`); before it, its first
-        pose is held.
+        """Follow ``traj`` from arm time ``t_start`` (default: the current time :attr:`t`).
+
+        Before ``t_start``, its first pose is held.
 
         Raises:
-            ValueError: the trajectory is not for this arm's joints, or where it is now (its
+            InputError: the trajectory is not for this arm's joints, or where it is now (its
                 pose at ``t - t_start``) is more than ``tolerance`` rad from the current reference.
         """
         t_start = self.t if t_start is None else float(t_start)
         q_new = traj(np.array([self.t - t_start]))[0][0]
         if q_new.shape != (len(self.joint_names),):
-            raise ValueError(f"the trajectory has {q_new.shape[-1]} joints, the arm {len(self.joint_names)}")
+            raise InputError(f"the trajectory has {q_new.shape[-1]} joints, the arm {len(self.joint_names)}")
         gap = float(np.max(np.abs(q_new - self.reference()[0])))
         if gap > tolerance:
-            raise ValueError(f"the trajectory starts {gap:.3g} rad from the current reference "
+            raise InputError(f"the trajectory starts {gap:.3g} rad from the current reference "
                              f"(tolerance {tolerance:g} rad)")
         self._set(traj, t_start, FOLLOW)
 
     def stop(self) -> JointTrajectory:
-        """Brake smoothly to rest from the current reference state within the acceleration and jerk
-        limits; returns the braking trajectory (time 0 is now)."""
+        """Brake smoothly to rest from the current reference state within the acceleration and jerk limits.
+
+        Returns the braking trajectory; its time 0 is the current time."""
         q, dq, ddq = self.reference()
         braking = braking_trajectory(q, dq, ddq, self.ddq_max, self.dddq_max)
         self._set(braking, self.t, STOP)

@@ -45,6 +45,7 @@ from scipy.spatial.transform import Rotation
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.samples import STANDARD_GRAVITY
 from payload_estimator.core.shapes import Box, Cylinder, Mesh, Shape, Sphere, Union
+from payload_estimator.errors import ConfigurationError
 from payload_estimator.robots import RobotSpec, resolve_robot, robot_urdf
 from payload_estimator.robots.generate import DEFAULT_IMU_XYZ_IN_SENSOR
 from payload_estimator.sim.efforts import ArmMismatch
@@ -213,7 +214,7 @@ def _add_payload(spec: mujoco.MjSpec, sensor_frame: str, payload: Payload | Iner
     params = payload.params if isinstance(payload, Payload) else payload
     sensor_body = spec.body(sensor_frame)
     if sensor_body is None:
-        raise ValueError(f"the URDF has no body {sensor_frame!r}")
+        raise ConfigurationError(f"the URDF has no body {sensor_frame!r}")
     body = sensor_body.add_body(name=PAYLOAD_BODY, pos=[0.0, 0.0, 0.0], quat=[1.0, 0.0, 0.0, 0.0])
     if params.mass > 0.0:
         I_c = params.inertia_com
@@ -238,7 +239,7 @@ def _add_sensors(spec: mujoco.MjSpec, imu_frame: str | None) -> None:
     if imu_frame is not None:
         imu_body = spec.body(imu_frame)
         if imu_body is None:
-            raise ValueError(f"the URDF has no body {imu_frame!r}")
+            raise ConfigurationError(f"the URDF has no body {imu_frame!r}")
         imu_body.add_site(name=IMU_SITE, pos=[0.0, 0.0, 0.0], quat=[1.0, 0.0, 0.0, 0.0])
         _add_site_sensor(spec, "imu_gyro", kinds.mjSENS_GYRO, IMU_SITE)
         _add_site_sensor(spec, "imu_accelerometer", kinds.mjSENS_ACCELEROMETER, IMU_SITE)
@@ -264,10 +265,13 @@ def robot_arm_model(
     imu_rpy_in_sensor: Sequence[float] = (0.0, 0.0, 0.0),
     arm_mismatch: ArmMismatch | None = None,
 ) -> tuple[str, ArmModel]:
-    """(URDF, compiled model) of ``robot`` (a built-in robot's name, or any arm's spec:
-    :meth:`~payload_estimator.robots.RobotSpec.from_urdf`) holding ``payload`` on its F/T sensor
-    (frame :data:`SENSOR_FRAME`, and IMU frame :data:`IMU_FRAME` with ``imu``), integrated at
-    ``physics_rate_hz``; mounts in m and rad as for :func:`~payload_estimator.sim.mujoco_sim.simulate`.
+    """Return (URDF, compiled model) of ``robot`` holding ``payload`` on its F/T sensor.
+
+    ``robot`` is a built-in robot's name, or any arm's spec
+    (:meth:`~payload_estimator.robots.RobotSpec.from_urdf`); the sensor frame is
+    :data:`SENSOR_FRAME`, with the IMU frame :data:`IMU_FRAME` when ``imu``; the model is
+    integrated at ``physics_rate_hz``; mounts in m and rad as for
+    :func:`~payload_estimator.sim.mujoco_sim.simulate`.
 
     With ``arm_mismatch`` the model is compiled from the URDF perturbed by it (its links but the
     sensor and IMU frames; ``ArmModel.urdf``), and the URDF returned stays the nominal one: what
@@ -326,8 +330,9 @@ def read_imu(arm: ArmModel, sensordata: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 # ------------------------------------------------------------ dynamics and the payload held
 def rigid_body_torque(arm: ArmModel, q: ArrayLike, dq: ArrayLike, ddq: ArrayLike) -> np.ndarray:
-    """(N, n) ``M(q) ddq + C(q, dq) dq + g(q)`` of the compiled model (its payload included), N·m,
-    at the states ``q``, ``dq``, ``ddq`` (N, n) rad, rad/s, rad/s² (MuJoCo's inverse dynamics)."""
+    """Return (N, n) ``M(q) ddq + C(q, dq) dq + g(q)`` of the compiled model (its payload included), N·m.
+
+    At the states ``q``, ``dq``, ``ddq`` (N, n) rad, rad/s, rad/s² (MuJoCo's inverse dynamics)."""
     q, dq, ddq = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (q, dq, ddq))
     d = mujoco.MjData(arm.model)
     out = np.empty(q.shape)

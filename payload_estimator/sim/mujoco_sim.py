@@ -41,6 +41,7 @@ import numpy as np
 
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.samples import STANDARD_GRAVITY
+from payload_estimator.errors import ConfigurationError
 from payload_estimator.robots import RobotSpec, resolve_robot
 from payload_estimator.robots.generate import DEFAULT_IMU_XYZ_IN_SENSOR
 from payload_estimator.sim.efforts import EFFORT_STREAM, ArmMismatch, EffortModel
@@ -73,11 +74,11 @@ NO_PAYLOAD = "none"
 
 
 def sample_stride(physics_hz: float, rate_hz: float, what: str) -> int:
-    """Physics steps per sample of a ``rate_hz`` stream; ValueError naming ``what`` if it does not divide."""
+    """Return the physics steps per sample of a ``rate_hz`` stream; ConfigurationError if it does not divide."""
     ratio = physics_hz / rate_hz
     stride = int(round(ratio))
     if stride < 1 or abs(ratio - stride) > 1e-9 * ratio:
-        raise ValueError(f"{what} ({rate_hz} Hz) must divide the physics rate ({physics_hz} Hz)")
+        raise ConfigurationError(f"{what} ({rate_hz} Hz) must divide the physics rate ({physics_hz} Hz)")
     return stride
 
 
@@ -106,7 +107,7 @@ def resolve_payload(
         return payload.name, payload, payload.params
     if payload.mass <= 0.0:
         if np.any(payload.phi != 0.0):
-            raise ValueError("a payload of zero mass must have all its inertial parameters zero")
+            raise ConfigurationError("a payload of zero mass must have all its inertial parameters zero")
         return NO_PAYLOAD, payload, payload
     return "custom", payload, payload
 
@@ -261,13 +262,16 @@ def simulate(
             :data:`~payload_estimator.sim.sensor_noise.FT_BIAS_FRACTION` of the payload weight per
             axis (times 5 cm for torques).
         ft_drift: add a slow drift to the offset (random linear trend plus random walk).
-        sensor_xyz_in_flange, sensor_rpy_in_flange: sensor mount on the flange, m, rad.
+        sensor_xyz_in_flange: sensor origin in the flange frame, m.
+        sensor_rpy_in_flange: sensor orientation in the flange frame, roll/pitch/yaw, rad.
         imu: include an IMU (frame ``imu_link``).
         progress: called with the completed fraction (0 to 1) about 100 times.
-        imu_xyz_in_sensor, imu_rpy_in_sensor: IMU mount in S, m, rad.
+        imu_xyz_in_sensor: IMU origin in S, m.
+        imu_rpy_in_sensor: IMU orientation in S, roll/pitch/yaw, rad.
         physics_rate_hz: integration rate (default: the smallest common
             multiple of the sample rates of at least 1 kHz).
-        bandwidth_hz, damping_ratio: computed-torque gains (``Kp = w²``, ``Kd = 2 zeta w``).
+        bandwidth_hz: computed-torque bandwidth ``w / 2 pi``, Hz (``Kp = w²``).
+        damping_ratio: computed-torque damping ``zeta`` (``Kd = 2 zeta w``).
         schedule: a work cycle: payload changes and contacts (:class:`WorkSchedule`); the
             controller knows the payload held at every instant (its model is the simulated one).
         efforts: a joint-torque sensor (e.g. ``EffortModel.for_robot(robot)``): its friction acts
@@ -286,7 +290,7 @@ def simulate(
                                 sensor_rpy_in_flange, imu_xyz_in_sensor, imu_rpy_in_sensor, arm_mismatch)
     n = spec.n_joints
     if efforts is not None and efforts.n_joints != n:
-        raise ValueError(f"the effort model is for {efforts.n_joints} joints, the {spec.name} has {n}")
+        raise ConfigurationError(f"the effort model is for {efforts.n_joints} joints, the {spec.name} has {n}")
     rec = _integrate(arm, traj, clock, bandwidth_hz, damping_ratio, schedule, efforts, progress)
     if schedule is not None:
         set_payload(arm, params)  # the model as built

@@ -2,11 +2,12 @@
 
 Each payload is a set of solid parts (uniform density each; a negative mass
 carves a hole) placed in the sensor frame ``S``: the object sits on the sensor
-face (``z >= 0``), welded to it as in paper 004. The ground truth is the exact
+face (``z >= 0``), welded to it as in Nadeau et al. The ground truth is the exact
 sum of the parts' inertial parameters; the *envelope* is the outer shape that
 a user would hand to PMD (the weights and holes inside are unknown to it).
 
-Paper-004-like objects reproduce its modular test object (Fig. 2-3): a 3D
+The :data:`PAPER_OBJECTS` reproduce the modular test object of Nadeau, Giamou and Kelly,
+"Fast Object Inertial Parameter Identification for Collaborative Robots" (Fig. 2-3): a 3D
 printed PLA frame with holes holding 101 g steel or 17 g ABS weights in
 several configurations. Everyday tools (a hammer, a drill, a box with an
 off-centre weight) complete the set for the end-to-end benchmarks.
@@ -20,6 +21,7 @@ import numpy as np
 
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.shapes import Box, Cylinder, Shape, Union
+from payload_estimator.errors import ConfigurationError
 
 __all__ = ["Payload", "PAYLOADS", "PAPER_OBJECTS", "TOOL_OBJECTS", "get_payload"]
 
@@ -27,7 +29,7 @@ PLA_DENSITY = 1240.0 * 0.2  # kg/m³, 3D print at 20 % infill
 STEEL_DENSITY = 7850.0
 ALUMINIUM_DENSITY = 2700.0
 HOLE_RADIUS = 0.0125  # m
-STEEL_WEIGHT = 0.101  # kg, paper 004 Fig. 3
+STEEL_WEIGHT = 0.101  # kg, Nadeau et al.'s Fig. 3
 ABS_WEIGHT = 0.017  # kg
 
 
@@ -71,6 +73,7 @@ class Payload:
 
     @property
     def mass(self) -> float:
+        """Total mass, kg."""
         return self.params.mass
 
 
@@ -192,8 +195,8 @@ PAYLOADS: dict[str, Payload] = {p.name: p for p in PAPER_OBJECTS + TOOL_OBJECTS}
 
 
 def get_payload(name: str) -> Payload:
-    """A payload of the catalogue by name."""
+    """Return a payload of the catalogue by name."""
     try:
         return PAYLOADS[name]
     except KeyError:
-        raise ValueError(f"unknown payload {name!r}; choose one of {', '.join(PAYLOADS)}") from None
+        raise ConfigurationError(f"unknown payload {name!r}; choose one of {', '.join(PAYLOADS)}") from None

@@ -27,6 +27,7 @@ from os import PathLike
 import numpy as np
 
 from payload_estimator.core.inertia import InertialParameters
+from payload_estimator.errors import InputError
 from payload_estimator.files import atomic_path
 
 __all__ = ["SimulatedRun", "FORMAT"]
@@ -55,7 +56,8 @@ class SimulatedRun:
 
     Truth:
         payload_name: catalogue name (or ``"custom"``).
-        payload_phi: (10,) inertial parameters in S, paper 004 order (about the origin of S).
+        payload_phi: (10,) inertial parameters in S, in the order of :class:`InertialParameters`
+            (about the origin of S).
         true_ft_bias: (M, 6) the offset added to each wrench sample.
         true_q, true_dq, true_ddq: (N, n) the simulator's joint state and
             acceleration at ``joint_t``, noise-free.
@@ -74,7 +76,7 @@ class SimulatedRun:
         tracking_error_max (n,) max |q_ref - q| over the run, rad,
         torque_clipped_steps (integration steps where a torque hit its limit),
         effort_model: the joint-torque sensor's name ("" for the applied torque plus nominal
-        noise), effort_noise_std (n,) N·m and effort_scale (n,) (empty in files of older versions).
+        noise), effort_noise_std (n,) N·m and effort_scale (n,) (empty when a file lacks them).
 
     A work cycle (the payload changes, contacts push on it; empty otherwise):
         truth_change_t: (K,) s, when the gripper's content changes; ``payload_phi`` is what it
@@ -152,8 +154,9 @@ class SimulatedRun:
             object.__setattr__(self, name, arr)
 
     def phi_at(self, t: np.ndarray | float) -> np.ndarray:
-        """(N, 10) true parameters of what the gripper holds at times ``t`` (a change at ``t``
-        already holds the new payload)."""
+        """Return (N, 10) true parameters of what the gripper holds at times ``t``.
+
+        A change at ``t`` already holds the new payload."""
         k = np.searchsorted(self.truth_change_t, np.atleast_1d(np.asarray(t, dtype=float)), side="right")
         return np.vstack([self.payload_phi[None, :], self.truth_phis])[k]
 
@@ -172,6 +175,7 @@ class SimulatedRun:
 
     @property
     def n_joints(self) -> int:
+        """Number of arm joints."""
         return len(self.joint_names)
 
     @property
@@ -186,8 +190,10 @@ class SimulatedRun:
 
     @property
     def true_rigid_body_torque(self) -> np.ndarray:
-        """(N, n) ``true_joint_torque`` minus the friction: ``M(q) ddq + C dq + g`` of the simulated
-        arm holding its payload, N·m (empty in files of older versions)."""
+        """(N, n) ``true_joint_torque`` minus the friction, N·m.
+
+        ``M(q) ddq + C dq + g`` of the simulated arm holding its payload (empty when the file
+        lacks the joint torques)."""
         if len(self.true_joint_friction) == 0:
             return self.true_joint_torque.copy()
         return self.true_joint_torque - self.true_joint_friction
@@ -218,14 +224,14 @@ class SimulatedRun:
         """Read a file written by :meth:`save`."""
         with np.load(path, allow_pickle=False) as z:
             if "_format" not in z or str(z["_format"][()]) != FORMAT:
-                raise ValueError(f"{path} is not a {FORMAT} file")
+                raise InputError(f"{path} is not a {FORMAT} file")
             kw: dict[str, object] = {}
             for f in dataclasses.fields(cls):
                 if f.name not in z:
                     has_default = f.default is not dataclasses.MISSING
                     if has_default or f.default_factory is not dataclasses.MISSING:
                         continue
-                    raise ValueError(f"{path} lacks the field {f.name!r}")
+                    raise InputError(f"{path} lacks the field {f.name!r}")
                 arr = z[f.name]
                 if f.name == "imu_frame":
                     kw[f.name] = str(arr[()]) or None

@@ -20,8 +20,9 @@ __all__ = ["settings_for_run", "recording_from_run", "stream_for_run"]
 
 
 def settings_for_run(run: SimulatedRun, robot: str | RobotSpec | None = None, **overrides: Any) -> Settings:
-    """The settings of an estimator reading ``run``: its robot, joints and sensor frame, the wrist F/T
-    sensor's wrench (every other setting at its default), with ``overrides`` (settings fields) applied.
+    """Return the settings of an estimator reading ``run``, with ``overrides`` (settings fields) applied.
+
+    Its robot, joints and sensor frame, the wrist F/T sensor's wrench; every other setting at its default.
 
     Args:
         run: the simulated run.
@@ -43,8 +44,10 @@ def settings_for_run(run: SimulatedRun, robot: str | RobotSpec | None = None, **
 
 
 def recording_from_run(run: SimulatedRun, imu: bool = False, wrench: bool = True) -> Recording:
-    """The measured signals of a simulated run, as the robot would deliver them (the IMU's only with ``imu``,
-    the wrench's unless ``wrench`` is False: a robot without a wrist sensor)."""
+    """Return the measured signals of a simulated run, as the robot would deliver them.
+
+    The IMU's only with ``imu``, the wrench's unless ``wrench`` is False (a robot without a
+    wrist sensor)."""
     import numpy as np
 
     has_imu = imu and len(run.imu_t) > 0
@@ -63,8 +66,10 @@ def recording_from_run(run: SimulatedRun, imu: bool = False, wrench: bool = True
 
 def stream_for_run(run: SimulatedRun, shape: Any = None, *, wrench: Any = None, robot: str | RobotSpec | None = None,
                    **overrides: Any) -> Any:
-    """The stream the node would build for ``run`` (:func:`~payload_estimator.pipeline.build.build_stream` of
-    :func:`settings_for_run` with ``overrides``), the payload's ``shape`` for the estimators that need one.
+    """Return the stream the node would build for ``run``.
+
+    :func:`~payload_estimator.pipeline.build.build_stream` of :func:`settings_for_run` with
+    ``overrides``, the payload's ``shape`` for the estimators that need one.
 
     ``wrench``: a wrench source's spec in place of the settings' (e.g. a
     :class:`~payload_estimator.pipeline.sources.joint_effort.JointEfforts` with a calibration held in memory);

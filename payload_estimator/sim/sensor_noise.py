@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from payload_estimator.core.noise import get_noise
+from payload_estimator.errors import ConfigurationError
 
 __all__ = ["SensorNoise", "FtOffset", "FT_BIAS_FRACTION", "FT_DRIFT_RATE_FRACTION", "FT_DRIFT_WALK_FRACTION"]
 
@@ -21,7 +22,7 @@ class SensorNoise:
     """Standard deviations of the zero-mean Gaussian measurement noise, per axis.
 
     Attributes:
-        force: N. torque: N·m (paper 004 Table II).
+        force: N. torque: N·m (Nadeau et al.'s Table II).
         joint_position: rad (encoder). joint_velocity: rad/s (as reported by a
             Franka driver). joint_effort: N·m.
         gyro: rad/s. accelerometer: m/s².
@@ -71,12 +72,14 @@ class FtOffset:
 
     @classmethod
     def draw(cls, rng: np.random.Generator, weight: float, ft_bias: ArrayLike | None, ft_drift: bool) -> FtOffset:
-        """The constant (given, or drawn with std :data:`FT_BIAS_FRACTION` of ``weight``, N) and the
-        drift rate (when ``ft_drift``), drawn from ``rng`` in that order."""
+        """Return the constant offset and the drift rate, drawn from ``rng`` in that order.
+
+        The constant is given, or drawn with std :data:`FT_BIAS_FRACTION` of ``weight`` (N); the
+        drift rate only when ``ft_drift``."""
         scale = max(weight, 1.0) * np.array([1.0, 1.0, 1.0, _TORQUE_ARM, _TORQUE_ARM, _TORQUE_ARM])
         b0 = rng.normal(0.0, FT_BIAS_FRACTION, 6) * scale if ft_bias is None else np.asarray(ft_bias, float)
         if b0.shape != (6,):
-            raise ValueError("ft_bias must have 6 entries")
+            raise ConfigurationError("ft_bias must have 6 entries")
         rate = rng.normal(0.0, FT_DRIFT_RATE_FRACTION, 6) * scale if ft_drift else None
         return cls(b0, scale, rate)
 

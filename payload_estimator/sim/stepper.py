@@ -34,6 +34,7 @@ import mujoco
 import numpy as np
 
 from payload_estimator.core.inertia import InertialParameters
+from payload_estimator.errors import ConfigurationError
 from payload_estimator.sim.efforts import JointFriction
 from payload_estimator.sim.mujoco_model import ArmModel, set_payload
 
@@ -173,7 +174,8 @@ class ArmStepper:
         self.kp, self.kd = float(kp), float(kd)
         self.hook = hook
         if friction is not None and friction.n_joints != len(arm.joint_names):
-            raise ValueError(f"the friction is for {friction.n_joints} joints, the arm has {len(arm.joint_names)}")
+            raise ConfigurationError(
+                f"the friction is for {friction.n_joints} joints, the arm has {len(arm.joint_names)}")
         self.friction = friction
         self.data = mujoco.MjData(arm.model)
 
@@ -190,8 +192,10 @@ class ArmStepper:
         ddq_ref: np.ndarray,
         progress: Callable[[float], None] | None = None,
     ) -> StepRecording:
-        """One step per entry of ``t`` (N,), s (the step length is the model's timestep), tracking
-        the reference ``(q_ref, dq_ref, ddq_ref)`` (N, n) rad, rad/s, rad/s²."""
+        """Integrate one step per entry of ``t`` (N,), s, tracking the reference.
+
+        The step length is the model's timestep; the reference is ``(q_ref, dq_ref, ddq_ref)``
+        (N, n) rad, rad/s, rad/s²."""
         arm, d = self.arm, self.data
         m, hook, kp, kd = arm.model, self.hook, self.kp, self.kd
         n_steps, n = q_ref.shape

@@ -15,6 +15,7 @@ import numpy as np
 import pinocchio as pin
 from scipy.spatial.transform import Rotation
 
+from payload_estimator.errors import InputError
 from payload_estimator.robots.description import parse_description
 
 __all__ = ["LinkTransform", "UrdfTransforms"]
@@ -37,7 +38,7 @@ class UrdfTransforms:
         urdf: the robot description (geometry is not loaded).
 
     Raises:
-        ValueError: a URDF that is not XML or that pinocchio cannot load.
+        InputError: a URDF that is not XML or that pinocchio cannot load.
     """
 
     def __init__(self, urdf: str) -> None:
@@ -45,7 +46,7 @@ class UrdfTransforms:
         try:
             self._model = pin.buildModelFromXML(urdf)
         except (RuntimeError, ValueError) as exc:
-            raise ValueError(f"pinocchio could not build a model from the URDF: {exc}") from None
+            raise InputError(f"pinocchio could not build a model from the URDF: {exc}") from None
         self._data = self._model.createData()
         self._q_neutral = pin.neutral(self._model)
         self._index: dict[str, tuple[int, bool]] = {}  # joint -> (idx_q, continuous)
@@ -66,7 +67,7 @@ class UrdfTransforms:
         return tuple(self._index)
 
     def configuration(self, names: Sequence[str], positions: Sequence[float] | np.ndarray) -> np.ndarray:
-        """pinocchio configuration from named joint positions (others at zero; unknown names ignored)."""
+        """Return pinocchio's configuration from named joint positions (others at zero; unknown names ignored)."""
         q = self._q_neutral.copy()
         for name, value in zip(names, positions):
             entry = self._index.get(name)

@@ -4,11 +4,13 @@ Every trajectory starts at rest at the robot's home pose and never asks the
 controller for a step: positions, velocities and accelerations are continuous
 and the accelerations start from zero.
 
-* :class:`PaperWristSinusoids`: paper 004 (Section V-A). The three wrist joints
+* :class:`PaperWristSinusoids` (``"paper004"``): Nadeau, Giamou and Kelly, "Fast Object
+  Inertial Parameter Identification for Collaborative Robots" (Section V-A). The three wrist joints
   follow ``q0 + A sin(2 pi k f_i tau(t))`` with relative frequencies
   ``f = [0.1, 0.13, 0.16]`` Hz; the time scale ``k`` sets the mean angular
   speed of the flange.
-* :class:`ThesisSinusoids`: paper 000 (Lambert). Every joint follows
+* :class:`ThesisSinusoids` (``"thesis"``): Lambert's all-joint sinusoids (his MIT M.Eng
+  thesis on payload identification with a Franka Panda). Every joint follows
   ``q_home_i + a sin(w_i tau(t))``, ``a = 0.3`` rad, ``w_i ~ U[1, 5]`` rad/s.
 * :class:`PickAndPlace`: a cobot pick-and-place cycle of minimum-jerk segments
   in joint space, with a wrist rotation during the transfer.
@@ -41,6 +43,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from payload_estimator.errors import ConfigurationError
 from payload_estimator.excitation.limits import flange_kinematics
 from payload_estimator.excitation.trajectory import JointTrajectory, MinJerkSegments, min_jerk, ramped_time
 from payload_estimator.pipeline.kinematics import SensorKinematics
@@ -72,7 +75,7 @@ JOINT_SPEED_FRACTION = 0.8
 POSITION_MARGIN = 0.05
 """Joint positions stay this far inside the vendor limits, rad."""
 PAPER_RELATIVE_FREQUENCIES_HZ = (0.1, 0.13, 0.16)
-"""Relative frequencies of paper 004's wrist sinusoids, Hz (before the time scale ``k``)."""
+"""Relative frequencies of Nadeau et al.'s wrist sinusoids, Hz (before the time scale ``k``)."""
 _CHECK_RATE_HZ = 200.0
 
 TRAJECTORY_KINDS: tuple[str, ...] = ("paper004", "thesis", "pickplace")
@@ -151,7 +154,7 @@ def _position_room(spec: RobotSpec, q_centre: np.ndarray) -> np.ndarray:
     """(n,) largest symmetric amplitude about ``q_centre`` inside the limits with margin, rad."""
     room = np.minimum(q_centre - spec.q_min, spec.q_max - q_centre) - POSITION_MARGIN
     if np.any(room < 0.0):
-        raise ValueError(f"{spec.name}: centre pose is closer than the margin to a joint limit")
+        raise ConfigurationError(f"{spec.name}: centre pose is closer than the margin to a joint limit")
     return room
 
 
@@ -178,7 +181,7 @@ class RampedSinusoids:
         name: str = "sinusoids",
     ) -> None:
         if duration <= 0.0:
-            raise ValueError("duration must be positive")
+            raise ConfigurationError("duration must be positive")
         self.q_centre = np.array(q_centre, dtype=float)
         self.amplitude = np.array(amplitude, dtype=float)
         self.omega = np.array(omega, dtype=float)
@@ -207,7 +210,7 @@ class RampedSinusoids:
 
 
 class PaperWristSinusoids(RampedSinusoids):
-    """Paper 004's excitation: the three wrist joints follow ``q_home + A sin(2 pi k f_i tau)``.
+    """Nadeau et al.'s excitation: the three wrist joints follow ``q_home + A sin(2 pi k f_i tau)``.
 
     ``k`` is first set (a few fixed-point steps) so that the mean angular speed
     of the flange between the blends equals ``mean_ang_vel``, then reduced if
@@ -217,7 +220,7 @@ class PaperWristSinusoids(RampedSinusoids):
     Args:
         spec: the robot.
         mean_ang_vel: requested mean angular speed of the flange, rad/s.
-        amplitude_deg: ``A``, degrees (paper: 45).
+        amplitude_deg: ``A``, degrees (Nadeau et al.: 45).
         duration: s.
         ramp: start/stop blend, s.
 
@@ -235,7 +238,7 @@ class PaperWristSinusoids(RampedSinusoids):
         ramp: float = 1.0,
     ) -> None:
         if mean_ang_vel <= 0.0:
-            raise ValueError("mean_ang_vel must be positive")
+            raise ConfigurationError("mean_ang_vel must be positive")
         n = spec.n_joints
         wrist = list(spec.wrist_joints)
         q_home = np.array(spec.q_home, dtype=float)
@@ -283,7 +286,7 @@ def _plateau_grid(duration: float, ramp: float) -> np.ndarray:
 
 
 class ThesisSinusoids(RampedSinusoids):
-    """Paper 000's excitation: ``q_i = q_home_i + a sin(w_i tau)``, ``w_i ~ U[w_min, w_max]``.
+    """Lambert's excitation: ``q_i = q_home_i + a sin(w_i tau)``, ``w_i ~ U[w_min, w_max]``.
 
     When the speed limits are exceeded, amplitude and frequencies are both
     scaled by ``sqrt(s)`` (so the speeds scale by ``s``): the joint range and
@@ -293,8 +296,8 @@ class ThesisSinusoids(RampedSinusoids):
     Args:
         spec: the robot.
         seed: seeds the frequency draw (``np.random.default_rng``).
-        amplitude: ``a``, rad (thesis: 0.3).
-        omega_range: ``(w_min, w_max)``, rad/s (thesis: 1 to 5).
+        amplitude: ``a``, rad (Lambert: 0.3).
+        omega_range: ``(w_min, w_max)``, rad/s (Lambert: 1 to 5).
         duration: s.
         ramp: start/stop blend, s.
 
@@ -450,7 +453,7 @@ class PickAndPlace:
         self.place_dwell = (float(starts[i_place]), float(starts[i_place + 1]))
         self._duration = self.cycle_duration if duration is None else float(duration)
         if self._duration <= 0.0:
-            raise ValueError("duration must be positive")
+            raise ConfigurationError("duration must be positive")
 
     @property
     def duration(self) -> float:
@@ -481,7 +484,10 @@ def _segment_duration(spec: RobotSpec, qa: np.ndarray, qb: np.ndarray, min_segme
 
 # ----------------------------------------------------------------- factory
 def make_trajectory(kind: str, spec: RobotSpec, **kw: Any) -> JointTrajectory:
-    """A trajectory by kind: ``"paper004"``, ``"thesis"`` or ``"pickplace"``.
+    """Return a trajectory by kind: ``"paper004"``, ``"thesis"`` or ``"pickplace"``.
+
+    ``"paper004"`` is Nadeau et al.'s wrist sinusoids, ``"thesis"`` Lambert's all-joint
+    sinusoids, ``"pickplace"`` a pick-and-place cycle.
 
     Keyword arguments go to :class:`PaperWristSinusoids`, :class:`ThesisSinusoids`
     or :class:`PickAndPlace` (all accept ``duration``).
@@ -492,4 +498,4 @@ def make_trajectory(kind: str, spec: RobotSpec, **kw: Any) -> JointTrajectory:
         return ThesisSinusoids(spec, **kw)
     if kind == "pickplace":
         return PickAndPlace(spec, **kw)
-    raise ValueError(f"unknown trajectory kind {kind!r}; choose one of {', '.join(TRAJECTORY_KINDS)}")
+    raise ConfigurationError(f"unknown trajectory kind {kind!r}; choose one of {', '.join(TRAJECTORY_KINDS)}")

@@ -1,5 +1,6 @@
-"""A joint trajectory controller for the live simulated arm (ROS-free): the logic of the simulator
-node's ``control_msgs/action/FollowJointTrajectory`` server.
+"""A joint trajectory controller for the live simulated arm (ROS-free).
+
+It is the logic of the simulator node's ``control_msgs/action/FollowJointTrajectory`` server.
 
 It behaves like ros2_controllers' ``joint_trajectory_controller`` (JTC) where a client can tell:
 
@@ -125,8 +126,9 @@ def _rows(values: object, K: int, n: int, what: str, optional: bool) -> np.ndarr
 
 
 class TrajectoryController:
-    """Executes :class:`TrajectoryGoal` s on a :class:`LiveArm` (module docstring). Not thread-safe:
-    the caller serialises the calls with the arm's stepping.
+    """Executes :class:`TrajectoryGoal` s on a :class:`LiveArm` (module docstring).
+
+    Not thread-safe: the caller serialises the calls with the arm's stepping.
 
     Args:
         arm: the arm.
@@ -177,7 +179,8 @@ class TrajectoryController:
 
     def validate(self, goal: TrajectoryGoal, t_now: float) -> tuple[np.ndarray, np.ndarray, np.ndarray | None,
                                                                    np.ndarray | None]:
-        """Check ``goal`` at arm time ``t_now`` s; its points in the arm's joint order:
+        """Check ``goal`` at arm time ``t_now`` s; return its points in the arm's joint order.
+
         ``(times (K,) in arm time, q (K, n), dq or None, ddq or None)``.
 
         Raises:
@@ -230,8 +233,9 @@ class TrajectoryController:
 
     # ------------------------------------------------------------- execution
     def start(self, goal: TrajectoryGoal, t_now: float) -> PointTrajectory:
-        """Validate ``goal`` and follow it from the current reference state; returns the trajectory
-        followed (its time 0 is ``t_now``). Replaces a running goal.
+        """Validate ``goal`` and follow it from the current reference state; return the trajectory followed.
+
+        Its time 0 is ``t_now``. Replaces a running goal.
 
         Raises:
             GoalError: the goal is refused; the running goal, if any, goes on.
@@ -266,8 +270,9 @@ class TrajectoryController:
         return self._goal is not None and self._ended is None
 
     def progress(self, t_now: float) -> Progress:
-        """The running goal's progress at arm time ``t_now`` (the arm advanced to it). A goal that
-        has just failed its path tolerance is aborted here and the arm brakes."""
+        """Return the running goal's progress at arm time ``t_now`` (the arm advanced to it).
+
+        A goal that has just failed its path tolerance is aborted here and the arm brakes."""
         state = self.arm.state()
         if self._ended is not None:
             return Progress(self._ended.status, self._ended.code, self._ended.message, state)

@@ -1,6 +1,6 @@
 """Workshop tools as a person holds them up to the sensor: 2-4 parts of different densities each.
 
-The estimators are judged on objects like those users pick up (issue 14): steel heads on wooden
+The estimators are judged on objects like those users pick up: steel heads on wooden
 or plastic handles, thin and long blades, light precision tools. Every tool is held at its handle
 end, the handle on the sensor face (``z >= 0``) and the tool along the sensor's +z axis, heads
 and jaws off to +x where a real tool has them. Parts never overlap, so the truth is the exact sum
@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from payload_estimator.core.shapes import Box, Cylinder, Shape, Union
+from payload_estimator.errors import ConfigurationError
 from payload_estimator.sim.payloads import Part, Payload
 
 __all__ = ["WORKSHOP_TOOLS", "bounding_box", "get_tool"]
@@ -109,8 +110,8 @@ WORKSHOP_TOOLS: tuple[Payload, ...] = (
 
 
 def get_tool(name: str) -> Payload:
-    """A workshop tool by name."""
+    """Return a workshop tool by name."""
     for tool in WORKSHOP_TOOLS:
         if tool.name == name:
             return tool
-    raise ValueError(f"unknown tool {name!r}; choose one of {', '.join(t.name for t in WORKSHOP_TOOLS)}")
+    raise ConfigurationError(f"unknown tool {name!r}; choose one of {', '.join(t.name for t in WORKSHOP_TOOLS)}")

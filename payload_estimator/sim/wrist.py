@@ -1,6 +1,7 @@
 """Sensor-level ground truth: a three-joint wrist carrying a payload, computed by pinocchio.
 
-This reproduces the simulation setting of paper 004 (Section V-A/C): the three
+This reproduces the simulation setting of Nadeau, Giamou and Kelly, "Fast Object Inertial
+Parameter Identification for Collaborative Robots" (Section V-A/C): the three
 joints nearest the end effector follow sinusoids, the payload is welded to the
 F/T sensor, and Gaussian noise of Table II is added to the accelerations and
 to the wrench. The wrench comes from pinocchio's recursive Newton-Euler
@@ -22,7 +23,7 @@ from payload_estimator.core.samples import STANDARD_GRAVITY, SensorSamples
 __all__ = ["WristTrajectory", "simulate_wrist", "sensor_rotations", "PAPER_FREQUENCIES_HZ"]
 
 PAPER_FREQUENCIES_HZ = np.array([0.1, 0.13, 0.16])
-"""Relative joint frequencies of paper 004's excitation (joints 4-6)."""
+"""Relative joint frequencies of Nadeau et al.'s excitation (joints 4-6)."""
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class WristTrajectory:
     """Sinusoids ``q_i(t) = q0_i + A_i sin(2 pi k f_i t)`` on the three wrist joints.
 
     ``k`` is set so that the sensor's mean angular speed over ``duration`` is
-    ``mean_ang_vel`` (rad/s); paper 004 uses amplitudes of 45°.
+    ``mean_ang_vel`` (rad/s); Nadeau et al. use amplitudes of 45°.
     """
 
     mean_ang_vel: float = 1.0
@@ -75,9 +76,12 @@ def simulate_wrist(
 
     Args:
         payload: inertial parameters in the sensor frame.
-        duration: seconds of data; ``rate_hz``: sampling rate (paper 004: ~150 samples).
+        trajectory: the wrist's sinusoids.
+        duration: seconds of data.
+        rate_hz: sampling rate, Hz (Nadeau et al.: ~150 samples).
         noise: Table II level added to linear/angular acceleration and wrench (None: exact).
         ft_bias: (6,) constant F/T offset added to the measured wrench.
+        rng: draws the noise (default: a fresh, unseeded generator).
         t_start: time of the first sample on the trajectory. The trajectory's time scale is set
             over this call's window, so separate calls do not join up into one motion
             (:mod:`payload_estimator.sim.cycle` simulates one window and cuts it).
@@ -166,8 +170,9 @@ def sensor_rotations(
     rate_hz: float = 100.0,
     t_start: float = 0.0,
 ) -> np.ndarray:
-    """(N, 3, 3) orientation ``R_world_sensor`` of the sensor at the samples of :func:`simulate_wrist`
-    called with the same trajectory, duration, rate and start (``v_world = R @ v_sensor``)."""
+    """Return the (N, 3, 3) orientation ``R_world_sensor`` of the sensor at the samples of :func:`simulate_wrist`.
+
+    For the same trajectory, duration, rate and start (``v_world = R @ v_sensor``)."""
     import pinocchio as pin
 
     model, _, _ = _build_model(InertialParameters.zero())

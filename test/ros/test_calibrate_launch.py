@@ -8,7 +8,7 @@ links differ from the URDF the estimators get), with realistic efforts (friction
   estimator ``calibrating`` (joint torques, its calibration file in a temporary directory, missing at
   start-up): the test calls its ``~/calibrate`` for 8 s; the file must exist, load, and explain the efforts
   better than the URDF alone; the node then estimates with it (no effort missing);
-* holding the claw hammer along paper 004's motion (another motion than the calibration's), on
+* holding the claw hammer along Nadeau et al.'s wrist motion (another motion than the calibration's), on
   ``/loaded/joint_states``, read by the estimator ``loaded`` with the same calibration file: an ERROR
   diagnostic naming the file and ``~/calibrate`` until the file exists, then (looked for again every
   few seconds) an estimate of a plausible mass.

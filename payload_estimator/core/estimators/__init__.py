@@ -26,6 +26,7 @@ from payload_estimator.core.estimators.pmd import C1_DEFAULT, C1_PAPER, PointMas
 from payload_estimator.core.estimators.rls import RecursiveLeastSquares
 from payload_estimator.core.estimators.rtls import RecursiveTotalLeastSquares
 from payload_estimator.core.shapes import SampledShape
+from payload_estimator.errors import ConfigurationError
 
 __all__ = [
     "AUTO",
@@ -70,5 +71,5 @@ def make_estimator(
     try:
         cls = ESTIMATORS[method.lower()]
     except KeyError:
-        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}") from None
+        raise ConfigurationError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}") from None
     return cls.create(points_in_sensor, bias=bias, **options)

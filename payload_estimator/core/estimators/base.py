@@ -105,7 +105,7 @@ class ChannelWeighting:
     """How the six wrench channels are weighted; the one meaning of ``channel_std`` for every estimator.
 
     * ``None``: uniform weights (every channel 1; forces in N and torques in N·m
-      count alike, as in the papers).
+      count alike, as in Nadeau et al.'s baselines).
     * ``"auto"``: each channel by the inverse of its residual variance, estimated
       from the data (estimators whose ``supports_auto_weights`` is true).
     * six numbers: the known noise std of ``[fx, fy, fz, tx, ty, tz]`` (N, N·m);
@@ -118,8 +118,12 @@ class ChannelWeighting:
 
     @classmethod
     def parse(cls, channel_std: Any, allow_auto: bool, who: str) -> ChannelWeighting:
-        """The weighting ``channel_std`` means (class docstring) for the estimator ``who``, which takes
-        ``"auto"`` when ``allow_auto``.
+        """Return the weighting ``channel_std`` means (class docstring) for the estimator ``who``.
+
+        Args:
+            channel_std: None, ``"auto"`` or six stds (N, N, N, N·m, N·m, N·m).
+            allow_auto: whether the estimator takes ``"auto"``.
+            who: the estimator's name, for the message.
 
         Raises:
             ConfigurationError: anything but None, ``"auto"`` (where taken) or six positive stds.
@@ -184,16 +188,19 @@ class KinematicNoise:
         and the expected noise Gram of the plain regressor rows is not theirs; nothing is compensated."""
 
     def supply(self, lin_acc_std: float, ang_acc_std: float, relative_variance: float) -> None:
-        """Noise levels that whoever made the samples knows better than the samples show (``"auto"``
-        only). Accelerations differentiated from filtered encoder positions carry low-passed noise,
+        """Take noise levels that whoever made the samples knows better than the samples show.
+
+        Only with ``"auto"``. Accelerations differentiated from filtered encoder positions carry low-passed noise,
         which the samples' high differences barely see; the robot pipeline knows the filter and the
         encoders' noise, and supplies what it implies (:meth:`EstimationStream.process`)."""
         if self.auto and np.isfinite(lin_acc_std) and np.isfinite(ang_acc_std):
             self._supplied = (float(lin_acc_std), float(ang_acc_std), float(relative_variance))
 
     def update(self, samples: SensorSamples) -> None:
-        """Follow the noise of the samples' accelerations (``"auto"``), and note samples that carry
-        their own wrench information (nothing is compensated for them)."""
+        """Follow the noise of the samples' accelerations (``"auto"``).
+
+        Also note samples that carry their own wrench information (nothing is compensated for
+        them)."""
         if samples.wrench_information_sqrt is not None:
             self._whitened = True
         if self.auto and self._supplied is None:
@@ -225,9 +232,10 @@ class KinematicNoise:
     def terms(
         self, stats: RegressorStatistics, with_bias: bool, reduced: bool = False
     ) -> list[tuple[np.ndarray, float]]:
-        """The expected noise part of ``stats``' per-channel Grams of the unknowns, one term per
-        noisy signal (linear, angular acceleration): ``(G_i (6, p, p), v_i)`` with ``v_i`` the
-        relative variance of that signal's estimated noise variance (0 when given)."""
+        """Return the expected noise part of ``stats``' per-channel Grams of the unknowns.
+
+        One term per noisy signal (linear, angular acceleration): ``(G_i (6, p, p), v_i)`` with
+        ``v_i`` the relative variance of that signal's estimated noise variance (0 when given)."""
         std = self.std()
         if std is None:
             return []
@@ -299,7 +307,9 @@ class Estimator(abc.ABC):
     def create(
         cls, points_in_sensor: np.ndarray | SampledShape | None = None, *, bias: bool = False, **options: Any
     ) -> Estimator:
-        """An instance with ``options``; ``points_in_sensor`` (n, 3), or a shape's
+        """Return an instance with ``options``.
+
+        ``points_in_sensor`` (n, 3), m, or a shape's
         :class:`~payload_estimator.core.shapes.SampledShape` (whose parts become density groups),
         is required by (and only passed to) estimators with :attr:`needs_points`."""
         make: Any = cls  # subclasses add the points argument and their own options
@@ -388,9 +398,10 @@ class Estimator(abc.ABC):
     def _fit_inputs(
         self,
     ) -> tuple[RegressorStatistics | None, np.ndarray | None, np.ndarray | None]:
-        """What :func:`model_fit` needs: the statistics, their channel weights, and the
-        unconstrained least-squares fit of the same data term when the estimator has a prior
-        or constraints (else None). Default: no test."""
+        """Return what :func:`model_fit` needs: the statistics, their channel weights, and a fit.
+
+        The fit is the unconstrained least-squares fit of the same data term when the estimator
+        has a prior or constraints (else None). Default: no test."""
         return None, None, None
 
     @abc.abstractmethod

@@ -1,6 +1,7 @@
-"""Iterative primitive-shape division (Xu et al., paper 002) on PMD's point masses.
+"""Iterative primitive-shape division (Xu et al.) on PMD's point masses.
 
-Paper 002 describes a body by uniform-density primitives whose masses are the unknowns
+Xu et al., "Real-time Inertial Parameter Identification of Floating-Base Robots Through
+Iterative Primitive Shape Division", describe a body by uniform-density primitives whose masses are the unknowns
 (``phi = U m``, a QP in ``m >= 0``) and refines them (its Algorithm 1): split the primitive
 with the largest ``v = k1 m V + k2 m / V`` (eq. 16) into two along its longest side, the
 children inheriting the parent's mass in proportion to their volumes, re-solve, and stop
@@ -11,16 +12,16 @@ Here a primitive is a cuboid in the frame of the cloud's principal axes holding 
 points, and "one density per primitive" is PMD's density group
 (:class:`~payload_estimator.core.estimators.pmd.PointMassDiscretization`): the regulariser
 spreads mass evenly within each primitive and only weakly across them. Splitting a primitive
-splits its group; every point keeps its mass, which is exactly paper 002's inheritance in
+splits its group; every point keeps its mass, which is exactly Xu et al.'s inheritance in
 proportion to volume, so each division starts from the previous optimum. A user who knows
-only a box around the payload starts from that one cuboid (the paper's unknown-load case);
+only a box around the payload starts from that one cuboid (Xu et al.'s unknown-load case);
 a shape made of parts starts from one primitive per part.
 
-Choices where the paper leaves them open, stated once:
+Choices where Xu et al. leave them open, stated once:
 
 * ``k1 = k2 = 1`` in units of the whole (``m / M``, ``V / V_total``): the massive and large,
   and the dense, are split first (a tool's steel head is both).
-* The change is measured scaled (as the paper asks) by the mass ``M``, ``M l`` for the first
+* The change is measured scaled (as Xu et al. ask) by the mass ``M``, ``M l`` for the first
   moment and ``M l²`` for the inertia, ``l`` half the cloud's longest extent; the division
   stops below :data:`DIVISION_TOLERANCE`, at :data:`MAX_PRIMITIVES`, or when no primitive has
   enough points to split.
@@ -29,7 +30,7 @@ Choices where the paper leaves them open, stated once:
   estimate still changes, so the work per estimate is bounded; a division that stopped is tried
   again once the data have doubled (:data:`RETRY_GROWTH`).
 * A division is kept only when the data pay for it (:data:`SPLIT_EVIDENCE`, BIC's price):
-  the paper's tolerance alone lets noise split a slowly moved payload ever finer.
+  Xu et al.'s tolerance alone lets noise split a slowly moved payload ever finer.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ import numpy as np
 
 from payload_estimator.core.estimators.base import Solution, correlation_factors
 from payload_estimator.core.estimators.pmd import PointMassDiscretization
+from payload_estimator.errors import ConfigurationError
 
 __all__ = ["PrimitiveDivision", "Primitive", "DIVISION_TOLERANCE", "MAX_PRIMITIVES", "MAX_DIVISIONS_PER_ESTIMATE"]
 
@@ -49,7 +51,7 @@ DIVISION_TOLERANCE = 0.005
 SPLIT_EVIDENCE = 1.0
 """A division is kept only when it lowers the data term (a chi-square over the samples'
 correlation factor) by at least ``SPLIT_EVIDENCE * ln n_eff``, BIC's price of one more unknown:
-the paper's tolerance alone lets a slow motion's noise, which barely constrains the inertia,
+Xu et al.'s tolerance alone lets a slow motion's noise, which barely constrains the inertia,
 split the primitives ever finer (on workshop tools: 16 % inertia error where one box gives 11 %)."""
 MAX_PRIMITIVES = 16
 MAX_DIVISIONS_PER_ESTIMATE = 8
@@ -72,6 +74,7 @@ class Primitive:
 
     @property
     def longest_axis(self) -> int:
+        """Index (0, 1, 2) of the cuboid's longest side in the principal frame."""
         return int(np.argmax(self.hi - self.lo))
 
     def split(self, q: np.ndarray) -> tuple[Primitive, Primitive]:
@@ -85,7 +88,7 @@ class Primitive:
 
 
 class PrimitiveDivision(PointMassDiscretization):
-    """PMD whose density groups are refined by iterative primitive-shape division (paper 002).
+    """PMD whose density groups are refined by iterative primitive-shape division (Xu et al.).
 
     Takes PMD's arguments (``part_labels``: the initial primitives, one per part; none: one
     cuboid around all the points) and:
@@ -98,7 +101,7 @@ class PrimitiveDivision(PointMassDiscretization):
     """
 
     name = "pmd-divide"
-    summary = "PMD refined by iterative primitive-shape division from a bounding box (paper 002)"
+    summary = "PMD refined by iterative primitive-shape division from a bounding box (Xu et al.)"
 
     def __init__(
         self,
@@ -111,7 +114,7 @@ class PrimitiveDivision(PointMassDiscretization):
     ) -> None:
         super().__init__(points_in_sensor, **options)
         if max_primitives < 1 or tolerance <= 0:
-            raise ValueError("max_primitives must be at least 1 and tolerance positive")
+            raise ConfigurationError("max_primitives must be at least 1 and tolerance positive")
         self.max_primitives = int(max_primitives)
         self.tolerance = float(tolerance)
         self.evidence = float(evidence)
@@ -159,7 +162,7 @@ class PrimitiveDivision(PointMassDiscretization):
         return labels
 
     def _split_score(self) -> np.ndarray:
-        """Paper 002 eq. (16), ``k1 = k2 = 1`` in units of the whole; -inf where a split is impossible."""
+        """Xu et al.'s eq. (16), ``k1 = k2 = 1`` in units of the whole; -inf where a split is impossible."""
         total_mass = max(float(self.masses.sum()), 1e-300)
         total_volume = float(self.cell_share.sum())
         score = np.full(len(self.primitives), -np.inf)
@@ -217,9 +220,11 @@ class PrimitiveDivision(PointMassDiscretization):
         return solution
 
     def _evidence(self, before: np.ndarray, after: np.ndarray) -> float:
-        """How much better the data fit after a division: the drop of the data term (a chi-square
-        with the channels' inverse noise variances as weights) over the samples' correlation
-        factor, in units of ``ln n_eff`` (BIC's price of one more parameter)."""
+        """Return how much better the data fit after a division, in units of ``ln n_eff``.
+
+        The drop of the data term (a chi-square with the channels' inverse noise variances as
+        weights) over the samples' correlation factor; ``ln n_eff`` is BIC's price of one more
+        parameter."""
         (stats_r, A_r, c_r), (stats_f, A_f, c_f) = self._terms
         H, h = A_r + A_f, c_r + c_f
 

@@ -2,8 +2,9 @@
 
 OLS minimises the plain sum of squared wrench residuals, forces (N) and
 torques (N·m) alike. WLS weights each channel by the inverse of its residual
-variance, estimated from a first OLS pass (survey 001, WLS: ``S`` from OLS
-residuals), or by a noise level the user knows.
+variance, estimated from a first OLS pass (as in Leboutet et al.'s survey, "Inertial
+Parameter Identification in Robotics: A Survey", WLS: ``S`` from OLS residuals), or by a
+noise level the user knows.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ def linear_solution(
     """Solve the (channel-weighted, optionally regularised) normal equations.
 
     Args:
+        stats: the sufficient statistics of the samples.
+        with_bias: also solve for the six F/T offsets.
         channel_weights: (6,) weight of each wrench channel, or None for 1.
         prior_information: (p, p) information added to the normal equations
             (a zero-mean prior, e.g. the initial covariance of RLS).
@@ -49,7 +52,7 @@ def linear_solution(
             the uncertainty of a measured noise level enters the covariance.
 
     The covariance is the sandwich ``A^+ S A^+`` (:func:`sandwich`): right whatever the
-    weights were, with the residuals' correlation across channels and in time.
+    weights are, with the residuals' correlation across channels and in time.
     """
     ne = stats.normal_equations(with_bias, channel_weights)
     cw = np.ones(6) if channel_weights is None else np.asarray(channel_weights, dtype=float)
@@ -74,7 +77,7 @@ def linear_solution(
 
 
 class OrdinaryLeastSquares(Estimator):
-    """Batch ordinary least squares on the full Newton-Euler model (paper 004's OLS baseline).
+    """Batch ordinary least squares on the full Newton-Euler model (Nadeau et al.'s OLS baseline).
 
     Args:
         bias: also estimate the six F/T offsets.

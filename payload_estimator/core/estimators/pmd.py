@@ -1,9 +1,12 @@
-"""Point-mass discretisation (PMD), paper 004 Problem 1, over sufficient statistics.
+"""Point-mass discretisation (PMD), Nadeau et al.'s Problem 1, over sufficient statistics.
+
+Nadeau, Giamou and Kelly, "Fast Object Inertial Parameter Identification for
+Collaborative Robots".
 
 The payload is ``n`` point masses ``m_i >= 0`` at fixed positions ``p_i`` inside
 its shape, so ``phi = P m`` with ``P`` (10 x n) built from the positions: every
 estimate is a non-negative sum of point masses inside the shape, hence
-physically consistent by construction. Paper 004 eq. (8) blends the reduced,
+physically consistent by construction. Their eq. (8) blends the reduced,
 gravity-only model (eq. 6) and the full Newton-Euler model (eq. 3) sample by
 sample with the dynamism weight of eq. (9), ``w = tanh(3 nu / c1)``.
 
@@ -16,21 +19,21 @@ We solve the squared form of Problem 1, a quadratic program:
 
 with ``|r|²_C = sum_k c_k r_k²`` a per-channel weighting (the inverse noise
 variance of each wrench channel, estimated from the residuals by default, or
-uniform as in the paper), ``beta`` the optional F/T offsets and ``m_bar`` the
+uniform as in Nadeau et al.), ``beta`` the optional F/T offsets and ``m_bar`` the
 mean point mass of a uniform body of the mass ``m_ls`` that unconstrained least
 squares gives on the same data (it sets units only). The points fall into
 density groups ``g`` of ``n_g`` points: the parts of a shape made of parts
 (a steel head, a wooden handle: one unknown density each) or the primitives of
-the shape division (:class:`PrimitiveDivision`, paper 002); one group when
-nothing says otherwise. The paper's regulariser ``lambda |m|`` encourages
+the shape division (:class:`PrimitiveDivision`, Xu et al.); one group when
+nothing says otherwise. Nadeau et al.'s regulariser ``lambda |m|`` encourages
 homogeneity but also shrinks the total mass towards zero; centring it on the
-uniform body of the least-squares mass (what this estimator did before) keeps
-the homogeneity but still pulls the mass towards a noisy number and, on a
-non-uniform tool, pulls density from the dense part into the light one. Here
-the regulariser spreads mass evenly *within* each group, and only weakly
-(``mu`` = ``part_coupling`` x ``lambda``) across groups; it never pulls the
-total mass, which the data alone determine (issue 14: PMD's mass error on
-workshop tools went from 7x WLS's to WLS's or better). ``lambda`` is unitless.
+uniform body of the least-squares mass would keep the homogeneity but still
+pull the mass towards a noisy number and, on a non-uniform tool, pull density
+from the dense part into the light one. Here the regulariser spreads mass
+evenly *within* each group, and only weakly (``mu`` = ``part_coupling`` x
+``lambda``) across groups; it never pulls the total mass, which the data alone
+determine (on workshop tools this keeps PMD's mass error at or below WLS's,
+where centring on the least-squares body gave 7x WLS's). ``lambda`` is unitless.
 
 Since ``Y P m = (Y P) m``, the data term equals ``theta^T H theta - 2 h^T theta``
 with ``theta = [P m; beta]`` and ``H``, ``h`` read from the two weighted
@@ -75,6 +78,7 @@ from payload_estimator.core.regressor import (
 )
 from payload_estimator.core.samples import STANDARD_GRAVITY, SensorSamples
 from payload_estimator.core.statistics import WRENCH_COLUMN, RegressorStatistics
+from payload_estimator.errors import ConfigurationError
 
 __all__ = [
     "PointMassDiscretization",
@@ -91,16 +95,17 @@ __all__ = [
 
 C1_DEFAULT = 3.0
 """``c1``, the one default everywhere (the estimator's, ``estimate``, ``demo``, ``replay``, the node).
-Paper 004 trusted the full model only in clearly dynamic samples because Table II's noise in the
-measured accelerations biases it (errors in variables). Every estimator now removes that bias
+Nadeau et al. trust the full model only in clearly dynamic samples because their Table II's noise
+in the measured accelerations biases it (errors in variables). Every estimator here removes that bias
 (:class:`~payload_estimator.core.estimators.base.KinematicNoise`), so the full model can be trusted
 at low dynamism, and the gravity-only model, which is wrong whenever the payload accelerates, gets
 little weight: on the simulated arms, c1 = 300 gave 0.6-4.4 % mass error and c1 = 3 0.07-0.7 %
 (``benchmarks/end_to_end.py --c1``); on sensor-level Table II data c1 = 300 left the COM 2-5
 standard deviations off and c1 = 3 within one (``benchmarks/coverage.py --c1``)."""
 C1_PAPER = 300.0
-"""Paper 004's ``c1`` for its simulations (eq. 9), for comparing with its Table III
-(``benchmarks/accuracy.py``). On a real xArm with noisy kinematics the paper needed 5e3-25e3."""
+"""Nadeau et al.'s ``c1`` for their simulations (eq. 9), for comparing with their Table III.
+
+``benchmarks/accuracy.py`` compares. On a real xArm with noisy kinematics they needed 5e3-25e3."""
 
 
 SHAPE_INERTIA_SPREAD = 0.25
@@ -123,7 +128,7 @@ handle ~0.3x; see :meth:`PointMassDiscretization._posterior_covariance`)."""
 def point_mass_matrix(points: np.ndarray, own_inertia: np.ndarray | None = None) -> np.ndarray:
     """``P`` (10 x n): column ``i`` is ``phi`` of a unit point mass at ``points[i]``.
 
-    ``phi = [1, p, vech(|p|² I - p p^T)]`` (paper 004 eq. (5) with ``k`` = 0, 1, 2). With
+    ``phi = [1, p, vech(|p|² I - p p^T)]`` (Nadeau et al.'s eq. (5) with ``k`` = 0, 1, 2). With
     ``own_inertia`` (n, 6), m², each point also carries that inertia per kg about itself
     (:func:`~payload_estimator.core.shapes.own_inertia`): points of equal mass then have their
     solid's inertia, where bare points miss the spread within each grid cell (a tool sampled by
@@ -140,12 +145,12 @@ def point_mass_matrix(points: np.ndarray, own_inertia: np.ndarray | None = None)
 
 
 def dynamism_weight(nu: np.ndarray, c1: float) -> np.ndarray:
-    """Paper 004 eq. (9): ``w = tanh(3 nu / c1)``, the share of the full model."""
+    """Nadeau et al.'s eq. (9): ``w = tanh(3 nu / c1)``, the share of the full model."""
     return np.tanh(3.0 * np.asarray(nu, dtype=float) / c1)
 
 
 class PointMassDiscretization(Estimator):
-    """PMD estimator (paper 004).
+    """PMD estimator (Nadeau et al.).
 
     Args:
         points_in_sensor: (n, 3) point-mass positions in the sensor frame, m
@@ -154,7 +159,7 @@ class PointMassDiscretization(Estimator):
             :data:`C1_PAPER`.
         regularization: ``lambda``, weight of each group's spread of point masses about
             its mean, in units of ``m_bar``, relative to the channel-weighted squared
-            residuals (the paper's 0.1 belongs to its unsquared, unweighted objective;
+            residuals (Nadeau et al.'s 0.1 belongs to their unsquared, unweighted objective;
             1.0 is our benchmarked default).
         part_labels: (n,) density group of each point (a shape's parts, see
             :func:`~payload_estimator.core.shapes.sample_parts`), or None for one group.
@@ -168,7 +173,7 @@ class PointMassDiscretization(Estimator):
             groups (it picks the most uniform of the solutions the data cannot tell apart).
         channel_std: ``"auto"`` (estimate each channel's residual std from the
             data and weight by its inverse variance), None (uniform weights, as
-            in the paper) or (6,) known stds (N, N·m).
+            in Nadeau et al.) or (6,) known stds (N, N·m).
         dynamism_scales: ``(n1, n2, n3)`` of eq. (4).
         bias: also estimate the six F/T offsets.
         solver: ``"osqp"`` (persistent, warm-started OSQP workspace) or any
@@ -179,14 +184,14 @@ class PointMassDiscretization(Estimator):
             acceleration is measured with little noise relative to ``g`` and
             multiplies only the mass and COM, so keeping it removes the reduced
             model's bias at higher speeds (mass error at 2 rad/s: 2.0 % -> 0.5 %
-            in ``benchmarks/accuracy.py``); False is the paper's eq. (6) exactly.
+            in ``benchmarks/accuracy.py``); False is Nadeau et al.'s eq. (6) exactly.
         kinematic_noise: noise of the measured accelerations, compensated in the data
             term (:class:`~payload_estimator.core.estimators.base.KinematicNoise`):
             ``"auto"`` (default), None or ``(lin_acc_std, ang_acc_std)``.
     """
 
     name = "pmd"
-    summary = "point-mass discretisation, physically consistent QP (paper 004)"
+    summary = "point-mass discretisation, physically consistent QP (Nadeau et al.)"
     needs_points = True
     has_prior = True
     settings_options = {"c1": "c1", "regularization": "regularization"}
@@ -217,7 +222,7 @@ class PointMassDiscretization(Estimator):
         if not np.all(np.isfinite(points)):
             raise ValueError("points_in_sensor has non-finite coordinates")
         if c1 <= 0 or regularization < 0:
-            raise ValueError("c1 must be positive and regularization non-negative")
+            raise ConfigurationError("c1 must be positive and regularization non-negative")
         self.points = points
         self.c1 = float(c1)
         self.regularization = float(regularization)
@@ -236,7 +241,7 @@ class PointMassDiscretization(Estimator):
         if labels is not None and labels.shape != (len(points),):
             raise ValueError(f"part_labels must have one label per point ({len(points)}), got shape {labels.shape}")
         if part_coupling < 0:
-            raise ValueError("part_coupling must be non-negative")
+            raise ConfigurationError("part_coupling must be non-negative")
         self.part_labels = None if labels is None else np.unique(labels, return_inverse=True)[1].reshape(-1)
         self.part_coupling = float(part_coupling)
         has_parts = self.part_labels is not None and int(self.part_labels.max()) > 0
@@ -270,11 +275,14 @@ class PointMassDiscretization(Estimator):
 
     @property
     def n_points(self) -> int:
+        """Number of point masses."""
         return self.points.shape[0]
 
     def _density_units(self) -> list[np.ndarray]:
-        """The point sets whose density the covariance's prior lets vary together: the shape's
-        parts when it has several (each of one material), else the eighths of the cloud."""
+        """Return the point sets whose density the covariance's prior lets vary together.
+
+        The shape's parts when it has several (each of one material), else the eighths of the
+        cloud."""
         if self.part_labels is not None and self.part_labels.max() > 0:
             return [np.flatnonzero(self.part_labels == g) for g in range(int(self.part_labels.max()) + 1)]
         return density_parts(self.points)
@@ -329,9 +337,10 @@ class PointMassDiscretization(Estimator):
         return rough
 
     def _data_terms(self, channel_weights: np.ndarray) -> list[tuple[RegressorStatistics, np.ndarray, np.ndarray]]:
-        """``(statistics, A, c)`` of the reduced and the full model's data terms, each ``A``
-        compensated for the noise in its regressor (the reduced model's ``g - a`` carries the
-        ``a`` noise only, and none with the paper's ``g``)."""
+        """Return ``(statistics, A, c)`` of the reduced and the full model's data terms.
+
+        Each ``A`` is compensated for the noise in its regressor (the reduced model's ``g - a``
+        carries the ``a`` noise only, and none with Nadeau et al.'s ``g``)."""
         out = []
         for stats, reduced in ((self.stats_reduced, True), (self.stats_full, False)):
             ne = stats.normal_equations(self.with_bias, channel_weights)
@@ -419,8 +428,10 @@ class PointMassDiscretization(Estimator):
         return np.array([1.0, 1.0, 1.0, 100.0, 100.0, 100.0])
 
     def _residual_variances(self, x: np.ndarray, m_bar: float) -> np.ndarray:
-        """(6,) residual variance per channel of Problem 1 at the QP's ``x = [u; beta]`` (the QP's
-        weights; per sample, so that ``lambda`` keeps its meaning whatever the sampling)."""
+        """Return the (6,) residual variance per channel of Problem 1 at the QP's ``x = [u; beta]``.
+
+        With the QP's weights, per sample, so that ``lambda`` keeps its meaning whatever the
+        sampling."""
         n = self.n_points
         theta = self.P_cells @ (np.clip(x[:n], 0.0, None) * m_bar)
         if self.with_bias:

@@ -76,8 +76,9 @@ drifting along a flat valley for 20,000 iterations to a mass of 10^10 kg."""
 
 @dataclass(frozen=True)
 class QPResult:
-    """``x = [u; beta]``, the solver's status string, and whether it converged (else ``x`` is the
-    last iterate when it was usable, or the previous solution)."""
+    """A QP solution: ``x = [u; beta]``, the solver's status string, and whether it converged.
+
+    When it did not converge, ``x`` is the last iterate if usable, else the previous solution."""
 
     x: np.ndarray
     status: str
@@ -121,9 +122,10 @@ class _SupportProblem:
     @classmethod
     def from_objective(cls, P_values: np.ndarray, P_coordinates: tuple[np.ndarray, np.ndarray], q: np.ndarray,
                        M: np.ndarray, n: int, nx: int) -> _SupportProblem | None:
-        """The blocks of the QP of :class:`LiftedPointMassQP` with ``n`` points and ``nx`` unknowns
-        before ``z`` (``P_values`` the CSC data at ``P_coordinates``, ``M = L^T T``); None when a
-        point has no curvature of its own."""
+        """Return the blocks of the QP of :class:`LiftedPointMassQP`, or None.
+
+        ``n`` points and ``nx`` unknowns before ``z``; ``P_values`` is the CSC data at
+        ``P_coordinates``, ``M = L^T T``. None when a point has no curvature of its own."""
         p = M.shape[0]
         k = nx - n
         rows, cols = P_coordinates
@@ -157,8 +159,9 @@ class _SupportProblem:
         return gradient
 
     def solve(self, support: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The unconstrained minimiser with the points outside ``support`` (n,) held at zero:
-        ``(y_u (n,), y_s (k,))``. Its point block, diagonal plus the rank-p ``2 C_u^T C_u``, is
+        """Return the unconstrained minimiser ``(y_u (n,), y_s (k,))`` with the points outside ``support`` at zero.
+
+        ``support`` is (n,). Its point block, diagonal plus the rank-p ``2 C_u^T C_u``, is
         solved by the Woodbury identity and a Schur complement on the few other unknowns,
         ``O(n p²)``, then iteratively refined. Raises ``LinAlgError`` when it is singular."""
         diag_u, c_rows, c_cols, c_vals = self.diag_u, self.c_rows, self.c_cols, self.c_vals
@@ -249,8 +252,10 @@ class LiftedPointMassQP:
         self.set_groups(groups)
 
     def set_groups(self, groups: np.ndarray | None) -> None:
-        """Assign the points to density groups (drops the workspace: the pattern changes;
-        the warm start is kept for the points and offsets)."""
+        """Assign the points to density groups.
+
+        This drops the workspace (the pattern changes); the warm start is kept for the points
+        and offsets."""
         labels = np.zeros(self.n, dtype=int) if groups is None else np.asarray(groups)
         if labels.shape != (self.n,):
             raise ValueError(f"groups must have one label per point ({self.n}), got shape {labels.shape}")
@@ -278,8 +283,9 @@ class LiftedPointMassQP:
 
     # ------------------------------------------------------------ matrices
     def _constraint_pattern(self) -> sp.csc_matrix:
-        """CSC pattern of ``[[L^T T, 0, -I], [I_u, 0, 0]]`` with placeholder values
-        (columns: u, beta, the group levels v and w, z)."""
+        """Return the CSC pattern of ``[[L^T T, 0, -I], [I_u, 0, 0]]`` with placeholder values.
+
+        Columns: u, beta, the group levels v and w, z."""
         n, nb, p = self.n, self.nb, self.p
         indices: list[np.ndarray] = []
         # u columns: p dense rows, then the row of their bound
@@ -342,8 +348,10 @@ class LiftedPointMassQP:
         return np.concatenate(parts)
 
     def _warm_start(self, x_ub: np.ndarray) -> np.ndarray:
-        """A full primal vector from ``[u; beta]``: the group levels at their groups' means
-        (the optimum of the regulariser for these ``u``), ``z`` left at zero."""
+        """Return a full primal vector from ``[u; beta]``.
+
+        The group levels are at their groups' means (the optimum of the regulariser for these
+        ``u``), ``z`` is left at zero."""
         u = x_ub[: self.n]
         v = np.bincount(self.group_of, weights=u, minlength=self.n_groups) / np.maximum(self.group_sizes, 1.0)
         w = float(np.dot(v, self.group_sizes) / max(self.n, 1))
@@ -353,8 +361,15 @@ class LiftedPointMassQP:
     def solve(
         self, H: np.ndarray, h: np.ndarray, m_bar: float, regularization: float, coupling: float = 0.0
     ) -> QPResult:
-        """Solve for the data term ``(H, h)`` in ``theta``, the mean point mass ``m_bar`` (kg), the
-        within-group weight ``regularization`` (``lambda``) and the across-group ``coupling`` (``mu``)."""
+        """Solve the QP for one data term.
+
+        Args:
+            H: the data term's matrix in ``theta``.
+            h: the data term's vector in ``theta``.
+            m_bar: the mean point mass, kg.
+            regularization: the within-group weight ``lambda``.
+            coupling: the across-group weight ``mu``.
+        """
         n, nb, p = self.n, self.nb, self.p
         # Normalise the objective (does not move the minimiser) so tolerances are relative.
         scale = max(float(np.trace(H)) * m_bar**2 * n / p, 1e-300)

@@ -27,6 +27,7 @@ from payload_estimator.core.estimators.least_squares import linear_solution
 from payload_estimator.core.regressor import N_BIAS, N_PARAMS, features_regressor, samples_features
 from payload_estimator.core.samples import SensorSamples
 from payload_estimator.core.statistics import RegressorStatistics
+from payload_estimator.errors import ConfigurationError
 
 __all__ = ["RecursiveLeastSquares"]
 
@@ -64,7 +65,7 @@ class RecursiveLeastSquares(Estimator):
     ) -> None:
         super().__init__(bias=bias, kinematic_noise=kinematic_noise)
         if initial_covariance <= 0.0:
-            raise ValueError("initial_covariance must be positive")
+            raise ConfigurationError("initial_covariance must be positive")
         self.forgetting = check_forgetting(forgetting)
         self.initial_covariance = float(initial_covariance)
         self.min_information = float(min_information)

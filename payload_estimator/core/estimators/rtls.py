@@ -108,6 +108,7 @@ from payload_estimator.core.regressor import (
 from payload_estimator.core.samples import SensorSamples
 from payload_estimator.core.signal_noise import SignalNoise
 from payload_estimator.core.statistics import WRENCH_COLUMN, RegressorStatistics
+from payload_estimator.errors import ConfigurationError
 
 __all__ = ["RecursiveTotalLeastSquares", "REWEIGHTINGS"]
 
@@ -178,25 +179,25 @@ class RecursiveTotalLeastSquares(Estimator):
         self.forgetting = check_forgetting(forgetting)
         self.rms_scaling = isinstance(column_std, str)
         if self.rms_scaling and column_std != "rms":
-            raise ValueError(f"column_std must be None, 'rms' or 11 stds, got {column_std!r}")
+            raise ConfigurationError(f"column_std must be None, 'rms' or 11 stds, got {column_std!r}")
         self.column_std = None if column_std is None or self.rms_scaling else np.asarray(column_std, dtype=float)
         if self.column_std is not None and (
             self.column_std.shape != (11,) or np.any(self.column_std <= 0)
         ):
-            raise ValueError("column_std must be 11 positive numbers")
+            raise ConfigurationError("column_std must be 11 positive numbers")
         if not isinstance(wrench_noise, str) and np.all(np.asarray(wrench_noise, dtype=float) == 0.0):
             wrench_noise = AUTO  # zeros (the settings' default): not given, measure it
         self.wrench_auto = isinstance(wrench_noise, str)
         if self.wrench_auto and wrench_noise != AUTO:
-            raise ValueError(f"wrench_noise must be 'auto' or (force_std, torque_std), got {wrench_noise!r}")
+            raise ConfigurationError(f"wrench_noise must be 'auto' or (force_std, torque_std), got {wrench_noise!r}")
         self.wrench_std = None if self.wrench_auto else np.asarray(wrench_noise, dtype=float)
         if self.wrench_std is not None and (self.wrench_std.shape != (2,) or np.any(self.wrench_std <= 0)):
-            raise ValueError("wrench_noise must be two positive numbers (N, N·m)")
+            raise ConfigurationError("wrench_noise must be two positive numbers (N, N·m)")
         weighting = ChannelWeighting.parse(channel_std, allow_auto=True, who=self.name)
         self.channel_weights = weighting.known
         self.auto_weights = weighting.auto and column_std is None
         if floor is not None and not 0.0 < floor < 1.0:
-            raise ValueError(f"floor must be in (0, 1) or None, got {floor!r}")
+            raise ConfigurationError(f"floor must be in (0, 1) or None, got {floor!r}")
         self.floor = None if floor is None else float(floor)
         self.stats = RegressorStatistics()
         self._force_noise = SignalNoise()
@@ -223,8 +224,10 @@ class RecursiveTotalLeastSquares(Estimator):
     # --- the noise model -------------------------------------------------------------------
 
     def wrench_noise_std(self) -> np.ndarray | None:
-        """(6,) noise std of ``[fx, fy, fz, tx, ty, tz]`` (N, N·m): given, or measured from the
-        wrench (forces and torques pooled apart); None until it can be measured."""
+        """Return the (6,) noise std of ``[fx, fy, fz, tx, ty, tz]`` (N, N·m).
+
+        Given, or measured from the wrench (forces and torques pooled apart); None until it can
+        be measured."""
         if self.wrench_std is not None:
             force, torque = float(self.wrench_std[0]), float(self.wrench_std[1])
         else:
@@ -241,7 +244,8 @@ class RecursiveTotalLeastSquares(Estimator):
         return regressor_noise_gram(std[0], std[1])
 
     def channel_noise_variance(self, phi: np.ndarray | None = None) -> np.ndarray | None:
-        """(6,) equation-error variance of each channel's rows at ``phi`` that the noise model predicts,
+        """Return the (6,) equation-error variance the noise model predicts for each channel's rows at ``phi``.
+
         ``sigma_wk² + phi^T G_k phi`` (N², N²·m²; the wrench noise alone without ``phi``: the first
         solve's weights are its inverses); None until the wrench noise is measured, or when nothing
         is noisy. The pencil's ``C`` is its channel-weighted sum over the samples."""
@@ -297,8 +301,9 @@ class RecursiveTotalLeastSquares(Estimator):
                                 n * float(np.sum(weights * sigma_w**2)))
 
     def _reduced_gram(self, weights: np.ndarray) -> np.ndarray:
-        """(11, 11) channel-weighted Gram of ``[Y, w]`` with the exact offset columns eliminated
-        (Schur complement: mixed LS-TLS)."""
+        """Return the (11, 11) channel-weighted Gram of ``[Y, w]`` with the exact offset columns eliminated.
+
+        The elimination is a Schur complement: mixed LS-TLS."""
         M = self.stats.combined(weights)
         Mnn = M[np.ix_(_NOISY, _NOISY)]
         if self.with_bias:
@@ -308,9 +313,10 @@ class RecursiveTotalLeastSquares(Estimator):
         return Mnn
 
     def _solve_gtls(self, weights: np.ndarray, noise: np.ndarray | None, wrench_noise: float) -> _Fit:
-        """GTLS of the pencil ``(M, C)``, ``C = diag(noise (10, 10), wrench_noise)`` (summed over the
-        samples, channel-weighted): ``phi`` from (1) with the correction capped at ``1 - floor``,
-        or the eigenvector when :attr:`floor` is None."""
+        """Solve the GTLS of the pencil ``(M, C)``, ``C = diag(noise (10, 10), wrench_noise)``.
+
+        Both are summed over the samples, channel-weighted: ``phi`` from (1) with the correction
+        capped at ``1 - floor``, or the eigenvector when :attr:`floor` is None."""
         Mnn = self._reduced_gram(weights)
         C = np.zeros((N_PARAMS + 1, N_PARAMS + 1))
         C[N_PARAMS, N_PARAMS] = wrench_noise

@@ -91,9 +91,13 @@ def _franka_stiffness(settings: Settings, context: SourceContext) -> WrenchSpec:
 
 
 def load_arm_calibration(settings: Settings, joint_names: tuple[str, ...] | list[str]) -> ArmCalibration | None:
-    """The arm calibration ``settings.arm_calibration`` names (None: empty, or a source without joint torques),
-    checked against the robot and its joints; :class:`~payload_estimator.errors.CalibrationError` in one line
-    if it is missing or another arm's."""
+    """Load the arm calibration ``settings.arm_calibration`` names, checked against the robot and its joints.
+
+    None when the setting is empty, or for a source without joint torques.
+
+    Raises:
+        CalibrationError: the calibration is missing or another arm's (one line).
+    """
     from payload_estimator.pipeline.arm_dynamics import ArmCalibration
 
     if settings.wrench_source is not WrenchSource.JOINT_TORQUES or not settings.arm_calibration:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from payload_estimator.errors import ConfigurationError
 from payload_estimator.pipeline.health import WRONG_FRAME
 from payload_estimator.pipeline.imu import ImuMotion, ImuMount, ImuProcessor
 from payload_estimator.pipeline.sources.strategies import IMU, MotionInput
@@ -25,14 +26,17 @@ __all__ = ["ImuKinematics", "ImuKinematicsInput", "imu_mount_in_description"]
 
 
 def imu_mount_in_description(kinematics: SensorKinematics, imu_frame: str, sensor_frame: str) -> ImuMount:
-    """The pose of ``imu_frame`` in ``sensor_frame``, from the description; ``ValueError`` if the frame is
-    missing or not rigidly attached to the sensor frame."""
+    """Return the pose of ``imu_frame`` in ``sensor_frame``, from the description.
+
+    Raises:
+        ConfigurationError: the frame is missing or not rigidly attached to the sensor frame.
+    """
     if not kinematics.has_frame(imu_frame):
-        raise ValueError(f"IMU frame {imu_frame!r} is not in the robot description")
+        raise ConfigurationError(f"IMU frame {imu_frame!r} is not in the robot description")
     q0 = np.zeros((1, kinematics.n_joints))
     R, p = kinematics.frame_pose(q0, imu_frame, sensor_frame)
     if not np.allclose(kinematics.frame_pose(q0 + 0.3, imu_frame, sensor_frame)[1], p):
-        raise ValueError("the IMU must be rigidly attached to the sensor frame")
+        raise ConfigurationError("the IMU must be rigidly attached to the sensor frame")
     return ImuMount(R[0], p[0])
 
 
@@ -50,7 +54,7 @@ class ImuKinematics:
 
     def __post_init__(self) -> None:
         if self.imu_frame is None and self.imu_mount is None:
-            raise ValueError("motion_source 'imu' needs imu_frame or imu_mount")
+            raise ConfigurationError("motion_source 'imu' needs imu_frame or imu_mount")
 
     def create(self, kinematics: SensorKinematics, sensor_frame: str, rate_hz: float, cutoff_hz: float,
                order: int, gravity: float) -> ImuKinematicsInput:

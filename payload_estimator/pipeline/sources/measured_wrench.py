@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from payload_estimator.errors import ConfigurationError
 from payload_estimator.pipeline.health import WRONG_FRAME
 from payload_estimator.pipeline.sources.strategies import WRENCH, WrenchInput
 from payload_estimator.pipeline.wrench import SaturationCheck, WrenchConvention, wrench_to_sensor
@@ -39,10 +40,14 @@ class MeasuredWrench:
     saturation: SaturationCheck | None = None
 
     def create(self, kinematics: SensorKinematics, sensor_frame: str) -> MeasuredWrenchInput:
-        """The strategy for a stream; ``ValueError`` if a frame of the convention is not in the description."""
+        """Return the strategy for a stream.
+
+        Raises:
+            ConfigurationError: a frame of the convention is not in the description.
+        """
         for frame in {self.convention.expressed_in, self.convention.reference_frame}:
             if not kinematics.has_frame(frame):
-                raise ValueError(f"wrench frame {frame!r} is not in the robot description")
+                raise ConfigurationError(f"wrench frame {frame!r} is not in the robot description")
         return MeasuredWrenchInput(self, kinematics, sensor_frame)
 
 

@@ -51,7 +51,8 @@ class WrenchInput(ABC):
         """Width of the raw signal that is filtered beside the joint positions."""
 
     def admit_frame(self, frame_id: str, n: int, health: InputHealth) -> bool:
-        """Whether a batch of ``n`` wrench messages in ``frame_id`` is for it (else dropped and counted).
+        """Tell whether a batch of ``n`` wrench messages in ``frame_id`` is for it (else dropped and counted).
+
         Only called when :attr:`reads_wrench`."""
         return True
 
@@ -61,15 +62,19 @@ class WrenchInput(ABC):
 
     @abstractmethod
     def raw_signal(self, q_raw: np.ndarray, values: np.ndarray) -> np.ndarray:
-        """The signal to filter, (N, :meth:`channels`), from the aligned source values (a wrench as the
-        source reports it, or the efforts) and the raw joint positions ``q_raw`` at the same instants."""
+        """Return the signal to filter, (N, :meth:`channels`).
+
+        Made from the aligned source values (a wrench as the source reports it, or the efforts)
+        and the raw joint positions ``q_raw`` at the same instants."""
 
     @abstractmethod
     def sample_wrench(
         self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, filtered: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray | None]:
-        """The samples' wrench on ``S`` (N, 6) and the square root of its information (N, 6, 6), or None for
-        a wrench measured channel by channel, from the filtered joint states and filtered signal."""
+        """Return the samples' wrench on ``S`` (N, 6) and the square root of its information (N, 6, 6).
+
+        The information is None for a wrench measured channel by channel. Both come from the
+        filtered joint states and the filtered signal."""
 
 
 class WrenchSpec(Protocol):
@@ -102,8 +107,9 @@ class MotionInput(ABC):
         return True
 
     def advance(self, t: np.ndarray, q_raw: np.ndarray, values: np.ndarray | None) -> object:
-        """Run a whole segment of the grid through its own filters (every segment, even one whose rows are
-        all held back), and return what :meth:`motion` picks the kept rows from.
+        """Run a whole segment of the grid through its own filters; return what :meth:`motion` picks from.
+
+        Every segment is run, even one whose rows are all held back.
 
         Args:
             t: (N,) grid times of the segment, s.
@@ -115,8 +121,10 @@ class MotionInput(ABC):
     @abstractmethod
     def motion(self, advanced: object, joints: SensorMotion, keep: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(ang_vel, ang_acc, lin_acc)`` in ``S`` of the rows ``keep`` selects (among the segment's filtered
-        rows); ``joints`` is the joint kinematics of those rows, filtered like everything else."""
+        """Return ``(ang_vel, ang_acc, lin_acc)`` in ``S`` of the rows ``keep`` selects.
+
+        ``keep`` selects among the segment's filtered rows; ``joints`` is the joint kinematics of
+        those rows, filtered like everything else."""
 
 
 class MotionSpec(Protocol):
