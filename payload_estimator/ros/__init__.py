@@ -1,5 +1,6 @@
-"""The ROS 2 shell: the estimator node (with its ``~/calibrate`` service and ``~/identify`` action), the
-robot bridges for ``~/apply`` and the simulator node.
+"""The ROS 2 shell: the estimator node, the robot bridges for ``~/apply`` and the simulator node.
+
+The estimator node serves ``~/calibrate`` and ``~/identify`` besides its topics.
 
 Everything here imports rclpy; nothing outside this package does. The logic
 lives in the ROS-free modules (``settings``, ``pipeline``, ``outputs``,

@@ -1,7 +1,7 @@
-"""``~/calibrate`` (``payload_estimator/srv/Calibrate``) on the estimator node: record the unloaded arm,
-write its calibration, and in joint-torque mode estimate with it.
+"""``~/calibrate`` (``payload_estimator/srv/Calibrate``) on the estimator node.
 
-The request is served by a
+The service records the unloaded arm, writes its calibration and, in
+joint-torque mode, estimates with it. The request is served by a
 :class:`~payload_estimator.supervision.calibration_service.CalibrationService`
 (ROS-free); this module only declares the service, fills the response and logs
 the answer. The service records for seconds: it runs in a reentrant callback

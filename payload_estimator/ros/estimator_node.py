@@ -1,4 +1,4 @@
-"""The payload estimator node: joint states, a wrist wrench or the joints' efforts (and an IMU) in, the payload out.
+r"""The payload estimator node: joint states, a wrist wrench or the joints' efforts (and an IMU) in, the payload out.
 
 Parameters in (one per :class:`~payload_estimator.settings.Settings` field,
 usually from ``config/<robot>.yaml``); a processing loop in a thread of its own
@@ -14,7 +14,7 @@ and publishes what it returns::
     imu_topic           (sensor_msgs/Imu, optional)        --+                             (Driver: stream)
     robot_description   (std_msgs/String, latched)         ----> Supervisor.on_description (frames from tf2)
 
-    ~/estimate       payload_estimator/PayloadEstimate   \\
+    ~/estimate       payload_estimator/PayloadEstimate   \
     ~/inertia        geometry_msgs/InertiaStamped          } publish_rate_hz (stale: the last good one again)
     ~/markers        visualization_msgs/MarkerArray       /  (markers only while someone subscribes)
     ~/urdf_inertial  std_msgs/String (latched; when the estimate changes noticeably or converges)
@@ -167,11 +167,27 @@ class EstimatorNode(Node):
     # on Jazzy, not one loop turn later (a ~/apply right after it would see the old settings).
     # The parameter services call these two as well.
     def set_parameters(self, parameter_list: list[Parameter]) -> list[SetParametersResult]:
+        """Set parameters as :meth:`rclpy.node.Node.set_parameters` does, then apply accepted changes at once.
+
+        Args:
+            parameter_list: the parameters to set.
+
+        Returns:
+            One result per parameter (accepted, or why not).
+        """
         results = super().set_parameters(parameter_list)
         self._apply_pending_parameters()
         return results
 
     def set_parameters_atomically(self, parameter_list: list[Parameter]) -> SetParametersResult:
+        """Set parameters all or none, as rclpy does, then apply an accepted change at once.
+
+        Args:
+            parameter_list: the parameters to set.
+
+        Returns:
+            Whether they were set, or why not.
+        """
         result = super().set_parameters_atomically(parameter_list)
         self._apply_pending_parameters()
         return result
@@ -189,8 +205,11 @@ class EstimatorNode(Node):
             self.supervisor.on_description(msg.data)
 
     def process(self) -> None:
-        """One turn of the processing loop: drain the queue into the supervisor (one Driver turn), publish
-        what it returns, and tick ``~/identify``."""
+        """One turn of the processing loop, holding :attr:`lock`.
+
+        It drains the queue into the supervisor (one Driver turn), publishes what it returns and ticks
+        ``~/identify``.
+        """
         with self.lock:
             self._process()
 
@@ -274,6 +293,7 @@ class EstimatorNode(Node):
             return topic
 
     def destroy_node(self) -> None:
+        """Stop forwarding the package's log, destroy the input node, then this node."""
         self._log_forwarding.remove()
         self.input_node.destroy_node()
         super().destroy_node()
@@ -291,9 +311,17 @@ class _Stop:
 
 
 def spin_inputs(node: EstimatorNode) -> tuple[Any, threading.Thread]:
-    """Start ``node``'s processing loop, which takes its inputs, in a thread of its own; returns what stops
-    it (``.shutdown()``) and the thread. Where rclpy cannot take from a subscription directly, an executor
-    of its own spins the input node in another thread (its callbacks enqueue)."""
+    """Start ``node``'s processing loop, which takes its inputs, in a thread of its own.
+
+    Where rclpy cannot take from a subscription directly, an executor of its own
+    spins the input node in another thread (its callbacks enqueue).
+
+    Args:
+        node: the estimator node.
+
+    Returns:
+        What stops the loop (and that executor) with ``.shutdown()``, and the loop's thread.
+    """
     taker = InputTaker(node.input_node, node.input_queue)
     parts: list[Any] = []
     if not taker.available():
@@ -302,7 +330,7 @@ def spin_inputs(node: EstimatorNode) -> tuple[Any, threading.Thread]:
         threading.Thread(target=_spin_until_shutdown, args=(executor, node.context),
                          name="payload_estimator_input_callbacks", daemon=True).start()
         parts.append(executor)
-    longest = LOOP_PERIOD_S  # this module's, read now: benchmarks/node_cpu.py sets it before main()
+    longest = LOOP_PERIOD_S  # this module's, read when called: benchmarks/node_cpu.py sets it before main()
     loop = ProcessingLoop(node.process, lambda: loop_period(node.supervisor.settings, longest), node.context.ok,
                           take=taker.take if taker.available() else None, on_error=node.errors.report,
                           longest_s=longest)
@@ -312,10 +340,12 @@ def spin_inputs(node: EstimatorNode) -> tuple[Any, threading.Thread]:
 
 
 def _spin_until_shutdown(executor: Any, context: Any) -> None:
-    """Spin ``executor`` until Ctrl-C or the context's shutdown, which end it cleanly. A shutdown (SIGTERM)
-    between the executor's check and its wait makes rcl report an invalid context instead of
-    ExternalShutdownException: a clean shutdown all the same; anything else while the context is valid
-    is raised."""
+    """Spin ``executor`` until Ctrl-C or the context's shutdown, which end it cleanly.
+
+    A shutdown (SIGTERM) between the executor's check and its wait makes rcl
+    report an invalid context instead of ExternalShutdownException: a clean
+    shutdown all the same; anything else while the context is valid is raised.
+    """
     try:
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):

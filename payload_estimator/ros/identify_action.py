@@ -1,7 +1,8 @@
-"""``~/identify`` (``payload_estimator/action/Identify``) on the estimator node: the action server, the
-client of the arm's ``control_msgs/action/FollowJointTrajectory``, and their messages.
+"""``~/identify`` (``payload_estimator/action/Identify``) on the estimator node.
 
-What the goal does, and when, is decided ROS-free by an
+This module holds the action server, the client of the arm's
+``control_msgs/action/FollowJointTrajectory``, and their messages. What the
+goal does, and when, is decided ROS-free by an
 :class:`~payload_estimator.supervision.identify_run.IdentifyRun` (and the
 :class:`~payload_estimator.supervision.identify.IdentifySession` it runs); this
 module only converts messages and talks to the controller. Goals run in threads of
@@ -33,8 +34,10 @@ TRAJECTORY_SERVER_WAIT_S = 2.0
 
 
 class IdentifyAction:
-    """Serves ``~/identify`` on ``node`` (an :class:`~payload_estimator.ros.estimator_node.EstimatorNode`);
-    the :class:`~payload_estimator.supervision.identify_run.Controller` of its run.
+    """Serves ``~/identify`` on ``node`` (an :class:`~payload_estimator.ros.estimator_node.EstimatorNode`).
+
+    It is also the :class:`~payload_estimator.supervision.identify_run.Controller`
+    of its run: the client of the arm's trajectory action.
 
     Args:
         node: the node (its supervisor, context and logger; the action server and clients are its own).
@@ -114,8 +117,14 @@ class IdentifyAction:
 
     # ------------------------------------------------- the trajectory client
     def connect(self, action: str) -> bool:
-        """Use the FollowJointTrajectory server ``action`` (its client made once per name); False when it does
-        not answer within :data:`TRAJECTORY_SERVER_WAIT_S`."""
+        """Use the FollowJointTrajectory server ``action``; its client is made once per name.
+
+        Args:
+            action: the action's name.
+
+        Returns:
+            False when the server does not answer within :data:`TRAJECTORY_SERVER_WAIT_S`.
+        """
         client = self._clients.get(action)
         if client is None:
             from control_msgs.action import FollowJointTrajectory

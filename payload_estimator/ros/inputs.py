@@ -2,7 +2,7 @@
 
 An rclpy executor takes one message per ready subscription each time it waits,
 rebuilds its wait set from every entity of its nodes and makes a Python message
-and a task of each: at 1 kHz joint states plus 1 kHz wrench that alone was most
+and a task of each: at 1 kHz joint states plus 1 kHz wrench that alone costs most
 of a core. The inputs therefore live in a node of their own that no executor
 spins (:class:`InputNode`), and the processing loop takes everything that arrived
 in bulk on each turn (:class:`InputTaker`) into the
@@ -30,12 +30,12 @@ __all__ = ["InputNode", "InputTaker"]
 
 
 class InputNode(Node):
-    """The input subscriptions, in a node of their own that no executor spins: :class:`InputTaker` takes
-    what arrived in bulk.
+    """The input subscriptions, in a node of their own that no executor spins.
 
-    Joint states and the wrench are subscribed *raw* (the serialised bytes, read
-    in batches with numpy by :func:`~payload_estimator.io.ros_inbound.feed_many`,
-    see :mod:`payload_estimator.io.cdr`), the IMU as messages; the callbacks here
+    :class:`InputTaker` takes what arrived in bulk. Joint states and the wrench
+    are subscribed *raw* (the serialised bytes, read in batches with numpy by
+    :func:`~payload_estimator.io.ros_inbound.feed_many`, see
+    :mod:`payload_estimator.io.cdr`), the IMU as messages; the callbacks here
     only run where an executor spins this node instead
     (:func:`~payload_estimator.ros.estimator_node.spin_inputs`' fallback).
 
@@ -71,11 +71,12 @@ class InputNode(Node):
 
 
 class InputTaker:
-    """Moves every input message that arrived into the queue, in bulk (:meth:`take`, once per turn of the
-    loop): no executor, no callback, no Python message object per joint state or wrench.
+    """Moves every input message that arrived into the queue, in bulk (:meth:`take`, once per turn of the loop).
 
-    The middleware holds what arrived in each subscription's history (``INPUT_QOS``:
-    :data:`~payload_estimator.ros.qos.INPUT_DEPTH` messages) until it is taken. Each message is queued with the
+    There is no executor, no callback and no Python message object per joint
+    state or wrench. The middleware holds what arrived in each subscription's
+    history (``INPUT_QOS``: :data:`~payload_estimator.ros.qos.INPUT_DEPTH`
+    messages) until it is taken. Each message is queued with the
     time the middleware reports for it (:class:`~payload_estimator.supervision.input_queue.ReceiveClock`).
     """
 

@@ -1,6 +1,8 @@
-"""The estimator node's parameters on rclpy: one per :class:`~payload_estimator.settings.Settings` field,
-declared as :func:`~payload_estimator.supervision.parameters.parameter_specs` describes them
-(type, default, description, choices, read-only), and read back as plain values.
+"""The estimator node's parameters on rclpy: one per :class:`~payload_estimator.settings.Settings` field.
+
+Each is declared as :func:`~payload_estimator.supervision.parameters.parameter_specs`
+describes it (type, default, description, choices, read-only), and read back as
+a plain value.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""``~/apply``: hand the estimate to the robot (Franka ``SetLoad``, xArm ``set_tcp_load``) or to a
-gravity-compensation filter (``tool.mass``, ``tool.CoG`` through ``SetParameters``).
+"""``~/apply``: hand the estimate to the robot or to a gravity-compensation filter.
 
-What is sent, and whether it may be, is decided ROS-free
+The robot takes it through Franka's ``SetLoad`` or the xArm's ``set_tcp_load``,
+a filter as its ``tool.mass`` and ``tool.CoG`` through ``SetParameters``. What
+is sent, and whether it may be, is decided ROS-free
 (:meth:`payload_estimator.supervision.supervisor.Supervisor.apply`, with
 :mod:`payload_estimator.outputs.apply`); this module only fills the request and
 calls the service. ``franka_msgs`` and ``xarm_msgs`` are optional: they are
@@ -60,7 +61,7 @@ def _answer(target: str, response: Any) -> tuple[bool, str]:
 
 
 class RobotBridge:
-    """Sends :class:`~payload_estimator.outputs.apply.ApplyRequest`\\ s for a node.
+    r"""Sends :class:`~payload_estimator.outputs.apply.ApplyRequest`\ s for a node.
 
     Args:
         node: the node that owns the clients.
@@ -73,8 +74,15 @@ class RobotBridge:
         self._clients: dict[tuple[str, str], Any] = {}
 
     def send(self, request: ApplyRequest) -> tuple[bool, str]:
-        """Send ``request`` (what :meth:`Supervisor.apply <payload_estimator.supervision.supervisor.Supervisor.apply>`
-        decided) and wait for the answer: ``(success, message)`` for ``~/apply``."""
+        """Send ``request`` and wait for the answer.
+
+        Args:
+            request: what :meth:`Supervisor.apply <payload_estimator.supervision.supervisor.Supervisor.apply>`
+                decided to send.
+
+        Returns:
+            ``(success, message)`` for ``~/apply``'s answer.
+        """
         try:
             srv_type = service_type(request.service_type)
         except ImportError as exc:

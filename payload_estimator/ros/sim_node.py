@@ -62,6 +62,7 @@ from std_msgs.msg import String
 from tf2_ros import StaticTransformBroadcaster, TransformBroadcaster
 
 from payload_estimator.core.inertia import InertialParameters
+from payload_estimator.errors import ConfigurationError
 from payload_estimator.io import ros_factories, ros_outbound
 from payload_estimator.robots import ROBOT_NAMES
 from payload_estimator.settings import settings_for_robot
@@ -101,9 +102,10 @@ _PARAMETERS: tuple[tuple[str, Any, str], ...] = (
                            "contacts (sim.cycle.arm_work_cycle; payload, trajectory and duration do not apply); "
                            "identify: the arm holds still at home until FollowJointTrajectory goals move it "
                            "(trajectory, duration and loop do not apply)"),
-    ("trajectory", "paper004", "excitation: paper004, thesis or pickplace"),
+    ("trajectory", "paper004", "excitation: paper004 (Nadeau et al.'s wrist sinusoids), thesis (Lambert's "
+                               "all-joint sinusoids) or pickplace"),
     ("duration", 20.0, "simulated time before the run loops or holds, s"),
-    ("noise", "moderate", "F/T noise level of paper 004 Table II: none, low, moderate, high"),
+    ("noise", "moderate", "F/T noise level of Nadeau et al.'s Table II: none, low, moderate, high"),
     ("efforts", False, "report realistic joint efforts: the robot's joint-torque sensor (Franka tau_J, xArm motor "
                        "currents) with its friction acting on the joints and its noise (sim.efforts.EffortModel."
                        "for_robot); false: the applied torque with small noise, no friction"),
@@ -141,7 +143,7 @@ class SimNode(Node):
             self.declare_parameter(name, default, ParameterDescriptor(description=description, read_only=True))
         p = {name: self.get_parameter(name).value for name, _, _ in _PARAMETERS}
         if p["scenario"] not in SCENARIOS:
-            raise ValueError(f"scenario must be one of {', '.join(SCENARIOS)}, got {p['scenario']!r}")
+            raise ConfigurationError(f"scenario must be one of {', '.join(SCENARIOS)}, got {p['scenario']!r}")
 
         overrides = {k: p[k] for k in ("joint_states_topic", "wrench_topic", "wrench_source") if p[k]}
         settings = settings_for_robot(p["robot"], **overrides)
@@ -294,8 +296,11 @@ class SimNode(Node):
     def _publish_samples(self, joint_t: np.ndarray, q: np.ndarray, dq: np.ndarray, effort: np.ndarray,
                          wrench_t: np.ndarray, wrench: np.ndarray, imu_t: np.ndarray, gyro: np.ndarray,
                          specific_force: np.ndarray) -> None:
-        """Joint states (rad, rad/s, N m), wrenches ((M, 6) [N, N m] as the source reports them) and IMU
-        samples (rad/s, m/s²) at run times ``*_t``, s."""
+        """Publish joint states, wrenches and IMU samples at run times ``*_t``, s.
+
+        Joint states are in rad, rad/s and N m, wrenches (M, 6) [N, N m] as the
+        source reports them, IMU samples in rad/s and m/s².
+        """
         names = list(self.joint_names)
         for k, t in enumerate(joint_t):
             msg = JointState()
@@ -367,8 +372,10 @@ def _arm_options(p: dict[str, Any]) -> dict[str, Any]:
 
 
 class _FollowJointTrajectoryServer:
-    """The ``FollowJointTrajectory`` action of the live arm: messages in and out, the logic in
-    :class:`~payload_estimator.sim.trajectory_controller.TrajectoryController`."""
+    """The ``FollowJointTrajectory`` action of the live arm: messages in and out.
+
+    The logic is in :class:`~payload_estimator.sim.trajectory_controller.TrajectoryController`.
+    """
 
     def __init__(self, node: SimNode, name: str, monitor_rate_hz: float, goal_tolerance: float,
                  goal_time_tolerance: float) -> None:

@@ -112,8 +112,13 @@ class CalibrateResult:
 def calibrate_request(
     duration_s: float, path: str, parameter_path: str, effort_scale: bool = False
 ) -> CalibrateRequest:
-    """The request, checked: ``duration_s`` (0: :data:`DEFAULT_DURATION_S`), ``path`` (empty: the
-    ``arm_calibration`` parameter's ``parameter_path``), ``~`` expanded and made absolute.
+    """The ``~/calibrate`` request, checked.
+
+    Args:
+        duration_s: the recording time, s (0: :data:`DEFAULT_DURATION_S`).
+        path: the file to write (empty: ``parameter_path``); ``~`` is expanded and the path made absolute.
+        parameter_path: the ``arm_calibration`` parameter's file.
+        effort_scale: whether to fit effort scales.
 
     Raises:
         InputError: "refused: ..." (a duration that is not positive or too long, no file to write).
@@ -129,9 +134,9 @@ def calibrate_request(
 
 
 class JointStateRecorder:
-    """The positions and efforts of ``joint_names`` in the joint states received from ``start`` for
-    ``duration_s`` s (receive times, s).
+    """Records the positions and efforts of ``joint_names`` in the joint states received for a while.
 
+    The recording runs from ``start`` (receive clock, s) for ``duration_s`` s.
     Messages without an effort per position, without one of the joints, or unreadable are counted
     (:attr:`without_efforts`, :attr:`without_joints`, :attr:`malformed`), not recorded.
     """
@@ -157,6 +162,7 @@ class JointStateRecorder:
         return now >= self.end
 
     def elapsed(self, now: float) -> float:
+        """Seconds recorded at ``now`` (receive clock), from 0 to :attr:`duration_s`."""
         return min(max(0.0, now - self.start), self.duration_s)
 
     @property
@@ -173,8 +179,10 @@ class JointStateRecorder:
 
     # ------------------------------------------------------------------ input
     def add(self, items: Iterable[tuple[str, Any, float]]) -> None:
-        """Record the joint states among ``(kind, msg, receive time)`` items received within the recording
-        (other kinds and other times are ignored). Serialised messages of one layout are read in bulk."""
+        """Record the joint states among ``(kind, msg, receive time)`` items received within the recording.
+
+        Other kinds and other times are ignored. Serialised messages of one layout are read in bulk.
+        """
         run: list[tuple[Any, float]] = []
         run_layout: JointStateLayout | None = None
         for kind, msg, received in items:
@@ -293,11 +301,18 @@ def fit_calibration(
     robot: str = "",
     info: dict[str, Any] | None = None,
 ) -> CalibrateResult:
-    """Fit the arm's calibration to a recording :func:`recording_refusal` accepts and write it to
-    ``request.path`` (directories made, atomically). A failure (too few samples once filtered, a file that
-    cannot be written) is an unsuccessful result, never an exception.
+    """Fit the arm's calibration to a recording :func:`recording_refusal` accepts, and write it.
 
-    ``kinematics``: the arm's, whose joints are the recorder's (the stream's, or one built for it).
+    The file is ``request.path``, written atomically (its directories made). A
+    failure (too few samples once filtered, a file that cannot be written) is an
+    unsuccessful result, never an exception.
+
+    Args:
+        kinematics: the arm's, whose joints are the recorder's (the stream's, or one built for it).
+        recorder: the recording.
+        request: the request (the file, whether to fit effort scales).
+        robot: the robot's name, kept in the file.
+        info: more entries for the file's metadata.
     """
     if tuple(kinematics.joint_names) != recorder.joint_names:
         return CalibrateResult(False, f"refused: the arm's joints {list(kinematics.joint_names)} are not the "
@@ -329,11 +344,12 @@ def fit_calibration(
 
 
 class CalibrationService:
-    """``~/calibrate`` for the node: record for the request's duration, check, fit, write and, in joint-torque
-    mode, estimate with the file written. One call at a time; a second one meanwhile is refused at once.
+    """``~/calibrate`` for the node: record, check, fit, write and, in joint-torque mode, estimate with it.
 
-    The recording is the supervisor's (the processing loop feeds it); this waits for its end in the
-    service's own thread, then fits there (slow), never in the loop.
+    It records for the request's duration. One call at a time; a second one
+    meanwhile is refused at once. The recording is the supervisor's (the
+    processing loop feeds it); this waits for its end in the service's own
+    thread, then fits there (slow), never in the loop.
 
     Args:
         supervisor: the node's supervisor.
@@ -361,9 +377,13 @@ class CalibrationService:
         self._busy = False
 
     def calibrate(self, duration_s: float, path: str, effort_scale: bool = False) -> CalibrateResult:
-        """Serve one request: ``duration_s`` s (0: :data:`DEFAULT_DURATION_S`), the file ``path`` (empty: the
-        ``arm_calibration`` parameter's), and whether to fit effort scales. Never raises for a refusal: the
-        result says why."""
+        """Serve one request; a refusal is never raised: the result says why.
+
+        Args:
+            duration_s: the recording time, s (0: :data:`DEFAULT_DURATION_S`).
+            path: the file to write (empty: the ``arm_calibration`` parameter's).
+            effort_scale: whether to fit effort scales.
+        """
         with self._busy_lock:
             if self._busy:
                 return CalibrateResult(False, "refused: a calibration is already recording")

@@ -1,8 +1,9 @@
-"""The estimate handed over by the estimator node's services, ROS-free: ``~/save_urdf``'s ``<inertial>``
-and what ``~/apply`` sends.
+"""The estimate handed over by the estimator node's services, ROS-free.
 
-Whether an estimate may be handed over at all is :func:`~payload_estimator.outputs.handover.check_handover`'s
-decision (``force`` hands over one it refuses softly, marked as forced); the request for the robot or
+The services are ``~/save_urdf`` (an ``<inertial>`` element) and ``~/apply``
+(what is sent to the robot or filter). Whether an estimate may be handed over
+at all is :func:`~payload_estimator.outputs.handover.check_handover`'s decision
+(``force`` hands over one it refuses softly, marked as forced); the request for the robot or
 filter is :func:`~payload_estimator.outputs.apply.build_apply_request`'s. The robot bridge
 (:mod:`payload_estimator.ros.robot_bridges`) only sends it. Units SI; an ``<inertial>`` is in the frame
 it names.
@@ -50,9 +51,17 @@ class ApplyDecision:
 
 def save_urdf(out: StreamEstimate, stream: EstimationStream, frame: str = "", path: str = "",
               force: bool = False) -> SavedUrdf:
-    """The ``<inertial>`` of ``out`` (an estimate of ``stream``) in ``frame`` ("" or "flange": the flange;
-    "sensor": the sensor frame; or any frame fixed to them), written to ``path`` if given. Refused when the
-    estimate may not be handed over (:func:`check_handover`), unless ``force``."""
+    """``~/save_urdf``: the ``<inertial>`` of ``out`` in ``frame``, written to ``path`` if given.
+
+    Refused when the estimate may not be handed over (:func:`check_handover`), unless ``force``.
+
+    Args:
+        out: an estimate of ``stream``.
+        stream: the stream that made it (its frames and kinematics).
+        frame: "" or "flange": the flange; "sensor": the sensor frame; or any frame fixed to them.
+        path: the file to write ("" writes none).
+        force: hand over an estimate the checks refuse softly (marked as forced).
+    """
     handover = check_handover(out.estimate, inertia=True, force=force)
     if not handover:
         return SavedUrdf(False, "refused: " + "; ".join(handover.reasons)
@@ -87,8 +96,14 @@ def save_urdf(out: StreamEstimate, stream: EstimationStream, frame: str = "", pa
 
 def apply_decision(settings: Settings, out: StreamEstimate | None, force: bool = False,
                    dry_run: bool = False) -> ApplyDecision:
-    """What ``~/apply`` does with ``out`` (None: no estimate): refuse (with the reason), answer a dry run
-    with the request, or say what to send."""
+    """What ``~/apply`` does with ``out``: refuse, answer a dry run with the request, or say what to send.
+
+    Args:
+        settings: the node's settings (the apply target and its services).
+        out: the estimate (None: no estimate).
+        force: send an estimate the checks refuse softly.
+        dry_run: only answer with the request.
+    """
     request, reason = build_apply_request(settings, out, force)
     if request is None:
         return ApplyDecision(False, f"refused: {reason}")

@@ -72,12 +72,15 @@ class EstimatePublication:
         self._urdf_policy.reset()
 
     def age(self, now: float) -> float:
-        """s since the last good estimate took in new samples (0 without one)."""
+        """Seconds since the last good estimate took in new samples at ``now`` (0 without one)."""
         return max(0.0, now - self._fresh_at) if self._fresh_at is not None else 0.0
 
     def fresh(self, stream: EstimationStream, out: StreamEstimate, now: float, stale_reason: str) -> Outputs:
-        """The outputs of a new estimate of ``stream`` (``stale_reason``: why it cannot be updated now, "" if it
-        can)."""
+        """The outputs of a new estimate ``out`` of ``stream`` at ``now``.
+
+        ``stale_reason`` says why the estimate cannot be updated at present ("" if it can): the outputs are
+        then flagged stale.
+        """
         if self.stream is not stream or out.estimate.samples_used != self._fresh_samples:
             self._fresh_at, self._fresh_samples = now, out.estimate.samples_used
         if self.stream is not stream:
@@ -98,8 +101,10 @@ class EstimatePublication:
         return outputs
 
     def republish(self, now: float, reason: str, period_s: float) -> Outputs | None:
-        """The last good estimate again, flagged stale because of ``reason``, every ``period_s`` (None when not
-        due, or when there is none)."""
+        """The last good estimate again, flagged stale because of ``reason``, every ``period_s``.
+
+        Returns None when it is not due at ``now``, or when there is none.
+        """
         last, out = self._published, self.last_output
         if last is None or out is None or last.result is not out:
             return None

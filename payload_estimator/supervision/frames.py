@@ -1,5 +1,4 @@
-"""Which frames the estimator needs, which of them the robot description lacks, and poses
-between frames fixed to one another (ROS-free).
+"""The frames the estimator needs, those the robot description lacks, and poses between them (ROS-free).
 
 The node builds its :class:`~payload_estimator.pipeline.stream.EstimationStream`
 from a URDF. The frames the configuration names (the sensor frame, the frame a
@@ -54,9 +53,16 @@ def frames_to_look_up(settings: Settings, urdf: str, imu_frame: str | None = Non
 
 
 def extra_frame(name: str, parent: str, translation: Sequence[float], quaternion_xyzw: Sequence[float]) -> ExtraFrame:
-    """``(name, parent, xyz, rpy)`` for ``build_stream(extra_frames=...)`` from a pose of
-    ``name`` in ``parent`` (tf2's ``lookup_transform(parent, name)``: translation in m, unit
-    quaternion x, y, z, w). ``rpy`` is URDF roll/pitch/yaw, rad.
+    """``(name, parent, xyz, rpy)`` for ``build_stream(extra_frames=...)`` from a pose of ``name`` in ``parent``.
+
+    The pose is tf2's ``lookup_transform(parent, name)``. ``rpy`` is URDF
+    roll/pitch/yaw, rad.
+
+    Args:
+        name: the frame.
+        parent: the frame its pose is in.
+        translation: ``name``'s origin in ``parent``, m.
+        quaternion_xyzw: ``name``'s orientation in ``parent``, a unit quaternion x, y, z, w.
 
     Raises:
         InputError: a pose that is not finite, or not three coordinates and four quaternion components.

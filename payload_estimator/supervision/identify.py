@@ -237,10 +237,14 @@ class IdentifySession:
         """One turn of the node's loop at ``now``.
 
         Args:
+            now: s on the receive clock.
             reading: the arm's newest joint state.
             estimate: the newest estimate since the reset (None: none yet).
             saturated: wrench samples counted ``saturated`` by the stream's health so far.
             paused: the estimator is paused.
+
+        Returns:
+            What the node must do now (an empty :class:`Step` while no identification runs).
         """
         if not self.busy:
             return Step()
@@ -295,8 +299,12 @@ class IdentifySession:
         return None
 
     def _lag(self, now: float, reading: JointReading | None) -> float:
-        """The tracking error: the controller's own when it reports one, else the measured joints against the
-        reference up to :data:`LATENCY_S` before (the smallest largest-joint error), rad."""
+        """The tracking error at ``now``, rad.
+
+        It is the controller's own when it reported one within the last 2 :data:`LATENCY_S`, else the
+        measured joints against the reference up to :data:`LATENCY_S` before (the smallest largest-joint
+        error).
+        """
         if self._controller_error is not None and now - self._controller_error[1] <= 2 * LATENCY_S:
             return self._controller_error[0]
         if reading is None or self._reference is None or self._ref_t0 is None:

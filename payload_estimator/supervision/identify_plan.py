@@ -1,5 +1,7 @@
-"""``~/identify``'s preconditions and motions, without ROS: whether a goal may start, the identification
-motion it runs, and the way back to where it started.
+"""``~/identify``'s preconditions and motions, without ROS.
+
+Whether a goal may start, the identification motion it runs, and the way back
+to where it started:
 
 * :func:`refusal`: why a goal cannot start (no robot model or stream yet, the
   estimator paused, no joint state or a stale one, no trajectory action
@@ -65,8 +67,14 @@ _TCP_TARGET_FRACTION = 0.95  # the motion back keeps this fraction of max_tcp_sp
 # ------------------------------------------------------------------ values
 @dataclass(frozen=True)
 class IdentifyGoal:
-    """An ``Identify`` goal: ``duration`` (s) and ``max_tcp_speed`` (m/s), 0 for the settings' value;
-    ``apply``: hand a converged estimate over (``~/apply``); ``dry_run``: design and check only."""
+    """An ``Identify`` goal.
+
+    Attributes:
+        duration: the motion's length, s (0: the settings' ``identify_duration``).
+        max_tcp_speed: the flange's top speed, m/s (0: the settings' ``identify_max_tcp_speed``).
+        apply: hand a converged estimate over (``~/apply``).
+        dry_run: design and check the motion only.
+    """
 
     duration: float = 0.0
     max_tcp_speed: float = 0.0
@@ -76,8 +84,12 @@ class IdentifyGoal:
 
 @dataclass(frozen=True)
 class JointReading:
-    """The arm's measured joint positions: ``positions`` (n,) rad in the stream's joint order,
-    ``received`` s on the receive clock."""
+    """The arm's measured joint positions.
+
+    Attributes:
+        positions: (n,) rad, in the stream's joint order.
+        received: when the joint state was received, s on the receive clock.
+    """
 
     positions: np.ndarray
     received: float
@@ -85,8 +97,18 @@ class JointReading:
 
 def joint_reading(names: Sequence[str], positions: Sequence[float], received: float,
                   joint_names: Sequence[str]) -> JointReading | None:
-    """The reading of ``joint_names`` in a ``sensor_msgs/JointState`` (``names``, ``positions``), or None
-    when the message lacks one of them or is malformed (a gripper's own message, say)."""
+    """The reading of ``joint_names`` in a ``sensor_msgs/JointState``, or None.
+
+    None when the message lacks one of them (a gripper's own message, say),
+    when its names and positions differ in number, or when one of the positions
+    is not finite.
+
+    Args:
+        names: the message's joint names.
+        positions: the message's positions, rad.
+        received: its receive time, s.
+        joint_names: the arm's joints, in the stream's order.
+    """
     if len(names) != len(positions):
         return None
     index = {str(n): i for i, n in enumerate(names)}
@@ -98,9 +120,12 @@ def joint_reading(names: Sequence[str], positions: Sequence[float], received: fl
 
 
 def newest_joint_reading(items: Sequence[tuple[str, Any, float]], joint_names: Sequence[str]) -> JointReading | None:
-    """The reading of ``joint_names`` in the newest joint state among ``(kind, msg, receive time)`` items that
-    has them all (None: none has), as :func:`joint_reading` reads it. A message whose bytes are no
-    ``JointState`` is skipped (the stream counts it as malformed)."""
+    """The reading of ``joint_names`` in the newest joint state that has them all (None: none has).
+
+    ``items`` are ``(kind, msg, receive time)``; each joint state is read as
+    :func:`joint_reading` reads it. A message whose bytes are no ``JointState``
+    is skipped (the stream counts it as malformed).
+    """
     for kind, msg, received in reversed(items):
         if kind == JOINTS:
             try:
@@ -143,6 +168,7 @@ class IdentifyPlan:
 
     @property
     def duration(self) -> float:
+        """The designed motion's length, s."""
         return float(self.trajectory.duration)
 
     @property
@@ -159,6 +185,7 @@ def refusal(settings: Settings | None, running: bool, status: str, paused: bool,
     Args:
         settings: the node's settings (None: invalid parameters).
         running: the estimator has its stream (robot model and frames known); ``status`` says why not.
+        status: the node's status message.
         paused: the estimator is paused (``~/pause``).
         reading: the newest joint state of the arm (None: none yet).
         now: s on the receive clock.
@@ -195,9 +222,13 @@ def motion_limits(settings: Settings, goal: IdentifyGoal) -> MotionLimits:
 
 def _arm(settings: Settings, urdf: str, flange: str, joint_names: tuple[str, ...]
          ) -> tuple[SensorKinematics, ArmLimits]:
-    """The flange kinematics of the robot description in use, mounted as the settings say (``base_rpy``,
-    ``gravity``: a wall-mounted arm's floor and gravity are not an upright one's), and the arm limits:
-    the preset's vendor limits when the joints are its own, else the URDF's."""
+    """The flange kinematics of the robot description in use, and the arm limits.
+
+    The arm is mounted as the settings say (``base_rpy``, ``gravity``: a
+    wall-mounted arm's floor and gravity are not an upright one's). The limits
+    are the preset's vendor limits when the joints and flange are its own, else
+    the URDF's.
+    """
     kin = SensorKinematics(urdf, flange, joint_names=joint_names,
                            R_world_base=Rotation.from_euler("xyz", settings.base_rpy).as_matrix(),
                            gravity_in_world=(0.0, 0.0, -settings.gravity))
@@ -229,9 +260,13 @@ def plan_identification(settings: Settings, goal: IdentifyGoal, urdf: str, flang
 
 # -------------------------------------------------------- the way back
 def return_move(plan: IdentifyPlan, q_from: np.ndarray) -> MinJerkSegments:
-    """The shortest minimum-jerk motion from ``q_from`` back to the plan's start that keeps every joint's
-    speed, acceleration and jerk within the plan's fractions of the arm's limits and the flange below
-    ``max_tcp_speed`` (peaks of the blend: 1.875 d/T, 5.77 d/T², 60 d/T³ for a joint moving d)."""
+    """The shortest minimum-jerk motion from ``q_from`` back to the plan's start, within every limit.
+
+    It keeps every joint's speed, acceleration and jerk within the plan's
+    fractions of the arm's limits (peaks of the blend: 1.875 d/T, 5.77 d/T²,
+    60 d/T³ for a joint moving d), lasts at least :data:`MIN_RETURN_S`, and keeps
+    the flange below ``max_tcp_speed`` with a 5 % margin.
+    """
     lim, arm = plan.limits, plan.arm_limits
     d = np.abs(plan.q_start - q_from)
     T = max(MIN_RETURN_S,

@@ -93,8 +93,15 @@ class GoalHandle(Protocol):
 
 
 def trajectory_outcome(status: int, error_code: int, error_string: str) -> tuple[bool, str]:
-    """Whether a ``FollowJointTrajectory`` goal ran to its end, and what its result says (the error string,
-    else the error code, else the goal's terminal state): ``status`` is its ``action_msgs/GoalStatus``."""
+    """Whether a ``FollowJointTrajectory`` goal ran to its end, and what its result says.
+
+    The message is the error string, else the error code, else the goal's terminal state.
+
+    Args:
+        status: the goal's ``action_msgs/GoalStatus``.
+        error_code: the result's ``error_code`` (0: successful).
+        error_string: the result's ``error_string``.
+    """
     succeeded = status == GOAL_SUCCEEDED and error_code == 0
     message = error_string or (f"error code {error_code}" if error_code
                                else _GOAL_STATUS.get(status, f"status {status}"))
@@ -201,8 +208,10 @@ class IdentifyRun:
         return outcome
 
     def finish(self, outcome: Outcome, cancel_requested: bool) -> str:
-        """The goal's terminal state for ``outcome`` (SUCCEEDED, CANCELED: only when the client asked, else
-        ABORTED), logged with its message."""
+        """The goal's terminal state for ``outcome``, logged with its message.
+
+        It is SUCCEEDED, CANCELED (only when the client asked: ``cancel_requested``), or else ABORTED.
+        """
         if outcome.status == SUCCEEDED:
             self.log.info(f"~/identify: {outcome.message}")
             return SUCCEEDED
@@ -220,8 +229,13 @@ class IdentifyRun:
 
     # ------------------------------------------------------------------ the loop
     def tick(self, now: float, items: Sequence[tuple[str, Any, float]], published: Outputs | None) -> None:
-        """One turn of the node's loop at ``now``: the items that arrived, and the outputs it published
-        (None: none)."""
+        """One turn of the node's loop at ``now``.
+
+        Args:
+            now: s on the receive clock.
+            items: the ``(kind, msg, receive time)`` that arrived since the last turn.
+            published: the outputs the node published on this turn (None: none).
+        """
         supervisor = self._supervisor
         if published is not None:
             self.last_published = published

@@ -1,9 +1,9 @@
-"""The bounded queue between a node's inputs and its processing loop (ROS-free).
+r"""The bounded queue between a node's inputs and its processing loop (ROS-free).
 
 What arrives is :meth:`InputQueue.put` with its receive time: taken from the
 middleware in bulk at the start of each turn of the node's processing loop, or
 by subscription callbacks where rclpy cannot take in bulk. Each turn then
-:meth:`InputQueue.drain`\\ s everything in arrival order into the
+:meth:`InputQueue.drain`\ s everything in arrival order into the
 :class:`~payload_estimator.pipeline.stream.EstimationStream`. The queue is
 bounded so that a stalled consumer cannot exhaust memory: when full, the oldest
 message is dropped and counted per stream, and the consumer reports the count
@@ -51,6 +51,7 @@ class InputQueue:
 
     @property
     def maxlen(self) -> int:
+        """The capacity: messages held at most."""
         return int(self._items.maxlen or 0)
 
     def __len__(self) -> int:
@@ -83,6 +84,7 @@ class InputQueue:
         return counts
 
     def clear(self) -> None:
+        """Drop every queued message (the overflow counts are kept)."""
         self._items.clear()
 
 
@@ -104,6 +106,7 @@ class ReceiveClock:
 
     @classmethod
     def now(cls) -> ReceiveClock:
+        """Both clocks as they read at this moment."""
         return cls(time.time_ns(), time.monotonic())
 
     def receive_time(self, source_ns: int, received_ns: int) -> float:

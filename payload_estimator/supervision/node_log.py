@@ -51,6 +51,7 @@ class LogForwarding(logging.Handler):
         self._source.propagate = self._was[1]
 
     def emit(self, record: logging.LogRecord) -> None:
+        """Hand ``record``, formatted, to the logger's method of its level; never raises."""
         try:
             text = self.format(record)
             if record.levelno >= logging.ERROR:
@@ -80,8 +81,11 @@ class InternalErrors:
         self._seen: set[str] = set()
 
     def report(self, what: str, exc: Exception) -> None:
-        """An exception ``exc`` while doing ``what`` (the node keeps running). Call it from the except block
-        (the traceback is the one being handled)."""
+        """Log an exception ``exc`` raised while doing ``what``; the node keeps running.
+
+        Call it from the except block: the traceback logged is the one being handled. Each kind
+        (``what`` and the exception's type) is logged once, nothing while the node shuts down.
+        """
         if not self._running():
             return
         key = f"{what}: {type(exc).__name__}"
@@ -91,8 +95,11 @@ class InternalErrors:
                                f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
 
     def guard(self, callback: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-        """A service callback ``callback(request, response)`` that answers ``success: false`` with the error
-        instead of raising (an exception in a callback would stop the executor, and the node with it)."""
+        """``callback(request, response)`` wrapped so that an internal error is answered, not raised.
+
+        The wrapped service callback answers ``success: false`` with the error: an exception in a
+        callback would stop the executor, and the node with it.
+        """
 
         @functools.wraps(callback)
         def guarded(request: Any, response: Any) -> Any:

@@ -1,5 +1,4 @@
-"""What the estimator node publishes for an estimate: one table of topics, each with its message's builder
-(ROS-free).
+"""What the estimator node publishes for an estimate: a table of topics and message builders (ROS-free).
 
 :data:`OUTPUT_TOPICS` lists every topic the node publishes an estimate on, in the order it publishes
 them: the topic, the message type (``"pkg/msg/Type"``), its QoS (depth, or latched: reliable and

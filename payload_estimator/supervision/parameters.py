@@ -90,6 +90,7 @@ class ParameterSpec:
 
     @property
     def read_only(self) -> bool:
+        """Whether the parameter is fixed at start-up (:data:`READ_ONLY`)."""
         return self.effect == READ_ONLY
 
 
@@ -121,8 +122,12 @@ def parameter_specs(defaults: Settings | None = None) -> list[ParameterSpec]:
 
 
 def change_effect(old: Settings, new: Settings) -> str:
-    """What going from ``old`` to ``new`` needs: :data:`REBUILD`, :data:`LIVE`, :data:`READ_ONLY`
-    (a read-only field changed: refuse) or :data:`NO_CHANGE`."""
+    """What going from ``old`` to ``new`` needs.
+
+    Returns:
+        :data:`READ_ONLY` (a read-only field changed: refuse), else :data:`REBUILD` (a field that
+        rebuilds the stream changed), :data:`LIVE` (only live fields changed) or :data:`NO_CHANGE`.
+    """
     changed = [f.name for f in fields(Settings) if getattr(old, f.name) != getattr(new, f.name)]
     if not changed:
         return NO_CHANGE
@@ -139,10 +144,14 @@ def changed_fields(old: Settings, new: Settings) -> list[str]:
 
 
 def settings_with(current: Settings, updates: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> Settings:
-    """``current`` with parameter ``updates`` applied and validated (``ValueError`` names the problem).
+    """``current`` with parameter ``updates`` applied and validated.
 
     An array parameter given as None (a YAML ``[]`` reaches ROS as "not set") is the empty list;
     any sequence (``array.array`` from rclpy, a tuple) is taken as a list.
+
+    Raises:
+        ValueError: values that make no valid settings, the message naming the problem (a
+            :class:`~payload_estimator.errors.ConfigurationError` from the settings' checks).
     """
     values = current.to_dict()
     for name, value in dict(updates).items():
@@ -174,10 +183,13 @@ def parameters_refusal(values: Mapping[str, Any], wrench_subscribed: bool = True
 
 
 def subscribed_inputs(values: Mapping[str, Any]) -> dict[str, str]:
-    """The input topics the node subscribes to, by stream (``joint_states``, ``wrench``, ``imu``), from its
-    parameter values at start-up: always the joint states; the wrench unless it comes from the joints'
-    efforts (``wrench_source`` ``joint_torques``); the IMU when ``imu_topic`` names one. Names as given
-    (the node resolves them)."""
+    """The input topics the node subscribes to, by stream (``joint_states``, ``wrench``, ``imu``).
+
+    They follow from its parameter ``values`` at start-up: always the joint
+    states; the wrench unless it comes from the joints' efforts (``wrench_source``
+    ``joint_torques``); the IMU when ``imu_topic`` names one. Names are as given
+    (the node resolves them).
+    """
     topics = {JOINTS: values["joint_states_topic"]}
     if WrenchSource(values.get("wrench_source", WrenchSource.FT_SENSOR)).reads_wrench_topic:
         topics[WRENCH] = values["wrench_topic"]

@@ -32,8 +32,9 @@ share: at 1 kHz + 1 kHz the whole process took 33 % of a core with 10 ms turns, 
 
 
 def loop_period(settings: Any, longest_s: float = LOOP_PERIOD_S) -> float:
-    """The loop's period, s: ``longest_s``, shorter to publish at the settings' ``publish_rate_hz``, never
-    shorter than the Driver's turn (:data:`~payload_estimator.pipeline.driver.PROCESS_PERIOD_S`).
+    """The loop's period, s: ``longest_s``, or shorter to publish at the settings' ``publish_rate_hz``.
+
+    It is never shorter than the Driver's turn (:data:`~payload_estimator.pipeline.driver.PROCESS_PERIOD_S`).
 
     Args:
         settings: the node's settings (None, or no ``publish_rate_hz``: ``longest_s``).

@@ -60,10 +60,12 @@ class NodeStatus:
 
     @property
     def level(self) -> DiagnosticLevel:
+        """The diagnostic level of :attr:`state` (WARN for a state the module does not list)."""
         return _LEVELS.get(self.state, DiagnosticLevel.WARN)
 
     @property
     def message(self) -> str:
+        """``"<state>: <detail>"``, or the state alone without a detail."""
         return f"{self.state}: {self.detail}" if self.detail else self.state
 
 

@@ -190,12 +190,16 @@ class Supervisor:
 
     @property
     def running(self) -> bool:
+        """Whether the stream runs (a Driver exists)."""
         return self.driver is not None
 
     @property
     def last_output(self) -> StreamEstimate | None:
-        """The last good (finite) estimate published; kept across rebuilds and configuration errors, and
-        republished with ``stale: true`` meanwhile (``~/apply`` uses it only while it is current)."""
+        """The last good (finite) estimate published, or None.
+
+        It is kept across rebuilds and configuration errors, and republished with ``stale: true``
+        meanwhile (``~/apply`` hands it over only while the stream that made it runs, unless forced).
+        """
         return self.publication.last_output
 
     @property
@@ -205,13 +209,17 @@ class Supervisor:
 
     @property
     def stale_reason(self) -> str:
+        """Why the estimate published last was stale ("" when it was not)."""
         return self.publication.stale_reason
 
     @property
     def solver_interrupted(self) -> bool:
-        """Whether the estimator's last solve was interrupted by SIGINT. OSQP (PMD's QP) replaces the
-        process's SIGINT handler while it solves, prints "Solver interrupted", returns, and the process
-        never sees the signal: whoever runs the loop must hand it on (the node raises it again)."""
+        """Whether the estimator's last solve was interrupted by SIGINT.
+
+        OSQP (PMD's QP) replaces the process's SIGINT handler while it solves, prints "Solver
+        interrupted", returns, and the process never sees the signal: whoever runs the loop must hand
+        it on (the node raises it again).
+        """
         stream = self.stream
         return stream is not None and getattr(stream.estimator, "last_solve_status", "") == "interrupted"
 
@@ -263,13 +271,18 @@ class Supervisor:
     # ------------------------------------------------------------------- loop
     def tick(self, now: float, items: list[tuple[str, Any, float]],
              overflow: Mapping[str, int] | None = None) -> Outputs | None:
-        """One turn of the node's processing loop at ``now`` with the ``(kind, msg, receive time)`` that
-        arrived since the last one (one Driver turn).
+        """One turn of the node's processing loop at ``now`` (one Driver turn).
 
-        ``overflow``: messages the input queue dropped since the last turn, per stream. Builds
-        the stream when due; while not running, the items are dropped (and counted). Returns
-        what to publish on every turn that takes an estimate (at ``publish_rate_hz``) or republishes
-        the last good one as stale, else None.
+        Builds the stream when due; while not running, the items are dropped (and counted).
+
+        Args:
+            now: s on the receive clock.
+            items: the ``(kind, msg, receive time)`` that arrived since the last turn.
+            overflow: messages the input queue dropped since the last turn, per stream.
+
+        Returns:
+            What to publish on every turn that takes an estimate (at ``publish_rate_hz``) or
+            republishes the last good one as stale, else None.
         """
         overflow = {k: int(n) for k, n in (overflow or {}).items() if int(n) > 0}
         if self.calibration is not None:
@@ -414,10 +427,14 @@ class Supervisor:
 
     # ------------------------------------------------------------ diagnostics
     def diagnostics(self, now: float, stamp: float, queue_length: int = 0) -> Any:
-        """The ``diagnostic_msgs/DiagnosticArray`` for ``/diagnostics`` at ``stamp`` (s, the node's clock):
-        the node's status, then (when running) the stream's inputs, rejected input and estimate.
+        """The ``diagnostic_msgs/DiagnosticArray`` for ``/diagnostics``.
 
-        ``now``: the receive-time clock (input rates, staleness); ``queue_length``: the input queue's.
+        It holds the node's status, then (when running) the stream's inputs, rejected input and estimate.
+
+        Args:
+            now: s on the receive clock (input rates, staleness).
+            stamp: the message's stamp, s on the node's clock.
+            queue_length: the input queue's length.
         """
         overflow, self._overflow_since_diagnostics = self._overflow_since_diagnostics, {}
         settings = self.settings
@@ -484,18 +501,27 @@ class Supervisor:
         return True, message
 
     def save_urdf(self, frame: str = "", path: str = "", force: bool = False) -> SavedUrdf:
-        """``~/save_urdf``: the ``<inertial>`` of the last estimate in ``frame`` ("" or "flange": the
-        flange; "sensor": the sensor frame; or any frame fixed to them), written to ``path`` if given.
-        Refused when the estimate may not be handed over, unless ``force``
-        (:func:`~payload_estimator.supervision.estimate_handover.save_urdf`)."""
+        """``~/save_urdf``: the ``<inertial>`` of the last estimate in ``frame``, written to ``path`` if given.
+
+        Refused without an estimate or a running stream; refused too when the estimate may not be handed
+        over, unless ``force`` (:func:`~payload_estimator.supervision.estimate_handover.save_urdf`).
+
+        Args:
+            frame: "" or "flange": the flange; "sensor": the sensor frame; or any frame fixed to them.
+            path: the file to write ("" writes none).
+            force: hand over an estimate the checks refuse softly (marked as forced).
+        """
         out, stream = self.last_output, self.stream
         if out is None or stream is None:
             return SavedUrdf(False, "no estimate yet" if stream is not None else f"no estimate: {self.status.message}")
         return save_urdf(out, stream, frame, path, force)
 
     def start_calibration(self, request: CalibrateRequest, now: float) -> str | None:
-        """``~/calibrate``: start recording the arm's joint states at ``now`` for ``request.duration_s``;
-        why not ("refused: ..."), or None."""
+        """``~/calibrate``: start recording the arm's joint states at ``now`` for ``request.duration_s``.
+
+        Returns:
+            Why not ("refused: ..."), or None when the recording started.
+        """
         if self.calibration is not None:
             return "refused: a calibration is already recording"
         settings, urdf = self.settings, self.description
@@ -520,8 +546,10 @@ class Supervisor:
         return recorder
 
     def calibration_kinematics(self) -> SensorKinematics:
-        """The arm's model for ``~/calibrate``'s fit: the running stream's, else one built from the settings and
-        the description without any calibration (slow: call it outside the loop).
+        """The arm's model for ``~/calibrate``'s fit.
+
+        It is the running stream's, else one built from the settings and the description without any
+        calibration (slow: call it outside the loop).
 
         Raises:
             ValueError: no robot model (:class:`~payload_estimator.errors.ConfigurationError`), or one the
