@@ -194,6 +194,10 @@ class Settings:
     regularization: float = _p(1.0, "PMD regularisation lambda, >= 0", check=_nonnegative)
     forgetting: float = _p(0.0, "per-sample forgetting factor of rls/rtls, in (0, 1] (1: none); 0: the "
                                 "estimator's own (rls 0.999, rtls 1)", check=_forgetting, unset=0.0)
+    offset_window_s: float = _p(
+        10.0, "the wrench source's offsets (an F/T sensor's drift, the joint-torque path's slow torques) are a line of "
+              "their own in every window of this many seconds of sample time, left out of the fit; 0: one constant "
+              "offset for the whole run", check=_nonnegative)
     track_payload: bool = _p(True, "follow the payload: hold out contacts, detect payload changes and restart the "
                                    "estimate, keeping the F/T offsets (core/tracking.py); false: a plain estimator "
                                    "that takes every sample")

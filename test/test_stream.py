@@ -50,9 +50,9 @@ def test_end_to_end_accuracy_from_raw_signals(panda_run):
     # the shape's two parts (wooden handle, steel head) are two density groups: inertia within 10 %
     assert err.mass < 1.0 and err.com < 5.0 and err.inertia < 10.0
     # mass and COM settle in about 2 s (the model fit, judged from 4 s on, may doubt them for a few
-    # tenths of a second); the inertia (handed over too by default) needs more than these 5 s
-    assert out.estimate.physically_consistent and out.mass_com_converged and not out.converged
-    assert "inertia" in out.reason
+    # tenths of a second); the inertia (handed over too by default) within these 5 s, the F/T offsets'
+    # drift left out of the fit (the offsets a line per window)
+    assert out.estimate.physically_consistent and out.mass_com_converged and out.converged
     t_mass_com = history.first_converged_time(mass_com=True)
     assert t_mass_com is not None and t_mass_com < 4.75
     assert np.mean(np.array(history.mass_com_converged)[np.array(history.t) > 2.5]) > 0.8

@@ -179,7 +179,7 @@ def test_bad_samples_are_the_estimators_to_drop_not_contacts():
     masses, _ = _run(tracker, bad)
     assert tracker.counts.changes == 0 and tracker.counts.contacts == 0
     assert tracker.rejected_samples == 8
-    assert np.all(np.isfinite(tracker._residual_cov))
+    assert np.all(np.isfinite(tracker._detector.residual_cov))
     assert tracker.estimate().params.mass == pytest.approx(DRILL.mass, rel=0.01)
 
 

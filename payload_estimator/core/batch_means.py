@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["BlockSums"]
+from payload_estimator.core.regressor import N_BIAS, N_PARAMS
+
+__all__ = ["BlockSums", "WhiteNoiseResiduals", "block_vectors"]
 
 
 class BlockSums:
@@ -67,6 +69,10 @@ class BlockSums:
         self.gram += block[:, :, None] * block[:, None, :]
         self.n_blocks += 1.0
 
+    def add_closed(self, block: np.ndarray) -> None:
+        """Add the sums (6, width) of a block that is complete (it holds no later sample)."""
+        self._close(block)
+
     def decay(self, factor: float) -> None:
         """Multiply every block by ``factor`` (its sums by the square root: exponential forgetting)."""
         self.gram *= factor
@@ -96,3 +102,53 @@ class BlockSums:
             total = total + np.einsum("ki,ki->k", V, self._carry) ** 2
             n += 1.0
         return total, n
+
+
+class WhiteNoiseResiduals:
+    """What white noise leaves in the least-squares residuals.
+
+    Used by :meth:`~payload_estimator.core.statistics.RegressorStatistics.correlation_analysis`: per channel ``k``,
+    ``E[rss_k] = sum_l M_kl s_l²`` for noise variances ``s_l²``.
+
+    Args:
+        A_inv: (p, p) inverse of the weighted normal matrix.
+        gram: (6, p, p) per-channel Grams of the unknowns over the samples.
+        c: (6,) channel weights.
+        n_w: the (weighted) number of samples.
+    """
+
+    def __init__(self, A_inv: np.ndarray, gram: np.ndarray, c: np.ndarray, n_w: float) -> None:
+        self.A_inv = A_inv
+        self.GA = gram @ A_inv  # (6, p, p): G_l A^-1
+        self.c = c
+        self.n_w = n_w
+
+    def expected(self, G_k: np.ndarray) -> np.ndarray:
+        """Return the (6, 6) ``M_kl`` for the per-channel Grams ``G_k`` (6, p, p).
+
+        ``G_k`` are the Grams of the sums the residuals are squared over (the samples, or their
+        block sums)."""
+        c = self.c
+        GkA = G_k @ self.A_inv
+        M = np.einsum("kij,lji->kl", GkA, self.GA) * (c * c)[None, :]
+        M[np.arange(6), np.arange(6)] += self.n_w - 2.0 * c * np.einsum("kii->k", GkA)
+        return M
+
+
+def block_vectors(x: np.ndarray, with_bias: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(V (6, 12), cols (6, p))``, the per-channel maps from block sums to residual sums.
+
+    A block-sum row is ``[Y (10), w, 1]``. Per channel, ``V`` is the vector whose product with a
+    block-sum row is the block's residual sum at ``x``, and ``cols`` the block-row column of each
+    unknown (12, a zero column, where the unknown is not in that channel's rows)."""
+    p = x.shape[0]
+    width = N_PARAMS + 2
+    V = np.zeros((6, width))
+    V[:, :N_PARAMS] = x[:N_PARAMS]
+    V[:, N_PARAMS] = -1.0
+    if with_bias:
+        V[:, N_PARAMS + 1] = x[N_PARAMS:N_PARAMS + N_BIAS]
+    cols = np.tile(np.r_[np.arange(N_PARAMS), np.full(p - N_PARAMS, width)], (6, 1))
+    if with_bias:
+        cols[np.arange(6), N_PARAMS + np.arange(6)] = N_PARAMS + 1
+    return V, cols

@@ -20,8 +20,13 @@ a new payload does in slow motion, seen through the pipeline's filter whose step
 ``s``, from the onset ``t0`` that fits best: :meth:`ChangeDetector.fit_change`). It explains them
 when their mean ``d²`` falls to :data:`EXPLAINED_CHI2`, to a quarter of what it was at most, and
 the mass change is :data:`MIN_MASS_CHANGE_Z` standard deviations from zero
-(:attr:`ChangeFit.explains`). A constant step of all six channels is an offset shift
-(:meth:`ChangeDetector.fit_offset_shift`).
+(:attr:`ChangeFit.explains`). A load that transfers over time (a gripper closing, a part lifted off
+a table that carries part of its weight meanwhile, a part set down) follows no step: whatever the
+wrench does while the load moves over, once it has moved over the samples hold the new payload.
+:meth:`ChangeDetector.fit_transfer` fits the change to the samples after the earliest end of the
+transfer that leaves them explained, at most :data:`MAX_TRANSFER_S` after its onset, with at least
+:data:`MIN_AFTER_S` of them; the transfer itself is never data. A constant step of all six channels
+is an offset shift (:meth:`ChangeDetector.fit_offset_shift`).
 
 **The offsets.** Estimated anew beside offsets kept across a change, the mass and first moment
 differ from those found with the kept offsets beyond their uncertainty when the kept offsets have
@@ -55,6 +60,8 @@ __all__ = [
     "RESIDUAL_MEMORY",
     "MAX_PAYLOAD_SIZE_M",
     "DRIFT_TIME_S",
+    "MAX_TRANSFER_S",
+    "MIN_AFTER_S",
     "OFFSETS_MOVED_CHI2",
     "TAKEOVER_MASS_REL_STD",
     "TAKEOVER_MASS_STD_KG",
@@ -78,6 +85,10 @@ RESIDUAL_MEMORY = 3000
 """Samples the running residual covariance remembers (30 s at 100 Hz)."""
 MAX_PAYLOAD_SIZE_M = 0.4
 """Largest payload size the gate allows for what the data do not yet determine."""
+MAX_TRANSFER_S = 1.2
+"""Longest load transfer fitted as one change, s (a gripper closing, a lift-off: 0 to 1 s)."""
+MIN_AFTER_S = 0.15
+"""Samples after a transfer that a change must explain before it is decided, s."""
 DRIFT_TIME_S = 2.0
 """Time constant of the gate's running mean of the accepted residuals: the F/T offsets' slow
 drift (a strain gauge warming up, Franka's model-based external wrench changing with the pose)
@@ -115,6 +126,8 @@ class ChangeFit:
         delta: (4,) the change of ``[m, m c]`` (kg, kg·m).
         covariance: (4, 4) its covariance.
         onset: s, when the change began (the best of :meth:`ChangeDetector.onsets`).
+        data_from: s, where the new payload's data begin: the filter settled after a step, the
+            transfer's end after a transfer (NaN: from ``onset`` plus the filter's settling).
     """
 
     residuals: np.ndarray
@@ -124,6 +137,7 @@ class ChangeFit:
     delta: np.ndarray
     covariance: np.ndarray
     onset: float
+    data_from: float = float("nan")
 
     @property
     def explains(self) -> bool:
@@ -264,6 +278,40 @@ class ChangeDetector:
             return None
         after, delta, cov, onset = best
         return ChangeFit(r, W, before, after, delta, cov, onset)
+
+    def fit_transfer(self, samples: SensorSamples, t_start: float) -> ChangeFit | None:
+        """Fit a change whose load transferred over time to the samples after the transfer (module docstring).
+
+        ``samples`` is a run first suspect at ``t_start`` (s), the change's reported onset. Each sample
+        from the filter's rise time before it on is a candidate end of the transfer; the earliest whose
+        later samples (at least :data:`MIN_AFTER_S` of them) a change of mass and first moment explains
+        wins. None when none does."""
+        t = samples.t
+        onset = t_start - (0.0 if self.step_response is None else self.step_response.rise_s)
+        r, R = self.residuals(samples)
+        W = np.linalg.inv(R)
+        apparent = samples.gravity_in_sensor - samples.lin_acc_in_sensor
+        Y4 = samples_regressor(_with_gravity(samples, apparent), reduced=True)[:, :, :4]
+        WY = np.einsum("nkl,nlj->nkj", W, Y4)
+        # sums over the samples from each candidate end on: the normal equations of the change after it
+        G = np.cumsum(np.einsum("nki,nkj->nij", Y4, WY)[::-1], axis=0)[::-1]
+        b = np.cumsum(np.einsum("nki,nk->ni", WY, r)[::-1], axis=0)[::-1]
+        e = np.cumsum(np.einsum("nk,nkl,nl->n", r, W, r)[::-1])[::-1]
+        count = np.arange(len(t), 0, -1, dtype=float)
+        step = float(np.median(np.diff(t))) if len(t) > 1 else 0.01
+        ends = np.flatnonzero((t >= onset) & (t - onset <= MAX_TRANSFER_S + self.settled_s)
+                              & (t[-1] - t + step >= MIN_AFTER_S - 1e-9))
+        for k in ends:
+            try:
+                delta = np.linalg.solve(G[k], b[k])
+                cov = np.linalg.inv(G[k])
+            except np.linalg.LinAlgError:
+                continue
+            before, after = e[k] / count[k], (e[k] - b[k] @ delta) / count[k]
+            fit = ChangeFit(r[k:], W[k:], float(before), float(after), delta, cov, float(t_start), float(t[k]))
+            if fit.explains:
+                return fit
+        return None
 
     def fit_offset_shift(self, samples: SensorSamples, fit: ChangeFit,
                          t_start: float) -> tuple[np.ndarray, float] | None:

@@ -20,11 +20,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from payload_estimator.core.batch_means import BlockSums
+from payload_estimator.core.batch_means import BlockSums, WhiteNoiseResiduals, block_vectors
 from payload_estimator.core.regressor import FEATURE_MATRIX, N_BIAS, N_FEATURES, N_PARAMS
 
 __all__ = [
     "RegressorStatistics",
+    "N_DATA_COLUMNS",
+    "N_FEATURE_ROW",
+    "N_BLOCK_COLUMNS",
     "NormalEquations",
     "N_AUGMENTED",
     "WRENCH_COLUMN",
@@ -40,11 +43,12 @@ N_AUGMENTED = N_PARAMS + N_BIAS + 1
 WRENCH_COLUMN = N_AUGMENTED - 1
 _DATA = np.r_[np.arange(N_PARAMS), WRENCH_COLUMN]
 """Columns of the augmented row that carry data: the regressor and the measurement."""
-_N_DATA = _DATA.shape[0]
-_N_FEATURE_ROW = N_FEATURES + 6 + 1
+_N_DATA = N_DATA_COLUMNS = _DATA.shape[0]
+"""Columns of a data row: the regressor and the measurement."""
+_N_FEATURE_ROW = N_FEATURE_ROW = N_FEATURES + 6 + 1
 """Columns of a feature row: the 12 regressor features, the 6 measured channels and a 1."""
 _K_FEATURES = FEATURE_MATRIX.reshape(N_FEATURES, 6, N_PARAMS)
-_N_BLOCK = _N_DATA + 1
+_N_BLOCK = N_BLOCK_COLUMNS = _N_DATA + 1
 """Columns of a block-sum row: the regressor, the measurement and a 1 (the offset)."""
 
 CORRELATION_BLOCK = 0.1
@@ -96,53 +100,9 @@ def unknown_indices(with_bias: bool) -> np.ndarray:
     return np.arange(n)
 
 
-class _WhiteNoiseResiduals:
-    """What white noise leaves in the least-squares residuals.
-
-    Used by :meth:`RegressorStatistics._correlation_analysis`: per channel ``k``,
-    ``E[rss_k] = sum_l M_kl s_l²`` for noise variances ``s_l²``.
-
-    Args:
-        A_inv: (p, p) inverse of the weighted normal matrix.
-        gram: (6, p, p) per-channel Grams of the unknowns over the samples.
-        c: (6,) channel weights.
-        n_w: the (weighted) number of samples.
-    """
-
-    def __init__(self, A_inv: np.ndarray, gram: np.ndarray, c: np.ndarray, n_w: float) -> None:
-        self.A_inv = A_inv
-        self.GA = gram @ A_inv  # (6, p, p): G_l A^-1
-        self.c = c
-        self.n_w = n_w
-
-    def expected(self, G_k: np.ndarray) -> np.ndarray:
-        """Return the (6, 6) ``M_kl`` for the per-channel Grams ``G_k`` (6, p, p).
-
-        ``G_k`` are the Grams of the sums the residuals are squared over (the samples, or their
-        block sums)."""
-        c = self.c
-        GkA = G_k @ self.A_inv
-        M = np.einsum("kij,lji->kl", GkA, self.GA) * (c * c)[None, :]
-        M[np.arange(6), np.arange(6)] += self.n_w - 2.0 * c * np.einsum("kii->k", GkA)
-        return M
-
-
-def _block_vectors(x: np.ndarray, with_bias: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Return ``(V (6, 12), cols (6, p))``, the per-channel maps from block sums to residual sums.
-
-    Per channel, ``V`` is the vector whose product with a block-sum row is the block's residual
-    sum at ``x``, and ``cols`` the block-row column of each unknown (``_N_BLOCK``, a zero
-    column, where the unknown is not in that channel's rows)."""
-    p = x.shape[0]
-    V = np.zeros((6, _N_BLOCK))
-    V[:, :N_PARAMS] = x[:N_PARAMS]
-    V[:, _N_DATA - 1] = -1.0
-    if with_bias:
-        V[:, _N_DATA] = x[N_PARAMS:N_PARAMS + N_BIAS]
-    cols = np.tile(np.r_[np.arange(N_PARAMS), np.full(p - N_PARAMS, _N_BLOCK)], (6, 1))
-    if with_bias:
-        cols[np.arange(6), N_PARAMS + np.arange(6)] = _N_DATA
-    return V, cols
+_SUM_FIELDS = frozenset({"_data_gram", "_data_sum", "n_samples", "weight_sum", "_gram", "_analysis", "_blocks",
+                         "_feature_gram", "_t0", "_t_last", "_time_ok", "_time_sum", "_time_sq", "_time_data"})
+"""The attributes that hold a :class:`RegressorStatistics`' sums (what :meth:`RegressorStatistics.assign` copies)."""
 
 
 class RegressorStatistics:
@@ -169,6 +129,7 @@ class RegressorStatistics:
         self._blocks = tuple(BlockSums(length, _N_BLOCK) for length in BLOCK_SECONDS)
         self._feature_gram: np.ndarray | None = np.zeros((_N_FEATURE_ROW, _N_FEATURE_ROW))
         self._t0: float | None = None
+        self._t_last: float | None = None
         self._time_ok = True
         self._time_sum = 0.0
         self._time_sq = 0.0
@@ -186,6 +147,7 @@ class RegressorStatistics:
             blocks.reset()
         self._feature_gram = np.zeros((_N_FEATURE_ROW, _N_FEATURE_ROW))
         self._t0 = None
+        self._t_last = None
         self._time_ok = True
         self._time_sum = 0.0
         self._time_sq = 0.0
@@ -251,6 +213,7 @@ class RegressorStatistics:
         else:
             if self._t0 is None:
                 self._t0 = float(t[0])
+            self._t_last = float(t[-1])
             tau = np.asarray(t, dtype=float) - self._t0
             ws = tau if weights is None else tau * weights
             with np.errstate(over="ignore", invalid="ignore"):  # absurd stamps: the trend is not measured
@@ -309,6 +272,7 @@ class RegressorStatistics:
         self._time_data *= factor
 
     def __iadd__(self, other: RegressorStatistics) -> RegressorStatistics:
+        other._sync()
         self._time_ok = self._time_ok and other._time_ok
         if other._t0 is not None:
             if self._t0 is None:
@@ -317,6 +281,8 @@ class RegressorStatistics:
             self._time_data += other._time_data + d * other._data_sum
             self._time_sq += other._time_sq + 2.0 * d * other._time_sum + d * d * other.weight_sum
             self._time_sum += other._time_sum + d * other.weight_sum
+            if other._t_last is not None:
+                self._t_last = other._t_last if self._t_last is None else max(self._t_last, other._t_last)
         self._data_gram += other._data_gram
         self._data_sum += other._data_sum
         self.n_samples += other.n_samples
@@ -331,9 +297,75 @@ class RegressorStatistics:
             self._feature_gram += other._feature_gram
         return self
 
+    # -------------------------------------------------------------- raw sums
+    def _sync(self) -> None:
+        """Bring the sums up to date before a read (statistics that assemble them lazily override it)."""
+
+    @property
+    def data_gram(self) -> np.ndarray:
+        """(6, 11, 11) per channel, the weighted Gram of the data rows ``[Y_k, w_k]``."""
+        self._sync()
+        return self._data_gram
+
+    @property
+    def data_sum(self) -> np.ndarray:
+        """(6, 11) per channel, the weighted sum of the data rows."""
+        self._sync()
+        return self._data_sum
+
+    @property
+    def time_data(self) -> np.ndarray:
+        """(6, 11) the weighted sum of the data rows times the sample time since :attr:`first_time`."""
+        self._sync()
+        return self._time_data
+
+    @property
+    def time_ok(self) -> bool:
+        """Whether every sample came with a finite time (else the time sums are not kept)."""
+        return self._time_ok
+
+    @property
+    def time_sum(self) -> float:
+        """The weighted sum of the sample times since :attr:`first_time`, s."""
+        return self._time_sum
+
+    @property
+    def time_sq(self) -> float:
+        """The weighted sum of the squared sample times since :attr:`first_time`, s²."""
+        return self._time_sq
+
+    @property
+    def first_time(self) -> float | None:
+        """The first sample's time, s (None before any)."""
+        return self._t0
+
+    @property
+    def last_time(self) -> float | None:
+        """The newest sample's time, s (None before any)."""
+        return self._t_last
+
+    def feature_gram(self) -> np.ndarray | None:
+        """(19, 19) the weighted Gram of the feature rows ``[features, wrench, 1]``, or None without features."""
+        self._sync()
+        return self._feature_gram
+
+    def replace_sums(self, data_gram: np.ndarray, data_sum: np.ndarray, time_data: np.ndarray,
+                     feature_gram: np.ndarray | None, blocks: list[BlockSums]) -> None:
+        """Put transformed sums in place of the data's (a projection off the offsets' time course)."""
+        self._data_gram, self._data_sum, self._time_data = data_gram, data_sum, time_data
+        self._feature_gram = feature_gram
+        self._blocks = tuple(blocks)
+        self._gram = None
+        self._analysis = None
+
+    def assign(self, other: RegressorStatistics) -> None:
+        """Hold exactly ``other``'s sums."""
+        self.__dict__.update({k: v for k, v in other.__dict__.items() if k in _SUM_FIELDS})
+
     @property
     def gram(self) -> np.ndarray:
         """(6, 17, 17) ``M_k`` over ``[Y_k, e_k, w_k]`` (read-only view; assembled lazily)."""
+        self._sync()
         if self._gram is None:
             M = np.zeros((6, N_AUGMENTED, N_AUGMENTED))
             M[:, _DATA[:, None], _DATA[None, :]] = self._data_gram
@@ -380,6 +412,7 @@ class RegressorStatistics:
 
     def n_blocks(self, which: int) -> float:
         """Blocks held (the open one included) of ``BLOCK_SECONDS[which]``."""
+        self._sync()
         return self._blocks[which].n_held
 
     def correlation_factors(
@@ -393,6 +426,7 @@ class RegressorStatistics:
         self, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray | None = None
     ) -> Correlation:
         """See :meth:`_correlation_analysis`; the last answer is kept until the statistics change."""
+        self._sync()
         key = b"".join((np.asarray(x, dtype=float).tobytes(), bytes([with_bias]),
                         b"" if channel_weights is None else np.asarray(channel_weights, dtype=float).tobytes()))
         if self._analysis is None or self._analysis[0] != key:
@@ -437,7 +471,7 @@ class RegressorStatistics:
         if fitted is None:
             return Correlation(nan, nan, np.zeros((p, p)))
         white_noise, noise_var = fitted
-        V, cols = _block_vectors(x, with_bias)
+        V, cols = block_vectors(x, with_bias)
         channel = np.arange(6)[:, None, None]
         factors = []
         slow_score = np.zeros((p, p))
@@ -461,7 +495,7 @@ class RegressorStatistics:
 
     def _white_noise(
         self, x: np.ndarray, with_bias: bool, c: np.ndarray
-    ) -> tuple[_WhiteNoiseResiduals, np.ndarray] | None:
+    ) -> tuple[WhiteNoiseResiduals, np.ndarray] | None:
         """Return what white noise leaves in the residuals at ``x``, and the noise variances.
 
         The first is the residuals' sums of squares at ``x`` if the noise were white; the second
@@ -478,7 +512,7 @@ class RegressorStatistics:
         n_w = self.weight_sum
         if n_w <= p:
             return None
-        white_noise = _WhiteNoiseResiduals(A_inv, gram, c, n_w)
+        white_noise = WhiteNoiseResiduals(A_inv, gram, c, n_w)
         rss = np.clip(self.channel_residuals(x, with_bias), 0.0, None)
         try:
             noise_var = np.linalg.solve(white_noise.expected(gram), rss)
@@ -494,6 +528,7 @@ class RegressorStatistics:
         Noise in the accelerations moves forces and torques together
         (``m da`` and ``m c x da``; ``[dalpha]x m c`` and ``J dalpha``): the channels'
         residuals are correlated, which per-channel variances miss."""
+        self._sync()
         if self._feature_gram is None:
             return None
         B = np.einsum("fkp,p->fk", _K_FEATURES, x[:N_PARAMS])
@@ -546,39 +581,3 @@ class RegressorStatistics:
             S[N_PARAMS:, :N_PARAMS] = Spb.T
             S[N_PARAMS:, N_PARAMS:] = self.weight_sum * M
         return 0.5 * (S + S.T)
-
-    def drift_covariance(
-        self, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray, A: np.ndarray, tau: np.ndarray
-    ) -> np.ndarray:
-        """(p, p) ``d d^T``: what a linear trend in the residuals (a drifting F/T offset) does to ``x``.
-
-        An offset that drifts by ``rho_k`` per second adds ``rho_k (t - t_mean)`` to channel ``k``;
-        least squares with a constant offset absorbs part of it into the parameters whose
-        regressor changes over the run (gravity: mass and COM), shifting them by
-        ``d = A^-1 sum_k c_k rho_k sum_j (t_j - t_mean) D_jk``. ``rho_k`` is the residuals' trend
-        at ``x`` (from time-weighted sums kept beside the Grams), counted only where it stands out
-        from the noise (``|rho| > 3`` standard errors, the noise correlated by ``tau``) and then
-        shrunk by its noise (``sqrt(z² - 1)`` standard errors). A drift no sample time tells is 0.
-        """
-        p = x.shape[0]
-        n_w = self.weight_sum
-        if not self._time_ok or self._t0 is None or n_w <= p:
-            return np.zeros((p, p))
-        t_mean = self._time_sum / n_w
-        spread = self._time_sq - self._time_sum * t_mean
-        if not spread > 0.0:
-            return np.zeros((p, p))
-        v = np.r_[-x[:N_PARAMS], 1.0]
-        centred = self._time_data - t_mean * self._data_sum  # (6, 11): sum s (t - t_mean) [Y_k, w_k]
-        rho = (centred @ v) / spread
-        var = np.clip(self.channel_residuals(x, with_bias), 0.0, None) / max(n_w - p / 6.0, 1.0)
-        se = np.sqrt(var * np.maximum(tau, 1.0) / spread)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z = np.where(se > 0.0, rho / se, 0.0)
-        rho = np.where(np.abs(z) > 3.0, np.sign(z) * np.sqrt(np.clip(z * z - 1.0, 0.0, None)) * se, 0.0)
-        if not np.any(rho):
-            return np.zeros((p, p))
-        g = np.zeros(p)
-        g[:N_PARAMS] = np.einsum("k,kd->d", channel_weights * rho, centred[:, :N_PARAMS])
-        d = np.linalg.pinv(A, hermitian=True) @ g
-        return np.outer(d, d)

@@ -30,8 +30,10 @@ change. Right after an input break (:meth:`PayloadTracker.input_break`), a const
 payload change explains is the offsets having moved while the sensor was silent: an *offset*
 shift, absorbed into the kept offsets.
 
-After a restart the new estimate predicts nothing until it has :data:`REFERENCE_AFTER_S` of data
-and has identified the mass; meanwhile every sample is taken (the new payload's own).
+A load that transfers over time (a grasp, a lift-off from a table) is fitted after it ends
+(:meth:`~payload_estimator.core.change_detection.ChangeDetector.fit_transfer`): the new estimate
+starts after the transfer and predicts nothing until it has :data:`REFERENCE_AFTER_S` of data and
+has identified the mass; meanwhile every sample is taken (the new payload's own).
 """
 
 from __future__ import annotations
@@ -73,7 +75,9 @@ CONTACT = "contact"
 OFFSET = "offset"
 
 JUDGE_S = 0.3
-"""An episode is judged (change or contact) once it has lasted this long."""
+"""An episode is judged (change or contact) once it has lasted this long ..."""
+JUDGE_EVERY_S = 0.1
+"""... and again after every this much more (a load transfer is decided soon after it ends)."""
 SUSPECT_SHARE = 0.7
 """... with at least this share of its samples suspect."""
 EPISODE_END_S = 0.05
@@ -88,12 +92,10 @@ MAX_EPISODE_S = 5.0
 PERSISTENT_S = 3.0
 """An episode held out this long, and no payload change, restarts the estimate (offsets too)."""
 MIN_CONTACT_SAMPLES = 3
-"""An episode with fewer suspect samples is an outlier, not a contact (held out, not reported)."""
+"""An episode with fewer suspect samples is an outlier (held out, not reported) ..."""
 CONTACT_CHI2 = 43.34
-"""... and so is one whose largest ``d²`` stays below this (chi-square, 6 dof, 1 - 1e-7): the
-filtered residuals are correlated over a few samples, so an excursion past the gate comes as a
-run of them, about once a minute; a contact worth reporting stands far above the noise (an 8 N
-push, a 5 N bump: hundreds)."""
+"""... and so is one whose largest ``d²`` stays below this (chi-square, 6 dof, 1 - 1e-7): filtered
+residuals cross the gate in runs, about once a minute; a contact stands far above (hundreds)."""
 AFTER_BREAK_S = 0.5
 """An episode that begins within this much data after an input break may be an offset shift."""
 
@@ -233,11 +235,6 @@ class PayloadTracker:
     def step_response(self, response: StepFilter | None) -> None:
         self._detector.step_response = response
 
-    @property
-    def _residual_cov(self) -> np.ndarray:
-        """(6, 6) the detector's running covariance of the accepted residuals."""
-        return self._detector.residual_cov
-
     # ------------------------------------------- what the pipeline asks of an estimator
     @property
     def samples_used(self) -> int:
@@ -373,7 +370,7 @@ class PayloadTracker:
                     decided.append(ended)
                 continue
             t_now = float(samples.t[i])
-            if t_now - self._episode.t_start >= JUDGE_S and t_now - self._episode.last_judged >= JUDGE_S:
+            if t_now - self._episode.t_start >= JUDGE_S and t_now - self._episode.last_judged >= JUDGE_EVERY_S:
                 self._episode.batches.append(samples.select(slice(start, i + 1)))
                 self._episode.suspect.append(d2[start : i + 1] > GATE_CHI2)
                 self._episode.peak = max(self._episode.peak, float(np.max(d2[start : i + 1])))
@@ -537,6 +534,10 @@ class PayloadTracker:
         if fit is None:
             return None
         if not fit.explains:
+            transfer = self._detector.fit_transfer(samples, ep.t_start)
+            if transfer is not None:  # the load moved over in its own time: the new data begin after it
+                return self._restart(samples.select(samples.t >= transfer.data_from - 1e-9), transfer.onset,
+                                     t_now, float(transfer.delta[0]))
             if self._break_t is not None and ep.t_start - self._break_t <= AFTER_BREAK_S:
                 return self._offset_shift(samples, fit, ep.t_start, t_now)
             return None

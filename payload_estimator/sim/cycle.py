@@ -110,6 +110,13 @@ class Segment:
         return self.payload.mass == 0.0
 
 
+PROFILES = ("constant", "fading", "growing")
+"""How a contact's force runs over its span: constant; fading from full to nothing (a table that carries
+a part as the gripper lifts it off, the load transferring to the gripper); growing from nothing to full
+(a table taking the load back as the part is set down, before the gripper opens). Both along a
+smoothstep."""
+
+
 @dataclass(frozen=True, eq=False)
 class Contact:
     """An external force on the held payload, active on ``[t_start, t_start + duration)``.
@@ -117,10 +124,11 @@ class Contact:
     Attributes:
         t_start: s, on the cycle's clock.
         duration: s.
-        force_in_world: (3,) N, the force **on the payload**, constant in the world frame
-            (z up: ``[0, 0, -F]`` pushes down).
+        force_in_world: (3,) N, the force **on the payload** at full strength, constant in the world
+            frame (z up: ``[0, 0, -F]`` pushes down).
         point_in_sensor: (3,) m, where it acts, sensor frame.
         name: a label.
+        profile: how its strength runs over the span (:data:`PROFILES`).
     """
 
     t_start: float
@@ -128,10 +136,13 @@ class Contact:
     force_in_world: np.ndarray
     point_in_sensor: np.ndarray
     name: str = ""
+    profile: str = "constant"
 
     def __post_init__(self) -> None:
         if not self.duration > 0.0:
             raise ValueError(f"contact {self.name!r}: duration must be positive, got {self.duration}")
+        if self.profile not in PROFILES:
+            raise ValueError(f"contact {self.name!r}: profile must be one of {', '.join(PROFILES)}")
         object.__setattr__(self, "force_in_world", _vector3(self.force_in_world, "force_in_world"))
         object.__setattr__(self, "point_in_sensor", _vector3(self.point_in_sensor, "point_in_sensor"))
 
@@ -145,11 +156,22 @@ class Contact:
         t = np.asarray(t, dtype=float)
         return (t >= self.t_start - TIME_TOLERANCE_S) & (t < self.t_end - TIME_TOLERANCE_S)
 
-    def wrench_in_sensor(self, R_world_sensor: np.ndarray) -> np.ndarray:
+    def strength(self, t: np.ndarray) -> np.ndarray:
+        """(N,) the share of the full force at times ``t`` inside the span (:attr:`profile`)."""
+        if self.profile == "constant":
+            return np.ones(np.shape(t))
+        u = np.clip((np.asarray(t, dtype=float) - self.t_start) / self.duration, 0.0, 1.0)
+        rising = u * u * (3.0 - 2.0 * u)
+        return rising if self.profile == "growing" else 1.0 - rising
+
+    def wrench_in_sensor(self, R_world_sensor: np.ndarray, t: np.ndarray | None = None) -> np.ndarray:
         """Return (N, 6) ``[f, p x f]`` with ``f = R.T @ force_in_world``: what the contact adds to the reading.
 
-        At the sensor's orientations ``R_world_sensor`` (N, 3, 3), whether active or not."""
+        At the sensor's orientations ``R_world_sensor`` (N, 3, 3), whether active or not; with the
+        times ``t``, scaled by the contact's :meth:`strength` there."""
         f = np.einsum("nji,j->ni", np.asarray(R_world_sensor, dtype=float), self.force_in_world)
+        if t is not None:
+            f = f * self.strength(t)[:, None]
         return np.hstack([f, np.cross(self.point_in_sensor, f)])
 
 
@@ -268,7 +290,7 @@ def simulate_cycle(
     contact_wrench = np.zeros_like(wrench)
     for c in contacts:
         rows = c.active(t)
-        contact_wrench[rows] += c.wrench_in_sensor(R[rows])
+        contact_wrench[rows] += c.wrench_in_sensor(R[rows], t[rows])
     wrench = wrench + contact_wrench
 
     exact = SensorSamples(

@@ -168,12 +168,12 @@ def _integrate(
 
 def _wrench_signals(
     rng: np.random.Generator, arm: ArmModel, rec: StepRecording, clock: _Clock, levels: SensorNoise,
-    heaviest: float, ft_bias: Sequence[float] | None, ft_drift: bool,
+    heaviest: float, ft_bias: Sequence[float] | None, ft_drift: bool | float,
 ) -> dict[str, Any]:
     """The F/T samples: the true wrench plus the sensor's offset (drawn first) and noise."""
     wrench_t = rec.t[clock.wrenches]
     true_wrench = read_wrench_in_sensor(arm, rec.sensordata[clock.wrenches])
-    offset = FtOffset.draw(rng, heaviest * STANDARD_GRAVITY, ft_bias, ft_drift and len(wrench_t) > 0)
+    offset = FtOffset.draw(rng, heaviest * STANDARD_GRAVITY, ft_bias, ft_drift if len(wrench_t) > 0 else False)
     bias, _ = offset.series(rng, wrench_t, float(wrench_t[0]) if len(wrench_t) else 0.0)
     ft_std = np.array([levels.force] * 3 + [levels.torque] * 3)
     wrench = true_wrench + bias + rng.normal(0.0, 1.0, true_wrench.shape) * ft_std
@@ -235,7 +235,7 @@ def simulate(
     robot: str | RobotSpec = "panda", payload: str | Payload | InertialParameters = "hammer",
     trajectory: str | JointTrajectory = "paper004", duration: float = 10.0, rate_hz: float = 1000.0,
     wrench_rate_hz: float | None = None, noise: str = "moderate", seed: int = 0,
-    ft_bias: Sequence[float] | None = None, ft_drift: bool = True,
+    ft_bias: Sequence[float] | None = None, ft_drift: bool | float = True,
     sensor_xyz_in_flange: Sequence[float] = (0.0, 0.0, 0.0), sensor_rpy_in_flange: Sequence[float] = (0.0, 0.0, 0.0),
     imu: bool = True, progress: Callable[[float], None] | None = None,
     imu_xyz_in_sensor: Sequence[float] = DEFAULT_IMU_XYZ_IN_SENSOR,
@@ -261,7 +261,8 @@ def simulate(
         ft_bias: (6,) constant F/T offset [N, N·m]; None draws one with std
             :data:`~payload_estimator.sim.sensor_noise.FT_BIAS_FRACTION` of the payload weight per
             axis (times 5 cm for torques).
-        ft_drift: add a slow drift to the offset (random linear trend plus random walk).
+        ft_drift: add a slow drift to the offset (random linear trend plus random walk); a number: that
+            many times the default drift.
         sensor_xyz_in_flange: sensor origin in the flange frame, m.
         sensor_rpy_in_flange: sensor orientation in the flange frame, roll/pitch/yaw, rad.
         imu: include an IMU (frame ``imu_link``).

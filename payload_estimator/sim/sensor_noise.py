@@ -64,24 +64,31 @@ class FtOffset:
             unit of the fractions :data:`FT_BIAS_FRACTION`, :data:`FT_DRIFT_RATE_FRACTION` and
             :data:`FT_DRIFT_WALK_FRACTION`.
         rate: (6,) linear drift, per s, or None without drift.
+        drift: how many times the default drift (rate and random walk) the sensor has.
     """
 
     constant: np.ndarray
     scale: np.ndarray
     rate: np.ndarray | None
+    drift: float = 1.0
 
     @classmethod
-    def draw(cls, rng: np.random.Generator, weight: float, ft_bias: ArrayLike | None, ft_drift: bool) -> FtOffset:
+    def draw(cls, rng: np.random.Generator, weight: float, ft_bias: ArrayLike | None,
+             ft_drift: bool | float) -> FtOffset:
         """Return the constant offset and the drift rate, drawn from ``rng`` in that order.
 
         The constant is given, or drawn with std :data:`FT_BIAS_FRACTION` of ``weight`` (N); the
-        drift rate only when ``ft_drift``."""
+        drift rate only with ``ft_drift``: True, or a multiple of the default drift (the same draws,
+        scaled)."""
         scale = max(weight, 1.0) * np.array([1.0, 1.0, 1.0, _TORQUE_ARM, _TORQUE_ARM, _TORQUE_ARM])
         b0 = rng.normal(0.0, FT_BIAS_FRACTION, 6) * scale if ft_bias is None else np.asarray(ft_bias, float)
         if b0.shape != (6,):
             raise ConfigurationError("ft_bias must have 6 entries")
-        rate = rng.normal(0.0, FT_DRIFT_RATE_FRACTION, 6) * scale if ft_drift else None
-        return cls(b0, scale, rate)
+        drift = float(ft_drift)
+        if not (np.isfinite(drift) and drift >= 0.0):
+            raise ConfigurationError(f"ft_drift must be a non-negative multiple of the default drift, got {ft_drift!r}")
+        rate = rng.normal(0.0, FT_DRIFT_RATE_FRACTION, 6) * scale * drift if drift > 0.0 else None
+        return cls(b0, scale, rate, drift)
 
     def series(
         self, rng: np.random.Generator, t: np.ndarray, t_origin: float, walk: tuple[float, np.ndarray] | None = None
@@ -100,6 +107,6 @@ class FtOffset:
         dt = np.diff(t, prepend=t_prev)
         steps = rng.normal(0.0, 1.0, (len(t), 6)) * np.sqrt(dt)[:, None]
         cum = np.cumsum(steps, axis=0) + cum_prev if walk is not None else np.cumsum(steps, axis=0)
-        bias += np.outer(t - t_origin, self.rate) + cum * FT_DRIFT_WALK_FRACTION * self.scale
+        bias += np.outer(t - t_origin, self.rate) + cum * (FT_DRIFT_WALK_FRACTION * self.drift) * self.scale
         return bias, (float(t[-1]), cum[-1].copy())
 

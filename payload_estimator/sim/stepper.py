@@ -115,7 +115,7 @@ class ScheduleHook:
         R, p = d.xmat[b].reshape(3, 3), d.xpos[b]
         for c in self.schedule.contacts:
             if c.t_start - 1e-12 <= t < c.t_end - 1e-12:
-                force = np.asarray(c.force_in_world, dtype=float)
+                force = np.asarray(c.force_in_world, dtype=float) * float(c.strength(np.array([t]))[0])
                 point = p + R @ np.asarray(c.point_in_sensor, dtype=float)
                 wrench[:3] += force
                 wrench[3:] += np.cross(point - d.xipos[b], force)  # about the body's COM, world axes

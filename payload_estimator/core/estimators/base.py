@@ -44,6 +44,7 @@ from payload_estimator.core.estimators.uncertainty import (
     sandwich,
 )
 from payload_estimator.core.inertia import InertialParameters
+from payload_estimator.core.offset_windows import WindowedStatistics, current_offsets
 from payload_estimator.core.point_masses import SampledShape
 from payload_estimator.core.regressor import N_PARAMS, regressor_noise_gram
 from payload_estimator.core.results import Estimate
@@ -293,8 +294,8 @@ class Estimator(abc.ABC):
     """One line for help texts."""
     needs_points: ClassVar[bool] = False
     """True when the constructor's first argument is ``points_in_sensor`` (n, 3)."""
-    settings_options: ClassVar[Mapping[str, str]] = {}
-    """Constructor option -> ``Settings`` field it is read from."""
+    settings_options: ClassVar[Mapping[str, str]] = {"offset_window_s": "offset_window_s"}
+    """Constructor option -> ``Settings`` field it is read from (a subclass adds its own to these)."""
     has_prior: ClassVar[bool] = False
     """True when a prior fills in what the data do not determine (PMD: the shape)."""
 
@@ -323,8 +324,13 @@ class Estimator(abc.ABC):
             points_in_sensor = points_in_sensor.points_in_sensor
         return make(points_in_sensor, bias=bias, **options)
 
-    def __init__(self, *, bias: bool = False, kinematic_noise: Any = None) -> None:
+    def __init__(self, *, bias: bool = False, kinematic_noise: Any = None, offset_window_s: float = 0.0) -> None:
+        if not (np.isfinite(offset_window_s) and offset_window_s >= 0.0):
+            raise ConfigurationError(f"offset_window_s must be zero or positive, got {offset_window_s!r}")
         self.with_bias = bool(bias)
+        self.offset_window_s = float(offset_window_s)
+        """s: the offsets are a line per window this long (:mod:`~payload_estimator.core.offset_windows`);
+        0: constant over the run."""
         self.kinematic_noise = KinematicNoise(kinematic_noise)
         self.rejected_samples = 0
         self._dynamism_sum = 0.0
@@ -384,7 +390,7 @@ class Estimator(abc.ABC):
             estimator=self.name,
             params=params,
             covariance=None if sol.covariance is None else sol.covariance[:N_PARAMS, :N_PARAMS],
-            bias=sol.theta[N_PARAMS:].copy() if self.with_bias else None,
+            bias=self._offsets(sol.theta),
             residual_rms=np.sqrt(np.clip(sol.residual_ss, 0.0, None) / max(sol.weight_sum, 1e-300)),
             condition_number=scaled_condition_number(sol.normal_matrix),
             samples_used=self.samples_used,
@@ -394,6 +400,32 @@ class Estimator(abc.ABC):
             identification=identify(sol.information, params, self.has_prior, data),
             model_fit=model_fit(stats, sol.theta, self.with_bias, weights, sol.information, unconstrained, data),
         )
+
+    def _new_statistics(self) -> RegressorStatistics:
+        """Empty statistics for this estimator's samples: with offsets per window when ``offset_window_s``.
+
+        The first window's offsets are unknown with ``bias`` (their mean is left out), known otherwise
+        (the samples come with them subtracted)."""
+        if self.offset_window_s > 0.0:
+            return WindowedStatistics(self.offset_window_s, first_known=not self.with_bias)
+        return RegressorStatistics()
+
+    def _statistics(self) -> list[RegressorStatistics]:
+        """Every statistics object the estimator keeps its samples in (for the offsets they imply)."""
+        stats = getattr(self, "stats", None)
+        return [stats] if isinstance(stats, RegressorStatistics) else []
+
+    def _offsets(self, theta: np.ndarray) -> np.ndarray | None:
+        """Return the (6,) offsets of the estimate ``theta`` (None without ``bias``).
+
+        The solved ones; with offsets per window, the line the newest window's residuals follow, at its
+        newest sample."""
+        if not self.with_bias:
+            return None
+        windowed = [s for s in self._statistics() if isinstance(s, WindowedStatistics)]
+        if windowed:
+            return current_offsets(windowed, theta[:N_PARAMS])
+        return theta[N_PARAMS:].copy()
 
     def _fit_inputs(
         self,

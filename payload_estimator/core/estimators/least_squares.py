@@ -90,9 +90,9 @@ class OrdinaryLeastSquares(Estimator):
     name = "ols"
     summary = "ordinary least squares, full model (Atkeson et al. 1986)"
 
-    def __init__(self, *, bias: bool = False, kinematic_noise: Any = AUTO) -> None:
-        super().__init__(bias=bias, kinematic_noise=kinematic_noise)
-        self.stats = RegressorStatistics()
+    def __init__(self, *, bias: bool = False, kinematic_noise: Any = AUTO, offset_window_s: float = 0.0) -> None:
+        super().__init__(bias=bias, kinematic_noise=kinematic_noise, offset_window_s=offset_window_s)
+        self.stats = self._new_statistics()
         self.weighting = ChannelWeighting()
 
     def _accumulate(self, samples: SensorSamples) -> None:
@@ -137,8 +137,9 @@ class WeightedLeastSquares(OrdinaryLeastSquares):
     summary = "channel-weighted least squares (weights from OLS residuals or known noise)"
 
     def __init__(
-        self, *, bias: bool = False, channel_std: np.ndarray | str | None = AUTO, kinematic_noise: Any = AUTO
+        self, *, bias: bool = False, channel_std: np.ndarray | str | None = AUTO, kinematic_noise: Any = AUTO,
+        offset_window_s: float = 0.0,
     ) -> None:
-        super().__init__(bias=bias, kinematic_noise=kinematic_noise)
+        super().__init__(bias=bias, kinematic_noise=kinematic_noise, offset_window_s=offset_window_s)
         self.weighting = ChannelWeighting.parse(channel_std, allow_auto=True, who=self.name)
         self.channel_std = None if self.weighting.known is None else np.asarray(channel_std, dtype=float)

@@ -69,6 +69,7 @@ from payload_estimator.core.estimators.base import (
     solve_psd,
 )
 from payload_estimator.core.estimators.qp import LiftedPointMassQP
+from payload_estimator.core.estimators.uncertainty import drift_covariance
 from payload_estimator.core.regressor import (
     N_BIAS,
     N_PARAMS,
@@ -194,7 +195,7 @@ class PointMassDiscretization(Estimator):
     summary = "point-mass discretisation, physically consistent QP (Nadeau et al.)"
     needs_points = True
     has_prior = True
-    settings_options = {"c1": "c1", "regularization": "regularization"}
+    settings_options = {**Estimator.settings_options, "c1": "c1", "regularization": "regularization"}
 
     def __init__(
         self,
@@ -213,8 +214,9 @@ class PointMassDiscretization(Estimator):
         solver_options: dict | None = None,
         reduced_with_linear_acceleration: bool = True,
         kinematic_noise: Any = AUTO,
+        offset_window_s: float = 0.0,
     ) -> None:
-        super().__init__(bias=bias, kinematic_noise=kinematic_noise)
+        super().__init__(bias=bias, kinematic_noise=kinematic_noise, offset_window_s=offset_window_s)
         self.reduced_with_linear_acceleration = bool(reduced_with_linear_acceleration)
         points = np.asarray(points_in_sensor, dtype=float)
         if points.ndim != 2 or points.shape[1] != 3 or len(points) < 1:
@@ -257,8 +259,8 @@ class PointMassDiscretization(Estimator):
             self.P_cells, N_BIAS if self.with_bias else 0, solver=solver, settings=solver_options,
             groups=self.part_labels
         )
-        self.stats_reduced = RegressorStatistics()
-        self.stats_full = RegressorStatistics()
+        self.stats_reduced = self._new_statistics()
+        self.stats_full = self._new_statistics()
         self._force_norm_sum = 0.0
         self._gravity_norm_sum = 0.0
         self._weights: np.ndarray | None = None
@@ -305,6 +307,9 @@ class PointMassDiscretization(Estimator):
         self._combined = None
         self._force_norm_sum += float(np.linalg.norm(samples.wrench_in_sensor[:, :3], axis=1).sum())
         self._gravity_norm_sum += float(np.linalg.norm(samples.gravity_in_sensor, axis=1).sum())
+
+    def _statistics(self) -> list[RegressorStatistics]:
+        return [self.stats_reduced, self.stats_full]
 
     def _reset(self) -> None:
         self.stats_reduced.reset()
@@ -403,7 +408,7 @@ class PointMassDiscretization(Estimator):
             # hold them); the inertia, which the prior holds where the data do not, it shifts less.
             combined = self._combined_stats()
             tau = correlation_factors(combined, theta, self.with_bias, weights)
-            drift = combined.drift_covariance(theta, self.with_bias, weights, H, tau)
+            drift = drift_covariance(combined, theta, self.with_bias, weights, H, tau)
             covariance[:4, :4] += drift[:4, :4]
         return Solution(
             theta=theta,

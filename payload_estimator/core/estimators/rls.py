@@ -51,7 +51,7 @@ class RecursiveLeastSquares(Estimator):
 
     name = "rls"
     summary = "recursive least squares with exponential forgetting"
-    settings_options = {"forgetting": "forgetting"}
+    settings_options = {**Estimator.settings_options, "forgetting": "forgetting"}
 
     def __init__(
         self,
@@ -62,15 +62,16 @@ class RecursiveLeastSquares(Estimator):
         channel_std: np.ndarray | None = None,
         bias: bool = False,
         kinematic_noise: Any = AUTO,
+        offset_window_s: float = 0.0,
     ) -> None:
-        super().__init__(bias=bias, kinematic_noise=kinematic_noise)
+        super().__init__(bias=bias, kinematic_noise=kinematic_noise, offset_window_s=offset_window_s)
         if initial_covariance <= 0.0:
             raise ConfigurationError("initial_covariance must be positive")
         self.forgetting = check_forgetting(forgetting)
         self.initial_covariance = float(initial_covariance)
         self.min_information = float(min_information)
         self.channel_weights = ChannelWeighting.parse(channel_std, allow_auto=False, who=self.name).known
-        self.stats = RegressorStatistics()
+        self.stats = self._new_statistics()
         self._prior_scale = 1.0
 
     def _accumulate(self, samples: SensorSamples) -> None:
@@ -82,10 +83,10 @@ class RecursiveLeastSquares(Estimator):
 
     def _reset(self) -> None:
         self.stats.reset()
+        self._prior_scale = 1.0
 
     def _fit_inputs(self) -> tuple[RegressorStatistics, np.ndarray | None, None]:
         return self.stats, self.channel_weights, None
-        self._prior_scale = 1.0
 
     def _solve(self) -> Solution:
         p = N_PARAMS + (N_BIAS if self.with_bias else 0)

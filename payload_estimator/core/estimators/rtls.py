@@ -162,7 +162,7 @@ class RecursiveTotalLeastSquares(Estimator):
 
     name = "rtls"
     summary = "recursive total least squares (Kubus et al. 2008), generalised by the signals' noise"
-    settings_options = {"forgetting": "forgetting", "wrench_noise": "ft_noise_std"}
+    settings_options = {**Estimator.settings_options, "forgetting": "forgetting", "wrench_noise": "ft_noise_std"}
 
     def __init__(
         self,
@@ -174,8 +174,9 @@ class RecursiveTotalLeastSquares(Estimator):
         wrench_noise: Any = AUTO,
         floor: float | None = EIV_FLOOR,
         bias: bool = False,
+        offset_window_s: float = 0.0,
     ) -> None:
-        super().__init__(bias=bias, kinematic_noise=kinematic_noise)
+        super().__init__(bias=bias, kinematic_noise=kinematic_noise, offset_window_s=offset_window_s)
         self.forgetting = check_forgetting(forgetting)
         self.rms_scaling = isinstance(column_std, str)
         if self.rms_scaling and column_std != "rms":
@@ -199,7 +200,7 @@ class RecursiveTotalLeastSquares(Estimator):
         if floor is not None and not 0.0 < floor < 1.0:
             raise ConfigurationError(f"floor must be in (0, 1) or None, got {floor!r}")
         self.floor = None if floor is None else float(floor)
-        self.stats = RegressorStatistics()
+        self.stats = self._new_statistics()
         self._force_noise = SignalNoise()
         self._torque_noise = SignalNoise()
         self._cache: tuple[tuple[Any, ...], _Fit] | None = None

@@ -15,9 +15,11 @@ import numpy as np
 
 from payload_estimator.core.estimators.linear_algebra import pinv_psd, scaled_eigh
 from payload_estimator.core.estimators.rating import MIN_FIT_BLOCKS
+from payload_estimator.core.regressor import N_PARAMS
 from payload_estimator.core.statistics import RegressorStatistics
 
 __all__ = [
+    "drift_covariance",
     "EIV_FLOOR",
     "noise_level_covariance",
     "compensate_regressor_noise",
@@ -110,7 +112,7 @@ def sandwich(
     :func:`correlation_factors` in time), plus what a persistent residual (a drifting F/T
     offset) adds through the slowly varying regressor columns
     (:meth:`RegressorStatistics.correlation_analysis`); the covariance adds what a linear
-    trend in the residuals shifts (:meth:`RegressorStatistics.drift_covariance`). Neither assumes the weights were the
+    trend in the residuals shifts (:func:`drift_covariance`). Neither assumes the weights were the
     inverse noise variances, nor that the regressor was exact: the residuals carry the
     regressor's noise too.
     """
@@ -124,7 +126,7 @@ def sandwich(
     w = np.asarray(channel_weights, dtype=float)
     S = S + _VARIANCE_FLOOR * np.tensordot(w * w, stats.channel_gram(with_bias), axes=1)
     A_inv = pinv_psd(A)
-    cov = A_inv @ S @ A_inv + stats.drift_covariance(x, with_bias, channel_weights, A, tau)
+    cov = A_inv @ S @ A_inv + drift_covariance(stats, x, with_bias, channel_weights, A, tau)
     information = A @ pinv_psd(S) @ A
     return 0.5 * (cov + cov.T), 0.5 * (information + information.T)
 
@@ -140,3 +142,41 @@ def channel_variances(
     rss = np.clip(stats.channel_residuals(x, with_bias), 0.0, None)
     dof = max(stats.weight_sum - x.shape[0] / 6.0, 1.0)
     return np.maximum(rss / dof, _VARIANCE_FLOOR)
+
+
+def drift_covariance(
+    stats: RegressorStatistics, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray, A: np.ndarray,
+    tau: np.ndarray,
+) -> np.ndarray:
+    """(p, p) ``d d^T``: what a linear trend in the residuals (a drifting F/T offset) does to ``x``.
+
+    An offset that drifts by ``rho_k`` per second adds ``rho_k (t - t_mean)`` to channel ``k``;
+    least squares with a constant offset absorbs part of it into the parameters whose
+    regressor changes over the run (gravity: mass and COM), shifting them by
+    ``d = A^-1 sum_k c_k rho_k sum_j (t_j - t_mean) D_jk``. ``rho_k`` is the residuals' trend
+    at ``x`` (from time-weighted sums kept beside the Grams), counted only where it stands out
+    from the noise (``|rho| > 3`` standard errors, the noise correlated by ``tau``) and then
+    shrunk by its noise (``sqrt(z² - 1)`` standard errors). A drift no sample time tells is 0.
+    """
+    p = x.shape[0]
+    n_w = stats.weight_sum
+    if not stats.time_ok or stats.first_time is None or n_w <= p:
+        return np.zeros((p, p))
+    t_mean = stats.time_sum / n_w
+    spread = stats.time_sq - stats.time_sum * t_mean
+    if not spread > 0.0:
+        return np.zeros((p, p))
+    v = np.r_[-x[:N_PARAMS], 1.0]
+    centred = stats.time_data - t_mean * stats.data_sum  # (6, 11): sum s (t - t_mean) [Y_k, w_k]
+    rho = (centred @ v) / spread
+    var = np.clip(stats.channel_residuals(x, with_bias), 0.0, None) / max(n_w - p / 6.0, 1.0)
+    se = np.sqrt(var * np.maximum(tau, 1.0) / spread)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(se > 0.0, rho / se, 0.0)
+    rho = np.where(np.abs(z) > 3.0, np.sign(z) * np.sqrt(np.clip(z * z - 1.0, 0.0, None)) * se, 0.0)
+    if not np.any(rho):
+        return np.zeros((p, p))
+    g = np.zeros(p)
+    g[:N_PARAMS] = np.einsum("k,kd->d", channel_weights * rho, centred[:, :N_PARAMS])
+    d = np.linalg.pinv(A, hermitian=True) @ g
+    return np.outer(d, d)

@@ -1,0 +1,308 @@
+"""Offsets that vary in time: a line per window of sample time, left out of the statistics.
+
+An F/T sensor's offsets drift (temperature, a strain gauge warming up); a robot's joint-torque path
+leaves slow, unmodelled torques. Held constant over a long run, such an offset is absorbed by the
+parameters whose regressor varies slowly (mass and COM through gravity) and by the inertia, or inflates
+their uncertainty, and the longer the run the worse. :class:`WindowedStatistics` models the offset of
+each wrench channel as a line, ``b_k(t) = m_k + beta_k (t - t_w)``, of its own in every window of
+:attr:`WindowedStatistics.window_s` seconds of sample time. Profiling the lines out of the least-squares
+problem is projecting every column of the augmented rows (the regressor and the measurement) off
+``[1, t]`` within each window, with the samples' weights: exact, in sufficient statistics.
+
+What remains is what the regressor does *within* windows: drift slower than the window is gone, and
+any motion faster than it (an ordinary reorientation, 0.1 Hz and up, in windows of 20 s or more) keeps
+nearly all its information. The information therefore grows with every window and never decays: the
+uncertainty of an identified quantity shrinks as the run goes on.
+
+Whoever knows the offsets in the first window of an estimate (the payload tracker after a change,
+which keeps the offsets it found) gives it raw (``first_known``): its mean tells the mass at once. A
+window removes a line only where it can afford to: once it spans :data:`LINE_AFTER` of the window
+length, and only while the line leaves at least :data:`LINE_KEEPS` of the information about mass and
+first moment that removing the mean alone leaves. A slow reorientation turns gravity in the sensor
+frame almost linearly in time over a window, and a line would take it for drift: such a window removes
+its mean only, and the drift within it stays in the residuals, where the uncertainty counts it.
+The window still filling is projected on the fly; a window closes when a sample of a later one arrives.
+
+Conventions: sample time in s, the statistics' own per-sample weights, channels ``fx fy fz tx ty tz``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from payload_estimator.core.batch_means import BlockSums
+from payload_estimator.core.regressor import N_FEATURES, N_PARAMS
+from payload_estimator.core.statistics import (
+    BLOCK_SECONDS,
+    N_BLOCK_COLUMNS,
+    N_DATA_COLUMNS,
+    N_FEATURE_ROW,
+    RegressorStatistics,
+)
+
+__all__ = ["WindowedStatistics", "current_offsets", "DEFAULT_WINDOW_S", "LINE_AFTER", "LINE_KEEPS"]
+
+DEFAULT_WINDOW_S = 10.0
+"""s: the default window: a period of the slowest reorientation an ordinary motion makes (0.1 Hz);
+``benchmarks/drift.py`` measured 10 s best of 10, 20 and 40."""
+LINE_AFTER = 0.5
+"""A window spanning less than this share of :attr:`WindowedStatistics.window_s` removes only its mean
+(a line through a few seconds would take motion for drift)."""
+LINE_KEEPS = 0.5
+"""A window removes a line only if that keeps this share of each of the mass's and first moment's
+information (the diagonal of the combined Gram) that removing its mean keeps."""
+
+
+class _OpenWindow:
+    """The raw sums of the window still filling, with what projecting it needs beyond the statistics'.
+
+    Attributes:
+        stats: the window's raw statistics (its times counted from its first sample).
+        blocks: per block length, block key -> [sums (6, 12) of sqrt-weighted rows, sum of sqrt(s) tau].
+        feature_time: (19,) sum of s tau over the feature rows.
+    """
+
+    def __init__(self) -> None:
+        self.stats = RegressorStatistics()
+        self.blocks: list[dict[float, list[Any]]] = [{} for _ in BLOCK_SECONDS]
+        self.feature_time = np.zeros(N_FEATURE_ROW)
+        self.t0: float | None = None
+        self.order = 1
+        """What the last projection removed (:meth:`projected`): 0 nothing, 1 the mean, 2 a line."""
+
+    def add(self, Y: np.ndarray, wrench: np.ndarray, weights: np.ndarray | None, t: np.ndarray,
+            features: np.ndarray | None) -> None:
+        """Add a batch that lies in this window."""
+        if self.t0 is None:
+            self.t0 = float(t[0])
+        self.stats.add(Y, wrench, weights, t=t, features=features)
+        tau = t - self.t0
+        s = np.ones(len(t)) if weights is None else np.clip(np.asarray(weights, dtype=float), 0.0, None)
+        if features is not None:
+            U = np.empty((len(t), N_FEATURE_ROW))
+            U[:, :N_FEATURES] = features
+            U[:, N_FEATURES:N_FEATURES + 6] = wrench
+            U[:, -1] = 1.0
+            self.feature_time += (s * tau) @ U
+        rows = np.empty((len(t), 6, N_BLOCK_COLUMNS))
+        rows[:, :, :N_PARAMS] = Y
+        rows[:, :, N_PARAMS] = wrench
+        rows[:, :, -1] = 1.0
+        root = np.sqrt(s)
+        rows *= root[:, None, None]
+        for which, length in enumerate(BLOCK_SECONDS):
+            keys = np.floor(t / length)
+            starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+            sums = np.add.reduceat(rows, starts, axis=0)
+            tsums = np.add.reduceat(root * tau, starts)
+            for key, block, tsum in zip(keys[starts], sums, tsums):
+                held = self.blocks[which].setdefault(float(key), [np.zeros((6, N_BLOCK_COLUMNS)), 0.0])
+                held[0] += block
+                held[1] += float(tsum)
+
+    def decay(self, factor: float) -> None:
+        """Exponential forgetting of everything held."""
+        self.stats.decay(factor)
+        self.feature_time *= factor
+        root = np.sqrt(factor)
+        for blocks in self.blocks:
+            for held in blocks.values():
+                held[0] *= root
+                held[1] *= root
+
+    def span_s(self) -> float:
+        """Sample time the window holds, s (from its first sample to its last)."""
+        first, last = self.stats.first_time, self.stats.last_time
+        return 0.0 if first is None or last is None else last - first
+
+    def projected(self, order: int) -> RegressorStatistics:
+        """Return the window's statistics with its offsets' time course projected off.
+
+        A polynomial of ``order`` in time (0: none, 1: the mean, 2: a line) is projected off every
+        column, with the samples' weights (module docstring)."""
+        raw = self.stats
+        out = raw.copy()
+        W, T1, T2 = raw.weight_sum, raw.time_sum, raw.time_sq
+        if order == 2 and not (W * T2 - T1 * T1 > 1e-9 * max(W * T2, 1e-300) and self._line_affordable()):
+            order = 1  # all samples at one time, or motion a line would take for drift
+        self.order = order
+        if order == 0 or W <= 0.0:
+            return out
+        F = raw.feature_gram()
+        if order == 1:
+            M_inv = np.array([[1.0 / W]])
+            C = raw.data_sum[:, :, None]  # (6, 11, 1)
+            Cf = None if F is None else F[:, -1:]
+        else:
+            M_inv = np.linalg.inv(np.array([[W, T1], [T1, T2]]))
+            C = np.stack([raw.data_sum, raw.time_data], axis=2)  # (6, 11, 2)
+            Cf = None if F is None else np.stack([F[:, -1], self.feature_time], axis=1)
+        coef = C @ M_inv  # (6, 11, k): each column's fitted intercept (and slope)
+        gram = raw.data_gram - np.einsum("kia,kja->kij", coef, C)
+        feature_gram = None if F is None or Cf is None else F - (Cf @ M_inv) @ Cf.T
+        return self._with_sums(out, coef, gram, feature_gram)
+
+    def _line_affordable(self) -> bool:
+        """Whether removing a line keeps :data:`LINE_KEEPS` of the mass's and first moment's information."""
+        raw = self.stats
+        W, T1, T2 = raw.weight_sum, raw.time_sum, raw.time_sq
+        S, U = raw.data_sum[:, :4], raw.time_data[:, :4]  # per channel; the channels' information adds up
+        G = np.einsum("kii->i", raw.data_gram[:, :4, :4])
+        mean_kept = G - np.sum(S * S, axis=0) / W
+        det = W * T2 - T1 * T1
+        line_kept = mean_kept - np.sum((W * U - T1 * S) ** 2, axis=0) / (W * det)
+        informative = mean_kept > 1e-12 * max(float(np.max(G)), 1e-300)
+        return bool(np.all(line_kept[informative] >= LINE_KEEPS * mean_kept[informative]))
+
+    def _with_sums(self, out: RegressorStatistics, coef: np.ndarray, gram: np.ndarray,
+                   feature_gram: np.ndarray | None) -> RegressorStatistics:
+        """Return ``out`` holding the projected sums: the Gram, the feature Gram and the blocks.
+
+        ``coef`` (6, 11, k) holds every column's fitted intercept (and slope)."""
+        raw = self.stats
+        T1, T2 = raw.time_sum, raw.time_sq
+        blocks = []
+        for which in range(len(BLOCK_SECONDS)):
+            projected = BlockSums(BLOCK_SECONDS[which], N_BLOCK_COLUMNS)
+            for sums, tsum in self.blocks[which].values():
+                b = sums.copy()
+                b[:, :N_DATA_COLUMNS] -= coef[:, :, 0] * sums[:, -1:]
+                if coef.shape[2] == 2:
+                    b[:, :N_DATA_COLUMNS] -= coef[:, :, 1] * tsum
+                projected.add_closed(b)
+            blocks.append(projected)
+        out.replace_sums(gram, np.zeros_like(raw.data_sum),
+                         raw.time_data - np.einsum("kia,a->ki", coef, [T1, T2][:coef.shape[2]]),
+                         feature_gram, blocks)
+        return out
+
+
+class WindowedStatistics(RegressorStatistics):
+    """:class:`RegressorStatistics` with the offsets a line per window of sample time (module docstring).
+
+    Every read sees the closed windows' projected sums plus the open window's, projected as it stands;
+    ``weight_sum`` and ``n_samples`` count every sample.
+
+    Args:
+        window_s: the windows' length in sample time, s (a multiple of the batch-means blocks).
+        first_known: the offsets of the first window are known (subtracted from the samples before):
+            it is taken as it is.
+        line: a window removes a line (offset and drift) once it spans :data:`LINE_AFTER` of the window;
+            False: its mean only.
+    """
+
+    def __init__(self, window_s: float = DEFAULT_WINDOW_S, first_known: bool = False, line: bool = True) -> None:
+        if not window_s > 0.0:
+            raise ValueError(f"window_s must be positive, got {window_s}")
+        super().__init__()
+        self.window_s = float(window_s)
+        self.first_known = bool(first_known)
+        self.line = bool(line)
+        self._closed = RegressorStatistics()
+        self._open = _OpenWindow()
+        self._key: float | None = None
+        self.windows_closed = 0
+        self._dirty = False
+
+    # ----------------------------------------------------------------- writes
+    def reset(self) -> None:
+        """Forget every sample and window."""
+        super().reset()
+        self._closed = RegressorStatistics()
+        self._open = _OpenWindow()
+        self._key = None
+        self.windows_closed = 0
+        self._dirty = False
+
+    def add(self, Y: np.ndarray, wrench: np.ndarray, weights: np.ndarray | None = None,
+            t: np.ndarray | None = None, features: np.ndarray | None = None) -> None:
+        """Accumulate a batch (as :meth:`RegressorStatistics.add`); samples without times fall in the open window."""
+        n = Y.shape[0]
+        if n == 0:
+            return
+        if t is None or not np.all(np.isfinite(t)):
+            t = np.full(n, self._open.t0 if self._open.t0 is not None else 0.0)
+        t = np.asarray(t, dtype=float)
+        keys = np.floor(t / self.window_s)
+        starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+        for start, stop in zip(starts, np.r_[starts[1:], n]):
+            key = float(keys[start])
+            if self._key is not None and key != self._key:
+                self._close()
+            self._key = key
+            piece = slice(int(start), int(stop))
+            self._open.add(Y[piece], wrench[piece], None if weights is None else weights[piece], t[piece],
+                           None if features is None else features[piece])
+        self.n_samples += n
+        self.weight_sum = self._closed.weight_sum + self._open.stats.weight_sum
+        self._dirty = True
+
+    def decay(self, factor: float) -> None:
+        """Multiply every statistic by ``factor`` (exponential forgetting)."""
+        self._closed.decay(factor)
+        self._open.decay(factor)
+        self.weight_sum = self._closed.weight_sum + self._open.stats.weight_sum
+        self._dirty = True
+
+    def _close(self) -> None:
+        self._closed += self._open.projected(self._open_order())
+        self._open = _OpenWindow()
+        self.windows_closed += 1
+
+    def _open_order(self) -> int:
+        """What the open window may remove: nothing (0), its mean (1) or a line (2, if affordable)."""
+        if self.windows_closed == 0 and self.first_known:
+            return 0
+        if not self.line or self._open.span_s() < LINE_AFTER * self.window_s:
+            return 1
+        return 2
+
+    # ------------------------------------------------------------------ reads
+    def _sync(self) -> None:
+        """Make the inherited sums the closed windows' plus the open one's, projected."""
+        if not self._dirty:
+            return
+        view = RegressorStatistics()
+        view += self._closed
+        view += self._open.projected(self._open_order())
+        self.assign(view)
+        self.weight_sum = view.weight_sum
+        self._dirty = False
+
+    def current_offsets(self, phi: np.ndarray) -> np.ndarray:
+        """Return the (6,) offsets at the newest sample, N and N·m (zeros before any sample).
+
+        The line (or mean) that the open window's residuals at ``phi`` follow, at its newest sample."""
+        return current_offsets([self], phi)
+
+
+def current_offsets(statistics: list[WindowedStatistics], phi: np.ndarray) -> np.ndarray:
+    """Return the (6,) offsets at the newest sample that statistics of the same samples agree on.
+
+    An estimator may keep its samples in several statistics (PMD: the reduced and the full model, with
+    complementary weights): their open windows' residuals at ``phi`` are pooled, and the line (or the
+    mean) they follow is evaluated at the newest sample, N and N·m; zeros before any sample."""
+    v = np.r_[-np.asarray(phi, dtype=float)[:N_PARAMS], 1.0]
+    held = [(s._open, s._open.t0) for s in statistics if s._open.stats.weight_sum > 0.0 and s._open.t0 is not None]
+    W = T1 = T2 = 0.0
+    S = np.zeros(6)
+    U = np.zeros(6)
+    origin = min((t0 for _, t0 in held), default=0.0)
+    for window, t0 in held:  # pooled, times from the earliest window's first sample
+        raw, d = window.stats, t0 - origin
+        W += raw.weight_sum
+        T1 += raw.time_sum + d * raw.weight_sum
+        T2 += raw.time_sq + 2.0 * d * raw.time_sum + d * d * raw.weight_sum
+        S += raw.data_sum @ v
+        U += raw.time_data @ v + d * (raw.data_sum @ v)
+    line = all(s._open.order == 2 for s in statistics)
+    span = max((w.span_s() + t0 - origin for w, t0 in held), default=0.0)
+    if W <= 0.0:
+        return np.zeros(6)
+    det = W * T2 - T1 * T1
+    if not line or not det > 1e-9 * max(W * T2, 1e-300):
+        return S / W
+    slope = (W * U - T1 * S) / det
+    return (S - slope * T1) / W + slope * span
