@@ -9,8 +9,9 @@ payload tracker), and the table gives, per run:
 
 * when mass and COM, and when everything, first converged (s of motion);
 * the errors of the final estimate (Nadeau et al.'s eqs. 10-12) and what the data identify;
-* over the run's last half: the worst mass, COM and inertia errors, and the share of estimates
-  that count as converged.
+* over the run's last half: the worst mass, COM and inertia errors, the share of estimates
+  that count as converged, and the share whose reported ±2σ covers the mass error and every COM
+  component's error (honest uncertainty: 95 %).
 
 ``--offset-window-s`` compares the offset model (0: one constant offset over the run).
 
@@ -38,11 +39,16 @@ def run_once(duration: float, drift: float, estimator: str, window: float | None
                    seed=seed, ft_drift=drift)
     options = {} if window is None else {"offset_window_s": window}
     stream = stream_for_run(run, payload.envelope, estimator=estimator, **options)
-    rows: list[tuple[float, float, float, float, bool, bool]] = []
+    rows: list[tuple[float, ...]] = []
+    truth = payload.params
 
     def on_estimate(out) -> None:
-        e = paper_errors(out.estimate.params, payload.params, payload.bbox_lengths)
-        rows.append((out.t, e.mass, e.com, e.inertia, out.converged, out.mass_com_converged))
+        est = out.estimate
+        e = paper_errors(est.params, truth, payload.bbox_lengths)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z_mass = abs(est.params.mass - truth.mass) / est.mass_std
+            z_com = np.max(np.abs(est.params.com - truth.com) / np.asarray(est.com_std))
+        rows.append((out.t, e.mass, e.com, e.inertia, out.converged, out.mass_com_converged, z_mass, z_com))
 
     started = time.perf_counter()
     play(stream, recording_from_run(run), on_estimate=on_estimate)
@@ -56,8 +62,13 @@ def run_once(duration: float, drift: float, estimator: str, window: float | None
         "mass_com_after": first[5], "all_after": first[4], "final": table[-1, 1:4],
         "inertia_status": ident.inertia, "converged": bool(final.converged), "reason": final.reason,
         "late_worst": table[late, 1:4].max(axis=0), "late_converged": float(table[late, 4].mean()),
+        "late_covered": (float(np.mean(table[late, 6] <= 2.0)), float(np.mean(table[late, 7] <= 2.0))),
         "wall": wall,
     }
+
+
+def _at(value: float | None) -> str:
+    return "never" if value is None else f"{value:.1f}"
 
 
 def main() -> None:
@@ -74,21 +85,22 @@ def main() -> None:
     from rich.table import Table
 
     window = "the settings'" if args.offset_window_s is None else f"{args.offset_window_s:g} s"
-    table = Table(title=f"Long runs, drifting F/T offsets (Panda + claw hammer, moderate noise, offset window {window})")
+    table = Table(title=f"Long runs, drifting F/T offsets (Panda + claw hammer, moderate noise, "
+                        f"offset window {window})")
     for col in ("estimator", "s", "drift", "m+c conv. at", "all conv. at", "mass %", "COM %", "inertia %",
-                "inertia", "converged", "late worst m/c/I %", "late conv.", "wall s"):
+                "inertia", "converged", "late worst m/c/I %", "late conv.", "late 2σ covers m/c", "wall s"):
         table.add_column(col, justify="right")
     for estimator in args.estimators:
         for duration in args.durations:
             for drift in args.drifts:
                 r = run_once(duration, drift, estimator, args.offset_window_s, args.seed)
-                at = (lambda v: "never" if v is None else f"{v:.1f}")
                 m, c, i = r["final"]
-                table.add_row(estimator, f"{duration:g}", f"{drift:g}x", at(r["mass_com_after"]), at(r["all_after"]),
+                table.add_row(estimator, f"{duration:g}", f"{drift:g}x", _at(r["mass_com_after"]), _at(r["all_after"]),
                               f"{m:.2f}", f"{c:.2f}", f"{i:.1f}", r["inertia_status"],
                               "yes" if r["converged"] else r["reason"][:40],
                               "/".join(f"{v:.2f}" if k < 2 else f"{v:.1f}" for k, v in enumerate(r["late_worst"])),
-                              f"{100 * r['late_converged']:.0f} %", f"{r['wall']:.0f}")
+                              f"{100 * r['late_converged']:.0f} %",
+                              "/".join(f"{100 * v:.0f} %" for v in r["late_covered"]), f"{r['wall']:.0f}")
     Console(width=200).print(table)
 
 

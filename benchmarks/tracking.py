@@ -9,7 +9,7 @@ Two kinds of cycle, each fed to a ``core.tracking.PayloadTracker`` and scored by
   down on a table (60-90 % of its weight) for 2-3 s while still held. One continuous slow wrist
   motion (0.6 rad/s) at 100 Hz, Table II moderate noise, constant F/T offsets; 0.1 s batches, as
   ``estimate --track`` feeds them.
-* **On the MuJoCo arm** (``sim.cycle.arm_work_cycle``, what ``demo --scenario cycle`` runs): the
+* **On the MuJoCo arm** (``sim.arm_cycle.arm_work_cycle``, what ``demo --scenario cycle`` runs): the
   arm picks and places the claw hammer (845 g), the ruler (68 g), the drill and the hammer in
   turn, in ordinary pick-and-place motion (the wrist tilted 0.6 rad while carrying and while
   approaching the next part); a push, a bump, the drill set down while held. The payload changes
@@ -42,7 +42,9 @@ from payload_estimator.core.shapes import Box, sample_parts
 from payload_estimator.core.tracking import PayloadTracker
 from payload_estimator.outputs.cycle_report import CycleScore, score_cycle
 from payload_estimator.pipeline.playback import play
-from payload_estimator.sim.cycle import Segment, arm_work_cycle, box_around, default_cycle, simulate_cycle
+from payload_estimator.settings import Settings
+from payload_estimator.sim.arm_cycle import arm_work_cycle, box_around
+from payload_estimator.sim.cycle import CYCLE_TRAJECTORY, Segment, default_cycle, simulate_cycle, transfer_cycle
 from payload_estimator.sim.mujoco_sim import WorkSchedule
 from payload_estimator.sim.payloads import get_payload
 from payload_estimator.sim.run_settings import recording_from_run, stream_for_run
@@ -60,7 +62,8 @@ SHAPE = box_around(("hammer", "ws_ruler", "drill"))
 def _tracker(method: str) -> PayloadTracker:
     cls = ESTIMATORS[method]
     points = sample_parts(SHAPE) if cls.needs_points else None
-    return PayloadTracker(lambda bias: make_estimator(method, points, bias=bias), bias=True)
+    window = Settings().offset_window_s  # as the node runs them
+    return PayloadTracker(lambda bias: make_estimator(method, points, bias=bias, offset_window_s=window), bias=True)
 
 
 def _follow(tracker: PayloadTracker, samples) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -87,6 +90,20 @@ def sensor_scores(method: str, seeds: int) -> list[CycleScore]:
                                   [seg.payload.phi for seg in segments[1:]],
                                   [(c.name, c.t_start, c.t_end) for c in touches], tracker.events, t, mass, com,
                                   mass_before=segments[0].payload.mass))
+    return scores
+
+
+def transfer_scores(method: str, seeds: int, speed: float) -> list[CycleScore]:
+    """Scores of sensor-level cycles whose grasps and releases take 0 to 1 s (sim.cycle.transfer_cycle)."""
+    scores = []
+    for seed in range(seeds):
+        segments, contacts, starts, ends = transfer_cycle(seed)
+        run = simulate_cycle(segments, contacts, trajectory=replace(CYCLE_TRAJECTORY, mean_ang_vel=speed),
+                             noise=get_noise("moderate"), ft_bias=OFFSETS, rng=np.random.default_rng(2000 + seed))
+        tracker = _tracker(method)
+        t, mass, com = _follow(tracker, run.samples)
+        scores.append(score_cycle(ends, [seg.name for seg in segments[1:]], [seg.payload.phi for seg in segments[1:]],
+                                  [], tracker.events, t, mass, com, mass_before=0.0, transfer_start_t=starts))
     return scores
 
 
@@ -186,6 +203,7 @@ def steady(method: str, hours: float) -> tuple[float, float, float, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=5, help="sensor-level cycles per method")
+    ap.add_argument("--transfer-seeds", type=int, default=3, help="sensor-level cycles with load transfers (0: skip)")
     ap.add_argument("--arm-seeds", type=int, default=3, help="MuJoCo arm cycles per method and robot (0: skip)")
     ap.add_argument("--robots", nargs="+", default=["panda", "xarm7"])
     ap.add_argument("--hours", type=float, default=1.0, help="simulated hours of steady operation (0: skip)")
@@ -200,8 +218,20 @@ def main() -> None:
         print(sep)
         for method in args.methods:
             print("| " + " | ".join([method, *_cells(sensor_scores(method, args.seeds))]) + " |")
+    if args.transfer_seeds > 0:
+        print(f"\nLoads that take time (sim.cycle.transfer_cycle), {args.transfer_seeds} seed(s): the drill, the "
+              "claw hammer and the hammer picked and placed, by a step, a gripper closing or a lift-off from a "
+              "table (and set down on it), each transfer 0 to 1 s; the delay runs from the transfer's end. Slow "
+              "wrist motion (0.15 rad/s, rotations of about 0.1 Hz) and ordinary (0.6 rad/s), Table II moderate "
+              "noise, constant F/T offsets.\n")
+        print(HEADER.replace("| method |", "| method | rad/s |"))
+        print(sep + "---|")
+        for method in args.methods:
+            for speed in (0.15, 0.6):
+                print("| " + " | ".join([method, f"{speed:g}", *_cells(transfer_scores(method, args.transfer_seeds,
+                                                                                       speed))]) + " |")
     if args.arm_seeds > 0:
-        print(f"\nWork cycle on the MuJoCo arm (sim.cycle.arm_work_cycle), {args.arm_seeds} seed(s) per robot, "
+        print(f"\nWork cycle on the MuJoCo arm (sim.arm_cycle.arm_work_cycle), {args.arm_seeds} seed(s) per robot, "
               "1 kHz joint states and wrench through the robot pipeline, Table II moderate noise, F/T offsets "
               "drifting.\n")
         print(HEADER.replace("| method |", "| robot | method |") + " extra mass error from a contact, worst % |")

@@ -1,7 +1,7 @@
 """A work cycle on the MuJoCo arm: payload changes and contacts in the physics engine,
 through the whole robot pipeline (filters, kinematics, the tracker).
 
-``sim.cycle.arm_work_cycle``: the Panda picks and places the claw hammer, the 68 g ruler,
+``sim.arm_cycle.arm_work_cycle``: the Panda picks and places the claw hammer, the 68 g ruler,
 the drill and the hammer in turn; a push on the claw hammer, a bump on the empty gripper, the
 drill set down while still held. MuJoCo changes the payload body's inertia and applies the
 contacts as external forces; the F/T sensor reads the engine's own internal force, with Table II
@@ -18,7 +18,7 @@ from payload_estimator.core.samples import SensorSamples
 from payload_estimator.core.tracking import CHANGE, CONTACT, PayloadTracker
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.playback import play
-from payload_estimator.sim.cycle import arm_work_cycle
+from payload_estimator.sim.arm_cycle import arm_work_cycle
 from payload_estimator.sim.mujoco_sim import simulate
 from payload_estimator.sim.run_settings import recording_from_run, stream_for_run
 

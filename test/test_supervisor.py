@@ -593,7 +593,7 @@ def test_a_grasp_and_a_release_are_said_once_each_on_the_estimate(typestore, mak
     between) through the node's logic: ``payload_changed`` is true on exactly one message after
     each change, ``payload_changes`` counts them, ``change_stamp`` says where the payload's data
     begin, ``contact`` is true while the push is held out, and /diagnostics shows the counts."""
-    from payload_estimator.sim.cycle import arm_work_cycle
+    from payload_estimator.sim.arm_cycle import arm_work_cycle
 
     cycle = arm_work_cycle("panda", seed=0)
     run_ = cycle.simulate(noise="low", seed=0, imu=False)

@@ -261,7 +261,7 @@ def _run_cycle(args: argparse.Namespace) -> int:
     import numpy as np
 
     from payload_estimator.core.tracking import PayloadTracker
-    from payload_estimator.sim.cycle import arm_work_cycle
+    from payload_estimator.sim.arm_cycle import arm_work_cycle
     from payload_estimator.sim.run_settings import recording_from_run
 
     console, progress_display = console_and_progress(args.json)

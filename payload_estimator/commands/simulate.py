@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError("--efforts applies to --scenario single (the work cycle has no effort model)")
         from dataclasses import replace
 
-        from payload_estimator.sim.cycle import arm_work_cycle
+        from payload_estimator.sim.arm_cycle import arm_work_cycle
 
         sim = arm_work_cycle(arm, seed=args.seed).simulate(
             noise=args.noise, seed=args.seed, rate_hz=SIM_RATE_HZ, wrench_rate_hz=args.wrench_rate,

@@ -62,6 +62,7 @@ __all__ = [
     "DRIFT_TIME_S",
     "MAX_TRANSFER_S",
     "MIN_AFTER_S",
+    "STILL_MOVING_CHI2",
     "OFFSETS_MOVED_CHI2",
     "TAKEOVER_MASS_REL_STD",
     "TAKEOVER_MASS_STD_KG",
@@ -87,8 +88,12 @@ MAX_PAYLOAD_SIZE_M = 0.4
 """Largest payload size the gate allows for what the data do not yet determine."""
 MAX_TRANSFER_S = 1.2
 """Longest load transfer fitted as one change, s (a gripper closing, a lift-off: 0 to 1 s)."""
-MIN_AFTER_S = 0.15
+MIN_AFTER_S = 0.2
 """Samples after a transfer that a change must explain before it is decided, s."""
+STILL_MOVING_CHI2 = 92.0
+"""The load is still moving over when a change that also grows in time explains the samples after a
+candidate end better by this much (chi-square, 4 dof, 0.999 quantile, times the ~5 samples that count as
+one behind the pipeline's low-pass): the transfer has not ended there."""
 DRIFT_TIME_S = 2.0
 """Time constant of the gate's running mean of the accepted residuals: the F/T offsets' slow
 drift (a strain gauge warming up, Franka's model-based external wrench changing with the pose)
@@ -279,6 +284,31 @@ class ChangeDetector:
         after, delta, cov, onset = best
         return ChangeFit(r, W, before, after, delta, cov, onset)
 
+    def settled_on_step(self, samples: SensorSamples, fit: ChangeFit) -> bool:
+        """Whether the samples after a step ``fit`` has settled hold still: no load still moving over.
+
+        A transfer that has just begun looks like a step for a few tenths of a second; a change that
+        still grows in time explaining the settled samples better (:data:`STILL_MOVING_CHI2`) says it
+        is not one."""
+        later = samples.t >= fit.onset + self.settled_s - 1e-9
+        if np.count_nonzero(later) < 3:
+            return True
+        after = samples.select(later)
+        r, R = self.residuals(after)
+        W = np.linalg.inv(R)
+        apparent = after.gravity_in_sensor - after.lin_acc_in_sensor
+        Y4 = samples_regressor(_with_gravity(after, apparent), reduced=True)[:, :, :4]
+        WY = np.einsum("nkl,nlj->nkj", W, Y4)
+        Gj, bj = np.einsum("nki,nkj->nij", Y4, WY), np.einsum("nki,nk->ni", WY, r)
+        tau = after.t - after.t[-1]
+        G, b = Gj.sum(axis=0), bj.sum(axis=0)
+        try:
+            delta = np.linalg.solve(G, b)
+        except np.linalg.LinAlgError:
+            return True
+        return not _still_moving(G, np.einsum("n,nij->ij", tau, Gj), np.einsum("n,nij->ij", tau * tau, Gj), b,
+                                 tau @ bj, delta)
+
     def fit_transfer(self, samples: SensorSamples, t_start: float) -> ChangeFit | None:
         """Fit a change whose load transferred over time to the samples after the transfer (module docstring).
 
@@ -293,10 +323,16 @@ class ChangeDetector:
         apparent = samples.gravity_in_sensor - samples.lin_acc_in_sensor
         Y4 = samples_regressor(_with_gravity(samples, apparent), reduced=True)[:, :, :4]
         WY = np.einsum("nkl,nlj->nkj", W, Y4)
-        # sums over the samples from each candidate end on: the normal equations of the change after it
-        G = np.cumsum(np.einsum("nki,nkj->nij", Y4, WY)[::-1], axis=0)[::-1]
-        b = np.cumsum(np.einsum("nki,nk->ni", WY, r)[::-1], axis=0)[::-1]
+        # sums over the samples from each candidate end on: the normal equations of the change after it,
+        # and of a change that still grows linearly in time (the load still moving over)
+        Gj, bj = np.einsum("nki,nkj->nij", Y4, WY), np.einsum("nki,nk->ni", WY, r)
+        tau = t - t[-1]
+        G = np.cumsum(Gj[::-1], axis=0)[::-1]
+        b = np.cumsum(bj[::-1], axis=0)[::-1]
         e = np.cumsum(np.einsum("nk,nkl,nl->n", r, W, r)[::-1])[::-1]
+        G1 = np.cumsum((Gj * tau[:, None, None])[::-1], axis=0)[::-1]
+        G2 = np.cumsum((Gj * (tau * tau)[:, None, None])[::-1], axis=0)[::-1]
+        b1 = np.cumsum((bj * tau[:, None])[::-1], axis=0)[::-1]
         count = np.arange(len(t), 0, -1, dtype=float)
         step = float(np.median(np.diff(t))) if len(t) > 1 else 0.01
         ends = np.flatnonzero((t >= onset) & (t - onset <= MAX_TRANSFER_S + self.settled_s)
@@ -309,7 +345,7 @@ class ChangeDetector:
                 continue
             before, after = e[k] / count[k], (e[k] - b[k] @ delta) / count[k]
             fit = ChangeFit(r[k:], W[k:], float(before), float(after), delta, cov, float(t_start), float(t[k]))
-            if fit.explains:
+            if fit.explains and not _still_moving(G[k], G1[k], G2[k], b[k], b1[k], delta):
                 return fit
         return None
 
@@ -360,6 +396,21 @@ class ChangeDetector:
     def settled_s(self) -> float:
         """Seconds after a step until the samples have settled on it (0 without a filter)."""
         return 0.0 if self.step_response is None else self.step_response.settled_s
+
+
+def _still_moving(G: np.ndarray, G1: np.ndarray, G2: np.ndarray, b: np.ndarray, b1: np.ndarray,
+                  delta: np.ndarray) -> bool:
+    """Whether a change growing in time (``delta + gamma tau``) explains samples much better than ``delta``.
+
+    ``G, G1, G2`` (4, 4) and ``b, b1`` (4,) are the weighted sums over the samples of ``Y^T W Y`` times
+    ``1, tau, tau²`` and of ``Y^T W r`` times ``1, tau`` (:data:`STILL_MOVING_CHI2`)."""
+    A = np.block([[G, G1], [G1, G2]])
+    c = np.r_[b, b1]
+    try:
+        x = np.linalg.solve(A, c)
+    except np.linalg.LinAlgError:
+        return False
+    return bool(c @ x - b @ delta > STILL_MOVING_CHI2)
 
 
 def prediction_covariance(est: Estimate) -> np.ndarray:

@@ -22,6 +22,15 @@ first moment that removing the mean alone leaves. A slow reorientation turns gra
 frame almost linearly in time over a window, and a line would take it for drift: such a window removes
 its mean only, and the drift within it stays in the residuals, where the uncertainty counts it.
 The window still filling is projected on the fly; a window closes when a sample of a later one arrives.
+The first window of an estimate removes its mean only: a short run keeps the constant-offset model, whose
+uncertainty measures a drift from the residuals' trend.
+
+Windows are independent batches of the data: what the offsets' nonlinear wander leaves in one window
+(and any model error correlated over seconds) moves the score coherently within it, not across them.
+Once :data:`MIN_BATCHES` windows have closed, the spread of their scores gives the score's covariance
+as the data show it (batch means, the windows' own Grams kept apart, at most :data:`MAX_BATCHES`),
+which :func:`~payload_estimator.core.estimators.uncertainty.sandwich` takes where it exceeds the
+covariance built from the residuals sample by sample.
 
 Conventions: sample time in s, the statistics' own per-sample weights, channels ``fx fy fz tx ty tz``.
 """
@@ -42,7 +51,8 @@ from payload_estimator.core.statistics import (
     RegressorStatistics,
 )
 
-__all__ = ["WindowedStatistics", "current_offsets", "DEFAULT_WINDOW_S", "LINE_AFTER", "LINE_KEEPS"]
+__all__ = ["WindowedStatistics", "current_offsets", "DEFAULT_WINDOW_S", "LINE_AFTER", "LINE_KEEPS", "MIN_BATCHES",
+           "MAX_BATCHES"]
 
 DEFAULT_WINDOW_S = 10.0
 """s: the default window: a period of the slowest reorientation an ordinary motion makes (0.1 Hz);
@@ -50,6 +60,11 @@ DEFAULT_WINDOW_S = 10.0
 LINE_AFTER = 0.5
 """A window spanning less than this share of :attr:`WindowedStatistics.window_s` removes only its mean
 (a line through a few seconds would take motion for drift)."""
+MIN_BATCHES = 8
+"""Windows needed before their scores tell the estimate's covariance
+(:meth:`WindowedStatistics.batch_score_covariance`)."""
+MAX_BATCHES = 64
+"""Windows kept apart for that; beyond, neighbouring batches are merged two by two (memory stays bounded)."""
 LINE_KEEPS = 0.5
 """A window removes a line only if that keeps this share of each of the mass's and first moment's
 information (the diagonal of the combined Gram) that removing its mean keeps."""
@@ -205,6 +220,9 @@ class WindowedStatistics(RegressorStatistics):
         self._key: float | None = None
         self.windows_closed = 0
         self._dirty = False
+        self._batches: list[np.ndarray] = []
+        """Each closed window's projected data Gram (6, 11, 11), neighbours merged beyond MAX_BATCHES."""
+        self._open_gram: np.ndarray | None = None
 
     # ----------------------------------------------------------------- writes
     def reset(self) -> None:
@@ -215,6 +233,8 @@ class WindowedStatistics(RegressorStatistics):
         self._key = None
         self.windows_closed = 0
         self._dirty = False
+        self._batches = []
+        self._open_gram = None
 
     def add(self, Y: np.ndarray, wrench: np.ndarray, weights: np.ndarray | None = None,
             t: np.ndarray | None = None, features: np.ndarray | None = None) -> None:
@@ -243,18 +263,24 @@ class WindowedStatistics(RegressorStatistics):
         """Multiply every statistic by ``factor`` (exponential forgetting)."""
         self._closed.decay(factor)
         self._open.decay(factor)
+        self._batches = [b * factor for b in self._batches]
         self.weight_sum = self._closed.weight_sum + self._open.stats.weight_sum
         self._dirty = True
 
     def _close(self) -> None:
-        self._closed += self._open.projected(self._open_order())
+        projected = self._open.projected(self._open_order())
+        self._closed += projected
+        self._batches.append(projected.data_gram.copy())
+        if len(self._batches) > MAX_BATCHES:
+            self._batches = [a + b for a, b in zip(self._batches[0::2], self._batches[1::2])] + (
+                [self._batches[-1]] if len(self._batches) % 2 else [])
         self._open = _OpenWindow()
         self.windows_closed += 1
 
     def _open_order(self) -> int:
         """What the open window may remove: nothing (0), its mean (1) or a line (2, if affordable)."""
-        if self.windows_closed == 0 and self.first_known:
-            return 0
+        if self.windows_closed == 0:
+            return 0 if self.first_known else 1
         if not self.line or self._open.span_s() < LINE_AFTER * self.window_s:
             return 1
         return 2
@@ -266,10 +292,33 @@ class WindowedStatistics(RegressorStatistics):
             return
         view = RegressorStatistics()
         view += self._closed
-        view += self._open.projected(self._open_order())
+        open_window = self._open.projected(self._open_order())
+        self._open_gram = open_window.data_gram
+        view += open_window
         self.assign(view)
         self.weight_sum = view.weight_sum
         self._dirty = False
+
+    def batch_score_covariance(self, x: np.ndarray, with_bias: bool,
+                               channel_weights: np.ndarray | None = None) -> np.ndarray | None:
+        """Return the (p, p) covariance of the least-squares score at ``x`` that the windows' spread shows.
+
+        Each window (closed, or the open one) is a batch: its score ``s_w = sum_k c_k (c_wk - A_wk x)``
+        from its own projected Gram; their sample covariance times their number. None before
+        :data:`MIN_BATCHES` windows (module docstring). The offsets' part of the score is 0 (the
+        projection leaves them out)."""
+        self._sync()
+        batches = list(self._batches) + ([self._open_gram] if self._open_gram is not None else [])
+        if len(self._batches) < MIN_BATCHES:
+            return None
+        c = np.ones(6) if channel_weights is None else np.asarray(channel_weights, dtype=float)
+        v = np.r_[-np.asarray(x, dtype=float)[:N_PARAMS], 1.0]
+        scores = np.array([np.einsum("k,kij,j->i", c, g[:, :N_PARAMS, :], v) for g in batches])
+        centred = scores - scores.mean(axis=0)
+        n = len(scores)
+        S = np.zeros((x.shape[0], x.shape[0]))
+        S[:N_PARAMS, :N_PARAMS] = centred.T @ centred * n / (n - 1)
+        return S
 
     def current_offsets(self, phi: np.ndarray) -> np.ndarray:
         """Return the (6,) offsets at the newest sample, N and N·m (zeros before any sample).

@@ -533,7 +533,7 @@ class PayloadTracker:
         fit = self._detector.fit_change(samples, ep.t_start)
         if fit is None:
             return None
-        if not fit.explains:
+        if not (fit.explains and self._detector.settled_on_step(samples, fit)):
             transfer = self._detector.fit_transfer(samples, ep.t_start)
             if transfer is not None:  # the load moved over in its own time: the new data begin after it
                 return self._restart(samples.select(samples.t >= transfer.data_from - 1e-9), transfer.onset,

@@ -129,6 +129,7 @@ def score_cycle(
     mass: np.ndarray,
     com: np.ndarray,
     mass_before: float | None = None,
+    transfer_start_t: Sequence[float] | np.ndarray | None = None,
 ) -> CycleScore:
     """Score a tracked run (module docstring for the rules).
 
@@ -142,14 +143,17 @@ def score_cycle(
         mass: (N,) estimated mass, kg.
         com: (N, 3) estimated COM in the sensor frame, m.
         mass_before: true mass before the first switch (for a contact before it).
+        transfer_start_t: (K,) where each switch's load began to transfer, s (a switch is then where it
+            ended; a change flagged from its beginning on matches it); None: switches are instantaneous.
     """
     t = np.asarray(t, dtype=float)
     changes = [e for e in events if e.kind == CHANGE]
     used: set[int] = set()
     switches = []
-    for ts, name, phi in zip(switch_t, held, phi_after):
+    begins = switch_t if transfer_start_t is None else transfer_start_t
+    for ts, t_begin, name, phi in zip(switch_t, begins, held, phi_after):
         hit = [i for i, e in enumerate(changes)
-               if ts - MATCH_BEFORE_S <= e.t_start <= ts + MATCH_AFTER_S and i not in used]
+               if t_begin - MATCH_BEFORE_S <= e.t_start <= ts + MATCH_AFTER_S and i not in used]
         delay = None
         if hit:
             used.add(hit[0])

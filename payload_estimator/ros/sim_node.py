@@ -99,7 +99,7 @@ _PARAMETERS: tuple[tuple[str, Any, str], ...] = (
     ("payload", "claw_hammer", "payload of the catalogue (payload_estimator.sim.payloads), or none: the unloaded arm "
                                "(e.g. for the estimator's ~/calibrate)"),
     ("scenario", "single", "single: the payload held throughout; cycle: picks and places of four payloads with "
-                           "contacts (sim.cycle.arm_work_cycle; payload, trajectory and duration do not apply); "
+                           "contacts (sim.arm_cycle.arm_work_cycle; payload, trajectory and duration do not apply); "
                            "identify: the arm holds still at home until FollowJointTrajectory goals move it "
                            "(trajectory, duration and loop do not apply)"),
     ("trajectory", "paper004", "excitation: paper004 (Nadeau et al.'s wrist sinusoids), thesis (Lambert's "
@@ -233,7 +233,7 @@ class SimNode(Node):
         from payload_estimator.sim.mujoco_sim import simulate
 
         if p["scenario"] == "cycle":
-            from payload_estimator.sim.cycle import arm_work_cycle
+            from payload_estimator.sim.arm_cycle import arm_work_cycle
 
             return arm_work_cycle(p["robot"], seed=int(p["seed"])).simulate(
                 noise=p["noise"], seed=int(p["seed"]), imu=bool(p["imu"]), rate_hz=rate_hz,

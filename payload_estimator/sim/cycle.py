@@ -47,17 +47,13 @@ import numpy as np
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.noise import NoiseLevel
 from payload_estimator.core.samples import STANDARD_GRAVITY, SensorSamples
-from payload_estimator.core.shapes import Box
 from payload_estimator.outputs.plots import save_figure
 from payload_estimator.sim.payloads import Payload, get_payload
 from payload_estimator.sim.workshop import get_tool
 from payload_estimator.sim.wrist import WristTrajectory, sensor_rotations, simulate_wrist
 
 if TYPE_CHECKING:  # the MuJoCo simulation is imported when a cycle is built, not with this module
-    from payload_estimator.robots import RobotSpec
-    from payload_estimator.sim.run import SimulatedRun
-    from payload_estimator.sim.stepper import WorkSchedule
-    from payload_estimator.sim.trajectories import PickAndPlace
+    pass
 
 __all__ = [
     "Segment",
@@ -66,10 +62,11 @@ __all__ = [
     "simulate_cycle",
     "default_cycle",
     "plot_cycle",
-    "ArmCycle",
-    "arm_work_cycle",
-    "ARM_CYCLE_PAYLOADS",
-    "box_around",
+    "TRANSFER_KINDS",
+    "transfer_contacts",
+    "transfer_cycle",
+    "far_end",
+    "EMPTY_GRIPPER_TIP_IN_SENSOR",
     "TIME_TOLERANCE_S",
     "CYCLE_TRAJECTORY",
 ]
@@ -328,7 +325,7 @@ EMPTY_GRIPPER_TIP_IN_SENSOR = np.array([0.0, 0.0, 0.12])
 """Where a bump meets the empty gripper: its fingertips, 12 cm out along the sensor's z, m."""
 
 
-def _far_end(payload: Payload) -> np.ndarray:
+def far_end(payload: Payload) -> np.ndarray:
     """Return the centre of the envelope's face farthest out along the sensor's z, m.
 
     The object's bottom when it hangs from the gripper."""
@@ -371,7 +368,7 @@ def default_cycle(seed: int = 0) -> tuple[tuple[Segment, ...], tuple[Contact, ..
     # The push, during the hammer's segment, well inside it.
     a = rng.uniform(0.0, 2 * np.pi)
     t_push = round(float(starts[1] + rng.uniform(1.5, durations[1] - 2.1)), 2)
-    push = Contact(t_push, 0.6, 8.0 * np.array([np.cos(a), np.sin(a), 0.0]), _far_end(hammer), "push")
+    push = Contact(t_push, 0.6, 8.0 * np.array([np.cos(a), np.sin(a), 0.0]), far_end(hammer), "push")
 
     # The bump, on the empty gripper between the ruler and the drill.
     d = rng.normal(size=3)
@@ -382,141 +379,68 @@ def default_cycle(seed: int = 0) -> tuple[tuple[Segment, ...], tuple[Contact, ..
     share = float(rng.uniform(0.6, 0.9))
     held = round(float(rng.uniform(2.0, 3.0)), 1)
     t_down = round(float(starts[5] + durations[5] - 0.5 - held), 2)
-    table = Contact(t_down, held, np.array([0.0, 0.0, share * drill.mass * STANDARD_GRAVITY]), _far_end(drill),
+    table = Contact(t_down, held, np.array([0.0, 0.0, share * drill.mass * STANDARD_GRAVITY]), far_end(drill),
                     "set down")
     return segments, (push, bump, table)
 
 
-# ------------------------------------------------------------------ on a simulated arm
+TRANSFER_KINDS = ("step", "closing", "lift-off")
+"""How a load moves over to the gripper (and back): at once; a gripper closing (the load's share grows
+at its COM); a part lifted off a table that bears the rest of its weight at its bottom meanwhile (and,
+when it is set down, takes it back before the gripper opens)."""
 
 
-@dataclass(frozen=True, eq=False)
-class ArmCycle:
-    """A work cycle for the MuJoCo arm (:func:`arm_work_cycle`).
+def transfer_contacts(payload: Payload, t_grasp: float, t_release: float, grasp_s: float, release_s: float,
+                      kind: str) -> tuple[Contact, ...]:
+    """Contacts that make a grasp at ``t_grasp`` and a release at ``t_release`` (s) take time.
 
-    Attributes:
-        trajectory: the arm's motion (a :class:`~payload_estimator.sim.trajectories.PickAndPlace`
-            repeated once per pick).
-        schedule: the payload changes and the contacts
-            (:class:`~payload_estimator.sim.stepper.WorkSchedule`).
-        first: what the gripper holds at the start (an empty gripper).
-        held: ``((t, name), ...)`` what the gripper holds from each change on ("empty" or a
-            catalogue name).
-        contacts: the contacts, named.
-        duration: s.
-        robot: the arm: a built-in robot's name or a spec.
-        payloads: the catalogue names picked, in order.
-    """
-
-    trajectory: PickAndPlace
-    schedule: WorkSchedule
-    first: InertialParameters
-    held: tuple[tuple[float, str], ...]
-    contacts: tuple[Contact, ...]
-    duration: float
-    robot: str | RobotSpec = "panda"
-    payloads: tuple[str, ...] = ()
-
-    @property
-    def envelope(self) -> Box:
-        """:func:`box_around` the cycle's payloads."""
-        return box_around(self.payloads)
-
-    def simulate(self, noise: str = "moderate", seed: int = 0, **kw) -> SimulatedRun:
-        """Simulate this cycle in MuJoCo (:func:`~payload_estimator.sim.mujoco_sim.simulate`).
-
-        ``kw``: its other arguments, e.g. ``wrench_rate_hz``, ``imu``, ``progress``."""
-        from payload_estimator.sim.mujoco_sim import simulate
-
-        return simulate(robot=self.robot, payload=self.first, trajectory=self.trajectory, duration=self.duration,
-                        noise=noise, seed=seed, schedule=self.schedule, **kw)
-
-    def phi_after(self) -> np.ndarray:
-        """(K, 10) what is held from each change on."""
-        return np.array([p.phi for _, p in self.schedule.changes])
+    The simulated payload switches at once at ``t_grasp`` and ``t_release``; a table (or the gripper's
+    fingers, ``closing``) then bears the part's weight, fading over ``grasp_s`` s after the grasp and
+    growing over ``release_s`` s before the release (:data:`TRANSFER_KINDS`). The load is the gripper's
+    only once a grasp's transfer has ended, and until a release's begins."""
+    if kind not in TRANSFER_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(TRANSFER_KINDS)}, got {kind!r}")
+    if kind == "step":
+        return ()
+    point = np.asarray(payload.params.com if kind == "closing" else far_end(payload), dtype=float)
+    up = np.array([0.0, 0.0, payload.mass * STANDARD_GRAVITY])
+    out = []
+    if grasp_s > 0.0:
+        out.append(Contact(t_grasp, grasp_s, up, point, f"{kind} grasp", "fading"))
+    if release_s > 0.0:
+        out.append(Contact(t_release - release_s, release_s, up, point, f"{kind} release", "growing"))
+    return tuple(out)
 
 
-ARM_CYCLE_PAYLOADS = ("claw_hammer", "ws_ruler", "drill", "hammer")
-"""What the arm picks, one per cycle: the claw hammer (845 g), the workshop's 68 g steel ruler.
+def transfer_cycle(seed: int = 0, kinds: tuple[str, ...] = TRANSFER_KINDS,
+                   payloads: tuple[str, ...] = ("drill", "claw_hammer", "hammer")
+                   ) -> tuple[tuple[Segment, ...], tuple[Contact, ...], np.ndarray, np.ndarray]:
+    """Picks and places whose loads transfer over 0 to 1 s: ``(segments, contacts, starts, ends)``.
 
-Then the cordless drill (1.55 kg) and the 316 g ``hammer`` of Nadeau et al.'s modular test
-object; the ruler is a light one."""
-
-
-def box_around(names: tuple[str, ...], margin: float = 0.01) -> Box:
-    """Return the box around the envelopes of catalogue payloads or workshop tools, ``margin`` m more on each side.
-
-    The one shape a user who follows several payloads would give PMD."""
-    bounds = [_catalogue(name).envelope.bounds() for name in names]
-    lo = np.min([b[0] for b in bounds], axis=0) - margin
-    hi = np.max([b[1] for b in bounds], axis=0) + margin
-    size, centre = hi - lo, 0.5 * (lo + hi)
-    return Box(size=(float(size[0]), float(size[1]), float(size[2])),
-               xyz=(float(centre[0]), float(centre[1]), float(centre[2])))
-
-
-def _catalogue(name: str) -> Payload:
-    try:
-        return get_payload(name)
-    except ValueError:
-        return get_tool(name)
-
-
-def arm_work_cycle(robot: str | RobotSpec = "panda", seed: int = 0, payloads: tuple[str, ...] = ARM_CYCLE_PAYLOADS,
-                   dwell: float = 1.0, carry_tilt: float = 0.6) -> ArmCycle:
-    """Picks and places, one catalogue payload per pick-and-place cycle, with contacts.
-
-    The arm repeats :class:`~payload_estimator.sim.trajectories.PickAndPlace` (its carry tilts
-    the wrist by ``carry_tilt``; the gripper dwells ``dwell`` s at the pick and at the place).
-    The gripper closes on payload ``k`` a quarter into the ``k``-th pick's dwell and opens three
-    quarters into the place's dwell; it is empty in between. Contacts (the same kinds as
-    :func:`default_cycle`):
-
-    * an 8 N horizontal push for 0.6 s on the first payload's far end, as the carry begins;
-    * a 0.2 s, 5 N bump on the empty gripper's fingertips on the way home after the first place;
-    * the third payload set down while still held: from the place dwell's start to the release
-      a table bears 60-90 % of its weight (a persistent contact, which ends as a change or as a
-      contact, never as a silently wrong mass).
-
-    ``seed`` draws the directions and the table's share.
-    """
-    from payload_estimator.robots import resolve_robot
-    from payload_estimator.sim.stepper import WorkSchedule
-    from payload_estimator.sim.trajectories import PickAndPlace
-
-    if not payloads:
-        raise ValueError("a work cycle needs at least one payload")
+    An empty gripper picks each payload in turn (held 6-9 s, empty 4-6 s in between), each grasp and
+    each release of the kind ``kinds`` holds in turn (:func:`transfer_contacts`), its transfer lasting
+    0 to 1 s (0.05 s steps, drawn from ``seed``; a step takes none). ``starts`` and ``ends`` (s) are
+    where each transfer begins and ends: from its end on the sensor reads the new payload alone."""
     rng = np.random.default_rng(seed)
-    spec = resolve_robot(robot)
-    one = PickAndPlace(spec, dwell=dwell, carry_tilt=carry_tilt)
-    period = one.cycle_duration
-    duration = period * len(payloads)
-    trajectory = PickAndPlace(spec, duration=duration, dwell=dwell, carry_tilt=carry_tilt)
-    (p0, p1), (q0, q1) = one.pick_dwell, one.place_dwell
     empty = InertialParameters.zero()
-    changes: list[tuple[float, InertialParameters]] = []
-    held: list[tuple[float, str]] = []
+    segments: list[Segment] = [Segment(empty, round(float(rng.uniform(4.0, 6.0)), 1), "empty")]
     contacts: list[Contact] = []
+    starts: list[float] = []
+    ends: list[float] = []
+    t = segments[0].duration
     for k, name in enumerate(payloads):
-        payload = _catalogue(name)
-        start = k * period
-        grasp, release = round(start + p0 + 0.25 * (p1 - p0), 4), round(start + q0 + 0.75 * (q1 - q0), 4)
-        changes += [(grasp, payload.params), (release, empty)]
-        held += [(grasp, payload.name), (release, "empty")]
-        if k == 0:
-            a = rng.uniform(0.0, 2 * np.pi)
-            contacts.append(Contact(round(start + p1 + 0.96, 4), 0.6, 8.0 * np.array([np.cos(a), np.sin(a), 0.0]),
-                                    _far_end(payload), "push"))
-            d = rng.normal(size=3)
-            contacts.append(Contact(round(start + q1 + 1.2, 4), 0.2, 5.0 * d / np.linalg.norm(d),
-                                    EMPTY_GRIPPER_TIP_IN_SENSOR, "bump"))
-        if k == 2:
-            share = float(rng.uniform(0.6, 0.9))
-            contacts.append(Contact(round(start + q0, 4), round(release - (start + q0), 4),
-                                    np.array([0.0, 0.0, share * payload.mass * STANDARD_GRAVITY]),
-                                    _far_end(payload), "set down"))
-    schedule = WorkSchedule(tuple(changes), tuple(contacts))
-    return ArmCycle(trajectory, schedule, empty, tuple(held), tuple(contacts), duration, robot, tuple(payloads))
+        payload = get_payload(name)
+        kind = kinds[k % len(kinds)]
+        held = round(float(rng.uniform(6.0, 9.0)), 1)
+        grasp_s, release_s = (0.0, 0.0) if kind == "step" else tuple(round(float(rng.uniform(0.0, 1.0)) / 0.05) * 0.05
+                                                                       for _ in range(2))
+        contacts += transfer_contacts(payload, t, t + held, grasp_s, release_s, kind)
+        starts += [t, t + held - release_s]
+        ends += [t + grasp_s, t + held]
+        segments += [Segment(payload.params, held, payload.name),
+                     Segment(empty, round(float(rng.uniform(4.0, 6.0)), 1), "empty")]
+        t += held + segments[-1].duration
+    return tuple(segments), tuple(contacts), np.array(starts), np.array(ends)
 
 
 # ----------------------------------------------------------------------------- plot

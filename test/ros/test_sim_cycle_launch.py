@@ -1,5 +1,5 @@
 """sim_demo.launch.py scenario:=cycle end to end: the simulated Panda picks and places four payloads
-(sim.cycle.arm_work_cycle) and the estimator node follows them, no rviz.
+(sim.arm_cycle.arm_work_cycle) and the estimator node follows them, no rviz.
 
 Launched by ``colcon test`` (add_launch_test, ROS_DOMAIN_ID isolated) or by hand:
 ``launch_test test/ros/test_sim_cycle_launch.py``. The claw hammer is picked 3.5 s into the

@@ -125,10 +125,30 @@ def sandwich(
     # frozen, repeated message) must give a large but finite information, not an overflow.
     w = np.asarray(channel_weights, dtype=float)
     S = S + _VARIANCE_FLOOR * np.tensordot(w * w, stats.channel_gram(with_bias), axes=1)
+    batches = getattr(stats, "batch_score_covariance", None)
+    S_batches = batches(x, with_bias, channel_weights) if batches is not None else None
+    if S_batches is not None:
+        S = _at_least(S, S_batches)
     A_inv = pinv_psd(A)
     cov = A_inv @ S @ A_inv + drift_covariance(stats, x, with_bias, channel_weights, A, tau)
     information = A @ pinv_psd(S) @ A
     return 0.5 * (cov + cov.T), 0.5 * (information + information.T)
+
+
+def _at_least(S: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """Return the larger of two covariances, direction by direction.
+
+    ``S`` raised to ``other`` in every direction where ``other`` exceeds it (their generalised
+    eigenvalues clipped at 1 from below)."""
+    d, lam, V, seen = scaled_eigh(S)
+    if not np.all(seen):
+        return S + other
+    root = V * np.sqrt(lam)[None, :]  # S / (d d^T) = root root^T
+    inv_root = V / np.sqrt(lam)[None, :]
+    M = inv_root.T @ (other / np.outer(d, d)) @ inv_root
+    mu, U = np.linalg.eigh(0.5 * (M + M.T))
+    raised = root @ U @ np.diag(np.maximum(mu, 1.0)) @ U.T @ root.T
+    return np.outer(d, d) * 0.5 * (raised + raised.T)
 
 
 def channel_variances(
