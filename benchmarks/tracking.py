@@ -127,8 +127,9 @@ def arm_scores(method: str, robot: str, seeds: int) -> tuple[list[CycleScore], l
         run = cycle.simulate(noise="moderate", seed=seed, imu=False)
         tracker, t, mass, com = _arm_history(run, method, cycle.envelope)
         contacts = [(c.name, c.t_start, c.t_end) for c in cycle.contacts]
-        score = score_cycle(run.truth_change_t, [name for _, name in cycle.held], cycle.phi_after(), contacts,
-                            tracker.events, t, mass, com, mass_before=cycle.first.mass)
+        score = score_cycle(cycle.transfer_ends, [name for _, name in cycle.held], cycle.phi_after(), contacts,
+                            tracker.events, t, mass, com, mass_before=cycle.first.mass,
+                            transfer_start_t=cycle.transfer_starts)
         scores.append(score)
         calm = replace(cycle, schedule=WorkSchedule(cycle.schedule.changes, ()))
         _, t2, mass2, _ = _arm_history(calm.simulate(noise="moderate", seed=seed, imu=False), method, cycle.envelope)

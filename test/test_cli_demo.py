@@ -82,7 +82,7 @@ def test_simulate_cycle_records_the_truth_at_each_change(tmp_path, capsys):
     npz = tmp_path / "cycle.npz"
     assert main(["simulate", "--scenario", "cycle", "--robot", "xarm7", "--out", str(npz), "--no-imu"]) == 0
     run = SimulatedRun.load(npz)
-    assert len(run.truth_change_t) == 8 and run.truth_phis.shape == (8, 10) and len(run.contact_spans) == 3
+    assert len(run.truth_change_t) == 8 and run.truth_phis.shape == (8, 10) and len(run.contact_spans) == 3 + 7
     assert run.final_payload_params.mass == 0.0
     bag = tmp_path / "bag"
     assert main(["simulate", "--scenario", "cycle", "--bag", str(bag), "--duration", "1"]) == 0

@@ -47,6 +47,7 @@ from payload_estimator.commands.common import (
     add_robot_arguments,
     add_trajectory_arguments,
     console_and_progress,
+    nonnegative_float,
     nonnegative_int,
     resolve_trajectory,
     robot_from_args,
@@ -83,6 +84,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_trajectory_arguments(p, default=None, default_note="default; thesis with --wrench-source joint_torques")
     p.add_argument("--noise", choices=NOISE, default="moderate",
                    help="F/T noise level, Nadeau et al.'s Table II")
+    p.add_argument("--ft-drift", type=nonnegative_float, default=1.0, metavar="FACTOR",
+                   help="how many times the simulator's default F/T offset drift (0.1 %% of the payload's weight per "
+                        "second per axis, plus a random walk): 0 for a constant offset, 10 for a sensor warming "
+                        "up fast (default 1)")
     p.add_argument("--scenario", choices=SCENARIOS, default="single",
                    help="single: one payload held throughout (default); cycle: picks and places of four "
                         "payloads with contacts, the estimate following the payload")
@@ -161,6 +166,10 @@ def _simulated(progress: Any, what: str, share: float = 1.0, **kwargs: Any) -> A
     return simulate(rate_hz=SIM_RATE_HZ, progress=lambda f: progress.update(task, completed=share * f), **kwargs)
 
 
+def _drift(args: argparse.Namespace) -> float:
+    return float(getattr(args, "ft_drift", 1.0))
+
+
 def _played(progress: Any, what: str, stream: Any, recording: Any,
             status: Callable[[Any], str] | None = None) -> Any:
     """Play a recording through the stream, the latest estimate on the progress bar; returns the history."""
@@ -228,7 +237,7 @@ def _run_single(args: argparse.Namespace) -> int:
     with progress_display as progress:
         run_ = _simulated(progress, f"simulating {args.robot} + {args.payload}", robot=args.arm, payload=payload,
                           trajectory=trajectory, duration=args.duration, noise=args.noise, seed=args.seed,
-                          wrench_rate_hz=args.wrench_rate)
+                          wrench_rate_hz=args.wrench_rate, ft_drift=_drift(args))
         # as the node runs it (track_payload, on by default): one payload here, so nothing to follow,
         # but a contact-like glitch would be held out as it is there; --no-track: a plain estimator
         stream = _stream_for(args, run_, payload.envelope)
@@ -271,7 +280,7 @@ def _run_cycle(args: argparse.Namespace) -> int:
     with progress_display as progress:
         task = progress.add_task(f"simulating a work cycle on the {args.robot}", total=1.0, status="")
         run_ = cycle.simulate(noise=args.noise, seed=args.seed, rate_hz=SIM_RATE_HZ, wrench_rate_hz=args.wrench_rate,
-                              progress=lambda f: progress.update(task, completed=f))
+                              ft_drift=_drift(args), progress=lambda f: progress.update(task, completed=f))
         stream = _stream_for(args, run_, cycle.envelope)
         tracker = stream.estimator if isinstance(stream.estimator, PayloadTracker) else None
         rows: list[tuple[float, float, np.ndarray]] = []
@@ -302,8 +311,8 @@ def _cycle_report(args: argparse.Namespace, cycle: Any, run_: Any, tracker: Any,
     mass = np.array([r[1] for r in rows])
     com = np.array([r[2] for r in rows])
     contacts = [(c.name, c.t_start, c.t_end) for c in cycle.contacts]
-    score = score_cycle(run_.truth_change_t, [name for _, name in cycle.held], cycle.phi_after(), contacts,
-                        events, t, mass, com, mass_before=cycle.first.mass)
+    score = score_cycle(cycle.transfer_ends, [name for _, name in cycle.held], cycle.phi_after(), contacts,
+                        events, t, mass, com, mass_before=cycle.first.mass, transfer_start_t=cycle.transfer_starts)
     truth_phi = run_.phi_at(t)
     with np.errstate(invalid="ignore", divide="ignore"):
         com_error = 1e3 * np.linalg.norm(com - truth_phi[:, 1:4] / truth_phi[:, :1], axis=1)

@@ -243,7 +243,8 @@ def _tracking(stream, t0: float) -> dict | None:
     if not isinstance(tracker, PayloadTracker):
         return None
     events = [{"kind": e.kind, "t_start": e.t_start - t0, "t_decided": e.t_decided - t0,
-               "mass_change": None if e.kind != CHANGE else e.mass_change} for e in tracker.events]
+               "mass_change": e.mass_change if e.kind == CHANGE and np.isfinite(e.mass_change) else None}
+              for e in tracker.events]
     return {**asdict(tracker.counts), "events": events}
 
 
@@ -475,5 +476,8 @@ def _print_tables(console, bag: Path, setup: _Setup, report, counts: dict, track
         console.print(f"followed the payload: {tracking['changes']} change(s), {tracking['contacts']} contact(s), "
                       f"{tracking['held_out_samples']} sample(s) held out{shifts}")
         for e in tracking["events"]:
-            extra = f", mass {e['mass_change']:+.3f} kg" if e["kind"] == CHANGE else ""
+            extra = ""
+            if e["kind"] == CHANGE:  # a change no rigid body explained (restarted from it) has no fitted mass
+                extra = (f", mass {e['mass_change']:+.3f} kg" if e["mass_change"] is not None
+                         else ", mass change not fitted: the estimate restarted from what persisted")
             console.print(f"  {e['kind']} at {e['t_start']:.2f} s (decided at {e['t_decided']:.2f} s{extra})")

@@ -32,6 +32,7 @@ from payload_estimator.commands.common import (
     add_trajectory_arguments,
     check_out_file,
     effort_model,
+    nonnegative_float,
     nonnegative_int,
     resolve_trajectory,
     robot_from_args,
@@ -60,6 +61,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of every random draw, >= 0 (default 0)")
     p.add_argument("--wrench-rate", type=wrench_rate, default=None,
                    help=f"F/T rate, Hz, a divisor of the {SIM_RATE_HZ:g} Hz joint-state rate (default {SIM_RATE_HZ:g})")
+    p.add_argument("--ft-drift", type=nonnegative_float, default=1.0, metavar="FACTOR",
+                   help="how many times the simulator's default F/T offset drift (0.1 %% of the payload's weight per "
+                        "second per axis, plus a random walk): 0 for a constant offset, 10 for a sensor warming "
+                        "up fast (default 1)")
     p.add_argument("--no-imu", action="store_true")
     p.add_argument("--scenario", choices=("single", "cycle"), default="single",
                    help="single: one payload throughout (default); cycle: picks and places of four payloads "
@@ -98,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
 
         sim = arm_work_cycle(arm, seed=args.seed).simulate(
             noise=args.noise, seed=args.seed, rate_hz=SIM_RATE_HZ, wrench_rate_hz=args.wrench_rate,
-            imu=not args.no_imu)
+            imu=not args.no_imu, ft_drift=args.ft_drift)
         sim = replace(sim, payload_name="work cycle")
         args.payload, args.duration = "a work cycle", sim.duration
     else:
@@ -107,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         sim = simulate(robot=arm, payload=args.payload, trajectory=trajectory,
                        duration=args.duration, noise=args.noise, seed=args.seed, rate_hz=SIM_RATE_HZ,
                        wrench_rate_hz=args.wrench_rate, imu=not args.no_imu, efforts=efforts,
-                       arm_mismatch=mismatch)
+                       arm_mismatch=mismatch, ft_drift=args.ft_drift)
     if args.out:
         sim.save(path)
         print(f"wrote {path}: {args.robot} + {args.payload}, {args.duration:g} s, "

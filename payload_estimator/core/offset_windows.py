@@ -27,10 +27,11 @@ uncertainty measures a drift from the residuals' trend.
 
 Windows are independent batches of the data: what the offsets' nonlinear wander leaves in one window
 (and any model error correlated over seconds) moves the score coherently within it, not across them.
-Once :data:`MIN_BATCHES` windows have closed, the spread of their scores gives the score's covariance
-as the data show it (batch means, the windows' own Grams kept apart, at most :data:`MAX_BATCHES`),
-which :func:`~payload_estimator.core.estimators.uncertainty.sandwich` takes where it exceeds the
-covariance built from the residuals sample by sample.
+Once there are :data:`MIN_BATCHES` of them, the spread of their scores gives the score's covariance as
+the data show it (batch means; the batches' own Grams kept apart, at most :data:`MAX_BATCHES`), which
+:func:`~payload_estimator.core.estimators.uncertainty.sandwich` takes where it exceeds the covariance
+built from the residuals sample by sample. Short batches of :data:`BATCH_S` (projected by their window's
+lines) tell it early, windows later: the larger of the two counts.
 
 Conventions: sample time in s, the statistics' own per-sample weights, channels ``fx fy fz tx ty tz``.
 """
@@ -52,7 +53,7 @@ from payload_estimator.core.statistics import (
 )
 
 __all__ = ["WindowedStatistics", "current_offsets", "DEFAULT_WINDOW_S", "LINE_AFTER", "LINE_KEEPS", "MIN_BATCHES",
-           "MAX_BATCHES"]
+           "MAX_BATCHES", "BATCH_S"]
 
 DEFAULT_WINDOW_S = 10.0
 """s: the default window: a period of the slowest reorientation an ordinary motion makes (0.1 Hz);
@@ -63,6 +64,9 @@ LINE_AFTER = 0.5
 MIN_BATCHES = 8
 """Windows needed before their scores tell the estimate's covariance
 (:meth:`WindowedStatistics.batch_score_covariance`)."""
+BATCH_S = 2.0
+"""s: the short batches of sample time whose scores are kept apart too (a model error correlated over a
+second or two shows in them before enough windows have closed)."""
 MAX_BATCHES = 64
 """Windows kept apart for that; beyond, neighbouring batches are merged two by two (memory stays bounded)."""
 LINE_KEEPS = 0.5
@@ -86,6 +90,10 @@ class _OpenWindow:
         self.t0: float | None = None
         self.order = 1
         """What the last projection removed (:meth:`projected`): 0 nothing, 1 the mean, 2 a line."""
+        self.sub: dict[float, list[Any]] = {}
+        """Short batches (:data:`BATCH_S`): key -> raw sums [G (6, 11, 11), S (6, 11), U (6, 11), W, T1, T2]."""
+        self.sub_grams: list[np.ndarray] = []
+        """The short batches' data Grams (6, 11, 11) as the last projection left them."""
 
     def add(self, Y: np.ndarray, wrench: np.ndarray, weights: np.ndarray | None, t: np.ndarray,
             features: np.ndarray | None) -> None:
@@ -105,6 +113,7 @@ class _OpenWindow:
         rows[:, :, :N_PARAMS] = Y
         rows[:, :, N_PARAMS] = wrench
         rows[:, :, -1] = 1.0
+        self._add_short_batches(rows[:, :, :N_DATA_COLUMNS], s, t, tau)
         root = np.sqrt(s)
         rows *= root[:, None, None]
         for which, length in enumerate(BLOCK_SECONDS):
@@ -117,10 +126,28 @@ class _OpenWindow:
                 held[0] += block
                 held[1] += float(tsum)
 
+    def _add_short_batches(self, Z: np.ndarray, s: np.ndarray, t: np.ndarray, tau: np.ndarray) -> None:
+        keys = np.floor(t / BATCH_S)
+        starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+        for start, stop in zip(starts, np.r_[starts[1:], len(t)]):
+            z, w, u = Z[start:stop].transpose(1, 0, 2), s[start:stop], tau[start:stop]  # z (6, m, 11)
+            held = self.sub.setdefault(float(keys[start]), [np.zeros((6, N_DATA_COLUMNS, N_DATA_COLUMNS)),
+                                                            np.zeros((6, N_DATA_COLUMNS)),
+                                                            np.zeros((6, N_DATA_COLUMNS)), 0.0, 0.0, 0.0])
+            held[0] += np.einsum("kmi,m,kmj->kij", z, w, z)
+            held[1] += np.einsum("kmi,m->ki", z, w)
+            held[2] += np.einsum("kmi,m->ki", z, w * u)
+            held[3] += float(w.sum())
+            held[4] += float(w @ u)
+            held[5] += float(w @ (u * u))
+
     def decay(self, factor: float) -> None:
         """Exponential forgetting of everything held."""
         self.stats.decay(factor)
         self.feature_time *= factor
+        for held in self.sub.values():
+            for i in range(len(held)):
+                held[i] = held[i] * factor
         root = np.sqrt(factor)
         for blocks in self.blocks:
             for held in blocks.values():
@@ -144,6 +171,7 @@ class _OpenWindow:
             order = 1  # all samples at one time, or motion a line would take for drift
         self.order = order
         if order == 0 or W <= 0.0:
+            self.sub_grams = [held[0] for held in self.sub.values()]
             return out
         F = raw.feature_gram()
         if order == 1:
@@ -155,9 +183,22 @@ class _OpenWindow:
             C = np.stack([raw.data_sum, raw.time_data], axis=2)  # (6, 11, 2)
             Cf = None if F is None else np.stack([F[:, -1], self.feature_time], axis=1)
         coef = C @ M_inv  # (6, 11, k): each column's fitted intercept (and slope)
+        self.sub_grams = [self._projected_batch(held, coef) for held in self.sub.values()]
         gram = raw.data_gram - np.einsum("kia,kja->kij", coef, C)
         feature_gram = None if F is None or Cf is None else F - (Cf @ M_inv) @ Cf.T
         return self._with_sums(out, coef, gram, feature_gram)
+
+    @staticmethod
+    def _projected_batch(held: list[Any], coef: np.ndarray) -> np.ndarray:
+        """A short batch's data Gram with the window's fitted lines (``coef``) taken off its samples."""
+        G, S, U, W, T1, T2 = held
+        m = coef[:, :, 0]
+        b = coef[:, :, 1] if coef.shape[2] == 2 else np.zeros_like(m)
+        out = G - np.einsum("ki,kj->kij", S, m) - np.einsum("ki,kj->kij", m, S)
+        out = out - np.einsum("ki,kj->kij", U, b) - np.einsum("ki,kj->kij", b, U)
+        out = out + W * np.einsum("ki,kj->kij", m, m) + T1 * (np.einsum("ki,kj->kij", m, b)
+                                                              + np.einsum("ki,kj->kij", b, m))
+        return out + T2 * np.einsum("ki,kj->kij", b, b)
 
     def _line_affordable(self) -> bool:
         """Whether removing a line keeps :data:`LINE_KEEPS` of the mass's and first moment's information."""
@@ -222,6 +263,8 @@ class WindowedStatistics(RegressorStatistics):
         self._dirty = False
         self._batches: list[np.ndarray] = []
         """Each closed window's projected data Gram (6, 11, 11), neighbours merged beyond MAX_BATCHES."""
+        self._short: list[np.ndarray] = []
+        """The same of the closed windows' short batches (:data:`BATCH_S`)."""
         self._open_gram: np.ndarray | None = None
 
     # ----------------------------------------------------------------- writes
@@ -234,6 +277,7 @@ class WindowedStatistics(RegressorStatistics):
         self.windows_closed = 0
         self._dirty = False
         self._batches = []
+        self._short = []
         self._open_gram = None
 
     def add(self, Y: np.ndarray, wrench: np.ndarray, weights: np.ndarray | None = None,
@@ -264,16 +308,15 @@ class WindowedStatistics(RegressorStatistics):
         self._closed.decay(factor)
         self._open.decay(factor)
         self._batches = [b * factor for b in self._batches]
+        self._short = [b * factor for b in self._short]
         self.weight_sum = self._closed.weight_sum + self._open.stats.weight_sum
         self._dirty = True
 
     def _close(self) -> None:
         projected = self._open.projected(self._open_order())
         self._closed += projected
-        self._batches.append(projected.data_gram.copy())
-        if len(self._batches) > MAX_BATCHES:
-            self._batches = [a + b for a, b in zip(self._batches[0::2], self._batches[1::2])] + (
-                [self._batches[-1]] if len(self._batches) % 2 else [])
+        self._batches = _bounded(self._batches + [projected.data_gram.copy()])
+        self._short = _bounded(self._short + list(self._open.sub_grams))
         self._open = _OpenWindow()
         self.windows_closed += 1
 
@@ -308,23 +351,41 @@ class WindowedStatistics(RegressorStatistics):
         :data:`MIN_BATCHES` windows (module docstring). The offsets' part of the score is 0 (the
         projection leaves them out)."""
         self._sync()
-        batches = list(self._batches) + ([self._open_gram] if self._open_gram is not None else [])
-        if len(self._batches) < MIN_BATCHES:
-            return None
         c = np.ones(6) if channel_weights is None else np.asarray(channel_weights, dtype=float)
         v = np.r_[-np.asarray(x, dtype=float)[:N_PARAMS], 1.0]
-        scores = np.array([np.einsum("k,kij,j->i", c, g[:, :N_PARAMS, :], v) for g in batches])
-        centred = scores - scores.mean(axis=0)
-        n = len(scores)
-        S = np.zeros((x.shape[0], x.shape[0]))
-        S[:N_PARAMS, :N_PARAMS] = centred.T @ centred * n / (n - 1)
-        return S
+        found = None
+        for closed, open_grams in ((self._batches, [self._open_gram] if self._open_gram is not None else []),
+                                   (self._short, list(self._open.sub_grams))):
+            batches = closed + open_grams
+            if len(batches) < MIN_BATCHES:
+                continue
+            scores = np.array([np.einsum("k,kij,j->i", c, g[:, :N_PARAMS, :], v) for g in batches])
+            centred = scores - scores.mean(axis=0)
+            S = centred.T @ centred * len(scores) / (len(scores) - 1)
+            found = S if found is None else _larger(found, S)
+        if found is None:
+            return None
+        out = np.zeros((x.shape[0], x.shape[0]))
+        out[:N_PARAMS, :N_PARAMS] = found
+        return out
 
     def current_offsets(self, phi: np.ndarray) -> np.ndarray:
         """Return the (6,) offsets at the newest sample, N and N·m (zeros before any sample).
 
         The line (or mean) that the open window's residuals at ``phi`` follow, at its newest sample."""
         return current_offsets([self], phi)
+
+
+def _bounded(batches: list[np.ndarray]) -> list[np.ndarray]:
+    """At most :data:`MAX_BATCHES` batches: beyond, neighbours merged two by two (longer batches)."""
+    if len(batches) <= MAX_BATCHES:
+        return batches
+    return [a + b for a, b in zip(batches[0::2], batches[1::2])] + ([batches[-1]] if len(batches) % 2 else [])
+
+
+def _larger(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Of two PSD matrices, ``A`` raised to ``B`` where ``B`` exceeds it (by trace, the simpler bound)."""
+    return B if np.trace(B) > np.trace(A) else A
 
 
 def current_offsets(statistics: list[WindowedStatistics], phi: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ import numpy as np
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.samples import STANDARD_GRAVITY
 from payload_estimator.core.shapes import Box
-from payload_estimator.sim.cycle import EMPTY_GRIPPER_TIP_IN_SENSOR, Contact, far_end
+from payload_estimator.sim.cycle import EMPTY_GRIPPER_TIP_IN_SENSOR, Contact, far_end, transfer_contacts
 from payload_estimator.sim.payloads import Payload, get_payload
 from payload_estimator.sim.workshop import get_tool
 
@@ -41,10 +41,12 @@ class ArmCycle:
         first: what the gripper holds at the start (an empty gripper).
         held: ``((t, name), ...)`` what the gripper holds from each change on ("empty" or a
             catalogue name).
-        contacts: the contacts, named.
+        contacts: the contacts, named (the transfers' forces are the schedule's only).
         duration: s.
         robot: the arm: a built-in robot's name or a spec.
         payloads: the catalogue names picked, in order.
+        transfers: ``((start, end), ...)`` s, for each change of :attr:`held`, when its load moved over
+            (start == end: at once); from its end on the gripper bears the new payload alone.
     """
 
     trajectory: PickAndPlace
@@ -55,6 +57,7 @@ class ArmCycle:
     duration: float
     robot: str | RobotSpec = "panda"
     payloads: tuple[str, ...] = ()
+    transfers: tuple[tuple[float, float], ...] = ()
 
     @property
     def envelope(self) -> Box:
@@ -69,6 +72,16 @@ class ArmCycle:
 
         return simulate(robot=self.robot, payload=self.first, trajectory=self.trajectory, duration=self.duration,
                         noise=noise, seed=seed, schedule=self.schedule, **kw)
+
+    @property
+    def transfer_starts(self) -> np.ndarray:
+        """(K,) s, where each change's load began to move over (the change itself, without transfers)."""
+        return np.array([m[0] for m in self.transfers]) if self.transfers else np.array([t for t, _ in self.held])
+
+    @property
+    def transfer_ends(self) -> np.ndarray:
+        """(K,) s, where each change's load had moved over: from there on the new payload alone."""
+        return np.array([m[1] for m in self.transfers]) if self.transfers else np.array([t for t, _ in self.held])
 
     def phi_after(self) -> np.ndarray:
         """(K, 10) what is held from each change on."""
@@ -102,7 +115,7 @@ def _catalogue(name: str) -> Payload:
 
 
 def arm_work_cycle(robot: str | RobotSpec = "panda", seed: int = 0, payloads: tuple[str, ...] = ARM_CYCLE_PAYLOADS,
-                   dwell: float = 1.0, carry_tilt: float = 0.6) -> ArmCycle:
+                   dwell: float = 1.0, carry_tilt: float = 0.6, transfers: bool = True) -> ArmCycle:
     """Picks and places, one catalogue payload per pick-and-place cycle, with contacts.
 
     The arm repeats :class:`~payload_estimator.sim.trajectories.PickAndPlace` (its carry tilts
@@ -117,7 +130,11 @@ def arm_work_cycle(robot: str | RobotSpec = "panda", seed: int = 0, payloads: tu
       a table bears 60-90 % of its weight (a persistent contact, which ends as a change or as a
       contact, never as a silently wrong mass).
 
-    ``seed`` draws the directions and the table's share.
+    With ``transfers``, a grasp and a release take time, as on a real table: the table bears the part's
+    weight at its bottom and gives it up over 0.2-0.7 s as the gripper closes and lifts (and, at the
+    place, takes it back over as long before the gripper opens; not for the part set down while held).
+
+    ``seed`` draws the directions, the table's share and the transfers' lengths.
     """
     from payload_estimator.robots import resolve_robot
     from payload_estimator.sim.stepper import WorkSchedule
@@ -136,12 +153,21 @@ def arm_work_cycle(robot: str | RobotSpec = "panda", seed: int = 0, payloads: tu
     changes: list[tuple[float, InertialParameters]] = []
     held: list[tuple[float, str]] = []
     contacts: list[Contact] = []
+    moves: list[tuple[float, float]] = []
+    tables: list[Contact] = []
+    """The transfers' forces: physics, not contacts to flag."""
+    timing = np.random.default_rng([seed, 1])  # apart from ``rng``: the other draws stay what they were
     for k, name in enumerate(payloads):
         payload = _catalogue(name)
         start = k * period
         grasp, release = round(start + p0 + 0.25 * (p1 - p0), 4), round(start + q0 + 0.75 * (q1 - q0), 4)
         changes += [(grasp, payload.params), (release, empty)]
         held += [(grasp, payload.name), (release, "empty")]
+        grasp_s, release_s = (tuple(round(float(timing.uniform(0.2, 0.7)), 2) for _ in range(2)) if transfers
+                              else (0.0, 0.0))
+        release_s = 0.0 if k == 2 else release_s  # the third part is set down while held (a contact below)
+        tables += transfer_contacts(payload, grasp, release, grasp_s, release_s, "lift-off")
+        moves += [(grasp, grasp + grasp_s), (release - release_s, release)]
         if k == 0:
             a = rng.uniform(0.0, 2 * np.pi)
             contacts.append(Contact(round(start + p1 + 0.96, 4), 0.6, 8.0 * np.array([np.cos(a), np.sin(a), 0.0]),
@@ -154,5 +180,6 @@ def arm_work_cycle(robot: str | RobotSpec = "panda", seed: int = 0, payloads: tu
             contacts.append(Contact(round(start + q0, 4), round(release - (start + q0), 4),
                                     np.array([0.0, 0.0, share * payload.mass * STANDARD_GRAVITY]),
                                     far_end(payload), "set down"))
-    schedule = WorkSchedule(tuple(changes), tuple(contacts))
-    return ArmCycle(trajectory, schedule, empty, tuple(held), tuple(contacts), duration, robot, tuple(payloads))
+    schedule = WorkSchedule(tuple(changes), tuple(contacts) + tuple(tables))
+    return ArmCycle(trajectory, schedule, empty, tuple(held), tuple(contacts), duration, robot, tuple(payloads),
+                    tuple(moves))
