@@ -590,8 +590,8 @@ def test_offsets_that_drifted_while_the_wrench_was_silent_are_no_new_payload(mak
 
 def test_a_grasp_and_a_release_are_said_once_each_on_the_estimate(typestore, make):
     """A MuJoCo work cycle (the claw hammer picked at 3.5 s, placed at 10.4 s, each taking a few tenths of
-    a second, a push and a bump between) through the node's logic: ``payload_changed`` is true on exactly one message after
-    each change, ``payload_changes`` counts them, ``change_stamp`` says where the payload's data
+    a second, a push and a bump between) through the node's logic: ``payload_changed`` is true on exactly
+    one message after each change, ``payload_changes`` counts them, ``change_stamp`` says where the payload's data
     begin, ``contact`` is true while the push is held out, and /diagnostics shows the counts."""
     from payload_estimator.sim.arm_cycle import arm_work_cycle
 

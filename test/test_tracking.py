@@ -214,3 +214,33 @@ def test_an_episode_open_at_an_input_break_is_closed_there():
     _run(tracker, samples.select(samples.t >= 6.8))  # after the push: normal again
     assert not tracker.contact and tracker.counts.contacts == 1 and tracker.counts.changes == 0
     assert tracker.estimate().params.mass == pytest.approx(HAMMER.mass, rel=0.01)
+
+
+@pytest.mark.parametrize("kind,seconds", [("lift-off", 0.2), ("lift-off", 0.6), ("closing", 1.0), ("lift-off", 1.0)])
+@pytest.mark.parametrize("speed", [0.15, 0.6])
+def test_a_load_that_transfers_over_time_is_one_change_after_it_ends(kind, seconds, speed):
+    """A part lifted off a table (which bears the rest of its weight at its bottom meanwhile) or a gripper
+    closing on it, over 0.2-1 s, then set down the same way, on slow (0.15 rad/s, about 0.1 Hz
+    rotations) and ordinary motion: each is one change, flagged within 0.5 s of the end of its transfer,
+    never a contact; the new estimate leaves the transfer out (mass within 2 % 1.5 s after its end)."""
+    from dataclasses import replace
+
+    from payload_estimator.sim.cycle import CYCLE_TRAJECTORY, transfer_contacts
+
+    grasp, release = 6.0, 14.0
+    contacts = transfer_contacts(DRILL, grasp, release, seconds, seconds, kind)
+    run = simulate_cycle((Segment(_Empty.params, grasp), Segment(DRILL.params, release - grasp, "drill"),
+                          Segment(_Empty.params, 6.0)), contacts,
+                         trajectory=replace(CYCLE_TRAJECTORY, mean_ang_vel=speed), noise=get_noise("moderate"),
+                         ft_bias=OFFSETS, rng=np.random.default_rng(11))
+    tracker = PayloadTracker(lambda bias: make_estimator("wls", bias=bias, offset_window_s=10.0), bias=True)
+    masses, _ = _run(tracker, run.samples)
+    assert tracker.counts.contacts == 0
+    changes = [e for e in tracker.events if e.kind == CHANGE]
+    ends = (grasp + seconds, release)
+    assert len(changes) == 2, tracker.events
+    for event, begin, end in zip(changes, (grasp, release - seconds), ends):
+        assert begin - 0.05 <= event.t_start <= end and 0.0 <= event.t_decided - end <= 0.5, (event, begin, end)
+    m = masses[np.searchsorted(masses[:, 0], ends[0] + 1.5), 1]
+    assert m == pytest.approx(DRILL.mass, rel=0.02)
+    assert abs(masses[np.searchsorted(masses[:, 0], ends[1] + 1.5), 1]) < 0.02 * DRILL.mass

@@ -55,13 +55,19 @@ class ConvergenceCriteria:
 _ENTRY_NAMES = ("Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz")
 
 
+STAY_FACTOR = 1.5
+"""Once converged, an estimate stays so until its uncertainty or its movement exceeds this many times the
+bound that converging took (hysteresis: an estimate at the edge of a bound does not flicker)."""
+
+
 class ConvergenceMonitor:
     """Decides, estimate after estimate, whether the estimate has converged.
 
     Converged means: enough samples, physically consistent (a positive mass when the inertia
     is not handed over), a model that fits, every
     handed-over quantity identified and within its uncertainty bound, and all of them
-    steady over the last ``window_s`` seconds. :attr:`reason` says what is still missing.
+    steady over the last ``window_s`` seconds. Once converged, the uncertainty and steadiness bounds
+    are :data:`STAY_FACTOR` times wider. :attr:`reason` says what is still missing.
     """
 
     def __init__(self, criteria: ConvergenceCriteria = ConvergenceCriteria()) -> None:
@@ -79,6 +85,7 @@ class ConvergenceMonitor:
     def update(self, t: float, estimate: Estimate) -> bool:
         """Take the estimate at time ``t`` (s); returns whether it has converged."""
         c = self.criteria
+        k = STAY_FACTOR if self.converged else 1.0  # the bounds an estimate must stay within once converged
         if not np.all(np.isfinite(estimate.phi)):
             self._history.clear()
             return self._set(False, "the estimate is not finite")
@@ -106,33 +113,33 @@ class ConvergenceMonitor:
         if estimate.covariance is None:
             return self._set(False, "uncertainty unknown")
         rel_std = estimate.mass_std / estimate.mass
-        if not rel_std <= c.mass_rel_std:
+        if not rel_std <= k * c.mass_rel_std:
             return self._set(False, f"mass uncertainty {100 * rel_std:.1f} %")
         com_std = estimate.com_std
-        if not np.all(com_std <= c.com_std):
-            k = int(np.argmax(com_std))
-            return self._set(False, f"COM {'xyz'[k]} uncertainty {1e3 * com_std[k]:.1f} mm")
+        if not np.all(com_std <= k * c.com_std):
+            axis = int(np.argmax(com_std))
+            return self._set(False, f"COM {'xyz'[axis]} uncertainty {1e3 * com_std[axis]:.1f} mm")
         scale = _inertia_scale(estimate)
         if c.inertia:
             istd = estimate.inertia_com_std / scale
-            if not np.all(istd <= c.inertia_rel_std):
-                k = int(np.argmax(istd))
-                return self._set(False, f"inertia uncertainty {_ENTRY_NAMES[k]} {100 * istd[k]:.0f} %")
+            if not np.all(istd <= k * c.inertia_rel_std):
+                entry = int(np.argmax(istd))
+                return self._set(False, f"inertia uncertainty {_ENTRY_NAMES[entry]} {100 * istd[entry]:.0f} %")
         span = self._history[-1][0] - self._history[0][0]
         if span < 0.9 * c.window_s:
             return self._set(False, f"steady for {span:.1f} of {c.window_s:.1f} s")
         masses = np.array([h[1] for h in self._history])
         coms = np.array([h[2] for h in self._history])
         mass_change = (masses.max() - masses.min()) / max(abs(estimate.mass), 1e-9)
-        if mass_change > c.mass_rel:
+        if mass_change > k * c.mass_rel:
             return self._set(False, f"mass still moving ({100 * mass_change:.1f} % in {c.window_s:.1f} s)")
         com_change = float(np.max(np.linalg.norm(coms - coms[-1], axis=1)))
-        if com_change > c.com_abs:
+        if com_change > k * c.com_abs:
             return self._set(False, f"COM still moving ({1e3 * com_change:.1f} mm in {c.window_s:.1f} s)")
         if c.inertia:
             inertias = np.array([h[3] for h in self._history])
             change = np.max(inertias.max(axis=0) - inertias.min(axis=0)) / scale
-            if change > c.inertia_rel:
+            if change > k * c.inertia_rel:
                 return self._set(False, f"inertia still moving ({100 * change:.0f} % in {c.window_s:.1f} s)")
         return self._set(True, "converged")
 

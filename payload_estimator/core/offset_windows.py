@@ -89,7 +89,9 @@ class _OpenWindow:
         self.feature_time = np.zeros(N_FEATURE_ROW)
         self.t0: float | None = None
         self.order = 1
-        """What the last projection removed (:meth:`projected`): 0 nothing, 1 the mean, 2 a line."""
+        """What the last projection removed (:meth:`projected`): 0 nothing, 1 the mean, 2 a line (in part)."""
+        self.share = 0.0
+        """... and the line's share of it (:meth:`line_share`)."""
         self.sub: dict[float, list[Any]] = {}
         """Short batches (:data:`BATCH_S`): key -> raw sums [G (6, 11, 11), S (6, 11), U (6, 11), W, T1, T2]."""
         self.sub_grams: list[np.ndarray] = []
@@ -159,20 +161,39 @@ class _OpenWindow:
         first, last = self.stats.first_time, self.stats.last_time
         return 0.0 if first is None or last is None else last - first
 
-    def projected(self, order: int) -> RegressorStatistics:
+    def projected(self, order: int, line_share: float = 1.0) -> RegressorStatistics:
         """Return the window's statistics with its offsets' time course projected off.
 
         A polynomial of ``order`` in time (0: none, 1: the mean, 2: a line) is projected off every
-        column, with the samples' weights (module docstring)."""
+        column, with the samples' weights (module docstring). With ``order`` 2, ``line_share`` of the
+        line's projection and the rest of the mean's: the window moves from one to the other as it fills
+        (:meth:`line_share`), so that the estimate never jumps."""
         raw = self.stats
-        out = raw.copy()
-        W, T1, T2 = raw.weight_sum, raw.time_sum, raw.time_sq
-        if order == 2 and not (W * T2 - T1 * T1 > 1e-9 * max(W * T2, 1e-300) and self._line_affordable()):
-            order = 1  # all samples at one time, or motion a line would take for drift
-        self.order = order
+        W = raw.weight_sum
+        share = self.line_share() * line_share if order == 2 else 0.0
+        self.order = order if order < 2 else (2 if share > 0.0 else 1)
+        self.share = share
         if order == 0 or W <= 0.0:
             self.sub_grams = [held[0] for held in self.sub.values()]
-            return out
+            return raw.copy()
+        mean = self._projection(1)
+        if share <= 0.0:
+            return mean[0]
+        line = self._projection(2)
+        self.sub_grams = [(1.0 - share) * a + share * b for a, b in zip(mean[1], line[1])]
+        out = mean[0]
+        blocks = [_blend_blocks(a, b, share) for a, b in zip(mean[0].block_sums(), line[0].block_sums())]
+        F_mean, F_line = mean[0].feature_gram(), line[0].feature_gram()
+        out.replace_sums((1.0 - share) * mean[0].data_gram + share * line[0].data_gram,
+                         np.zeros_like(raw.data_sum),
+                         (1.0 - share) * mean[0].time_data + share * line[0].time_data,
+                         None if F_mean is None or F_line is None else (1.0 - share) * F_mean + share * F_line, blocks)
+        return out
+
+    def _projection(self, order: int) -> tuple[RegressorStatistics, list[np.ndarray]]:
+        """The window's statistics and short batches' Grams with its mean (1) or a line (2) projected off."""
+        raw = self.stats
+        W, T1, T2 = raw.weight_sum, raw.time_sum, raw.time_sq
         F = raw.feature_gram()
         if order == 1:
             M_inv = np.array([[1.0 / W]])
@@ -183,10 +204,12 @@ class _OpenWindow:
             C = np.stack([raw.data_sum, raw.time_data], axis=2)  # (6, 11, 2)
             Cf = None if F is None else np.stack([F[:, -1], self.feature_time], axis=1)
         coef = C @ M_inv  # (6, 11, k): each column's fitted intercept (and slope)
-        self.sub_grams = [self._projected_batch(held, coef) for held in self.sub.values()]
+        batches = [self._projected_batch(held, coef) for held in self.sub.values()]
         gram = raw.data_gram - np.einsum("kia,kja->kij", coef, C)
         feature_gram = None if F is None or Cf is None else F - (Cf @ M_inv) @ Cf.T
-        return self._with_sums(out, coef, gram, feature_gram)
+        if order == 1:
+            self.sub_grams = batches
+        return self._with_sums(raw.copy(), coef, gram, feature_gram), batches
 
     @staticmethod
     def _projected_batch(held: list[Any], coef: np.ndarray) -> np.ndarray:
@@ -200,8 +223,23 @@ class _OpenWindow:
                                                               + np.einsum("ki,kj->kij", b, m))
         return out + T2 * np.einsum("ki,kj->kij", b, b)
 
-    def _line_affordable(self) -> bool:
-        """Whether removing a line keeps :data:`LINE_KEEPS` of the mass's and first moment's information."""
+    def line_share(self, window_s: float | None = None) -> float:
+        """How far (0 to 1) the window removes a line rather than its mean.
+
+        It rises from 0 at :data:`LINE_AFTER` of the window's length (``window_s``, None: full) to 1 at
+        its end, and only as far as removing a line keeps more than :data:`LINE_KEEPS` of the mass's
+        and first moment's information that removing the mean keeps (1 at three quarters kept)."""
+        raw = self.stats
+        W, T1, T2 = raw.weight_sum, raw.time_sum, raw.time_sq
+        if not (W > 0.0 and W * T2 - T1 * T1 > 1e-9 * max(W * T2, 1e-300)):
+            return 0.0
+        timing = 1.0 if window_s is None else float(np.clip((self.span_s() / window_s - LINE_AFTER)
+                                                            / (1.0 - LINE_AFTER), 0.0, 1.0))
+        kept = self._line_keeps()
+        return timing * float(np.clip((kept - LINE_KEEPS) / (0.75 - LINE_KEEPS), 0.0, 1.0))
+
+    def _line_keeps(self) -> float:
+        """The least share of a mass or first-moment column's information (mean removed) a line keeps."""
         raw = self.stats
         W, T1, T2 = raw.weight_sum, raw.time_sum, raw.time_sq
         S, U = raw.data_sum[:, :4], raw.time_data[:, :4]  # per channel; the channels' information adds up
@@ -210,7 +248,9 @@ class _OpenWindow:
         det = W * T2 - T1 * T1
         line_kept = mean_kept - np.sum((W * U - T1 * S) ** 2, axis=0) / (W * det)
         informative = mean_kept > 1e-12 * max(float(np.max(G)), 1e-300)
-        return bool(np.all(line_kept[informative] >= LINE_KEEPS * mean_kept[informative]))
+        if not np.any(informative):
+            return 0.0
+        return float(np.min(line_kept[informative] / mean_kept[informative]))
 
     def _with_sums(self, out: RegressorStatistics, coef: np.ndarray, gram: np.ndarray,
                    feature_gram: np.ndarray | None) -> RegressorStatistics:
@@ -313,7 +353,7 @@ class WindowedStatistics(RegressorStatistics):
         self._dirty = True
 
     def _close(self) -> None:
-        projected = self._open.projected(self._open_order())
+        projected = self._open.projected(self._open_order())  # its line's share as it filled the window
         self._closed += projected
         self._batches = _bounded(self._batches + [projected.data_gram.copy()])
         self._short = _bounded(self._short + list(self._open.sub_grams))
@@ -321,12 +361,14 @@ class WindowedStatistics(RegressorStatistics):
         self.windows_closed += 1
 
     def _open_order(self) -> int:
-        """What the open window may remove: nothing (0), its mean (1) or a line (2, if affordable)."""
+        """What the open window may remove: nothing (0), its mean (1) or a line (2, in part)."""
         if self.windows_closed == 0:
             return 0 if self.first_known else 1
-        if not self.line or self._open.span_s() < LINE_AFTER * self.window_s:
-            return 1
-        return 2
+        return 2 if self.line else 1
+
+    def _timing(self) -> float:
+        """How far the open window has filled towards removing a line (:meth:`_OpenWindow.line_share`)."""
+        return float(np.clip((self._open.span_s() / self.window_s - LINE_AFTER) / (1.0 - LINE_AFTER), 0.0, 1.0))
 
     # ------------------------------------------------------------------ reads
     def _sync(self) -> None:
@@ -335,7 +377,7 @@ class WindowedStatistics(RegressorStatistics):
             return
         view = RegressorStatistics()
         view += self._closed
-        open_window = self._open.projected(self._open_order())
+        open_window = self._open.projected(self._open_order(), self._timing())
         self._open_gram = open_window.data_gram
         view += open_window
         self.assign(view)
@@ -376,6 +418,14 @@ class WindowedStatistics(RegressorStatistics):
         return current_offsets([self], phi)
 
 
+def _blend_blocks(a: BlockSums, b: BlockSums, share: float) -> BlockSums:
+    """Block sums whose Gram is ``a``'s and ``b``'s mixed, ``share`` of ``b``."""
+    out = BlockSums(a.length_s, a.gram.shape[1])
+    out.gram = (1.0 - share) * a.gram + share * b.gram
+    out.n_blocks = a.n_blocks
+    return out
+
+
 def _bounded(batches: list[np.ndarray]) -> list[np.ndarray]:
     """At most :data:`MAX_BATCHES` batches: beyond, neighbours merged two by two (longer batches)."""
     if len(batches) <= MAX_BATCHES:
@@ -407,12 +457,12 @@ def current_offsets(statistics: list[WindowedStatistics], phi: np.ndarray) -> np
         T2 += raw.time_sq + 2.0 * d * raw.time_sum + d * d * raw.weight_sum
         S += raw.data_sum @ v
         U += raw.time_data @ v + d * (raw.data_sum @ v)
-    line = all(s._open.order == 2 for s in statistics)
+    share = min((s._open.share for s in statistics), default=0.0)
     span = max((w.span_s() + t0 - origin for w, t0 in held), default=0.0)
     if W <= 0.0:
         return np.zeros(6)
     det = W * T2 - T1 * T1
-    if not line or not det > 1e-9 * max(W * T2, 1e-300):
+    if share <= 0.0 or not det > 1e-9 * max(W * T2, 1e-300):
         return S / W
     slope = (W * U - T1 * S) / det
-    return (S - slope * T1) / W + slope * span
+    return (1.0 - share) * S / W + share * ((S - slope * T1) / W + slope * span)

@@ -344,6 +344,11 @@ class RegressorStatistics:
         """The newest sample's time, s (None before any)."""
         return self._t_last
 
+    def block_sums(self) -> tuple[BlockSums, ...]:
+        """The batch-means block sums, one per length of :data:`BLOCK_SECONDS`."""
+        self._sync()
+        return self._blocks
+
     def feature_gram(self) -> np.ndarray | None:
         """(19, 19) the weighted Gram of the feature rows ``[features, wrench, 1]``, or None without features."""
         self._sync()
