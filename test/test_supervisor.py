@@ -802,3 +802,26 @@ def test_the_convergence_history_stays_bounded_while_no_new_sample_arrives():
     for _ in range(10_000):  # 1000 s of estimates at 10 Hz without a new sample
         monitor.update(101.9, est)
     assert monitor.converged and len(monitor._history) <= 20
+
+
+def test_a_gap_in_the_inputs_does_not_unsettle_a_converged_estimate():
+    """The simulator's loop (or a driver hiccup) leaves 0.8 s without a new sample: the estimate held
+    through it, so it is as steady as before (it stayed converged), while an estimate that moves after the
+    gap is still caught."""
+    from payload_estimator.core.convergence import ConvergenceMonitor
+    from payload_estimator.core.inertia import InertialParameters
+    from payload_estimator.core.results import Estimate
+
+    def estimate(mass):
+        params = InertialParameters.from_mass_com_inertia(mass, np.array([0.0, 0.0, 0.1]), np.diag([1e-3] * 3))
+        return Estimate("ols", params, np.eye(10) * 1e-10, None, np.zeros(6), 10.0, 500, True)
+
+    monitor = ConvergenceMonitor()
+    for k in range(20):
+        monitor.update(100.0 + 0.1 * k, estimate(0.8))
+    assert monitor.converged
+    for k in range(10):  # after the gap: the same estimate, then a moving one
+        monitor.update(102.7 + 0.1 * k, estimate(0.8))
+        assert monitor.converged, monitor.reason
+    monitor.update(103.7, estimate(0.9))
+    assert not monitor.converged and "mass still moving" in monitor.reason

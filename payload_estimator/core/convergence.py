@@ -96,7 +96,9 @@ class ConvergenceMonitor:
         I = estimate.inertia_com
         entries = np.array([I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]])
         self._history.append((t, estimate.mass, estimate.com.copy(), entries))
-        while self._history and self._history[0][0] < t - c.window_s:
+        # an estimate holds until the next one (between them no sample entered, e.g. across a gap in the
+        # inputs): the newest entry at or before the window's start stands for the estimate at its start
+        while len(self._history) > 1 and self._history[1][0] <= t - c.window_s:
             self._history.popleft()
         if estimate.samples_used < c.min_samples:
             return self._set(False, f"{estimate.samples_used} of {c.min_samples} samples")
@@ -125,7 +127,7 @@ class ConvergenceMonitor:
             if not np.all(istd <= k * c.inertia_rel_std):
                 entry = int(np.argmax(istd))
                 return self._set(False, f"inertia uncertainty {_ENTRY_NAMES[entry]} {100 * istd[entry]:.0f} %")
-        span = self._history[-1][0] - self._history[0][0]
+        span = min(self._history[-1][0] - self._history[0][0], c.window_s)
         if span < 0.9 * c.window_s:
             return self._set(False, f"steady for {span:.1f} of {c.window_s:.1f} s")
         masses = np.array([h[1] for h in self._history])

@@ -4,7 +4,8 @@ Launched by ``colcon test`` (add_launch_test, ROS_DOMAIN_ID isolated) or by hand
 ``launch_test test/ros/test_sim_demo_launch.py``. Checks that a converged,
 physically consistent ~/estimate within 2 % of the true mass arrives soon after
 start-up, that /diagnostics publishes, and that ~/pause, ~/reset, ~/save_urdf
-(writes a file) and ~/apply (dry run: the Franka SetLoad request) answer.
+(writes a file) and ~/apply (dry run: the Franka SetLoad request) answer, and that ~/apply,
+not forced, is granted after 60 s and after 90 s of running.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ PAYLOAD = "claw_hammer"
 CONVERGED_WITHIN_S = 25.0
 """From the launch being ready (the simulator still simulating) to a converged estimate;
 about 6 s on a 2-core machine (1-2 s of simulation, ~3 s of motion)."""
+APPLY_AT_S = (60.0, 90.0)
+"""Seconds after start-up at which ~/apply (dry run, not forced) must be granted."""
 
 
 @pytest.mark.launch_test
@@ -152,6 +155,29 @@ class TestSimDemo(SpinningTestCase, unittest.TestCase):
         self.assertTrue(self.wait(lambda: len(self.estimates) > n + 3, 10.0))
         self.assertLess(min(m.samples_used for _, m in self.estimates[n:]),
                         max(m.samples_used for _, m in self.estimates[:n]), "reset did not start over")
+
+    def test_4_apply_granted_after_a_minute_and_a_half(self):
+        """Running on, the estimate stays converged (the F/T offsets drift; a line per window follows them):
+        ~/apply, not forced, is granted at 60 s and at 90 s, and nearly every estimate of the last 30 s
+        says converged."""
+        truth = get_payload(PAYLOAD).params
+        for at_s in APPLY_AT_S:
+            self.wait(lambda at_s=at_s: time.monotonic() - self.t_start > at_s, at_s + 5.0)
+            apply = self._call(ApplyEstimate, "/payload_estimator/apply", ApplyEstimate.Request(dry_run=True))
+            last = self.estimates[-1][1]
+            print(f"~/apply at {time.monotonic() - self.t_start:.0f} s: {apply.success}, {apply.message!r}; "
+                  f"mass {last.mass:.4f} kg, status {last.status!r}")
+            self.assertTrue(apply.success, f"~/apply refused after {at_s} s: {apply.message}")
+            fields = yaml.safe_load(apply.request)
+            self.assertLess(abs(fields["mass"] - truth.mass), 0.01 * truth.mass)
+        recent = [m for t, m in self.estimates if t > self.estimates[-1][0] - 30.0]
+        self.assertGreater(len(recent), 100)
+        why_not = sorted({m.status for m in recent if not m.converged})
+        print(f"last 30 s: {sum(m.converged for m in recent)} of {len(recent)} estimates converged; "
+              f"otherwise {why_not}; changes {recent[-1].payload_changes}, contacts {recent[-1].contacts}, "
+              f"held out {recent[-1].held_out_samples}")
+        self.assertGreater(sum(m.converged for m in recent) / len(recent), 0.95,
+                           f"the estimate does not stay converged: {why_not}")
 
 
 @launch_testing.post_shutdown_test()
