@@ -70,11 +70,13 @@ HEAVY_KG = 0.3
 
 SHAPE = box_around(("hammer", "ws_ruler", "drill"))
 """PMD's shape at sensor level: the box around every payload of the cycle, 1 cm more."""
+TRANSFER_SHAPE = box_around(("drill", "claw_hammer", "hammer"))
+"""... and of the cycle of transfers."""
 
 
-def _tracker(method: str) -> PayloadTracker:
+def _tracker(method: str, shape: Box = SHAPE) -> PayloadTracker:
     cls = ESTIMATORS[method]
-    points = sample_parts(SHAPE) if cls.needs_points else None
+    points = sample_parts(shape) if cls.needs_points else None
     window = Settings().offset_window_s  # as the node runs them
     return PayloadTracker(lambda bias: make_estimator(method, points, bias=bias, offset_window_s=window), bias=True)
 
@@ -113,7 +115,7 @@ def transfer_scores(method: str, seeds: int, speed: float) -> list[CycleScore]:
         segments, contacts, starts, ends = transfer_cycle(seed)
         run = simulate_cycle(segments, contacts, trajectory=replace(CYCLE_TRAJECTORY, mean_ang_vel=speed),
                              noise=get_noise("moderate"), ft_bias=OFFSETS, rng=np.random.default_rng(2000 + seed))
-        tracker = _tracker(method)
+        tracker = _tracker(method, TRANSFER_SHAPE)
         t, mass, com = _follow(tracker, run.samples)
         scores.append(score_cycle(ends, [seg.name for seg in segments[1:]], [seg.payload.phi for seg in segments[1:]],
                                   [], tracker.events, t, mass, com, mass_before=0.0, transfer_start_t=starts))

@@ -10,8 +10,8 @@ problem is projecting every column of the augmented rows (the regressor and the 
 ``[1, t]`` within each window, with the samples' weights: exact, in sufficient statistics.
 
 What remains is what the regressor does *within* windows: drift slower than the window is gone, and
-any motion faster than it (an ordinary reorientation, 0.1 Hz and up, in windows of 20 s or more) keeps
-nearly all its information. The information therefore grows with every window and never decays: the
+any motion faster than it (an ordinary reorientation, 0.1 Hz and up, in the default 10 s windows) keeps
+most of its information. The information therefore grows with every window and never decays: the
 uncertainty of an identified quantity shrinks as the run goes on.
 
 Whoever knows the offsets in the first window of an estimate (the payload tracker after a change,
