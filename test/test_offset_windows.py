@@ -133,3 +133,27 @@ def test_offsets_of_a_recursive_estimator_forget_alike(long_run):
     drifting = replace(short, wrench_in_sensor=short.wrench_in_sensor + _drift(short.t, 1.0))
     est = _feed(make_estimator("rls", bias=True, offset_window_s=10.0, forgetting=0.999), drifting)
     assert est.params.mass == pytest.approx(HAMMER.mass, rel=0.02)
+
+
+def test_offsets_that_jump_while_the_input_is_silent_start_a_new_window(long_run):
+    """The sensor goes silent in the middle of a window and comes back with its offsets moved by a tenth
+    of the payload's weight (a driver restarted, a re-zeroing): told of the break, the estimator starts a
+    new window there and the jump changes nothing at all; not told, the window that straddles it cannot
+    fit it, and the COM moves."""
+    noisy, _ = long_run
+    before = noisy.select(noisy.t < 15.0)
+    after = noisy.select((noisy.t >= 15.5) & (noisy.t < 60.0))
+    jump = 0.1 * SCALE * np.array([1.0, -1.0, 0.5, 1.0, -0.5, 1.0])
+    jumped = replace(after, wrench_in_sensor=after.wrench_in_sensor + jump)
+
+    def estimate(second, told):
+        est = make_estimator("wls", bias=True, offset_window_s=10.0)
+        _feed(est, before)
+        if told:
+            est.input_break()
+        return _feed(est, second)
+
+    reference = estimate(after, True)
+    np.testing.assert_allclose(estimate(jumped, True).phi, reference.phi, rtol=1e-6, atol=1e-9)
+    com_moved = np.linalg.norm(estimate(jumped, False).params.com - reference.params.com)
+    assert com_moved > 3e-4  # m (0.8 mm measured)

@@ -130,6 +130,10 @@ class PayloadModel(Protocol):
         """Forget every sample."""
         ...
 
+    def input_break(self) -> None:
+        """The input broke off and resumed (a gap, a pause)."""
+        ...
+
 
 @dataclass(frozen=True)
 class TrackEvent:
@@ -301,6 +305,8 @@ class PayloadTracker:
             self._close_as_contact(SensorSamples.empty(), np.zeros(0), self._episode_end())
         self._last_t = None
         self._break_pending = True
+        for estimator in self._estimators():
+            estimator.input_break()
 
     def _episode_end(self) -> float:
         """s, the last sample of the open episode (its start when it holds none)."""
@@ -422,6 +428,10 @@ class PayloadTracker:
         predictor.kinematic_noise = estimator.kinematic_noise
         return predictor
 
+    def _estimators(self) -> list[Estimator]:
+        """Every estimator the samples go to: the estimate's, the predictor, the one finding the offsets anew."""
+        return [e for e in (self.estimator, self._predictor, *(self._free or ())) if e is not None]
+
     def _judge_by(self) -> Estimator:
         """The estimator whose estimate the detector judges by (:meth:`_new_predictor`)."""
         return self.estimator if self._predictor is None else self._predictor
@@ -431,9 +441,8 @@ class PayloadTracker:
         if len(samples) == 0:
             return
         self._detector.learn(samples)
-        for estimator in (self.estimator, self._predictor, *(self._free or ())):
-            if estimator is not None:
-                estimator.update(samples)
+        for estimator in self._estimators():
+            estimator.update(samples)
         step = float(np.median(np.diff(samples.t))) if len(samples) > 1 else 0.01
         span = float(samples.t[-1] - samples.t[0]) + step
         self._data_s += span

@@ -365,18 +365,16 @@ class EstimationStream:
         return sum(self._feed(samples) for samples in self._processing.finish())
 
     def _on_break(self) -> None:
-        if isinstance(self.estimator, PayloadTracker):
-            self._break_pending = True  # told with the next samples it takes: a pause changes nothing
+        self._break_pending = True  # told with the next samples it takes: a pause changes nothing
 
     def _feed(self, samples: SensorSamples) -> int:
         self.samples_processed += len(samples)
         self.last_sample_time = float(samples.t[-1])
         if self.paused:
-            self._break_pending = isinstance(self.estimator, PayloadTracker)  # samples skipped: a break
+            self._break_pending = True  # samples skipped: a break
             return 0
         if self._break_pending:
             self._break_pending = False
-            assert isinstance(self.estimator, PayloadTracker)
             self.estimator.input_break()
         before = self.estimator.rejected_samples
         self.estimator.update(samples)

@@ -373,6 +373,15 @@ class Estimator(abc.ABC):
         self.kinematic_noise.reset()
         self._reset()
 
+    def input_break(self) -> None:
+        """Note that the input broke off and resumed (a gap, a pause).
+
+        With offsets per window, the next sample starts a new window (the offsets may have jumped while
+        the sensor was silent)."""
+        for stats in self._statistics():
+            if isinstance(stats, WindowedStatistics):
+                stats.new_window()
+
     def estimate(self) -> Estimate:
         """The current estimate; raises :class:`InsufficientData` before any sample."""
         if self._n_seen == 0:
