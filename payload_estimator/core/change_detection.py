@@ -262,8 +262,7 @@ class ChangeDetector:
         r, R = self.residuals(samples)
         W = np.linalg.inv(R)
         before = float(np.mean(np.einsum("nk,nkl,nl->n", r, W, r)))
-        apparent = samples.gravity_in_sensor - samples.lin_acc_in_sensor
-        Y4 = samples_regressor(_with_gravity(samples, apparent), reduced=True)[:, :, :4]
+        Y4 = _change_regressor(samples)
         best = None
         for onset in self.onsets(t_start):
             # the change reaches the samples through the pipeline's filter: scaled by its step response
@@ -284,6 +283,16 @@ class ChangeDetector:
         after, delta, cov, onset = best
         return ChangeFit(r, W, before, after, delta, cov, onset)
 
+    def _change_terms(self, samples: SensorSamples) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per sample, the residuals and the normal equations' terms of a change of mass and first moment.
+
+        Returns ``r`` (N, 6), its weights ``W`` (N, 6, 6), ``Y^T W Y`` (N, 4, 4) and ``Y^T W r`` (N, 4)."""
+        r, R = self.residuals(samples)
+        W = np.linalg.inv(R)
+        Y4 = _change_regressor(samples)
+        WY = np.einsum("nkl,nlj->nkj", W, Y4)
+        return r, W, np.einsum("nki,nkj->nij", Y4, WY), np.einsum("nki,nk->ni", WY, r)
+
     def settled_on_step(self, samples: SensorSamples, fit: ChangeFit) -> bool:
         """Whether the samples after a step ``fit`` has settled hold still: no load still moving over.
 
@@ -294,12 +303,7 @@ class ChangeDetector:
         if np.count_nonzero(later) < 3:
             return True
         after = samples.select(later)
-        r, R = self.residuals(after)
-        W = np.linalg.inv(R)
-        apparent = after.gravity_in_sensor - after.lin_acc_in_sensor
-        Y4 = samples_regressor(_with_gravity(after, apparent), reduced=True)[:, :, :4]
-        WY = np.einsum("nkl,nlj->nkj", W, Y4)
-        Gj, bj = np.einsum("nki,nkj->nij", Y4, WY), np.einsum("nki,nk->ni", WY, r)
+        _, _, Gj, bj = self._change_terms(after)
         tau = after.t - after.t[-1]
         G, b = Gj.sum(axis=0), bj.sum(axis=0)
         try:
@@ -318,14 +322,9 @@ class ChangeDetector:
         wins. None when none does."""
         t = samples.t
         onset = t_start - (0.0 if self.step_response is None else self.step_response.rise_s)
-        r, R = self.residuals(samples)
-        W = np.linalg.inv(R)
-        apparent = samples.gravity_in_sensor - samples.lin_acc_in_sensor
-        Y4 = samples_regressor(_with_gravity(samples, apparent), reduced=True)[:, :, :4]
-        WY = np.einsum("nkl,nlj->nkj", W, Y4)
+        r, W, Gj, bj = self._change_terms(samples)
         # sums over the samples from each candidate end on: the normal equations of the change after it,
         # and of a change that still grows linearly in time (the load still moving over)
-        Gj, bj = np.einsum("nki,nkj->nij", Y4, WY), np.einsum("nki,nk->ni", WY, r)
         tau = t - t[-1]
         G = np.cumsum(Gj[::-1], axis=0)[::-1]
         b = np.cumsum(bj[::-1], axis=0)[::-1]
@@ -396,6 +395,12 @@ class ChangeDetector:
     def settled_s(self) -> float:
         """Seconds after a step until the samples have settled on it (0 without a filter)."""
         return 0.0 if self.step_response is None else self.step_response.settled_s
+
+
+def _change_regressor(samples: SensorSamples) -> np.ndarray:
+    """(N, 6, 4): the regressor of a change of mass and first moment (its columns of ``[m, m c]``)."""
+    apparent = samples.gravity_in_sensor - samples.lin_acc_in_sensor
+    return samples_regressor(_with_gravity(samples, apparent), reduced=True)[:, :, :4]
 
 
 def _still_moving(G: np.ndarray, G1: np.ndarray, G2: np.ndarray, b: np.ndarray, b1: np.ndarray,

@@ -57,18 +57,8 @@ from payload_estimator.core.estimators.least_squares import OrdinaryLeastSquares
 from payload_estimator.core.results import Estimate
 from payload_estimator.core.samples import SensorSamples
 
-__all__ = [
-    "PayloadModel",
-    "PayloadTracker",
-    "TrackEvent",
-    "TrackingCounts",
-    "TrackingState",
-    "CHANGE",
-    "CONTACT",
-    "OFFSET",
-    "GATE_CHI2",
-    "JUDGE_S",
-]
+__all__ = ["PayloadModel", "PayloadTracker", "TrackEvent", "TrackingCounts", "TrackingState", "CHANGE", "CONTACT",
+           "OFFSET", "GATE_CHI2", "JUDGE_S"]
 
 CHANGE = "change"
 CONTACT = "contact"
