@@ -42,7 +42,7 @@ def _nodes(context):
     payload = LaunchConfiguration("payload").perform(context)
     scenario = LaunchConfiguration("scenario").perform(context)
     if scenario == "cycle":  # PMD's shape: the box around every payload of the cycle
-        from payload_estimator.sim.cycle import arm_work_cycle
+        from payload_estimator.sim.arm_cycle import arm_work_cycle
 
         shape = format_shape_spec(arm_work_cycle(robot).envelope)
     else:
