@@ -106,10 +106,12 @@ def test_rosbags_factory_refuses_unknown_fields_and_wrong_fixed_lengths(make):
 
 def test_rclpy_factory_imports_ros_lazily():
     try:
-        import rosidl_runtime_py  # noqa: F401
+        import rclpy  # noqa: F401
     except ImportError:
         with pytest.raises(ImportError):
             factories.rclpy_factory()
+        with pytest.raises(ImportError):
+            factories.message_class("std_msgs/msg/String")
     else:  # pragma: no cover - only where ROS is sourced
         assert callable(factories.rclpy_factory())
 

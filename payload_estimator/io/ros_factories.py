@@ -16,6 +16,9 @@ survives unrounded.
 
 from __future__ import annotations
 
+import array
+import functools
+import importlib
 import keyword
 import math
 import re
@@ -30,6 +33,8 @@ __all__ = [
     "sec_to_stamp_fields",
     "stamp_fields",
     "header_fields",
+    "message_class",
+    "fill_message",
     "rclpy_factory",
     "rosbags_factory",
 ]
@@ -81,77 +86,96 @@ _SEQUENCE_OF = re.compile(r"^sequence<(\w+)/(\w+)(?:, *\d+)?>$")
 _ARRAY_OF = re.compile(r"^(\w+)/(\w+)\[\d+\]$")
 
 
-def rclpy_factory() -> MessageFactory:
-    """A factory of rclpy messages (needs a sourced ROS 2; imported lazily).
+def message_class(type_name: str) -> Any:
+    """The rclpy class of ``"pkg/msg/Type"`` (or ``pkg/srv/...``, ``pkg/action/...``), imported from ``pkg.msg``.
 
-    Only the given fields are set, with the conversions of
-    ``rosidl_runtime_py.set_message_fields`` (a value of another basic type is
-    converted to the field's; nested messages from mappings); integers for
-    ``byte``/``octet`` fields become the one-byte ``bytes`` rclpy wants, numpy
-    scalars become Python numbers and numpy arrays fill sequences. Message classes
-    and the element types of sequences are looked up once per type (the node
-    builds its markers, estimate and diagnostics with it at publish_rate_hz).
+    What ``rosidl_runtime_py.utilities.get_message`` does, without needing that
+    package (it has no wheel). Raises ``ImportError`` when the package is not
+    installed (no sourced ROS 2), ``AttributeError`` when it has no such type.
     """
-    import array
+    package, kind, name = type_name.split("/")
+    return _message_class(package, kind, name)
 
-    from rosidl_runtime_py.utilities import get_message
 
-    classes: dict[str, Any] = {}
-    elements: dict[tuple[Any, str], Any] = {}
-    basic = (bool, int, float, str, bytes)
+@functools.cache
+def _message_class(package: str, kind: str, name: str) -> Any:
+    return getattr(importlib.import_module(f"{package}.{kind}"), name)
 
-    def message_class(typename: str) -> Any:
-        cls = classes.get(typename)
-        if cls is None:
-            cls = classes[typename] = get_message(typename)
-        return cls
 
-    def element_class(owner: Any, name: str) -> Any | None:
-        key = (owner, name)
-        if key not in elements:
-            typ = owner.get_fields_and_field_types().get(name, "")
-            match = _SEQUENCE_OF.match(typ) or _ARRAY_OF.match(typ)
-            elements[key] = message_class(f"{match.group(1)}/msg/{match.group(2)}") if match else None
-        return elements[key]
+_ELEMENTS: dict[tuple[type, str], Any] = {}
 
-    def fill(msg: Any, values: Mapping[str, Any]) -> None:
-        for name, value in values.items():
-            current = getattr(msg, name)  # AttributeError: no such field
-            if isinstance(value, Mapping):
-                nested = type(current)()
-                fill(nested, value)
-                value = nested
-            elif isinstance(current, bytes) and isinstance(value, (int, np.integer)):
-                value = bytes([int(value)])
-            elif isinstance(value, (list, tuple)) and value and isinstance(value[0], Mapping):
-                cls = element_class(type(msg), name)
-                if cls is not None:
-                    built = []
-                    for v in value:
-                        element = cls()
-                        fill(element, v)
-                        built.append(element)
-                    value = built
-                else:
-                    value = list(value)
-            elif isinstance(value, np.ndarray) and not isinstance(current, np.ndarray):
-                value = value.tolist()
-            elif isinstance(value, np.generic):
-                value = value.item()
-            kind = type(current)
-            if kind is array.array:
-                value = array.array(current.typecode, value)
-            elif kind is np.ndarray:
-                value = np.array(value, dtype=current.dtype)
-            elif kind is list:
+
+def _element_class(owner: type, name: str) -> Any | None:
+    """The message class of the elements of ``owner``'s sequence or array field ``name`` (None: not messages)."""
+    key = (owner, name)
+    if key not in _ELEMENTS:
+        typ = owner.get_fields_and_field_types().get(name, "")  # type: ignore[attr-defined]
+        match = _SEQUENCE_OF.match(typ) or _ARRAY_OF.match(typ)
+        _ELEMENTS[key] = message_class(f"{match.group(1)}/msg/{match.group(2)}") if match else None
+    return _ELEMENTS[key]
+
+
+_BASIC = (bool, int, float, str, bytes)
+
+
+def fill_message(msg: Any, values: Mapping[str, Any]) -> None:
+    """Set the fields ``values`` names on the rclpy message (or service request) ``msg``; the others keep theirs.
+
+    The conversions of ``rosidl_runtime_py.set_message_fields``: a value of
+    another basic type is converted to the field's, nested messages come from
+    mappings (and sequences of them from lists of mappings); integers for
+    ``byte``/``octet`` fields become the one-byte ``bytes`` rclpy wants, numpy
+    scalars become Python numbers and numpy arrays fill sequences. Raises
+    ``AttributeError`` for a field the type lacks, and ``TypeError``,
+    ``ValueError`` or rclpy's ``AssertionError`` for a value the field refuses.
+    """
+    for name, value in values.items():
+        current = getattr(msg, name)  # AttributeError: no such field
+        if isinstance(value, Mapping):
+            nested = type(current)()
+            fill_message(nested, value)
+            value = nested
+        elif isinstance(current, bytes) and isinstance(value, (int, np.integer)):
+            value = bytes([int(value)])
+        elif isinstance(value, (list, tuple)) and value and isinstance(value[0], Mapping):
+            cls = _element_class(type(msg), name)
+            if cls is not None:
+                built = []
+                for v in value:
+                    element = cls()
+                    fill_message(element, v)
+                    built.append(element)
+                value = built
+            else:
                 value = list(value)
-            elif kind in basic and type(value) is not kind:
-                value = kind(value)
-            setattr(msg, name, value)
+        elif isinstance(value, np.ndarray) and not isinstance(current, np.ndarray):
+            value = value.tolist()
+        elif isinstance(value, np.generic):
+            value = value.item()
+        kind = type(current)
+        if kind is array.array:
+            value = array.array(current.typecode, value)
+        elif kind is np.ndarray:
+            value = np.array(value, dtype=current.dtype)
+        elif kind is list:
+            value = list(value)
+        elif kind in _BASIC and type(value) is not kind:
+            value = kind(value)
+        setattr(msg, name, value)
+
+
+def rclpy_factory() -> MessageFactory:
+    """A factory of rclpy messages (needs ROS 2's Python packages; imported lazily, ``ImportError`` without rclpy).
+
+    Only the given fields are set, by :func:`fill_message`. Message classes and
+    the element types of sequences are looked up once per type (the node builds
+    its markers, estimate and diagnostics with it at publish_rate_hz).
+    """
+    import rclpy  # noqa: F401 - a clear ImportError here rather than at the first message
 
     def make(typename: str, fields: dict[str, Any]) -> Any:
         msg = message_class(typename)()
-        fill(msg, fields)
+        fill_message(msg, fields)
         return msg
 
     return make

@@ -54,11 +54,10 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rosidl_runtime_py.utilities import get_message
 from std_msgs.msg import String
 from std_srvs.srv import SetBool, Trigger
 
-from payload_estimator.io.ros_factories import rclpy_factory
+from payload_estimator.io.ros_factories import message_class, rclpy_factory
 from payload_estimator.pipeline.stream import WRENCH
 from payload_estimator.ros.calibrate_service import CalibrateService
 from payload_estimator.ros.identify_action import IdentifyAction
@@ -126,7 +125,7 @@ class EstimatorNode(Node):
             self.create_subscription(String, "robot_description", self._on_robot_description, LATCHED_QOS)
 
         # ---- outputs: one publisher per row of the table
-        self._outputs = [(row, self.create_publisher(get_message(row.type_name), row.topic, output_qos(row)))
+        self._outputs = [(row, self.create_publisher(message_class(row.type_name), row.topic, output_qos(row)))
                          for row in OUTPUT_TOPICS]
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
 

@@ -24,8 +24,8 @@ from typing import Any
 
 from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
-from rosidl_runtime_py.set_message import set_message_fields
 
+from payload_estimator.io.ros_factories import fill_message
 from payload_estimator.outputs.apply import ApplyRequest
 
 __all__ = ["RobotBridge", "SERVICE_WAIT_S", "CALL_TIMEOUT_S"]
@@ -100,8 +100,8 @@ class RobotBridge:
             return False, f"service {request.service_name} ({request.service_type}) is not available"
         message = srv_type.Request()
         try:
-            set_message_fields(message, request.fields)
-        except (AttributeError, TypeError, ValueError) as exc:
+            fill_message(message, request.fields)
+        except (AttributeError, TypeError, ValueError, AssertionError) as exc:
             return False, f"cannot fill {request.service_type}: {exc}"
         # call_async and a bounded wait (what Jazzy's Client.call(timeout_sec) does; Humble's has no timeout):
         # the answer is delivered by another executor thread, in the clients' callback group.

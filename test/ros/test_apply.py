@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 pytest.importorskip("rclpy")
-pytest.importorskip("payload_estimator.msg", reason="the package's interfaces are not built (colcon build)")
+pytest.importorskip("payload_estimator.msg", reason="no interfaces: colcon build, or scripts/build_ros_interfaces.py")
 
 from rcl_interfaces.msg import SetParametersResult  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402

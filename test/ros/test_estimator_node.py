@@ -16,7 +16,7 @@ import math
 import pytest
 
 pytest.importorskip("rclpy")
-pytest.importorskip("payload_estimator.msg", reason="the package's interfaces are not built (colcon build)")
+pytest.importorskip("payload_estimator.msg", reason="no interfaces: colcon build, or scripts/build_ros_interfaces.py")
 
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from ros_helpers import Listener, RunPublisher, level, node_status, payload_shape, status_values, wait_for  # noqa: E402
@@ -96,6 +96,7 @@ def test_bad_input_never_kills_the_node(ros):
 
 
 def test_a_frame_that_exists_nowhere_is_a_configuration_error(ros):
+    pytest.importorskip("tf2_ros", reason="no tf2_ros (no wheel of it): frames the URDF lacks come from tf2")
     node = ros.estimator(wrench_source="ft_sensor", wrench_frame="no_such_frame", sensor_frame="panda_link8",
                          _namespace="misconfigured")
     helper = ros.node("description_publisher")
@@ -122,6 +123,7 @@ def test_a_frame_that_exists_nowhere_is_a_configuration_error(ros):
 
 def test_frames_the_urdf_lacks_come_from_tf2(ros):
     """A sensor frame only tf2 knows (here a static transform 5 cm beyond the flange) is looked up once."""
+    pytest.importorskip("tf2_ros", reason="no tf2_ros (no wheel of it): frames the URDF lacks come from tf2")
     from geometry_msgs.msg import TransformStamped
     from tf2_ros import StaticTransformBroadcaster
 

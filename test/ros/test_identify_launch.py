@@ -18,7 +18,7 @@ import unittest
 import pytest
 
 pytest.importorskip("rclpy")
-pytest.importorskip("payload_estimator.action", reason="the package's interfaces are not built (colcon build)")
+pytest.importorskip("payload_estimator.action", reason="no interfaces: colcon build or scripts/build_ros_interfaces.py")
 pytest.importorskip("launch_testing")
 pytest.importorskip("control_msgs")
 

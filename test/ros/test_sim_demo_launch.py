@@ -19,7 +19,7 @@ import unittest
 import pytest
 
 pytest.importorskip("rclpy")
-pytest.importorskip("payload_estimator.msg", reason="the package's interfaces are not built (colcon build)")
+pytest.importorskip("payload_estimator.msg", reason="no interfaces: colcon build, or scripts/build_ros_interfaces.py")
 pytest.importorskip("launch_testing")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # launch_test does not add it
