@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import numpy as np
 import pytest
+
+# The commands write into $XDG_CACHE_HOME/payload_estimator when given no --out: the tests (and the
+# commands they start) write into a temporary folder, never into the user's ~/.cache.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="payload_estimator_test_cache_")
 
 
 @pytest.fixture

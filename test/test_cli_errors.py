@@ -246,3 +246,17 @@ def test_core_only_commands_that_need_the_sim_extra_say_so_in_one_line(tmp_path,
     assert done.stderr.startswith(f"payload-estimator {args[0]}: error: ")
     assert 'pip install "payload_estimator[sim]"' in done.stderr
     assert not (tmp_path / "run.npz").exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["replay", "{bag}", "--urdf", "{urdf}"],
+    ["calibrate", "{bag}", "--urdf", "{urdf}", "--out", "{tmp}/cal.yaml"],
+    ["excite", "--urdf", "{urdf}", "--tcp-frame", "tool", "--start", "0,0,0", "--out", "{tmp}/m.csv"],
+    ["demo", "--urdf", "{urdf}", "--flange-frame", "link7", "--out", "{tmp}"],
+])
+def test_a_binary_file_given_as_urdf_is_one_line(capsys, tmp_path, binary_file, argv):
+    """Every command that reads ``--urdf`` says the file is not a URDF, instead of a decoding traceback."""
+    bag = tmp_path / "bag"
+    bag.mkdir()
+    values = {"bag": str(bag), "urdf": str(binary_file("arm.urdf")), "tmp": str(tmp_path)}
+    assert_one_line_error(capsys, [a.format(**values) for a in argv], argv[0], "not a text file")

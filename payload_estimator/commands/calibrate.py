@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from payload_estimator.commands import CommandError
-from payload_estimator.commands.common import check_out_file, config_error, one_line, parse_override
+from payload_estimator.commands.common import check_out_file, config_error, one_line, parse_override, read_urdf
 
 if TYPE_CHECKING:
     from payload_estimator.pipeline.arm_dynamics import ArmCalibration, ArmDynamics, CalibrationFit, JointRecording
@@ -303,10 +303,7 @@ def _arm(args: argparse.Namespace, bag: Path) -> tuple[Settings, str, Any]:
 
     given_urdf = None
     if args.urdf:
-        try:
-            given_urdf = Path(args.urdf).read_text()
-        except OSError as exc:
-            raise CommandError(f"--urdf: {exc.strerror or exc}: {args.urdf}") from None
+        given_urdf = read_urdf(args.urdf)
     try:
         recorded_urdf = bag_robot_description(bag) if given_urdf is None else None
     except BagError as exc:
@@ -454,9 +451,9 @@ def consistency_line(cal: ArmCalibration) -> str:
 
 def _print(bag: Path, out: Path, settings: Settings, origin: str, cal: ArmCalibration, fit: CalibrationFit,
            coverage: Coverage, validate: str | None) -> None:
-    from rich.console import Console
+    from payload_estimator.commands.common import make_console
 
-    console = Console(width=max(Console().width, 120))  # eleven columns: a narrow terminal wraps lines, not cells
+    console = make_console(min_width=120)  # eleven columns: a narrow terminal wraps lines, not cells
     console.print(f"{bag}: {fit.samples} samples ({coverage.duration_s:.1f} s of motion) on "
                   f"{settings.joint_states_topic}; settings: {origin}", markup=False, highlight=False, soft_wrap=True)
     console.print(calibration_table(cal, fit, coverage))

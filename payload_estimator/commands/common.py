@@ -20,6 +20,8 @@ from payload_estimator.robots import ROBOT_NAMES, RobotSpec, resolve_robot
 
 __all__ = [
     "console_and_progress",
+    "make_console",
+    "read_urdf",
     "SIM_RATE_HZ",
     "MAX_SIM_DURATION_S",
     "positive_float",
@@ -143,6 +145,16 @@ def wrench_rate(text: str) -> float:
     return value
 
 
+def read_urdf(path: str | os.PathLike[str]) -> str:
+    """The text of the URDF file ``--urdf`` names; a missing, unreadable or binary file is a CommandError."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CommandError(f"--urdf {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise CommandError(f"--urdf {path}: not a text file (a URDF is XML)") from None
+
+
 # ----------------------------------------------------------------- outputs
 
 
@@ -235,6 +247,24 @@ def check_out_file(path: str | os.PathLike[str], option: str = "--out") -> Path:
 # ------------------------------------------------------------------ output
 
 
+PIPED_WIDTH = 200
+"""Columns of the output when it is not a terminal (a file, another program): rich would wrap at 80,
+splitting a URDF line in two and cutting names in tables."""
+
+
+def make_console(stderr: bool = False, quiet: bool = False, min_width: int = 0) -> Any:
+    """The one console every command prints through.
+
+    On a terminal, its width (at least ``min_width`` columns); piped, :data:`PIPED_WIDTH` columns and lines
+    never wrapped."""
+    from rich.console import Console
+
+    console = Console(stderr=stderr, quiet=quiet)
+    if not console.is_terminal:
+        return Console(stderr=stderr, quiet=quiet, width=max(PIPED_WIDTH, min_width), soft_wrap=True)
+    return Console(stderr=stderr, quiet=quiet, width=max(console.width, min_width)) if min_width else console
+
+
 def console_and_progress(json_output: bool):
     """The console for tables (stderr when stdout carries JSON) and a live progress display.
 
@@ -243,16 +273,15 @@ def console_and_progress(json_output: bool):
     """
     import sys
 
-    from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    console = Console(stderr=json_output)
+    console = make_console(stderr=json_output)
     quiet = json_output or (not sys.stderr.isatty() and not sys.stdout.isatty())
     progress = Progress(
         TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
         TextColumn("{task.fields[status]}"), TimeElapsedColumn(), disable=quiet,
         # rich < 14.3 still prints a blank line when a disabled display stops: a silent console then
-        console=Console(stderr=json_output, quiet=True) if quiet else console,
+        console=make_console(stderr=json_output, quiet=True) if quiet else console,
     )
     return console, progress
 
@@ -366,12 +395,7 @@ def robot_from_args(args: argparse.Namespace) -> str | RobotSpec:
 
     if not args.flange_frame:
         raise CommandError("--urdf needs --flange-frame LINK: the link of the arm the F/T sensor is mounted on")
-    try:
-        text = Path(args.urdf).read_text()
-    except OSError as exc:
-        raise CommandError(f"--urdf {args.urdf}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise CommandError(f"--urdf {args.urdf}: not a text file (a URDF is XML)") from None
+    text = read_urdf(args.urdf)
     try:
         spec = RobotSpec.from_urdf(text, args.flange_frame, acceleration=DEFAULT_ACCELERATION_LIMIT,
                                    jerk=DEFAULT_JERK_LIMIT)

@@ -105,9 +105,9 @@ def _track(
     start = 0
     console = None
     if not as_json:
-        from rich.console import Console
+        from payload_estimator.commands.common import make_console
 
-        console = Console()
+        console = make_console()
         console.print(" ".join(f"{c:>9}" for c in ("t (s)", "mass (kg)")) + "  " + f"{'COM (mm)':>24}"
                       + "  changed  contact  status")
     for stop in [*edges, len(samples)]:
@@ -183,12 +183,11 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
 
-    from rich.console import Console
-
+    from payload_estimator.commands.common import make_console
     from payload_estimator.outputs.report import estimate_table, quality_table
     from payload_estimator.outputs.urdf import urdf_inertial
 
-    console = Console()
+    console = make_console()
     if loaded.skipped_rows:
         console.print(f"[yellow]skipped {loaded.skipped_rows} row(s) with NaN/inf or out-of-range values[/]")
     console.print(estimate_table(est))

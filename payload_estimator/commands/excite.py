@@ -34,7 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from payload_estimator.commands import CommandError
-from payload_estimator.commands.common import check_out_file, nonnegative_float, nonnegative_int, positive_float
+from payload_estimator.commands.common import (
+    check_out_file,
+    nonnegative_float,
+    nonnegative_int,
+    positive_float,
+    read_urdf,
+)
 
 __all__ = ["add_parser", "run", "PURPOSES"]
 
@@ -146,10 +152,7 @@ def _arm(args: argparse.Namespace) -> tuple[str, Any, Any, Any]:
     if args.urdf:
         if not args.tcp_frame or args.start is None:
             raise CommandError("--urdf needs --tcp-frame and --start")
-        try:
-            text = Path(args.urdf).read_text()
-        except OSError as exc:
-            raise CommandError(f"--urdf {args.urdf}: {exc.strerror or exc}") from None
+        text = read_urdf(args.urdf)
         try:
             kin = SensorKinematics(text, args.tcp_frame)
             arm = ArmLimits.from_kinematics(kin)
@@ -247,9 +250,9 @@ def _emit(args: argparse.Namespace, out: Any, summary: dict[str, Any], motion: A
         json.dump(summary, sys.stdout)
         sys.stdout.write("\n")
         return 0
-    from rich.console import Console
+    from payload_estimator.commands.common import make_console
 
-    console = Console()
+    console = make_console()
     console.print(table(summary))
     for line in motion.check.violations:
         console.print(f"violation: {line}", markup=False)

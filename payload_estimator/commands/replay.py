@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from payload_estimator.commands import CommandError
-from payload_estimator.commands.common import config_error, parse_override
+from payload_estimator.commands.common import config_error, parse_override, read_urdf
 from payload_estimator.core.tracking import CHANGE, PayloadTracker
 from payload_estimator.settings import PRESET_VARIANTS, MotionSource, WrenchSource
 
@@ -266,13 +266,6 @@ def _check_efforts(bag: Path, topic: str, joint_names) -> None:
                            "each arm joint's effort (a wrist F/T sensor's wrench: wrench_source=ft_sensor)")
 
 
-def _read_urdf(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError as exc:
-        raise CommandError(f"--urdf: {exc.strerror or exc}: {path}") from None
-
-
 def run(args: argparse.Namespace) -> int:
     """Replay the bag; warnings (one line each) are printed with the result, or folded into the one error line."""
     warnings: list[str] = []
@@ -316,7 +309,7 @@ def _set_up(args: argparse.Namespace, bag: Path, warnings: list[str]) -> _Setup:
     from payload_estimator.io.bag import ROBOT_DESCRIPTION_TOPIC, BagError, bag_info, bag_robot_description, read_bag
     from payload_estimator.pipeline.build import build_stream, builtin_description
 
-    given_urdf = _read_urdf(args.urdf) if args.urdf else None
+    given_urdf = read_urdf(args.urdf) if args.urdf else None
     try:
         info = bag_info(bag)
         warnings += info.notes
