@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from typing import NoReturn
 
 from payload_estimator import __version__
 from payload_estimator.commands import CommandError, missing_extra
 
-__all__ = ["main", "build_parser", "OneLineErrorParser"]
+__all__ = ["main", "build_parser", "OneLineErrorParser", "plain_text"]
 
 _COMMANDS = ("estimate", "excite", "demo", "simulate", "replay", "calibrate")
 
@@ -28,12 +29,38 @@ _COMMANDS = ("estimate", "excite", "demo", "simulate", "replay", "calibrate")
 class OneLineErrorParser(argparse.ArgumentParser):
     """An argument parser whose errors are one line (``PROG: error: MESSAGE``, exit status 2).
 
-    It prints that line instead of the whole usage; ``--help`` is unchanged."""
+    It prints that line instead of the whole usage. ``--help`` is plain text: the commands' descriptions
+    are their module docstrings, whose reStructuredText markup (:func:`plain_text`) is for the API
+    documentation, not for a terminal."""
+
+    def format_help(self) -> str:
+        """The help text, markup removed."""
+        return plain_text(super().format_help())
 
     def error(self, message: str) -> NoReturn:
         """Exit with status 2 after printing ``message`` on one line, with a pointer to ``--help``."""
         text = " ".join(message.split())
         self.exit(2, f"{self.prog}: error: {text} (see {self.prog} --help)\n")
+
+
+_ROLE = re.compile(r":[a-z]+:`(?:[^`<]*<)?~?([^`>]+)>?`")
+_LITERAL = re.compile(r"``([^`]+)``|`([^`]+)`")
+
+
+def plain_text(text: str) -> str:
+    """``text`` with reStructuredText's roles and literals as plain words.
+
+    ``:class:`~a.b.C``` becomes ``C`` (the tilde shows the last name only), ``:func:`a.b``` becomes
+    ``a.b``, a role with a title ``:ref:`Title <target>``` becomes ``Title``, and a literal
+    (double back-quotes, or single: interpreted text) loses its quotes."""
+
+    def role(match: re.Match[str]) -> str:
+        whole, target = match.group(0), match.group(1)
+        if "<" in whole:  # a title: what comes before the target
+            return whole[whole.index("`") + 1:whole.index("<")].strip()
+        return target.rsplit(".", 1)[-1] if "`~" in whole else target
+
+    return _LITERAL.sub(lambda m: m.group(1) or m.group(2), _ROLE.sub(role, text))
 
 
 def build_parser() -> argparse.ArgumentParser:

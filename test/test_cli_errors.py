@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -260,3 +261,20 @@ def test_a_binary_file_given_as_urdf_is_one_line(capsys, tmp_path, binary_file, 
     bag.mkdir()
     values = {"bag": str(bag), "urdf": str(binary_file("arm.urdf")), "tmp": str(tmp_path)}
     assert_one_line_error(capsys, [a.format(**values) for a in argv], argv[0], "not a text file")
+
+
+@pytest.mark.parametrize("command", ["", "estimate", "excite", "demo", "simulate", "replay", "calibrate"])
+def test_help_is_plain_text(capsys, command):
+    """The commands' descriptions are their docstrings: their reStructuredText stays out of ``--help``."""
+    assert run_cli([command, "--help"] if command else ["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "usage: payload-estimator" in out
+    assert "`" not in out and not re.search(r":(class|func|meth|mod|data|attr):", out), out
+
+
+def test_plain_text_keeps_the_words():
+    from payload_estimator.cli import plain_text
+
+    assert plain_text("the :class:`~a.b.Stream` of :func:`a.build` at ``rate_hz`` (`excite`)") == \
+        "the Stream of a.build at rate_hz (excite)"
+    assert plain_text(":ref:`the layout <layout>`") == "the layout"
