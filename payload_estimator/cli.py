@@ -33,6 +33,13 @@ class OneLineErrorParser(argparse.ArgumentParser):
     are their module docstrings, whose reStructuredText markup (:func:`plain_text`) is for the API
     documentation, not for a terminal."""
 
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        # argparse takes a value that starts with "-" for a negative number only when it is one number;
+        # ours are lists and payloads too: "--ft-noise -0.1,0.01" and "--payload -1@0,0,0.1" are values
+        # (which then say what is wrong with them), not unknown options
+        self._negative_number_matcher = _NEGATIVE_VALUE
+
     def format_help(self) -> str:
         """The help text, markup removed."""
         return plain_text(super().format_help())
@@ -43,6 +50,9 @@ class OneLineErrorParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {text} (see {self.prog} --help)\n")
 
 
+_NEGATIVE_VALUE = re.compile(r"^-\d*\.?\d+(?:[eE][-+]?\d+)?(?:[,@:].*)?$")
+"""What argparse takes for a value, not an option, though it starts with a minus: a number, or one
+that a list or a payload spec begins with."""
 _ROLE = re.compile(r":[a-z]+:`(?:[^`<]*<)?~?([^`>]+)>?`")
 _LITERAL = re.compile(r"``([^`]+)``|`([^`]+)`")
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from payload_estimator.cli import build_parser, main
@@ -86,6 +87,29 @@ def test_estimate_rejects_bad_options(capsys, options, words):
 
 def test_estimate_on_a_missing_file(capsys, tmp_path):
     assert_one_line_error(capsys, ["estimate", str(tmp_path / "nope.csv")], "estimate", "no such file")
+
+
+def test_estimate_on_a_directory_says_so(capsys, tmp_path):
+    assert_one_line_error(capsys, ["estimate", str(tmp_path)], "estimate", "a directory", "replay")
+
+
+def test_estimate_on_an_npz_of_python_objects_does_not_pass_on_numpys_advice(capsys, tmp_path):
+    path = tmp_path / "objects.npz"
+    from payload_estimator.io.samples_file import COLUMNS
+
+    np.savez(path, **{c: np.array([{"a": 1}], dtype=object) for c in COLUMNS})
+    err = assert_one_line_error(capsys, ["estimate", str(path)], "estimate", "not an NPZ file of arrays")
+    assert "allow_pickle" not in err and "pickle" not in err
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["demo", "--ft-noise", "-0.1,0.01"], ["--ft-noise", "two positive numbers"]),
+    (["demo", "--payload", "-1@0,0,0.1"], ["--payload", "invalid choice"]),
+])
+def test_a_value_that_starts_with_a_minus_is_a_value(capsys, tmp_path, argv, words):
+    """argparse took "-0.1,0.01" for an unknown option ("expected one argument"): it is a bad value."""
+    err = assert_one_line_error(capsys, [a.format(tmp=tmp_path) for a in argv], argv[0], *words)
+    assert "expected one argument" not in err
 
 
 def test_a_missing_argument_and_an_unknown_command_are_one_line(capsys):

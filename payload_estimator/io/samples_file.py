@@ -133,6 +133,11 @@ def _table_from_npz(path: Path) -> dict[str, np.ndarray]:
                 table = {c: _column(path, c, npz[c]) for c in COLUMNS}
     except SamplesFileError:
         raise
+    except ValueError as exc:
+        if "allow_pickle" in str(exc):  # numpy's advice to load it unsafely is not ours to give
+            raise SamplesFileError(f"{path}: not an NPZ file of arrays (its data are not numbers; an NPZ "
+                                   f"archive of the named arrays {', '.join(COLUMNS)} is)") from None
+        raise SamplesFileError(f"{path}: not a readable NPZ file ({_one_line(exc)})") from None
     except Exception as exc:  # noqa: BLE001 - zipfile, numpy's format and I/O errors alike
         raise SamplesFileError(f"{path}: not a readable NPZ file ({_one_line(exc)})") from None
     lengths = {len(v) for v in table.values()}
@@ -148,6 +153,9 @@ def read_samples(path: str | Path) -> LoadedSamples:
         SamplesFileError: the file is no such table (one line naming the file and the problem).
     """
     path = Path(path)
+    if path.is_dir():
+        raise SamplesFileError(f"{path}: a directory, not a sample table (a .csv or .npz file; a bag: "
+                               "payload-estimator replay)")
     if not path.is_file():
         raise SamplesFileError(f"{path}: no such file")
     try:
