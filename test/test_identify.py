@@ -375,6 +375,31 @@ def test_feedback_is_rate_limited_and_says_the_phase(plan, estimates):
     assert last.tracking_error < 1e-6
 
 
+def test_the_result_reports_the_estimate_handed_over(plan, estimates):
+    """``~/apply`` sent one estimate; the estimates that come while it answers do not replace it in the result."""
+    early, converged = estimates
+    session = started(plan, IdentifyGoal(apply=True))
+    now, step = follow(session, plan, T0, T0 + plan.duration, estimate=converged)
+    assert step is not None and step.cancel_trajectory
+    session.on_trajectory_result(False, "canceled")
+    held, _, _ = plan.trajectory(np.array([now - T0]))  # the arm stopped where it was
+    for _ in range(int(STOP_TIMEOUT_S / TURN)):  # held still, then the way back
+        now += TURN
+        step = session.tick(now, JointReading(held[0], now), converged, 0, False)
+        assert step.outcome is None
+        if step.send is not None or step.apply:
+            break
+    if step.send is not None:  # stopped away from the start: the way back first
+        session.on_trajectory_response(True, now)
+        session.on_trajectory_result(True)
+        now += TURN
+        step = session.tick(now, at_rest(plan, now), converged, 0, False)
+    assert step.apply
+    session.on_applied(True, "sent", converged)
+    step = session.tick(now + TURN, at_rest(plan, now + TURN), early, 0, False)  # a newer estimate
+    assert step.outcome is not None and step.outcome.applied and step.outcome.estimate is converged
+
+
 # ------------------------------------------------------ session: end to end
 def test_converged_then_stopped_returned_and_handed_over(plan, run, items, make):
     """A real stream on the simulated motion: converged -> cancel -> back to the start -> ~/apply's answer."""
@@ -425,7 +450,7 @@ def test_converged_then_stopped_returned_and_handed_over(plan, run, items, make)
         if step.apply:
             log.append("apply")
             decision = sup.apply()
-            session.on_applied(decision.success, decision.message)
+            session.on_applied(decision.success, decision.message, decision.estimate)
         if step.outcome is not None:
             outcome = step.outcome
             break

@@ -23,6 +23,7 @@ from payload_estimator.robots import get_robot
 from payload_estimator.settings import settings_for_robot
 from payload_estimator.sim.payloads import get_payload
 from payload_estimator.supervision import identify_run
+from payload_estimator.supervision.estimate_handover import ApplyDecision
 from payload_estimator.supervision.identify import ABORTED, CANCELED, SUCCEEDED, Feedback, Outcome
 from payload_estimator.supervision.identify_plan import IdentifyGoal, newest_joint_reading, plan_identification
 from payload_estimator.supervision.identify_run import IdentifyRun, trajectory_outcome
@@ -109,7 +110,7 @@ def at_home(make, now: float, names=None):
 
 
 def new_run(sup, controller, clock, running=lambda: True, log=None) -> IdentifyRun:
-    return IdentifyRun(sup, controller, lambda feedback: feedback, lambda: (False, "not applied"), running,
+    return IdentifyRun(sup, controller, lambda feedback: feedback, lambda: ApplyDecision(False, "not applied"), running,
                        log or Log(), clock=clock)
 
 

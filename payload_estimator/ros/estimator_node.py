@@ -45,6 +45,7 @@ import gc
 import signal
 import threading
 import time
+from dataclasses import replace
 from typing import Any
 
 import rclpy
@@ -68,6 +69,7 @@ from payload_estimator.ros.robot_bridges import RobotBridge
 from payload_estimator.ros.tf_lookup import TfLookup
 from payload_estimator.settings import NODE_NAME
 from payload_estimator.srv import ApplyEstimate, SaveUrdf
+from payload_estimator.supervision.estimate_handover import ApplyDecision
 from payload_estimator.supervision.input_queue import InputQueue
 from payload_estimator.supervision.node_log import InternalErrors, LogForwarding
 from payload_estimator.supervision.node_outputs import OUTPUT_TOPICS, Outputs
@@ -139,7 +141,7 @@ class EstimatorNode(Node):
         self.create_service(ApplyEstimate, "~/apply", guard(self._on_apply),
                             callback_group=MutuallyExclusiveCallbackGroup())
         self._calibrate = CalibrateService(self, guard)
-        self._identify = IdentifyAction(self, apply=lambda: self._apply(force=False, dry_run=False)[:2],
+        self._identify = IdentifyAction(self, apply=lambda: self._apply(force=False, dry_run=False),
                                         report=self.errors.report)
 
         # ---- the processing loop runs in a thread of its own (spin_inputs); diagnostics on a timer
@@ -267,21 +269,22 @@ class EstimatorNode(Node):
         return response
 
     def _on_apply(self, request: ApplyEstimate.Request, response: ApplyEstimate.Response) -> ApplyEstimate.Response:
-        response.success, response.message, response.request = self._apply(request.force, request.dry_run)
+        done = self._apply(request.force, request.dry_run)
+        response.success, response.message, response.request = done.success, done.message, done.request
         return response
 
-    def _apply(self, force: bool, dry_run: bool) -> tuple[bool, str, str]:
-        """``~/apply``: (success, message, the request as YAML); logged."""
+    def _apply(self, force: bool, dry_run: bool) -> ApplyDecision:
+        """``~/apply``: the decision, with the robot's answer once sent (``send`` cleared); logged."""
         decision = self.supervisor.apply(force=force, dry_run=dry_run)
-        success, message = decision.success, decision.message
         if decision.send is not None:
             success, message = self._bridge.send(decision.send)
+            decision = replace(decision, success=success, message=message, send=None)
         # (rclpy wants one severity per logging call site)
-        if success:
-            self.get_logger().info(f"~/apply: {message}")
+        if decision.success:
+            self.get_logger().info(f"~/apply: {decision.message}")
         else:
-            self.get_logger().warning(f"~/apply: {message}")
-        return success, message, decision.request
+            self.get_logger().warning(f"~/apply: {decision.message}")
+        return decision
 
     # ================================================================= helpers
     def resolved(self, topic: str) -> str:

@@ -22,6 +22,7 @@ from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalRespons
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 
 from payload_estimator.action import Identify
+from payload_estimator.supervision.estimate_handover import ApplyDecision
 from payload_estimator.supervision.identify import ABORTED, CANCELED, SUCCEEDED, Feedback, Outcome
 from payload_estimator.supervision.identify_plan import IdentifyGoal
 from payload_estimator.supervision.identify_run import IdentifyRun, trajectory_outcome
@@ -41,11 +42,11 @@ class IdentifyAction:
 
     Args:
         node: the node (its supervisor, context and logger; the action server and clients are its own).
-        apply: ``~/apply`` (not forced, not a dry run): (success, message).
+        apply: ``~/apply`` (not forced, not a dry run): its decision, with the robot's answer.
         report: ``report(what, exc)`` for an internal error.
     """
 
-    def __init__(self, node: Any, apply: Callable[[], tuple[bool, str]],
+    def __init__(self, node: Any, apply: Callable[[], ApplyDecision],
                  report: Callable[[str, Exception], None]) -> None:
         self._node = node
         self._report = report

@@ -41,12 +41,14 @@ class ApplyDecision:
         success, message: the answer (when ``send`` is None).
         request: the request as YAML ("" when there is none).
         send: the request to send to the robot or filter; the answer is then what sending it gives.
+        estimate: the estimate the request was built from (None: refused).
     """
 
     success: bool
     message: str
     request: str = ""
     send: ApplyRequest | None = None
+    estimate: StreamEstimate | None = None
 
 
 def save_urdf(out: StreamEstimate, stream: EstimationStream, frame: str = "", path: str = "",
@@ -109,5 +111,5 @@ def apply_decision(settings: Settings, out: StreamEstimate | None, force: bool =
         return ApplyDecision(False, f"refused: {reason}")
     text = request.to_yaml()
     if dry_run:
-        return ApplyDecision(True, f"dry run, not sent ({reason})", text)
-    return ApplyDecision(False, f"not sent yet ({reason})", text, send=request)
+        return ApplyDecision(True, f"dry run, not sent ({reason})", text, estimate=out)
+    return ApplyDecision(False, f"not sent yet ({reason})", text, send=request, estimate=out)

@@ -177,6 +177,7 @@ class IdentifySession:
         self._phase_t0 = 0.0
         self._saturated0: int | None = None
         self._estimate: StreamEstimate | None = None
+        self._applied_estimate: StreamEstimate | None = None
         self._controller_error: tuple[float, float] | None = None  # (rad, when)
         self._tracking_error = math.nan
         self._next_feedback = -math.inf
@@ -226,10 +227,12 @@ class IdentifySession:
         if self.busy:
             self._trajectory_done = (bool(succeeded), message)
 
-    def on_applied(self, success: bool, message: str) -> None:
-        """``~/apply``'s answer."""
+    def on_applied(self, success: bool, message: str, estimate: StreamEstimate | None = None) -> None:
+        """``~/apply``'s answer, and the estimate it handed over: the one the result reports."""
         if self.phase == APPLYING:
             self._apply_answer = (bool(success), message)
+            if estimate is not None:
+                self._applied_estimate = estimate
 
     # ------------------------------------------------------------- tick
     def tick(self, now: float, reading: JointReading | None, estimate: StreamEstimate | None,
@@ -256,7 +259,7 @@ class IdentifySession:
             p = self.plan
             return Step(reset=True, send=(p.joint_names, p.t, p.q, p.dq, p.ddq),
                         feedback=self._feedback(now, force=True))
-        if estimate is not None:
+        if estimate is not None and self.phase != APPLYING:  # the result is the estimate handed over
             self._estimate = estimate
         if self._motion_t0 is not None and self.phase in (MOVING, SETTLING, STOPPING):
             self._motion_time = min(now - self._motion_t0, self.plan.duration)
@@ -395,6 +398,8 @@ class IdentifySession:
         if self._apply_answer is None:
             return Step(feedback=self._feedback(now))
         ok, message = self._apply_answer
+        if self._applied_estimate is not None:
+            self._estimate = self._applied_estimate
         text = f"converged{self._where()} and applied ({message})" if ok else \
             f"converged{self._where()} but not applied: {message}"
         return self._finish(SUCCEEDED, text, applied=ok)

@@ -36,6 +36,7 @@ from payload_estimator.pipeline.build import flange_frame
 from payload_estimator.pipeline.health import SATURATED
 from payload_estimator.pipeline.stream import WRENCH
 from payload_estimator.settings import Settings
+from payload_estimator.supervision.estimate_handover import ApplyDecision
 from payload_estimator.supervision.identify import (
     ABORTED,
     CANCELED,
@@ -116,7 +117,7 @@ class IdentifyRun:
         controller: the arm's trajectory action.
         feedback_message: makes the goal's feedback message of a
             :class:`~payload_estimator.supervision.identify.Feedback`.
-        apply: ``~/apply`` (not forced, not a dry run): (success, message).
+        apply: ``~/apply`` (not forced, not a dry run): its decision, with the robot's answer.
         running: whether the node still runs.
         log: where a goal's start and end are logged (``info``, ``warning``).
         clock: the receive-time clock, s.
@@ -129,7 +130,7 @@ class IdentifyRun:
     """
 
     def __init__(self, supervisor: Supervisor, controller: Controller, feedback_message: Callable[[Feedback], Any],
-                 apply: Callable[[], tuple[bool, str]], running: Callable[[], bool], log: Any,
+                 apply: Callable[[], ApplyDecision], running: Callable[[], bool], log: Any,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._supervisor = supervisor
         self._controller = controller
@@ -198,9 +199,9 @@ class IdentifyRun:
         while not self._done.wait(WAIT_PERIOD_S):
             if self._apply.is_set():
                 self._apply.clear()
-                success, message = self._apply_estimate()
+                done = self._apply_estimate()
                 with self._lock:
-                    self.session.on_applied(success, message)
+                    self.session.on_applied(done.success, done.message, done.estimate)
             if not self._running():
                 return Outcome(ABORTED, "the node is shutting down")
         outcome = self._outcome

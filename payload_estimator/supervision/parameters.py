@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from payload_estimator.pipeline.stream import IMU, JOINTS, WRENCH
+from payload_estimator.pipeline.sources.strategies import IMU, JOINTS, WRENCH
 from payload_estimator.settings import Settings, WrenchSource
 
 __all__ = [
