@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from xml.etree import ElementTree
 
 import mujoco
 import numpy as np
@@ -197,16 +198,28 @@ def build_model(
 
 def _arm_spec(urdf: str, joint_names: Sequence[str], timestep: float) -> mujoco.MjSpec:
     """The URDF's arm with the simulation's options, the movable joints not in ``joint_names`` welded."""
-    spec = mujoco.MjSpec.from_string(urdf)
+    spec = mujoco.MjSpec.from_string(_welded(urdf, joint_names))
     spec.compiler.discardvisual = False  # keep the payload's visual geoms
     spec.option.timestep = float(timestep)
     spec.option.integrator = mujoco.mjtIntegrator.mjINT_EULER
     spec.option.gravity = GRAVITY_IN_WORLD.tolist()
     spec.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
-    arm = set(joint_names)
-    for joint in [j for j in spec.joints if j.name not in arm]:  # e.g. a gripper's fingers
-        spec.delete(joint)
     return spec
+
+
+def _welded(urdf: str, joint_names: Sequence[str]) -> str:
+    """The URDF with every movable joint not in ``joint_names`` (a gripper's fingers) made fixed.
+
+    Done in the URDF's text, not in the MjSpec: MuJoCo 3.3.3, the oldest the package supports, cannot
+    delete a joint from a spec."""
+    root = ElementTree.fromstring(urdf)
+    arm = set(joint_names)
+    welded = 0
+    for joint in root.iter("joint"):
+        if joint.get("name") not in arm and joint.get("type") != "fixed":
+            joint.set("type", "fixed")
+            welded += 1
+    return ElementTree.tostring(root, encoding="unicode") if welded else urdf
 
 
 def _add_payload(spec: mujoco.MjSpec, sensor_frame: str, payload: Payload | InertialParameters) -> None:
