@@ -368,6 +368,16 @@ the command line offers each as an option of the commands that estimate."""
 
 
 def _coerce(key: str, value: Any, default: Any) -> Any:
+    try:
+        return _coerced(key, value, default)
+    except ConfigurationError:
+        raise
+    except (TypeError, ValueError):  # float("abc"), float([1]): the parameter named, its value shown
+        what = "numbers" if isinstance(default, list) else "a number"
+        raise ConfigurationError(f"{key} must be {what}, got {value!r}") from None
+
+
+def _coerced(key: str, value: Any, default: Any) -> Any:
     if isinstance(default, bool):
         if not isinstance(value, bool):
             raise ConfigurationError(f"{key} must be true or false, got {value!r}")

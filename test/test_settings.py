@@ -53,6 +53,12 @@ def test_validation_names_the_problem():
         Settings.from_dict({"max_points": 10.5})
     with pytest.raises(ValueError, match="true or false"):
         Settings.from_dict({"estimate_bias": "yes"})
+    with pytest.raises(ValueError, match="cutoff_hz must be a number, got 'abc'"):
+        Settings.from_dict({"cutoff_hz": "abc"})  # not float()'s "could not convert string to float"
+    with pytest.raises(ValueError, match="max_points must be a number, got 'many'"):
+        Settings.from_dict({"max_points": "many"})
+    with pytest.raises(ValueError, match="sensor_xyz must be numbers"):
+        Settings.from_dict({"sensor_xyz": [0.0, "x", 0.0]})
     with pytest.raises(ValueError, match="3 numbers"):
         Settings.from_dict({"sensor_xyz": [0.0, 1.0]})
     for bad in ([0.1, 0.0], [0.1], [-0.1, 0.01], [float("nan"), 0.01]):
