@@ -205,3 +205,17 @@ def test_replay_track_follows_the_payload(bags, tmp_path, capsys):
     assert "tracking" not in plain
     assert main(["replay", str(bags["panda", "mcap"]), "--out", str(tmp_path / "q"), "--no-plot"]) == 0  # default
     assert "followed the payload: 0 change(s)" in capsys.readouterr().out
+
+
+def test_a_work_cycle_that_ends_on_an_empty_gripper_says_so_once(tmp_path, capsys):
+    """The simulated work cycle ends with the gripper empty: the table shows no COM (not nan), and the
+    model fit's cause is printed once, in the "not converged (...)" line, not again as a warning."""
+    bag = tmp_path / "cycle"
+    assert main(["simulate", "--bag", str(bag), "--scenario", "cycle", "--robot", "panda"]) == 0
+    capsys.readouterr()
+    assert main(["replay", str(bag), "--no-plot", "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "change at" in out  # the tracker followed the picks and places
+    assert "+nan" not in out
+    fit_causes = [line for line in out.splitlines() if "follow the motion" in line]
+    assert len(fit_causes) <= 1, fit_causes

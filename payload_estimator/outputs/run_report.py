@@ -158,7 +158,7 @@ class RunReport:
                 f"not converged ({self.final.reason})")
         console.print(f"{conv}; {self.wall_time_s:.1f} s of wall time", markup=False, highlight=False)
         fit = est.model_fit
-        if fit.checked and not fit.good:
+        if fit.checked and not fit.good and fit.cause not in conv:  # said once: "not converged (...)" may hold it
             console.print(f"[yellow]warning: the model does not fit the data: {fit.cause}[/]")
         handover = self.handover
         fragment = self.fragment
