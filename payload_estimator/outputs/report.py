@@ -33,6 +33,8 @@ def estimate_table(estimate: Estimate, truth: InertialParameters | None = None, 
             cells.append(format(true, fmt) if true is not None else "")
         if status == NOT_IDENTIFIED:  # the number would mean nothing: say so
             cells += ["not identified", ""]
+        elif not np.isfinite(est):  # a COM m c / m with no mass: there is none to show
+            cells += ["none (no mass)", ""]
         else:
             cells += [format(est, fmt) + (" (prior)" if status == FROM_PRIOR else ""),
                       format(std, fmt) if std is not None and std_known else ""]
@@ -41,10 +43,6 @@ def estimate_table(estimate: Estimate, truth: InertialParameters | None = None, 
     ident = estimate.identification
     row("mass (kg)", truth.mass if truth else None, estimate.mass, estimate.mass_std, ".4f", ident.mass)
     for i, axis in enumerate("xyz"):
-        if not np.isfinite(estimate.com[i]):  # m c / m with no mass: there is no centre of mass to show
-            table.add_row(f"COM {axis} (mm)", *([format(1e3 * truth.com[i], "+.1f")] if truth else []),
-                          "none (no mass)", "")
-            continue
         row(f"COM {axis} (mm)", 1e3 * truth.com[i] if truth else None, 1e3 * estimate.com[i],
             1e3 * estimate.com_std[i], "+.1f", ident.com[i])
     I_est = estimate.inertia_com
