@@ -6,7 +6,7 @@ Nadeau et al.'s modular test object (0.316 kg, a 25 cm bar with two steel weight
 pinocchio gives the exact sensor-frame motion and wrench, then Nadeau et al.'s Table II
 "moderate" noise is added to the
 accelerations and the wrench, plus a constant F/T offset (the ``--bias`` the command can
-estimate). 3 s at 100 Hz: 300 rows, in the columns and units the README documents.
+estimate). 3 s at 100 Hz: 300 rows, in the columns and units docs/own-data.md documents.
 
 Run from the repository root, with the ``sim`` extra: ``python examples/make_samples.py``;
 it prints the true parameters and the ``estimate`` command that checks them.

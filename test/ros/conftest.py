@@ -2,7 +2,7 @@
 
 Under ``colcon test`` the package's interfaces are installed beside it and ament_cmake_ros gives
 each test a ROS domain of its own: nothing here changes that (``payload_estimator.msg`` imports).
-Where ROS 2 comes as wheels (a venv with the ``ros`` extra, see README.md), this runs
+Where ROS 2 comes as wheels (a venv with the ``ros`` extra, see docs/development.md), this runs
 ``scripts/build_ros_interfaces.py`` (it does nothing when its build is current), puts the
 interfaces it built on the path of this process and of the processes it starts, and gives the
 tests a ROS domain of their own (unless ROS_DOMAIN_ID is set) and localhost-only discovery, so

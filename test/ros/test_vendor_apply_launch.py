@@ -4,7 +4,7 @@ Panda, then the xArm 7, holding a claw hammer; no rviz), the estimator, and a st
 The robot is the only stand-in: its driver needs the arm itself (franka_hardware talks to libfranka
 and the controller, xarm_api to the xArm's controller over TCP), so a service server of the real type
 (``franka_msgs/srv/SetLoad``, ``xarm_msgs/srv/SetTcpLoad``, built from the vendors' sources: franka_ros2's
-``humble`` branch and xarm_ros2's branch of the distribution, as README's "The robots' interface packages"
+``humble`` branch and xarm_ros2's branch of the distribution, as docs/ros.md's "The robots' interface packages"
 says) takes its place, under the name the driver advertises:
 
 * franka_ros2 (franka_hardware/src/franka_param_service_server.cpp): a node ``service_server``
