@@ -59,6 +59,7 @@ def test_the_engine_holds_what_the_schedule_says(run, cycle):
     assert run.phi_at(0.0)[0, 0] == 0.0 and run.final_payload_params.mass == 0.0  # empty at both ends
 
 
+@pytest.mark.slow
 def test_the_pipeline_follows_the_payload_through_the_cycle(run, cycle):
     """Every grasp and release flagged within 0.5 s; the push and the bump held out as contacts;
     the set-down flagged (as a change); mass within 2 % 1.5 s after each grasp of a payload of

@@ -161,6 +161,7 @@ def test_layouts_tell_drivers_apart(typestore):
 # ------------------------------------------------ through the stream, as the node feeds it
 
 
+@pytest.mark.slow
 def test_serialised_input_gives_the_stream_what_messages_give(tmp_path, typestore):
     """The node's path (serialised messages, batched by layout) and the deserialised one: the same samples,
     the same counted problems, the same estimate, bit for bit."""

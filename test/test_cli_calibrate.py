@@ -152,6 +152,7 @@ def test_a_user_recording_from_scratch_calibrates_like_the_simulated_bag(bags, c
     np.testing.assert_allclose(tau_mine, tau_theirs, atol=1e-4)  # N·m
 
 
+@pytest.mark.slow
 def test_replay_estimates_the_payload_from_joint_torques_with_the_calibration(bags, calibration, tmp_path, capsys):
     cal, _ = calibration
     s = replay_json(capsys, bags["est"], tmp_path / "a", "--set", "wrench_source=joint_torques",
@@ -173,6 +174,7 @@ def test_replay_estimates_the_payload_from_joint_torques_with_the_calibration(ba
     assert abs(raw["estimate_in_flange"]["mass"] - truth["mass"]) > 3 * abs(est["mass"] - truth["mass"])
 
 
+@pytest.mark.slow
 def test_replay_json_has_the_estimate_in_the_flange_for_the_ft_sensor_too(bags, tmp_path, capsys):
     s = replay_json(capsys, bags["est"], tmp_path, "--set", "converge_on=mass_com")
     assert s["wrench_source"] == "franka_stiffness" and "arm_calibration" not in s

@@ -11,6 +11,7 @@ from payload_estimator.cli import main
 from payload_estimator.sim.run import SimulatedRun
 
 
+@pytest.mark.slow
 def test_demo_json_summary_and_outputs(tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--duration", "4", "--out", str(out), "--json"]) == 0
@@ -55,6 +56,7 @@ def test_simulate_writes_a_loadable_run(tmp_path, capsys):
     np.testing.assert_allclose(np.diff(run.wrench_t), 0.01)
 
 
+@pytest.mark.slow
 def test_demo_cycle_follows_the_payload_and_plots_it(tmp_path, capsys):
     """``demo --scenario cycle``: every pick and place flagged within 0.5 s, the push and the bump
     held out as contacts, the drill set down while held flagged (a change), nothing false."""
@@ -76,6 +78,7 @@ def test_demo_cycle_follows_the_payload_and_plots_it(tmp_path, capsys):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
 
 
+@pytest.mark.slow
 def test_simulate_cycle_records_the_truth_at_each_change(tmp_path, capsys):
     from payload_estimator.io.bag import GROUND_TRUTH_TOPIC, bag_ground_truth, bag_info
 
@@ -91,6 +94,7 @@ def test_simulate_cycle_records_the_truth_at_each_change(tmp_path, capsys):
     assert bag_ground_truth(bag) is None  # nothing held at the end
 
 
+@pytest.mark.slow
 def test_demo_from_joint_torques_calibrates_then_estimates_on_another_motion(tmp_path, capsys):
     assert main(["demo", "--wrench-source", "joint-torques", "--duration", "6", "--out", str(tmp_path), "--no-plot",
                  "--json"]) == 0
@@ -108,6 +112,7 @@ def test_demo_from_joint_torques_calibrates_then_estimates_on_another_motion(tmp
 
 
 @pytest.mark.parametrize("drift", ["1", "10"])
+@pytest.mark.slow
 def test_a_minute_of_the_default_demo_converges_and_stays_converged(tmp_path, capsys, drift):
     """The default demo run for a minute, with the simulator's F/T drift and ten times it: the offsets a
     line per window. At the simulator's drift the estimate converges within 5 s and stays converged, the

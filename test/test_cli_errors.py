@@ -248,6 +248,7 @@ def _without_sim_extra(args: list[str], cwd: Path) -> subprocess.CompletedProces
                           text=True, timeout=300, env={**os.environ, "XDG_CACHE_HOME": str(cwd / "cache")})
 
 
+@pytest.mark.slow
 def test_core_only_help_and_estimate(tmp_path):
     for args in (["--help"], ["estimate", "--help"], ["demo", "--help"], ["replay", "--help"]):
         done = _without_sim_extra(args, tmp_path)
@@ -264,6 +265,7 @@ def test_core_only_help_and_estimate(tmp_path):
     ["replay", "no_such_bag"],
     ["excite", "--robot", "panda"],
 ])
+@pytest.mark.slow
 def test_core_only_commands_that_need_the_sim_extra_say_so_in_one_line(tmp_path, args):
     done = _without_sim_extra(args, tmp_path)
     assert done.returncode == 2, done.stderr

@@ -36,6 +36,7 @@ def replay_json(capsys, *args) -> dict:
 
 
 @pytest.mark.parametrize("robot, wrench_messages", [("panda", 4500), ("xarm7", 450)])
+@pytest.mark.slow
 def test_replay_recovers_the_payload_from_either_storage(bags, robot, wrench_messages, tmp_path, capsys):
     # converge_on=mass_com: what an xArm SetTcpLoad takes; the inertia of these short runs stays uncertain
     mcap = replay_json(capsys, bags[robot, "mcap"], "--out", tmp_path / "a", "--set", "converge_on=mass_com")
@@ -57,6 +58,7 @@ def test_replay_recovers_the_payload_from_either_storage(bags, robot, wrench_mes
     assert f"'{flange}'" in (tmp_path / "b" / "payload_inertial.urdf.xml").read_text()
 
 
+@pytest.mark.slow
 def test_replay_tables_with_overrides(bags, tmp_path, capsys):
     assert main(["replay", str(bags["panda", "mcap"]), "--estimator", "wls", "--set", "cutoff_hz=8",
                  "--set", "publish_rate_hz=5", "--out", str(tmp_path), "--no-plot"]) == 0
@@ -65,6 +67,7 @@ def test_replay_tables_with_overrides(bags, tmp_path, capsys):
     assert "input problems: none" in text and "URDF <inertial> in 'panda_link8'" in text
 
 
+@pytest.mark.slow
 def test_replay_with_a_parameter_file_and_shape(bags, tmp_path, capsys):
     config = REPO / "config" / "xarm7.yaml"
     s = replay_json(capsys, bags["xarm7", "mcap"], "--config", config,
@@ -168,6 +171,7 @@ def test_simulate_writes_a_bag(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("robot", ["panda", "xarm7"])
+@pytest.mark.slow
 def test_zero_phase_replay_is_at_least_as_accurate(bags, robot, tmp_path, capsys):
     causal = replay_json(capsys, bags[robot, "mcap"], "--out", tmp_path / "c", "--no-plot")
     offline = replay_json(capsys, bags[robot, "mcap"], "--out", tmp_path / "z", "--no-plot", "--zero-phase")
@@ -177,6 +181,7 @@ def test_zero_phase_replay_is_at_least_as_accurate(bags, robot, tmp_path, capsys
     assert offline["estimate"]["samples_used"] > 300
 
 
+@pytest.mark.slow
 def test_a_shape_too_short_for_the_payload_is_not_handed_over(bags, tmp_path, capsys):
     """A shape that misses part of the payload: the Panda's claw hammer (28 cm, its head 10 cm wide)
     replayed with a 20 cm box that misses the head. The estimate must not look converged and consistent
@@ -194,6 +199,7 @@ def test_a_shape_too_short_for_the_payload_is_not_handed_over(bags, tmp_path, ca
     assert "<!-- FORCED: " in (tmp_path / "b" / "payload_inertial.urdf.xml").read_text()
 
 
+@pytest.mark.slow
 def test_replay_track_follows_the_payload(bags, tmp_path, capsys):
     """--track: the tracker runs inside the robot pipeline; a steady run has no change, and the
     summary lists the counts (contacts held out, if any, leave the mass right)."""
@@ -207,6 +213,7 @@ def test_replay_track_follows_the_payload(bags, tmp_path, capsys):
     assert "followed the payload: 0 change(s)" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_a_work_cycle_that_ends_on_an_empty_gripper_says_so_once(tmp_path, capsys):
     """The simulated work cycle ends with the gripper empty: the table shows no COM (not nan), and the
     model fit's cause is printed once, in the "not converged (...)" line, not again as a warning."""

@@ -93,6 +93,7 @@ def test_the_lab_arm_is_no_preset_and_its_joints_come_from_the_chain_to_its_flan
         Settings(robot="", use_builtin_description=True)
 
 
+@pytest.mark.slow
 def test_replay_of_a_users_bag_with_the_urdf_alone(lab, tmp_path, capsys):
     run, urdf_path, bag = lab
     shape = format_shape_spec(get_payload(PAYLOAD).envelope)
@@ -279,6 +280,7 @@ def test_a_built_in_arm_through_its_urdf_is_its_table(robot):
                                    err_msg=name)
 
 
+@pytest.mark.slow
 def test_demo_and_simulate_take_any_arm_from_its_urdf(tmp_path, capsys):
     """``--urdf FILE --flange-frame LINK``: an arm that is no preset is simulated and estimated end to end, and
     its simulated bag replays from the description it carries; bad input is one line, exit status 2."""

@@ -248,6 +248,7 @@ def test_excite_bad_input_is_one_line_and_exit_2(capsys, argv, words):
 
 
 # ------------------------------------------------------- through MuJoCo and the pipeline
+@pytest.mark.slow
 def test_a_designed_motion_written_by_excite_identifies_the_payload_in_the_demo(tmp_path, capsys):
     """excite --out, then demo --trajectory FILE: MuJoCo tracks the file, the whole pipeline estimates."""
     motion = tmp_path / "motion.csv"
@@ -263,6 +264,7 @@ def test_a_designed_motion_written_by_excite_identifies_the_payload_in_the_demo(
     assert errors["mass"] < 1.0 and errors["com"] < 1.0 and errors["inertia"] < 5.0, errors
 
 
+@pytest.mark.slow
 def test_demo_designs_the_optimal_motion_on_the_fly_and_warns_of_an_unsafe_file(tmp_path, capsys):
     assert main(["demo", "--trajectory", "optimal", "--duration", "4", "--json", "--no-plot",
                  "--out", str(tmp_path)]) == 0

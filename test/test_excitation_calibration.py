@@ -87,6 +87,7 @@ def test_more_effort_noise_predicts_larger_friction_stds(xarm7):
     assert np.all(noisy.coulomb_std > quiet.coulomb_std) and noisy.log_det_gain < quiet.log_det_gain
 
 
+@pytest.mark.slow
 def test_the_same_seed_gives_the_same_motion_and_another_seed_another():
     spec = get_robot("panda")
     kin, arm = flange_kinematics("panda"), ArmLimits.from_robot(spec)

@@ -291,6 +291,7 @@ def check_file_case(case: FileCase) -> None:
 
 @CI
 @given(file_cases())
+@pytest.mark.slow
 def test_estimate_command_on_fuzzed_files(case):
     check_file_case(case)
 

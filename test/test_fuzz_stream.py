@@ -767,18 +767,21 @@ def check_estimator_program(case: tuple[str, bool, str, list]) -> None:
 
 @CI
 @given(programs())
+@pytest.mark.slow
 def test_stream_through_ros_messages(program):
     check_message_program(program)
 
 
 @CI
 @given(programs())
+@pytest.mark.slow
 def test_stream_through_arrays(program):
     check_array_program(program)
 
 
 @settings(CI, max_examples=300)
 @given(estimator_programs())
+@pytest.mark.slow
 def test_estimators_on_adversarial_samples(case):
     check_estimator_program(case)
 

@@ -47,6 +47,7 @@ def test_this_checkout_is_recognised():
 
 
 @pytest.mark.parametrize("module", GENERATORS)
+@pytest.mark.slow
 def test_help_and_check_write_nothing(module):
     directory, _ = GENERATORS[module]
     before = snapshot(directory)
@@ -58,6 +59,7 @@ def test_help_and_check_write_nothing(module):
 
 
 @pytest.mark.parametrize("module", GENERATORS)
+@pytest.mark.slow
 def test_out_writes_there_and_check_finds_a_stale_file(module, tmp_path):
     _, expected = GENERATORS[module]
     out = tmp_path / "generated"
@@ -75,6 +77,7 @@ def test_out_writes_there_and_check_finds_a_stale_file(module, tmp_path):
 
 
 @pytest.mark.parametrize("module", GENERATORS)
+@pytest.mark.slow
 def test_an_installed_package_is_never_written_to(module, tmp_path):
     # an installed copy: the package alone in a site-packages directory, no package.xml beside it
     site = tmp_path / "site-packages"

@@ -355,6 +355,7 @@ def test_feed_rejects_unknown_kinds(make, panda_stream):
         inbound.feed(panda_stream, "odometry", None)
 
 
+@pytest.mark.slow
 def test_feed_many_equals_feeding_one_by_one(tmp_path):
     """Batching consecutive messages changes nothing but the cost: same samples, same counts, same estimate."""
     from payload_estimator.io.bag import read_bag

@@ -76,6 +76,7 @@ def test_uniform_point_masses_approximate_the_solid():
     np.testing.assert_allclose(np.diag(body.inertia_com), np.diag(solid.inertia_com), rtol=0.05)
 
 
+@pytest.mark.slow
 def test_cap_downsamples_evenly_to_a_subset():
     box = Box(size=(0.2, 0.2, 0.2))
     dense = sample_points(box, density=1e7, max_points=10**6)

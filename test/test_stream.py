@@ -61,6 +61,7 @@ def test_end_to_end_accuracy_from_raw_signals(panda_run):
     assert stream.health.counts == {}  # clean input: nothing dropped
 
 
+@pytest.mark.slow
 def test_franka_style_wrench_in_the_base_frame_gives_the_same_estimate(panda_run):
     """A wrench reported like libfranka's O_F_ext_hat_K (base frame, about K, reaction sign)."""
     from payload_estimator.pipeline.kinematics import SensorKinematics
@@ -82,6 +83,7 @@ def test_franka_style_wrench_in_the_base_frame_gives_the_same_estimate(panda_run
     np.testing.assert_allclose(a.com, b.com, atol=1e-3)
 
 
+@pytest.mark.slow
 def test_bad_input_is_dropped_counted_and_harmless(panda_run):
     spec = get_robot("panda")
     clean = _stream(panda_run)
@@ -141,6 +143,7 @@ def test_gap_resets_filters_and_clock_jump_restarts(panda_run):
     assert stream.update_estimate().estimate.physically_consistent
 
 
+@pytest.mark.slow
 def test_after_a_wrench_gap_mid_motion_no_filter_transient_reaches_the_estimate(panda_run):
     """The F/T sensor drops out for 0.5 s while the arm moves. The restarted filters' first
     0.28 s would give accelerations wrong by tens of rad/s² (a tracker reads them as a contact and

@@ -300,6 +300,7 @@ def test_rebuild_on_a_rebuild_parameter_not_on_a_live_one(make, run, messages, c
 
 
 @pytest.mark.parametrize("rate_hz", [10.0, 25.0])
+@pytest.mark.slow
 def test_an_estimate_is_published_at_the_publish_rate(typestore, make, run, messages, rate_hz):
     """A simulated run fed as messages, one turn per 10 ms: outputs every 100/rate_hz turns, from
     the estimate the stream solves, as the messages the node publishes."""
@@ -567,6 +568,7 @@ def test_wrench_stops_and_comes_back(typestore, make, run, caplog):
     assert back[-1][1].mass == pytest.approx(PAYLOAD.mass, rel=0.05)
 
 
+@pytest.mark.slow
 def test_offsets_that_drifted_while_the_wrench_was_silent_are_no_new_payload(make):
     """An F/T sensor that drifts (the simulator's default) is silent for 2.5 s while the arm moves
     on: when it is back its offsets have moved. That is neither a contact nor a new payload: the
@@ -588,6 +590,7 @@ def test_offsets_that_drifted_while_the_wrench_was_silent_are_no_new_payload(mak
     assert last.mass == pytest.approx(PAYLOAD.mass, rel=0.02)
 
 
+@pytest.mark.slow
 def test_a_grasp_and_a_release_are_said_once_each_on_the_estimate(typestore, make):
     """A MuJoCo work cycle (the claw hammer picked at 3.5 s, placed at 10.4 s, each taking a few tenths of
     a second, a push and a bump between) through the node's logic: ``payload_changed`` is true on exactly
@@ -641,6 +644,7 @@ def test_every_input_silent_no_turns_last_estimate_republished(make, run):
     assert again[-1][1].samples_used > last.estimate.samples_used
 
 
+@pytest.mark.slow
 def test_simulator_restart_clock_jumps_back(make, run, caplog):
     """The simulator restarts: its stamps begin again 3 s earlier while the node's clock goes on.
     Alignment restarts (counted, said once), every estimate stays finite and close to the truth,
@@ -664,6 +668,7 @@ def test_simulator_restart_clock_jumps_back(make, run, caplog):
         assert not m.stale
 
 
+@pytest.mark.slow
 def test_convergence_after_a_clock_jump_counts_from_the_new_clock(make, run):
     """After the simulator restarts, the convergence monitor counts steadiness on the new clock: never
     a negative time ("steady for -1.9 of 1.0 s", for as long as the old clock is ahead)."""
@@ -675,6 +680,7 @@ def test_convergence_after_a_clock_jump_counts_from_the_new_clock(make, run):
     assert not [m.status for _, m in after if m.status.startswith("steady for -")]
 
 
+@pytest.mark.slow
 def test_robot_description_with_another_robot(make, run, caplog):
     """The simulator comes back as an xArm 7 while the node is configured for the Panda: the node says
     what changed, rebuilds, reports why the Panda configuration does not fit, keeps republishing the
@@ -787,6 +793,7 @@ def test_a_sigint_taken_by_the_qp_solver_is_reported(make, run, messages):
     assert not sup.solver_interrupted
 
 
+@pytest.mark.slow
 def test_the_convergence_history_stays_bounded_while_no_new_sample_arrives():
     """Estimates re-taken at the same sample time (a silent input, hours of them) are one entry, not many."""
     from payload_estimator.core.convergence import ConvergenceMonitor

@@ -50,6 +50,7 @@ class _Empty:
     mass = 0.0
 
 
+@pytest.mark.slow
 def test_grasp_and_release_of_a_light_tool_are_both_changes():
     """A 68 g ruler picked up by an empty gripper and put down again: two changes. Its mass is
     within 10 g: the offsets kept from the empty gripper's 6 s carry their own few grams."""
@@ -68,6 +69,7 @@ def test_grasp_and_release_of_a_light_tool_are_both_changes():
 
 
 @pytest.mark.parametrize("method", ["wls", "rls"])
+@pytest.mark.slow
 def test_a_new_payload_is_flagged_at_once_and_estimated_within_seconds(method):
     samples = _cycle([(HAMMER, 8.0), (DRILL, 8.0), (HAMMER, 8.0)])
     tracker = _tracker(method)
@@ -88,6 +90,7 @@ def test_a_new_payload_is_flagged_at_once_and_estimated_within_seconds(method):
     np.testing.assert_allclose(est.com, HAMMER.params.com, atol=0.005)
 
 
+@pytest.mark.slow
 def test_offsets_gone_stale_are_found_anew_and_leave_the_mass():
     """The sensor's offsets moved by 0.2 N per force axis while the hammer was held (a strain
     gauge warming up over the minutes before): at the change to the drill the step hides in the
@@ -108,6 +111,7 @@ def test_offsets_gone_stale_are_found_anew_and_leave_the_mass():
     np.testing.assert_allclose(tracker.estimate().bias[:3], OFFSETS[:3] + 0.2, atol=0.03)
 
 
+@pytest.mark.slow
 def test_a_push_is_held_out_not_taken_for_a_new_payload():
     """A 0.6 s, 8 N sideways push on the hammer's head: a contact, and the mass barely moves."""
     samples = _cycle([(HAMMER, 12.0)], [Contact(6.0, 0.6, SIDEWAYS_8N, np.array([0.02, 0.0, 0.29]))])
@@ -129,6 +133,7 @@ def test_a_push_is_held_out_not_taken_for_a_new_payload():
     assert disturbance(plain_masses) > 3 * disturbance(masses)
 
 
+@pytest.mark.slow
 def test_no_false_alarm_in_steady_operation():
     samples = _cycle([(DRILL, 60.0)], seed=3)
     tracker = _tracker()
@@ -218,6 +223,7 @@ def test_an_episode_open_at_an_input_break_is_closed_there():
 
 @pytest.mark.parametrize("kind,seconds", [("lift-off", 0.2), ("lift-off", 0.6), ("closing", 1.0), ("lift-off", 1.0)])
 @pytest.mark.parametrize("speed", [0.15, 0.6])
+@pytest.mark.slow
 def test_a_load_that_transfers_over_time_is_one_change_after_it_ends(kind, seconds, speed):
     """A part lifted off a table (which bears the rest of its weight at its bottom meanwhile) or a gripper
     closing on it, over 0.2-1 s, then set down the same way, on slow (0.15 rad/s, about 0.1 Hz

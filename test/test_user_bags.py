@@ -247,6 +247,7 @@ def test_a_users_bag_without_truth_or_description(run, records, shape, storage, 
 
 @pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
 @pytest.mark.parametrize("definition", ["unparseable", "other hash"])
+@pytest.mark.slow
 def test_other_topics_types_that_rosbags_cannot_load_do_not_matter(run, records, shape, storage, definition,
                                                                    tmp_path):
     """Before: rosbags' AnyReader loads every definition of the bag, so one it could not parse, or whose
@@ -259,6 +260,7 @@ def test_other_topics_types_that_rosbags_cannot_load_do_not_matter(run, records,
     assert_recovers(s, run)
 
 
+@pytest.mark.slow
 def test_topic_order_qos_and_rates_are_the_users(run, shape, tmp_path):
     """Topics registered wrench first, best-effort QoS, joint states at 250 Hz and the wrench at 200 Hz."""
     recs = recording(run, joint_every=4, wrench_every=5)
@@ -278,6 +280,7 @@ def test_topic_order_qos_and_rates_are_the_users(run, shape, tmp_path):
 
 
 @pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+@pytest.mark.slow
 def test_a_split_recording_reads_as_one(records, shape, storage, tmp_path):
     """Three files, listed in order, in reverse order, or not at all: the same messages in the same
     order as the whole recording (hence the same estimate), and replay says what it read."""
