@@ -70,6 +70,7 @@ from payload_estimator.core.noise import TABLE_II  # noqa: E402
 from payload_estimator.core.regressor import reduced_regressor, samples_regressor  # noqa: E402
 from payload_estimator.core.samples import SensorSamples  # noqa: E402
 from payload_estimator.core.shapes import Box, downsample_evenly, sample_points  # noqa: E402
+from payload_estimator.settings import Settings  # noqa: E402
 from payload_estimator.sim.payloads import PAYLOADS  # noqa: E402
 from payload_estimator.sim.wrist import WristTrajectory, simulate_wrist  # noqa: E402
 
@@ -364,7 +365,12 @@ def bench_per_sample(quick: bool) -> list[tuple]:
 
 
 def _latency_run(method: str, points: np.ndarray, stream: SensorSamples) -> dict:
-    est = make_estimator(method, points if method == "pmd" else None, bias=True, offset_window_s=10.0)
+    """Every estimate()'s time; the estimator as the node makes it (the settings' defaults)."""
+    defaults = Settings()
+    budget = ({"iteration_budget": defaults.solve_iteration_budget, "time_budget_s": defaults.solve_time_budget_s}
+              if method == "pmd" else {})
+    est = make_estimator(method, points if method == "pmd" else None, bias=True,
+                         offset_window_s=defaults.offset_window_s, **budget)
     times: list[float] = []
     iterations: list[int] = []
     statuses: dict[str, int] = {}

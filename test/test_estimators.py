@@ -374,4 +374,4 @@ def test_pmd_solve_budget_keeps_the_last_converged_estimate():
     final = generous.estimate()
     assert abs(tight.estimate().mass - final.mass) < 0.02 * final.mass
     with pytest.raises(ConfigurationError):
-        make_estimator("pmd", points, iteration_budget=0)
+        make_estimator("pmd", points, iteration_budget=-1)

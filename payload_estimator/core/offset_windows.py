@@ -262,6 +262,8 @@ class _OpenWindow:
         if order == 0 or W <= 0.0:
             self.sub_grams = [held[0] for _, held in self._sub_sums()]
             return raw.copy()
+        if self.features and raw.extended_gram() is not None:
+            return self._projected_features([(1.0 - share, 1), (share, 2)] if share > 0.0 else [(1.0, 1)])
         mean = self._projection(1)
         if share <= 0.0:
             return mean[0]
@@ -275,6 +277,35 @@ class _OpenWindow:
                          (1.0 - share) * mean[0].time_data + share * line[0].time_data,
                          None if F_mean is None or F_line is None else (1.0 - share) * F_mean + share * F_line, blocks)
         return out
+
+    def _projected_features(self, mix: list[tuple[float, int]]) -> RegressorStatistics:
+        """Feature mode's :meth:`projected`: the window's fitted lines taken off the extended feature rows.
+
+        Taking each column's fitted mean (or line) off every sample is one linear map of the extended
+        rows, ``u' = L u`` (:func:`_line_map`), the same for every channel: the window's Gram becomes
+        ``L E L^T``, each short batch's ``L E_b L^T`` and each block's sums ``L v``. ``mix``: the
+        projections (1: mean, 2: line) and their shares."""
+        E = self.stats.extended_gram()
+        assert E is not None
+        maps = [(weight, _line_map(E, order)) for weight, order in mix if weight > 0.0]
+        extended = sum(weight * (L @ E @ L.T) for weight, L in maps)
+        P = CHANNEL_ROW_MAP
+        self.sub_grams = []
+        for E_b in self.feature_sub.values():
+            projected = sum(weight * (L @ E_b @ L.T) for weight, L in maps)
+            self.sub_grams.append(P.transpose(0, 2, 1) @ projected @ P)
+        blocks = []
+        for which, length in enumerate(BLOCK_SECONDS):
+            out = BlockSums(length, N_FEATURE_ROW, channels=None)
+            held = self.feature_blocks[which]
+            if held:
+                V = np.array(list(held.values()))
+                for weight, L in maps:
+                    projected = (V @ L.T)[:, :N_FEATURE_ROW]
+                    out.gram += weight * (projected.T @ projected)
+                out.n_blocks = float(len(V))
+            blocks.append(out)
+        return RegressorStatistics.from_extended(extended, blocks, self.stats)
 
     def _projection(self, order: int) -> tuple[RegressorStatistics, list[np.ndarray]]:
         """The window's statistics and short batches' Grams with its mean (1) or a line (2) projected off."""
@@ -514,6 +545,19 @@ class WindowedStatistics(RegressorStatistics):
 
         The line (or mean) that the open window's residuals at ``phi`` follow, at its newest sample."""
         return current_offsets([self], phi)
+
+
+def _line_map(E: np.ndarray, order: int) -> np.ndarray:
+    """Return ``L`` (20, 20): an extended feature row less each column's fitted mean (1) or line (2) in time.
+
+    The fit is weighted least squares of every feature and wrench column on ``[1, tau]`` (or ``1``),
+    from the window's extended Gram ``E``; the ``1`` and ``tau`` columns stay as they are (the block
+    sums keep their sample count)."""
+    cols = [ONE_COLUMN] if order == 1 else [ONE_COLUMN, TIME_COLUMN]
+    coef = E[:, cols] @ np.linalg.inv(E[np.ix_(cols, cols)])  # (20, k): each column's intercept (and slope)
+    L = np.eye(E.shape[0])
+    L[:ONE_COLUMN, cols] -= coef[:ONE_COLUMN]
+    return L
 
 
 def _blend_blocks(a: BlockSums, b: BlockSums, share: float) -> BlockSums:

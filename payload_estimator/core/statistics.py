@@ -334,6 +334,24 @@ class RegressorStatistics:
             for blocks in self._feature_blocks:
                 blocks.add(rows, t)
 
+    @classmethod
+    def from_extended(cls, extended: np.ndarray, blocks: list[BlockSums],
+                      like: RegressorStatistics) -> RegressorStatistics:
+        """Statistics in feature mode holding the extended Gram ``extended`` (20, 20) and the shared ``blocks``.
+
+        The counts and times are ``like``'s (a projection of ``like``'s samples)."""
+        out = cls()
+        out._extended = extended
+        out._feature_blocks = tuple(blocks)
+        out.n_samples, out.weight_sum = like.n_samples, like.weight_sum
+        out._t0, out._t_last, out._time_ok = like._t0, like._t_last, like._time_ok
+        out._mapped = False
+        return out
+
+    def extended_gram(self) -> np.ndarray | None:
+        """(20, 20) the Gram of the extended feature rows (feature mode), or None (per-channel sums)."""
+        return self._extended
+
     def _changed(self) -> None:
         """Forget what was derived from the sums."""
         self._gram = None

@@ -69,7 +69,7 @@ from payload_estimator.core.estimators.base import (
     scaled_eigh,
     solve_psd,
 )
-from payload_estimator.core.estimators.qp import LiftedPointMassQP
+from payload_estimator.core.estimators.qp import MAX_ITERATIONS, TIME_LIMIT_S, LiftedPointMassQP
 from payload_estimator.core.estimators.uncertainty import drift_covariance
 from payload_estimator.core.regressor import (
     N_BIAS,
@@ -120,17 +120,9 @@ good as least squares', where the same stiffness on a single envelope or a bound
 real tools do not fill uniformly, costs mass and COM accuracy."""
 PART_COUPLING = 0.01
 """``mu / lambda``: how weakly PMD prefers equal density across density groups."""
-ITERATION_BUDGET = 300
-"""OSQP iterations one :meth:`~PointMassDiscretization.estimate` may spend (over its one or two
-solves). A warm-started re-solve needs a few dozen; the first solves, or a sudden change of the data,
-may need hundreds: those continue over the next estimates from where the budget stopped them, while
-each keeps the last estimate that converged (``benchmarks/speed.py`` measures the latency it bounds)."""
 MIN_SOLVE_ITERATIONS = 25
 """A second solve (the re-weighting) starts only with this many iterations of the budget left (OSQP checks
 its termination every 25)."""
-TIME_BUDGET_S = 0.010
-"""Wall time (s) the solves of one estimate may take, whatever the iteration count: the bound that
-holds on a slower or busier machine. Reached, it acts as the iteration budget does."""
 DENSITY_SPREAD = 1.0
 """Relative std of the density of each eighth of the shape in PMD's covariance (the prior a
 real, non-uniform object needs: a steel head on a wooden handle is ~5x the mean density, a
@@ -200,19 +192,27 @@ class PointMassDiscretization(Estimator):
         kinematic_noise: noise of the measured accelerations, compensated in the data
             term (:class:`~payload_estimator.core.estimators.base.KinematicNoise`):
             ``"auto"`` (default), None or ``(lin_acc_std, ang_acc_std)``.
-        iteration_budget: OSQP iterations per estimate (:data:`ITERATION_BUDGET`).
-        time_budget_s: wall time of the solves per estimate, s (:data:`TIME_BUDGET_S`).
+        iteration_budget: OSQP iterations one estimate may spend over its one or two solves (0: no
+            budget). A warm-started re-solve needs a few dozen; the first solves, or a sudden change of
+            the data, may need hundreds: with a budget those continue over the next estimates from where
+            it stopped them, while each keeps the last estimate that converged (the stream sets
+            ``solve_iteration_budget``; ``benchmarks/speed.py`` measures the latency it bounds).
+        time_budget_s: wall time the solves of one estimate may take, s (0: no budget): the bound that
+            holds on a slower or busier machine; reached, it acts as the iteration budget does. Without
+            a budget, each solve stops at OSQP's own limits
+            (:data:`~payload_estimator.core.estimators.qp.MAX_ITERATIONS`, ``TIME_LIMIT_S``).
 
     Attributes:
-        budget_reached: estimates whose solve stopped at its budget (they kept the last estimate
-            that converged, or, before any, the solver's iterate).
+        budget_reached: estimates whose solve stopped at its budget or limit (they kept the last
+            estimate that converged, or, before any, the solver's iterate).
     """
 
     name = "pmd"
     summary = "point-mass discretisation, physically consistent QP (Nadeau et al.)"
     needs_points = True
     has_prior = True
-    settings_options = {**Estimator.settings_options, "c1": "c1", "regularization": "regularization"}
+    settings_options = {**Estimator.settings_options, "c1": "c1", "regularization": "regularization",
+                        "iteration_budget": "solve_iteration_budget", "time_budget_s": "solve_time_budget_s"}
 
     def __init__(
         self,
@@ -232,15 +232,15 @@ class PointMassDiscretization(Estimator):
         reduced_with_linear_acceleration: bool = True,
         kinematic_noise: Any = AUTO,
         offset_window_s: float = 0.0,
-        iteration_budget: int = ITERATION_BUDGET,
-        time_budget_s: float = TIME_BUDGET_S,
+        iteration_budget: int = 0,
+        time_budget_s: float = 0.0,
     ) -> None:
         super().__init__(bias=bias, kinematic_noise=kinematic_noise, offset_window_s=offset_window_s)
-        if not (iteration_budget >= 1 and time_budget_s > 0.0):
-            raise ConfigurationError("iteration_budget must be at least 1 and time_budget_s positive, got "
+        if not (iteration_budget >= 0 and time_budget_s >= 0.0):
+            raise ConfigurationError("iteration_budget and time_budget_s must be zero (no budget) or positive, got "
                                      f"{iteration_budget!r} and {time_budget_s!r}")
-        self.iteration_budget = int(iteration_budget)
-        self.time_budget_s = float(time_budget_s)
+        self.iteration_budget = int(iteration_budget) or MAX_ITERATIONS
+        self.time_budget_s = float(time_budget_s) or TIME_LIMIT_S
         self.budget_reached = 0
         self._last_good: tuple[np.ndarray, np.ndarray | None] | None = None
         """The point masses (kg) and offsets of the last estimate whose solve converged."""
