@@ -192,6 +192,13 @@ class Settings:
     c1: float = _p(C1_DEFAULT, "PMD dynamism scale c1 of Nadeau et al.'s eq. (9), > 0 (see pmd.C1_DEFAULT)",
                    check=_positive)
     regularization: float = _p(1.0, "PMD regularisation lambda, >= 0", check=_nonnegative)
+    solve_time_budget_s: float = _p(
+        0.01, "PMD: wall time the solver may spend on one estimate, s; reached, the estimate keeps the last one that "
+              "converged and the next continues the solve (0: no budget, each solve runs to convergence)",
+        check=_nonnegative)
+    solve_iteration_budget: int = _p(
+        300, "PMD: solver iterations one estimate may spend (0: no budget); as solve_time_budget_s",
+        check=_nonnegative)
     forgetting: float = _p(0.0, "per-sample forgetting factor of rls/rtls, in (0, 1] (1: none); 0: the "
                                 "estimator's own (rls 0.999, rtls 1)", check=_forgetting, unset=0.0)
     offset_window_s: float = _p(

@@ -20,6 +20,7 @@ from payload_estimator.core.noise import TABLE_II
 from payload_estimator.core.regressor import samples_regressor
 from payload_estimator.core.samples import SensorSamples
 from payload_estimator.core.shapes import sample_points
+from payload_estimator.errors import ConfigurationError
 from payload_estimator.sim.payloads import PAYLOADS
 from payload_estimator.sim.wrist import WristTrajectory, simulate_wrist
 
@@ -295,3 +296,82 @@ def test_inertia_identifiability_flag(exact_motion):
     est = OrdinaryLeastSquares()
     est.update(s)
     assert est.estimate().inertia_identifiable
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_one_pass_validation_is_the_masks(seed):
+    """``SensorSamples.usable`` keeps and zeroes exactly what ``usable_mask`` and ``with_tiny_values_zeroed`` do."""
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        n = int(rng.integers(1, 30))
+        arrays = [rng.normal(size=(n, 3)) for _ in range(4)] + [rng.normal(size=(n, 6))]
+        t = np.arange(n, dtype=float)
+        for _ in range(int(rng.integers(0, 3))):
+            k = int(rng.integers(0, 5))
+            arrays[k][rng.integers(0, n), rng.integers(0, arrays[k].shape[1])] = rng.choice(
+                [np.nan, np.inf, -np.inf, 2e6, -2e6, 1e-40, -1e-40, 0.0])
+        if rng.random() < 0.2:
+            t[rng.integers(0, n)] = np.nan
+        samples = SensorSamples(t, *arrays)
+        kept, dropped = samples.usable()
+        ok = samples.usable_mask()
+        reference = samples.select(ok).with_tiny_values_zeroed()
+        assert dropped == int(np.count_nonzero(~ok))
+        for name in ("t", "lin_acc_in_sensor", "ang_vel_in_sensor", "ang_acc_in_sensor", "gravity_in_sensor",
+                     "wrench_in_sensor"):
+            np.testing.assert_array_equal(getattr(kept, name), getattr(reference, name))
+
+
+@pytest.mark.parametrize("method", ["ols", "rtls", "pmd"])
+def test_samples_fed_one_at_a_time_give_the_estimate_of_one_batch(method):
+    """Small batches are gathered before they are taken in: the estimate, the counts and the rejected
+    samples are those of the same samples in one batch, whenever they are read."""
+    noisy, _ = simulate_wrist(PAYLOADS["hammer"].params, WristTrajectory(1.0), duration=2.0,
+                              noise=TABLE_II["moderate"], rng=np.random.default_rng(7))
+    values = noisy.wrench_in_sensor.copy()
+    values[17, 2] = np.nan  # one bad sample among them
+    noisy = SensorSamples(noisy.t, noisy.lin_acc_in_sensor, noisy.ang_vel_in_sensor, noisy.ang_acc_in_sensor,
+                          noisy.gravity_in_sensor, values)
+    points = sample_points(PAYLOADS["hammer"].envelope, max_points=200) if method == "pmd" else None
+    batch = make_estimator(method, points, bias=True, offset_window_s=1.0)
+    single = make_estimator(method, points, bias=True, offset_window_s=1.0)
+    batch.update(noisy)
+    for i in range(len(noisy)):
+        single.update(noisy.select(slice(i, i + 1)))
+        if i == 20:
+            assert single.rejected_samples == 1 and single.samples_used == 20  # a read takes in what is held
+    assert single.samples_used == batch.samples_used == len(noisy) - 1
+    assert single.rejected_samples == batch.rejected_samples == 1
+    a, b = single.estimate(), batch.estimate()
+    np.testing.assert_allclose(a.params.phi, b.params.phi, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(a.covariance, b.covariance, rtol=1e-5, atol=1e-12)
+
+
+def test_pmd_solve_budget_keeps_the_last_converged_estimate():
+    """A solve stopped by PMD's iteration budget leaves the last converged estimate in place, counts it, and
+    continues from where it stopped: the estimates converge over the following calls."""
+    noisy, _ = simulate_wrist(PAYLOADS["hammer"].params, WristTrajectory(1.0), duration=3.0,
+                              noise=TABLE_II["moderate"], rng=np.random.default_rng(11))
+    points = sample_points(PAYLOADS["hammer"].envelope, max_points=300)
+    generous = make_estimator("pmd", points, bias=True)
+    tight = make_estimator("pmd", points, bias=True, iteration_budget=25)
+    for est in (generous, tight):
+        est.update(noisy.select(slice(0, 150)))
+    first = tight.estimate()
+    assert tight.budget_reached >= 1 and int(first.extras["qp_iterations"]) <= 25 + 25  # one termination check
+    converged_params = None
+    for k in range(150, 300, 10):
+        for est in (generous, tight):
+            est.update(noisy.select(slice(k, k + 10)))
+        before = tight.budget_reached
+        est_tight = tight.estimate()
+        if tight.budget_reached > before and converged_params is not None:
+            # stopped at the budget: the last estimate that converged, not the solver's iterate
+            np.testing.assert_allclose(est_tight.params.phi, converged_params)
+        elif tight.budget_reached == before:
+            converged_params = est_tight.params.phi.copy()
+    assert converged_params is not None, "the tight budget never converged: its solves do not continue"
+    final = generous.estimate()
+    assert abs(tight.estimate().mass - final.mass) < 0.02 * final.mass
+    with pytest.raises(ConfigurationError):
+        make_estimator("pmd", points, iteration_budget=-1)

@@ -22,18 +22,22 @@ class BlockSums:
     Args:
         length_s: the blocks' length in sample time, s.
         width: columns of a row.
+        channels: rows per sample (one per wrench channel, 6), or None: one row shared by every
+            channel (the feature rows that every channel's row is a linear map of).
 
     Attributes:
-        gram: (6, width, width) Gram of the closed blocks' sums, per wrench channel.
+        gram: (6, width, width) Gram of the closed blocks' sums, per wrench channel ((width, width)
+            with ``channels`` None).
         n_blocks: closed blocks held (decayed like the Gram).
     """
 
-    def __init__(self, length_s: float, width: int) -> None:
+    def __init__(self, length_s: float, width: int, channels: int | None = 6) -> None:
         self.length_s = float(length_s)
-        self.gram = np.zeros((6, width, width))
+        lead = () if channels is None else (channels,)
+        self.gram = np.zeros((*lead, width, width))
         self.n_blocks = 0.0
         self._key: float | None = None
-        self._carry = np.zeros((6, width))
+        self._carry = np.zeros((*lead, width))
 
     @property
     def n_held(self) -> float:
@@ -48,7 +52,7 @@ class BlockSums:
         self._carry[:] = 0.0
 
     def add(self, rows: np.ndarray, t: np.ndarray) -> None:
-        """Add ``rows`` (n, 6, width) sampled at times ``t`` (n,), s.
+        """Add ``rows`` (n, 6, width) (or (n, width)) sampled at times ``t`` (n,), s.
 
         The rows are already scaled by the square roots of the sample weights."""
         with np.errstate(over="ignore", invalid="ignore"):  # absurd stamps make blocks of their own
@@ -60,13 +64,16 @@ class BlockSums:
             sums[0] += self._carry
         elif self._key is not None:
             self._close(self._carry)
-        for block in sums[:-1]:
-            self._close(block)
+        closed = sums[:-1]
+        if len(closed):  # every block but the last is complete: their Grams in one product
+            flat = closed.reshape(len(closed), -1, closed.shape[-1])  # (blocks, channels or 1, width)
+            self.gram += np.einsum("bki,bkj->kij", flat, flat).reshape(self.gram.shape)
+            self.n_blocks += float(len(closed))
         self._carry = sums[-1].copy()
         self._key = float(keys[-1])
 
     def _close(self, block: np.ndarray) -> None:
-        self.gram += block[:, :, None] * block[:, None, :]
+        self.gram += block[..., :, None] * block[..., None, :]
         self.n_blocks += 1.0
 
     def add_closed(self, block: np.ndarray) -> None:
@@ -90,10 +97,33 @@ class BlockSums:
         """(6, width, width) the Gram of the block sums, the open block's counted as closed."""
         if self._key is None:
             return self.gram.copy()
-        return self.gram + self._carry[:, :, None] * self._carry[:, None, :]
+        return self.gram + self._carry[..., :, None] * self._carry[..., None, :]
+
+    def mapped(self, Q: np.ndarray) -> BlockSums:
+        """Return the per-channel block sums of rows ``r @ Q[k]`` from these shared rows ``r``.
+
+        ``Q`` (6, width, width_k) maps a shared row to each channel's row (the blocks, their count
+        and the open block are the same)."""
+        out = BlockSums(self.length_s, Q.shape[2])
+        out.gram = Q.transpose(0, 2, 1) @ self.gram @ Q
+        out.n_blocks = self.n_blocks
+        out._key = self._key
+        out._carry = np.einsum("i,kia->ka", self._carry, Q)
+        return out
+
+    def shifted(self, M: np.ndarray) -> BlockSums:
+        """Return these shared block sums with every row ``r`` replaced by ``M @ r``."""
+        out = BlockSums(self.length_s, M.shape[0], channels=None)
+        out.gram = M @ self.gram @ M.T
+        out.n_blocks = self.n_blocks
+        out._key = self._key
+        out._carry = M @ self._carry
+        return out
 
     def sums_of_squares(self, V: np.ndarray) -> tuple[np.ndarray, float]:
         """Return (6,) ``sum_b (S_bk . v_k)²`` for the per-channel vectors ``V`` (6, width), and the block count.
+
+        Per-channel block sums only.
 
         The open block is included in both."""
         total = np.einsum("ki,kij,kj->k", V, self.gram, V)

@@ -46,13 +46,18 @@ from typing import Any
 import numpy as np
 
 from payload_estimator.core.batch_means import BlockSums
-from payload_estimator.core.regressor import N_FEATURES, N_PARAMS
+from payload_estimator.core.regressor import N_PARAMS, features_regressor
 from payload_estimator.core.statistics import (
+    BLOCK_ROW_MAP,
     BLOCK_SECONDS,
+    CHANNEL_ROW_MAP,
     N_BLOCK_COLUMNS,
     N_DATA_COLUMNS,
     N_FEATURE_ROW,
+    ONE_COLUMN,
+    TIME_COLUMN,
     RegressorStatistics,
+    extended_rows,
 )
 
 __all__ = ["WindowedStatistics", "current_offsets", "DEFAULT_WINDOW_S", "LINE_AFTER", "LINE_KEEPS", "MIN_BATCHES",
@@ -99,21 +104,31 @@ class _OpenWindow:
         """Short batches (:data:`BATCH_S`): key -> raw sums [G (6, 11, 11), S (6, 11), U (6, 11), W, T1, T2]."""
         self.sub_grams: list[np.ndarray] = []
         """The short batches' data Grams (6, 11, 11) as the last projection left them."""
+        self.features = True
+        """While every batch came with its features, the short batches and blocks are kept as extended
+        feature rows (:func:`~payload_estimator.core.statistics.extended_rows`), mapped to the channels
+        when read: ``feature_sub`` key -> Gram (20, 20), ``feature_blocks`` key -> sum (20,) of
+        sqrt-weighted rows."""
+        self.feature_sub: dict[float, np.ndarray] = {}
+        self.feature_blocks: list[dict[float, np.ndarray]] = [{} for _ in BLOCK_SECONDS]
 
-    def add(self, Y: np.ndarray, wrench: np.ndarray, weights: np.ndarray | None, t: np.ndarray,
+    def add(self, Y: np.ndarray | None, wrench: np.ndarray, weights: np.ndarray | None, t: np.ndarray,
             features: np.ndarray | None) -> None:
-        """Add a batch that lies in this window."""
+        """Add a batch that lies in this window (``Y`` may be None when ``features`` are given)."""
         if self.t0 is None:
             self.t0 = float(t[0])
         self.stats.add(Y, wrench, weights, t=t, features=features)
         tau = t - self.t0
         s = np.ones(len(t)) if weights is None else np.clip(np.asarray(weights, dtype=float), 0.0, None)
         if features is not None:
-            U = np.empty((len(t), N_FEATURE_ROW))
-            U[:, :N_FEATURES] = features
-            U[:, N_FEATURES:N_FEATURES + 6] = wrench
-            U[:, -1] = 1.0
-            self.feature_time += (s * tau) @ U
+            U = extended_rows(features, wrench, tau)
+            self.feature_time += (s * tau) @ U[:, :N_FEATURE_ROW]
+            if self.features:
+                self._add_feature_rows(U, s, t)
+                return
+        self._to_channels()
+        if Y is None:
+            Y = features_regressor(features)
         rows = np.empty((len(t), 6, N_BLOCK_COLUMNS))
         rows[:, :, :N_PARAMS] = Y
         rows[:, :, N_PARAMS] = wrench
@@ -130,6 +145,72 @@ class _OpenWindow:
                 held = self.blocks[which].setdefault(float(key), [np.zeros((6, N_BLOCK_COLUMNS)), 0.0])
                 held[0] += block
                 held[1] += float(tsum)
+
+    def _add_feature_rows(self, U: np.ndarray, s: np.ndarray, t: np.ndarray) -> None:
+        """Feature mode's short batches and blocks: one product per batch, sums per block."""
+        keys = np.floor(t / BATCH_S)
+        starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+        for start, stop in zip(starts, np.r_[starts[1:], len(t)]):
+            u = U[start:stop]
+            gram = (u.T * s[start:stop]) @ u
+            key = float(keys[start])
+            held = self.feature_sub.get(key)
+            self.feature_sub[key] = gram if held is None else held + gram
+        R = U * np.sqrt(s)[:, None]
+        for which, length in enumerate(BLOCK_SECONDS):
+            keys = np.floor(t / length)
+            starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+            held_blocks = self.feature_blocks[which]
+            for key, block in zip(keys[starts], np.add.reduceat(R, starts, axis=0)):
+                key = float(key)
+                held_block = held_blocks.get(key)
+                held_blocks[key] = block if held_block is None else held_block + block
+
+    def _to_channels(self) -> None:
+        """Leave feature mode for good: the short batches and blocks become per-channel sums."""
+        if not self.features:
+            return
+        for key, held in self._sub_sums():
+            mine = self.sub.setdefault(key, [np.zeros_like(held[0]), np.zeros_like(held[1]),
+                                             np.zeros_like(held[2]), 0.0, 0.0, 0.0])
+            for i in range(6):
+                mine[i] = mine[i] + held[i]
+        for which in range(len(BLOCK_SECONDS)):
+            keys, sums, tsums = self._block_sums(which)
+            for key, block, tsum in zip(keys, sums, tsums):
+                mine = self.blocks[which].setdefault(key, [np.zeros((6, N_BLOCK_COLUMNS)), 0.0])
+                mine[0] = mine[0] + block
+                mine[1] += float(tsum)
+        self.feature_sub = {}
+        self.feature_blocks = [{} for _ in BLOCK_SECONDS]
+        self.features = False
+
+    def _sub_sums(self) -> list[tuple[float, list[Any]]]:
+        """The short batches' raw sums, key -> [G (6, 11, 11), S (6, 11), U (6, 11), W, T1, T2]."""
+        if not self.features:
+            return list(self.sub.items())
+        P = CHANNEL_ROW_MAP
+        out = []
+        for key, E in self.feature_sub.items():
+            out.append((key, [P.transpose(0, 2, 1) @ E @ P, np.einsum("i,kia->ka", E[:, ONE_COLUMN], P),
+                              np.einsum("i,kia->ka", E[:, TIME_COLUMN], P), float(E[ONE_COLUMN, ONE_COLUMN]),
+                              float(E[ONE_COLUMN, TIME_COLUMN]), float(E[TIME_COLUMN, TIME_COLUMN])]))
+        return out
+
+    def _block_sums(self, which: int) -> tuple[list[float], np.ndarray, np.ndarray]:
+        """The blocks of ``BLOCK_SECONDS[which]``: keys, sums (B, 6, 12) of sqrt-weighted rows, (B,) of sqrt(s) tau."""
+        if not self.features:
+            held = self.blocks[which]
+            if not held:
+                return [], np.zeros((0, 6, N_BLOCK_COLUMNS)), np.zeros(0)
+            return (list(held), np.array([h[0] for h in held.values()]),
+                    np.array([h[1] for h in held.values()], dtype=float))
+        held_f = self.feature_blocks[which]
+        if not held_f:
+            return [], np.zeros((0, 6, N_BLOCK_COLUMNS)), np.zeros(0)
+        vectors = np.array(list(held_f.values()))
+        return (list(held_f), np.einsum("bi,kia->bka", vectors[:, :N_FEATURE_ROW], BLOCK_ROW_MAP),
+                vectors[:, TIME_COLUMN].copy())
 
     def _add_short_batches(self, Z: np.ndarray, s: np.ndarray, t: np.ndarray, tau: np.ndarray) -> None:
         keys = np.floor(t / BATCH_S)
@@ -150,6 +231,8 @@ class _OpenWindow:
         """Exponential forgetting of everything held."""
         self.stats.decay(factor)
         self.feature_time *= factor
+        self.feature_sub = {key: E * factor for key, E in self.feature_sub.items()}
+        self.feature_blocks = [{key: b * np.sqrt(factor) for key, b in held.items()} for held in self.feature_blocks]
         for held in self.sub.values():
             for i in range(len(held)):
                 held[i] = held[i] * factor
@@ -177,8 +260,10 @@ class _OpenWindow:
         self.order = order if order < 2 else (2 if share > 0.0 else 1)
         self.share = share
         if order == 0 or W <= 0.0:
-            self.sub_grams = [held[0] for held in self.sub.values()]
+            self.sub_grams = [held[0] for _, held in self._sub_sums()]
             return raw.copy()
+        if self.features and raw.extended_gram() is not None:
+            return self._projected_features([(1.0 - share, 1), (share, 2)] if share > 0.0 else [(1.0, 1)])
         mean = self._projection(1)
         if share <= 0.0:
             return mean[0]
@@ -192,6 +277,35 @@ class _OpenWindow:
                          (1.0 - share) * mean[0].time_data + share * line[0].time_data,
                          None if F_mean is None or F_line is None else (1.0 - share) * F_mean + share * F_line, blocks)
         return out
+
+    def _projected_features(self, mix: list[tuple[float, int]]) -> RegressorStatistics:
+        """Feature mode's :meth:`projected`: the window's fitted lines taken off the extended feature rows.
+
+        Taking each column's fitted mean (or line) off every sample is one linear map of the extended
+        rows, ``u' = L u`` (:func:`_line_map`), the same for every channel: the window's Gram becomes
+        ``L E L^T``, each short batch's ``L E_b L^T`` and each block's sums ``L v``. ``mix``: the
+        projections (1: mean, 2: line) and their shares."""
+        E = self.stats.extended_gram()
+        assert E is not None
+        maps = [(weight, _line_map(E, order)) for weight, order in mix if weight > 0.0]
+        extended = sum(weight * (L @ E @ L.T) for weight, L in maps)
+        P = CHANNEL_ROW_MAP
+        self.sub_grams = []
+        for E_b in self.feature_sub.values():
+            projected = sum(weight * (L @ E_b @ L.T) for weight, L in maps)
+            self.sub_grams.append(P.transpose(0, 2, 1) @ projected @ P)
+        blocks = []
+        for which, length in enumerate(BLOCK_SECONDS):
+            out = BlockSums(length, N_FEATURE_ROW, channels=None)
+            held = self.feature_blocks[which]
+            if held:
+                V = np.array(list(held.values()))
+                for weight, L in maps:
+                    projected = (V @ L.T)[:, :N_FEATURE_ROW]
+                    out.gram += weight * (projected.T @ projected)
+                out.n_blocks = float(len(V))
+            blocks.append(out)
+        return RegressorStatistics.from_extended(extended, blocks, self.stats)
 
     def _projection(self, order: int) -> tuple[RegressorStatistics, list[np.ndarray]]:
         """The window's statistics and short batches' Grams with its mean (1) or a line (2) projected off."""
@@ -207,7 +321,7 @@ class _OpenWindow:
             C = np.stack([raw.data_sum, raw.time_data], axis=2)  # (6, 11, 2)
             Cf = None if F is None else np.stack([F[:, -1], self.feature_time], axis=1)
         coef = C @ M_inv  # (6, 11, k): each column's fitted intercept (and slope)
-        batches = [self._projected_batch(held, coef) for held in self.sub.values()]
+        batches = [self._projected_batch(held, coef) for _, held in self._sub_sums()]
         gram = raw.data_gram - np.einsum("kia,kja->kij", coef, C)
         feature_gram = None if F is None or Cf is None else F - (Cf @ M_inv) @ Cf.T
         if order == 1:
@@ -265,12 +379,14 @@ class _OpenWindow:
         blocks = []
         for which in range(len(BLOCK_SECONDS)):
             projected = BlockSums(BLOCK_SECONDS[which], N_BLOCK_COLUMNS)
-            for sums, tsum in self.blocks[which].values():
+            _, sums, tsums = self._block_sums(which)
+            if len(sums):  # every block, its offsets' line taken off, closed
                 b = sums.copy()
-                b[:, :N_DATA_COLUMNS] -= coef[:, :, 0] * sums[:, -1:]
+                b[:, :, :N_DATA_COLUMNS] -= coef[None, :, :, 0] * sums[:, :, -1:]
                 if coef.shape[2] == 2:
-                    b[:, :N_DATA_COLUMNS] -= coef[:, :, 1] * tsum
-                projected.add_closed(b)
+                    b[:, :, :N_DATA_COLUMNS] -= coef[None, :, :, 1] * tsums[:, None, None]
+                projected.gram = np.einsum("bki,bkj->kij", b, b)
+                projected.n_blocks = float(len(b))
             blocks.append(projected)
         out.replace_sums(gram, np.zeros_like(raw.data_sum),
                          raw.time_data - np.einsum("kia,a->ki", coef, [T1, T2][:coef.shape[2]]),
@@ -323,10 +439,10 @@ class WindowedStatistics(RegressorStatistics):
         self._short = []
         self._open_gram = None
 
-    def add(self, Y: np.ndarray, wrench: np.ndarray, weights: np.ndarray | None = None,
+    def add(self, Y: np.ndarray | None, wrench: np.ndarray, weights: np.ndarray | None = None,
             t: np.ndarray | None = None, features: np.ndarray | None = None) -> None:
         """Accumulate a batch (as :meth:`RegressorStatistics.add`); samples without times fall in the open window."""
-        n = Y.shape[0]
+        n = wrench.shape[0]
         if n == 0:
             return
         if t is None or not np.all(np.isfinite(t)):
@@ -340,8 +456,8 @@ class WindowedStatistics(RegressorStatistics):
                 self._close()
             self._key = key
             piece = slice(int(start), int(stop))
-            self._open.add(Y[piece], wrench[piece], None if weights is None else weights[piece], t[piece],
-                           None if features is None else features[piece])
+            self._open.add(None if Y is None else Y[piece], wrench[piece], None if weights is None else weights[piece],
+                           t[piece], None if features is None else features[piece])
         self.n_samples += n
         self.weight_sum = self._closed.weight_sum + self._open.stats.weight_sum
         self._dirty = True
@@ -429,6 +545,19 @@ class WindowedStatistics(RegressorStatistics):
 
         The line (or mean) that the open window's residuals at ``phi`` follow, at its newest sample."""
         return current_offsets([self], phi)
+
+
+def _line_map(E: np.ndarray, order: int) -> np.ndarray:
+    """Return ``L`` (20, 20): an extended feature row less each column's fitted mean (1) or line (2) in time.
+
+    The fit is weighted least squares of every feature and wrench column on ``[1, tau]`` (or ``1``),
+    from the window's extended Gram ``E``; the ``1`` and ``tau`` columns stay as they are (the block
+    sums keep their sample count)."""
+    cols = [ONE_COLUMN] if order == 1 else [ONE_COLUMN, TIME_COLUMN]
+    coef = E[:, cols] @ np.linalg.inv(E[np.ix_(cols, cols)])  # (20, k): each column's intercept (and slope)
+    L = np.eye(E.shape[0])
+    L[:ONE_COLUMN, cols] -= coef[:ONE_COLUMN]
+    return L
 
 
 def _blend_blocks(a: BlockSums, b: BlockSums, share: float) -> BlockSums:

@@ -42,6 +42,7 @@ __all__ = [
     "samples_features",
     "FEATURE_MATRIX",
     "features_regressor",
+    "whitened_rows",
     "N_FEATURES",
 ]
 
@@ -179,6 +180,20 @@ def regressor_features(
 def features_regressor(features: np.ndarray) -> np.ndarray:
     """(N, 6, 10) regressor from (N, 12) :func:`regressor_features`."""
     return (np.asarray(features, dtype=float) @ _K).reshape(-1, 6, N_PARAMS)
+
+
+def whitened_rows(
+    samples: SensorSamples, features: np.ndarray
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray | None]:
+    """Return ``(Y, wrench, features)`` of a batch for :meth:`RegressorStatistics.add`.
+
+    Samples without their own wrench information: no regressor (the statistics map the
+    features), the wrench and the features. Otherwise the whitened regressor and wrench
+    (:meth:`SensorSamples.whitened`) and no features (whitening mixes the channels)."""
+    if samples.wrench_information_sqrt is None:
+        return None, samples.wrench_in_sensor, features
+    Y, wrench, _ = samples.whitened(features_regressor(features))
+    return Y, wrench, None
 
 
 def samples_features(samples: SensorSamples, apparent_gravity: np.ndarray | None = None) -> np.ndarray:

@@ -133,6 +133,40 @@ class SensorSamples:
             in_range &= (np.abs(self.wrench_information_sqrt) <= MAX_ABS_VALUE).all(axis=(1, 2))
         return np.isfinite(self.t) & in_range
 
+    def _arrays(self) -> list[np.ndarray]:
+        """Every array of values (not the stamps)."""
+        arrays = [self.lin_acc_in_sensor, self.ang_vel_in_sensor, self.ang_acc_in_sensor, self.gravity_in_sensor,
+                  self.wrench_in_sensor]
+        if self.wrench_information_sqrt is not None:
+            arrays.append(self.wrench_information_sqrt)
+        return arrays
+
+    def all_usable(self) -> bool:
+        """Whether every sample is usable (:meth:`usable_mask`), from whole-array extremes: no per-sample mask."""
+        if len(self.t) == 0:
+            return True
+        # max and min are NaN where a NaN is: the comparisons fail for it too
+        return bool(np.isfinite(self.t).all()) and all(
+            a.max() <= MAX_ABS_VALUE and a.min() >= -MAX_ABS_VALUE for a in self._arrays())
+
+    def usable(self) -> tuple[SensorSamples, int]:
+        """Return the usable samples (:meth:`usable_mask`), tiny values zeroed (:meth:`with_tiny_values_zeroed`).
+
+        And how many were dropped. Whole-array tests first (extremes, counts): the per-sample masks are
+        formed only when a value is out of range or tiny."""
+        if len(self.t) == 0:
+            return self, 0
+        arrays = self._arrays()
+        if self.all_usable():
+            kept, dropped = self, 0
+        else:
+            ok = self.usable_mask()
+            kept, dropped = self.select(ok), int(ok.size - np.count_nonzero(ok))
+        # every value below the smallest magnitude is an exact 0, or some are tiny
+        if all(np.count_nonzero(np.abs(a) < MIN_ABS_VALUE) == np.count_nonzero(a == 0.0) for a in arrays[:5]):
+            return kept, dropped
+        return kept.with_tiny_values_zeroed(), dropped
+
     def with_tiny_values_zeroed(self) -> SensorSamples:
         """Return the same samples with every value smaller than :data:`MIN_ABS_VALUE` in magnitude set to 0.
 

@@ -12,6 +12,14 @@ total-least-squares or point-mass estimator needs follows from them: the
 normal equations for any channel weighting, residual sums of squares per
 channel, covariances and condition numbers. Memory and per-solve work are
 constant in the number of samples; each sample costs one small matrix product.
+
+Every channel's regressor row is a fixed linear map of twelve features
+(:data:`~payload_estimator.core.regressor.FEATURE_MATRIX`). While the samples come
+with their features (no per-sample whitening), the statistics keep only the Gram of the
+extended feature rows ``u_j = [features (12), wrench (6), 1, tau_j]`` (20 x 20, one
+product per batch) and the block sums of ``u_j``; the per-channel sums are mapped from
+them when read. A batch without features (whitened samples) turns them into per-channel
+sums for good.
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from payload_estimator.core.batch_means import BlockSums, WhiteNoiseResiduals, block_vectors
-from payload_estimator.core.regressor import FEATURE_MATRIX, N_BIAS, N_FEATURES, N_PARAMS
+from payload_estimator.core.regressor import FEATURE_MATRIX, N_BIAS, N_FEATURES, N_PARAMS, features_regressor
 
 __all__ = [
     "RegressorStatistics",
@@ -36,6 +44,12 @@ __all__ = [
     "CORRELATION_BLOCK",
     "SLOW_BLOCK",
     "Correlation",
+    "N_EXTENDED_ROW",
+    "ONE_COLUMN",
+    "TIME_COLUMN",
+    "CHANNEL_ROW_MAP",
+    "BLOCK_ROW_MAP",
+    "extended_rows",
 ]
 
 N_AUGMENTED = N_PARAMS + N_BIAS + 1
@@ -50,6 +64,43 @@ _N_FEATURE_ROW = N_FEATURE_ROW = N_FEATURES + 6 + 1
 _K_FEATURES = FEATURE_MATRIX.reshape(N_FEATURES, 6, N_PARAMS)
 _N_BLOCK = N_BLOCK_COLUMNS = _N_DATA + 1
 """Columns of a block-sum row: the regressor, the measurement and a 1 (the offset)."""
+_ONE = _N_FEATURE_ROW - 1
+"""The column of the 1 in a feature row (and of the extended row's)."""
+_TAU = _N_FEATURE_ROW
+"""The column of the sample time in an extended feature row ``[features, wrench, 1, tau]``."""
+_N_EXTENDED = _N_FEATURE_ROW + 1
+
+
+def _channel_maps() -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(P (6, 20, 11), Q (6, 19, 12))``: extended feature row -> channel data row, feature row -> block row."""
+    P = np.zeros((6, _N_EXTENDED, _N_DATA))
+    Q = np.zeros((6, _N_FEATURE_ROW, _N_BLOCK))
+    for k in range(6):
+        P[k, :N_FEATURES, :N_PARAMS] = _K_FEATURES[:, k, :]
+        P[k, N_FEATURES + k, N_PARAMS] = 1.0
+        Q[k, :, :_N_DATA] = P[k, :_N_FEATURE_ROW]
+        Q[k, _ONE, _N_DATA] = 1.0
+    return P, Q
+
+
+_P_CHANNELS, _Q_BLOCKS = _channel_maps()
+N_EXTENDED_ROW = _N_EXTENDED
+ONE_COLUMN = _ONE
+TIME_COLUMN = _TAU
+CHANNEL_ROW_MAP = _P_CHANNELS
+"""(6, 20, 11): an extended feature row times ``[k]`` is channel ``k``'s data row ``[Y_k, w_k]``."""
+BLOCK_ROW_MAP = _Q_BLOCKS
+"""(6, 19, 12): a feature row times ``[k]`` is channel ``k``'s block row ``[Y_k, w_k, 1]``."""
+
+
+def extended_rows(features: np.ndarray, wrench: np.ndarray, tau: np.ndarray | None) -> np.ndarray:
+    """Return the (N, 20) extended feature rows ``[features, wrench, 1, tau]`` (``tau`` None: 0)."""
+    U = np.empty((wrench.shape[0], _N_EXTENDED))
+    U[:, :N_FEATURES] = features
+    U[:, N_FEATURES:N_FEATURES + 6] = wrench
+    U[:, _ONE] = 1.0
+    U[:, _TAU] = 0.0 if tau is None else tau
+    return U
 
 CORRELATION_BLOCK = 0.1
 """Short block (s of sample time): long enough to hold the correlation of filtered noise (the
@@ -101,7 +152,8 @@ def unknown_indices(with_bias: bool) -> np.ndarray:
 
 
 _SUM_FIELDS = frozenset({"_data_gram", "_data_sum", "n_samples", "weight_sum", "_gram", "_analysis", "_blocks",
-                         "_feature_gram", "_t0", "_t_last", "_time_ok", "_time_sum", "_time_sq", "_time_data"})
+                         "_feature_gram", "_t0", "_t_last", "_time_ok", "_time_sum", "_time_sq", "_time_data",
+                         "_extended", "_feature_blocks", "_mapped"})
 """The attributes that hold a :class:`RegressorStatistics`' sums (what :meth:`RegressorStatistics.assign` copies)."""
 
 
@@ -111,7 +163,8 @@ class RegressorStatistics:
     Only the data block (the ten regressor columns and the measurement) needs
     a matrix product per sample; the offset columns are unit vectors, so their
     entries are plain weighted sums. The full (6, 17, 17) :attr:`gram` is
-    assembled from the three pieces when asked for.
+    assembled from the three pieces when asked for. While every batch came with
+    its features, only their extended Gram is summed (module docstring).
 
     Attributes:
         n_samples: number of samples added (not reduced by :meth:`decay`).
@@ -134,6 +187,11 @@ class RegressorStatistics:
         self._time_sum = 0.0
         self._time_sq = 0.0
         self._time_data = np.zeros((6, _N_DATA))
+        self._extended: np.ndarray | None = np.zeros((_N_EXTENDED, _N_EXTENDED))
+        """Feature mode: the weighted Gram of the extended feature rows (None: per-channel sums)."""
+        self._feature_blocks = tuple(BlockSums(length, _N_FEATURE_ROW, channels=None) for length in BLOCK_SECONDS)
+        self._mapped = True
+        """Feature mode: whether the per-channel sums hold what the extended Gram maps to."""
 
     def reset(self) -> None:
         """Forget every sample."""
@@ -152,6 +210,9 @@ class RegressorStatistics:
         self._time_sum = 0.0
         self._time_sq = 0.0
         self._time_data[:] = 0.0
+        self._extended = np.zeros((_N_EXTENDED, _N_EXTENDED))
+        self._feature_blocks = tuple(BlockSums(length, _N_FEATURE_ROW, channels=None) for length in BLOCK_SECONDS)
+        self._mapped = True
 
     def copy(self) -> RegressorStatistics:
         """An independent copy of the statistics."""
@@ -161,7 +222,7 @@ class RegressorStatistics:
 
     def add(
         self,
-        Y: np.ndarray,
+        Y: np.ndarray | None,
         wrench: np.ndarray,
         weights: np.ndarray | None = None,
         t: np.ndarray | None = None,
@@ -170,7 +231,8 @@ class RegressorStatistics:
         """Accumulate a batch.
 
         Args:
-            Y: (N, 6, 10) regressor of the batch.
+            Y: (N, 6, 10) regressor of the batch; may be None when ``features`` are given (it is
+                their map, :func:`~payload_estimator.core.regressor.features_regressor`).
             wrench: (N, 6) measured wrench on the sensor.
             weights: (N,) non-negative per-sample weights, default 1.
             t: (N,) sample times, s: with them the block sums that measure how long
@@ -180,9 +242,15 @@ class RegressorStatistics:
                 cross-channel terms of the covariance (:meth:`score_covariance`) are kept.
                 Statistics that miss them for any batch fall back to independent channels.
         """
-        n = Y.shape[0]
+        n = wrench.shape[0]
         if n == 0:
             return
+        if features is not None and self._extended is not None:
+            self._add_features(features, wrench, weights, t)
+            return
+        self._to_channels()
+        if Y is None:
+            Y = features_regressor(features)
         Z = np.empty((6, n, _N_DATA))
         Z[:, :, :N_PARAMS] = Y.transpose(1, 0, 2)
         Z[:, :, N_PARAMS] = wrench.T
@@ -233,9 +301,93 @@ class RegressorStatistics:
             for blocks in self._blocks:
                 blocks.add(rows, t)
 
+    def _add_features(self, features: np.ndarray, wrench: np.ndarray, weights: np.ndarray | None,
+                      t: np.ndarray | None) -> None:
+        """Feature mode's :meth:`add`: one product of the extended rows, and their block sums."""
+        n = wrench.shape[0]
+        U = extended_rows(features, wrench, None)
+        if t is None or not np.all(np.isfinite(t)):
+            self._time_ok = False
+        else:
+            if self._t0 is None:
+                self._t0 = float(t[0])
+            self._t_last = float(t[-1])
+            tau = np.asarray(t, dtype=float) - self._t0
+            if np.max(np.abs(tau)) < 1e100:  # absurd stamps: the trend is not measured
+                U[:, _TAU] = tau
+            else:
+                self._time_ok = False
+        assert self._extended is not None
+        if weights is None:
+            self.weight_sum += float(n)
+            self._extended += U.T @ U
+        else:
+            weights = np.asarray(weights, dtype=float)
+            self.weight_sum += float(weights.sum())
+            self._extended += (U.T * weights) @ U
+        self.n_samples += n
+        self._changed()
+        if t is not None:
+            rows = U[:, :_N_FEATURE_ROW]
+            if weights is not None:
+                rows = rows * np.sqrt(np.clip(weights, 0.0, None))[:, None]
+            for blocks in self._feature_blocks:
+                blocks.add(rows, t)
+
+    @classmethod
+    def from_extended(cls, extended: np.ndarray, blocks: list[BlockSums],
+                      like: RegressorStatistics) -> RegressorStatistics:
+        """Statistics in feature mode holding the extended Gram ``extended`` (20, 20) and the shared ``blocks``.
+
+        The counts and times are ``like``'s (a projection of ``like``'s samples)."""
+        out = cls()
+        out._extended = extended
+        out._feature_blocks = tuple(blocks)
+        out.n_samples, out.weight_sum = like.n_samples, like.weight_sum
+        out._t0, out._t_last, out._time_ok = like._t0, like._t_last, like._time_ok
+        out._mapped = False
+        return out
+
+    def extended_gram(self) -> np.ndarray | None:
+        """(20, 20) the Gram of the extended feature rows (feature mode), or None (per-channel sums)."""
+        return self._extended
+
+    def _changed(self) -> None:
+        """Forget what was derived from the sums."""
+        self._gram = None
+        self._analysis = None
+        self._mapped = False
+
+    def _map_features(self) -> None:
+        """Feature mode: make the per-channel sums what the extended Gram and block sums map to."""
+        if self._mapped or self._extended is None:
+            return
+        E = self._extended
+        self._data_gram = _P_CHANNELS.transpose(0, 2, 1) @ E @ _P_CHANNELS
+        self._data_sum = np.einsum("i,kia->ka", E[:, _ONE], _P_CHANNELS)
+        self._time_data = np.einsum("i,kia->ka", E[:, _TAU], _P_CHANNELS)
+        self._time_sum = float(E[_ONE, _TAU])
+        self._time_sq = float(E[_TAU, _TAU])
+        self._feature_gram = E[:_N_FEATURE_ROW, :_N_FEATURE_ROW].copy()
+        self._blocks = tuple(blocks.mapped(_Q_BLOCKS) for blocks in self._feature_blocks)
+        self._mapped = True
+
+    def _to_channels(self) -> None:
+        """Leave feature mode for good: the per-channel sums become the sums kept."""
+        if self._extended is None:
+            return
+        self._map_features()
+        self._extended = None
+        self._feature_blocks = ()
+
+    def _ready(self) -> None:
+        """Bring the sums up to date before a read."""
+        self._sync()
+        self._map_features()
+
     def add_with_forgetting(
         self,
-        Y: np.ndarray,
+        Y: np.ndarray | None,
         wrench: np.ndarray,
         forgetting: float,
         t: np.ndarray | None = None,
@@ -247,7 +399,7 @@ class RegressorStatistics:
         held by ``lambda^N`` and enters with weights ``lambda^(N-1-j)``: the
         same sums as ``N`` one-sample updates.
         """
-        n = Y.shape[0]
+        n = wrench.shape[0]
         if forgetting >= 1.0 or n == 0:
             self.add(Y, wrench, t=t, features=features)
             return 1.0
@@ -258,6 +410,13 @@ class RegressorStatistics:
 
     def decay(self, factor: float) -> None:
         """Multiply every statistic by ``factor`` (exponential forgetting)."""
+        if self._extended is not None:
+            self._extended *= factor
+            for fblocks in self._feature_blocks:
+                fblocks.decay(factor)
+            self.weight_sum *= factor
+            self._changed()
+            return
         self._data_gram *= factor
         self._data_sum *= factor
         self.weight_sum *= factor
@@ -273,6 +432,11 @@ class RegressorStatistics:
 
     def __iadd__(self, other: RegressorStatistics) -> RegressorStatistics:
         other._sync()
+        if self._extended is not None and other._extended is not None:
+            self._add_extended(other)
+            return self
+        other._map_features()
+        self._to_channels()
         self._time_ok = self._time_ok and other._time_ok
         if other._t0 is not None:
             if self._t0 is None:
@@ -297,6 +461,26 @@ class RegressorStatistics:
             self._feature_gram += other._feature_gram
         return self
 
+    def _add_extended(self, other: RegressorStatistics) -> None:
+        """Feature mode's ``+=``: ``other``'s extended rows, their times put on this origin."""
+        assert self._extended is not None and other._extended is not None
+        self._time_ok = self._time_ok and other._time_ok
+        E = other._extended
+        if other._t0 is not None:
+            if self._t0 is None:
+                self._t0 = other._t0
+            shift = np.eye(_N_EXTENDED)
+            shift[_TAU, _ONE] = other._t0 - self._t0  # tau on this origin: tau + d * 1
+            E = shift @ E @ shift.T
+            if other._t_last is not None:
+                self._t_last = other._t_last if self._t_last is None else max(self._t_last, other._t_last)
+        self._extended += E
+        for mine, theirs in zip(self._feature_blocks, other._feature_blocks):
+            mine.merge(theirs)
+        self.n_samples += other.n_samples
+        self.weight_sum += other.weight_sum
+        self._changed()
+
     # -------------------------------------------------------------- raw sums
     def _sync(self) -> None:
         """Bring the sums up to date before a read (statistics that assemble them lazily override it)."""
@@ -304,19 +488,19 @@ class RegressorStatistics:
     @property
     def data_gram(self) -> np.ndarray:
         """(6, 11, 11) per channel, the weighted Gram of the data rows ``[Y_k, w_k]``."""
-        self._sync()
+        self._ready()
         return self._data_gram
 
     @property
     def data_sum(self) -> np.ndarray:
         """(6, 11) per channel, the weighted sum of the data rows."""
-        self._sync()
+        self._ready()
         return self._data_sum
 
     @property
     def time_data(self) -> np.ndarray:
         """(6, 11) the weighted sum of the data rows times the sample time since :attr:`first_time`."""
-        self._sync()
+        self._ready()
         return self._time_data
 
     @property
@@ -327,11 +511,13 @@ class RegressorStatistics:
     @property
     def time_sum(self) -> float:
         """The weighted sum of the sample times since :attr:`first_time`, s."""
+        self._ready()
         return self._time_sum
 
     @property
     def time_sq(self) -> float:
         """The weighted sum of the squared sample times since :attr:`first_time`, s²."""
+        self._ready()
         return self._time_sq
 
     @property
@@ -346,17 +532,18 @@ class RegressorStatistics:
 
     def block_sums(self) -> tuple[BlockSums, ...]:
         """The batch-means block sums, one per length of :data:`BLOCK_SECONDS`."""
-        self._sync()
+        self._ready()
         return self._blocks
 
     def feature_gram(self) -> np.ndarray | None:
         """(19, 19) the weighted Gram of the feature rows ``[features, wrench, 1]``, or None without features."""
-        self._sync()
+        self._ready()
         return self._feature_gram
 
     def replace_sums(self, data_gram: np.ndarray, data_sum: np.ndarray, time_data: np.ndarray,
                      feature_gram: np.ndarray | None, blocks: list[BlockSums]) -> None:
         """Put transformed sums in place of the data's (a projection off the offsets' time course)."""
+        self._to_channels()
         self._data_gram, self._data_sum, self._time_data = data_gram, data_sum, time_data
         self._feature_gram = feature_gram
         self._blocks = tuple(blocks)
@@ -370,7 +557,7 @@ class RegressorStatistics:
     @property
     def gram(self) -> np.ndarray:
         """(6, 17, 17) ``M_k`` over ``[Y_k, e_k, w_k]`` (read-only view; assembled lazily)."""
-        self._sync()
+        self._ready()
         if self._gram is None:
             M = np.zeros((6, N_AUGMENTED, N_AUGMENTED))
             M[:, _DATA[:, None], _DATA[None, :]] = self._data_gram
@@ -417,7 +604,7 @@ class RegressorStatistics:
 
     def n_blocks(self, which: int) -> float:
         """Blocks held (the open one included) of ``BLOCK_SECONDS[which]``."""
-        self._sync()
+        self._ready()
         return self._blocks[which].n_held
 
     def correlation_factors(
@@ -431,7 +618,7 @@ class RegressorStatistics:
         self, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray | None = None
     ) -> Correlation:
         """See :meth:`_correlation_analysis`; the last answer is kept until the statistics change."""
-        self._sync()
+        self._ready()
         key = b"".join((np.asarray(x, dtype=float).tobytes(), bytes([with_bias]),
                         b"" if channel_weights is None else np.asarray(channel_weights, dtype=float).tobytes()))
         if self._analysis is None or self._analysis[0] != key:
@@ -533,7 +720,7 @@ class RegressorStatistics:
         Noise in the accelerations moves forces and torques together
         (``m da`` and ``m c x da``; ``[dalpha]x m c`` and ``J dalpha``): the channels'
         residuals are correlated, which per-channel variances miss."""
-        self._sync()
+        self._ready()
         if self._feature_gram is None:
             return None
         B = np.einsum("fkp,p->fk", _K_FEATURES, x[:N_PARAMS])

@@ -401,6 +401,8 @@ class PayloadTracker:
         previous = t[0] if self._last_t is None else self._last_t
         dt = np.diff(np.r_[previous, t])
         self._last_t = float(t[-1])
+        if len(dt) > 1 and dt[1:].min() > 0.0 and dt[0] > 0.0:
+            return dt
         positive = dt[dt > 0]
         return np.where(dt > 0, dt, float(np.median(positive)) if positive.size else 0.01)
 

@@ -376,6 +376,9 @@ class EstimationStream:
         if self._break_pending:
             self._break_pending = False
             self.estimator.input_break()
+        if samples.all_usable():  # the estimator drops none: no count to read (a read takes in what it gathers)
+            self.estimator.update(samples)
+            return len(samples)
         before = self.estimator.rejected_samples
         self.estimator.update(samples)
         rejected = self.estimator.rejected_samples - before

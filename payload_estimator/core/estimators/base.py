@@ -83,8 +83,11 @@ __all__ = [
     "EXCESS_LIMIT",
 ]
 
-_CHUNK = 256
+_CHUNK = 2048
 """Samples accumulated at once (a chunk that stays in cache)."""
+_DEFER = 64
+"""Samples of small batches gathered before they are taken in, in one vectorised pass: a batch of one
+sample would otherwise pay the fixed cost of every numpy call. Every read takes them in first."""
 
 
 AUTO = "auto"
@@ -332,29 +335,62 @@ class Estimator(abc.ABC):
         """s: the offsets are a line per window this long (:mod:`~payload_estimator.core.offset_windows`);
         0: constant over the run."""
         self.kinematic_noise = KinematicNoise(kinematic_noise)
-        self.rejected_samples = 0
+        self._rejected = 0
         self._dynamism_sum = 0.0
         self._n_seen = 0
+        self._pending: list[SensorSamples] = []
+        self._n_pending = 0
 
     @property
     def samples_used(self) -> int:
         """Samples taken in (the dropped ones aside)."""
+        self._flush()
         return self._n_seen
+
+    @property
+    def rejected_samples(self) -> int:
+        """Samples dropped (a value not finite or out of range, :meth:`SensorSamples.usable_mask`)."""
+        self._flush()
+        return self._rejected
 
     @property
     def mean_dynamism(self) -> float:
         """The samples' mean dynamism (:meth:`SensorSamples.dynamism`), 0 before any."""
+        self._flush()
         return self._dynamism_sum / self._n_seen if self._n_seen else 0.0
 
     def update(self, samples: SensorSamples) -> None:
-        """Take in a batch of samples (vectorised; any size, including one)."""
-        ok = samples.usable_mask()
-        if not ok.all():
-            self.rejected_samples += int((~ok).sum())
-            samples = samples.select(ok)
+        """Take in a batch of samples (vectorised; any size, including one).
+
+        Batches smaller than :data:`_DEFER` samples are gathered and taken in together, when
+        :data:`_DEFER` samples are held or anything is read (an estimate, a count): what the
+        estimator answers is the same, and a caller feeding one sample at a time pays a fraction of
+        the per-call cost."""
+        n = len(samples)
+        if n < _DEFER:
+            if n:
+                self._pending.append(samples)
+                self._n_pending += n
+                if self._n_pending >= _DEFER:
+                    self._flush()
+            return
+        self._flush()
+        self._take(samples)
+
+    def _flush(self) -> None:
+        """Take in the gathered small batches."""
+        if not self._pending:
+            return
+        pending = self._pending
+        self._pending, self._n_pending = [], 0
+        self._take(pending[0] if len(pending) == 1 else SensorSamples.concatenate(pending))
+
+    def _take(self, samples: SensorSamples) -> None:
+        """Validate a batch and accumulate it."""
+        samples, dropped = samples.usable()
+        self._rejected += dropped
         if len(samples) == 0:
             return
-        samples = samples.with_tiny_values_zeroed()
         self.kinematic_noise.update(samples)
         self._dynamism_sum += float(samples.dynamism().sum())
         self._n_seen += len(samples)
@@ -367,9 +403,10 @@ class Estimator(abc.ABC):
 
     def reset(self) -> None:
         """Forget all data."""
-        self.rejected_samples = 0
+        self._rejected = 0
         self._dynamism_sum = 0.0
         self._n_seen = 0
+        self._pending, self._n_pending = [], 0
         self.kinematic_noise.reset()
         self._reset()
 
@@ -378,12 +415,14 @@ class Estimator(abc.ABC):
 
         With offsets per window, the next sample starts a new window (the offsets may have jumped while
         the sensor was silent)."""
+        self._flush()
         for stats in self._statistics():
             if isinstance(stats, WindowedStatistics):
                 stats.new_window()
 
     def estimate(self) -> Estimate:
         """The current estimate; raises :class:`InsufficientData` before any sample."""
+        self._flush()
         if self._n_seen == 0:
             raise InsufficientData(f"{self.name}: no samples yet")
         p = N_PARAMS + (6 if self.with_bias else 0)

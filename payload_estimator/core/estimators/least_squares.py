@@ -24,7 +24,7 @@ from payload_estimator.core.estimators.base import (
     sandwich,
     solve_psd,
 )
-from payload_estimator.core.regressor import features_regressor, samples_features
+from payload_estimator.core.regressor import samples_features, whitened_rows
 from payload_estimator.core.samples import SensorSamples
 from payload_estimator.core.statistics import RegressorStatistics
 
@@ -96,9 +96,8 @@ class OrdinaryLeastSquares(Estimator):
         self.weighting = ChannelWeighting()
 
     def _accumulate(self, samples: SensorSamples) -> None:
-        features = samples_features(samples)
-        Y, wrench, weighted = samples.whitened(features_regressor(features))
-        self.stats.add(Y, wrench, t=samples.t, features=None if weighted else features)
+        Y, wrench, features = whitened_rows(samples, samples_features(samples))
+        self.stats.add(Y, wrench, t=samples.t, features=features)
 
     def _reset(self) -> None:
         self.stats.reset()

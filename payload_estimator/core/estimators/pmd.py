@@ -51,6 +51,7 @@ solution (see :mod:`~payload_estimator.core.estimators.qp`).
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -68,14 +69,13 @@ from payload_estimator.core.estimators.base import (
     scaled_eigh,
     solve_psd,
 )
-from payload_estimator.core.estimators.qp import LiftedPointMassQP
+from payload_estimator.core.estimators.qp import MAX_ITERATIONS, TIME_LIMIT_S, LiftedPointMassQP
 from payload_estimator.core.estimators.uncertainty import drift_covariance
 from payload_estimator.core.regressor import (
     N_BIAS,
     N_PARAMS,
-    features_regressor,
-    reduced_regressor,
     samples_features,
+    whitened_rows,
 )
 from payload_estimator.core.samples import STANDARD_GRAVITY, SensorSamples
 from payload_estimator.core.statistics import WRENCH_COLUMN, RegressorStatistics
@@ -120,6 +120,9 @@ good as least squares', where the same stiffness on a single envelope or a bound
 real tools do not fill uniformly, costs mass and COM accuracy."""
 PART_COUPLING = 0.01
 """``mu / lambda``: how weakly PMD prefers equal density across density groups."""
+MIN_SOLVE_ITERATIONS = 25
+"""A second solve (the re-weighting) starts only with this many iterations of the budget left (OSQP checks
+its termination every 25)."""
 DENSITY_SPREAD = 1.0
 """Relative std of the density of each eighth of the shape in PMD's covariance (the prior a
 real, non-uniform object needs: a steel head on a wooden handle is ~5x the mean density, a
@@ -189,13 +192,27 @@ class PointMassDiscretization(Estimator):
         kinematic_noise: noise of the measured accelerations, compensated in the data
             term (:class:`~payload_estimator.core.estimators.base.KinematicNoise`):
             ``"auto"`` (default), None or ``(lin_acc_std, ang_acc_std)``.
+        iteration_budget: OSQP iterations one estimate may spend over its one or two solves (0: no
+            budget). A warm-started re-solve needs a few dozen; the first solves, or a sudden change of
+            the data, may need hundreds: with a budget those continue over the next estimates from where
+            it stopped them, while each keeps the last estimate that converged (the stream sets
+            ``solve_iteration_budget``; ``benchmarks/speed.py`` measures the latency it bounds).
+        time_budget_s: wall time the solves of one estimate may take, s (0: no budget): the bound that
+            holds on a slower or busier machine; reached, it acts as the iteration budget does. Without
+            a budget, each solve stops at OSQP's own limits
+            (:data:`~payload_estimator.core.estimators.qp.MAX_ITERATIONS`, ``TIME_LIMIT_S``).
+
+    Attributes:
+        budget_reached: estimates whose solve stopped at its budget or limit (they kept the last
+            estimate that converged, or, before any, the solver's iterate).
     """
 
     name = "pmd"
     summary = "point-mass discretisation, physically consistent QP (Nadeau et al.)"
     needs_points = True
     has_prior = True
-    settings_options = {**Estimator.settings_options, "c1": "c1", "regularization": "regularization"}
+    settings_options = {**Estimator.settings_options, "c1": "c1", "regularization": "regularization",
+                        "iteration_budget": "solve_iteration_budget", "time_budget_s": "solve_time_budget_s"}
 
     def __init__(
         self,
@@ -215,8 +232,18 @@ class PointMassDiscretization(Estimator):
         reduced_with_linear_acceleration: bool = True,
         kinematic_noise: Any = AUTO,
         offset_window_s: float = 0.0,
+        iteration_budget: int = 0,
+        time_budget_s: float = 0.0,
     ) -> None:
         super().__init__(bias=bias, kinematic_noise=kinematic_noise, offset_window_s=offset_window_s)
+        if not (iteration_budget >= 0 and time_budget_s >= 0.0):
+            raise ConfigurationError("iteration_budget and time_budget_s must be zero (no budget) or positive, got "
+                                     f"{iteration_budget!r} and {time_budget_s!r}")
+        self.iteration_budget = int(iteration_budget) or MAX_ITERATIONS
+        self.time_budget_s = float(time_budget_s) or TIME_LIMIT_S
+        self.budget_reached = 0
+        self._last_good: tuple[np.ndarray, np.ndarray | None] | None = None
+        """The point masses (kg) and offsets of the last estimate whose solve converged."""
         self.reduced_with_linear_acceleration = bool(reduced_with_linear_acceleration)
         points = np.asarray(points_in_sensor, dtype=float)
         if points.ndim != 2 or points.shape[1] != 3 or len(points) < 1:
@@ -259,6 +286,7 @@ class PointMassDiscretization(Estimator):
             self.P_cells, N_BIAS if self.with_bias else 0, solver=solver, settings=solver_options,
             groups=self.part_labels
         )
+        self._qp.prepare()
         self.stats_reduced = self._new_statistics()
         self.stats_full = self._new_statistics()
         self._force_norm_sum = 0.0
@@ -296,14 +324,10 @@ class PointMassDiscretization(Estimator):
         apparent = samples.gravity_in_sensor
         if self.reduced_with_linear_acceleration:
             apparent = apparent - samples.lin_acc_in_sensor
-        reduced = samples_features(samples, apparent_gravity=apparent)
-        Y_reduced, wrench, weighted = samples.whitened(reduced_regressor(apparent))
-        self.stats_reduced.add(
-            Y_reduced, wrench, (1.0 - w) ** 2, t=samples.t, features=None if weighted else reduced
-        )
-        features = samples_features(samples)
-        Y, wrench, weighted = samples.whitened(features_regressor(features))
-        self.stats_full.add(Y, wrench, w**2, t=samples.t, features=None if weighted else features)
+        Y_reduced, wrench, reduced = whitened_rows(samples, samples_features(samples, apparent_gravity=apparent))
+        self.stats_reduced.add(Y_reduced, wrench, (1.0 - w) ** 2, t=samples.t, features=reduced)
+        Y, wrench, features = whitened_rows(samples, samples_features(samples))
+        self.stats_full.add(Y, wrench, w**2, t=samples.t, features=features)
         self._combined = None
         self._force_norm_sum += float(np.linalg.norm(samples.wrench_in_sensor[:, :3], axis=1).sum())
         self._gravity_norm_sum += float(np.linalg.norm(samples.gravity_in_sensor, axis=1).sum())
@@ -322,6 +346,7 @@ class PointMassDiscretization(Estimator):
         self.masses = np.zeros(self.n_points)
         self.last_solve_status = "not solved"
         self._fit = None
+        self._last_good = None
 
     # ------------------------------------------------------------------- solve
     def _mass_scale(self, H: np.ndarray, h: np.ndarray) -> float:
@@ -363,11 +388,18 @@ class PointMassDiscretization(Estimator):
         self._terms = terms  # the last objective's terms: the covariance reads them
         return terms[0][1] + terms[1][1], terms[0][2] + terms[1][2]
 
-    def _solve_qp(self, H: np.ndarray, h: np.ndarray, m_bar: float) -> np.ndarray:
-        """Solve the lifted QP (:mod:`~payload_estimator.core.estimators.qp`); returns ``x = [u; beta]``."""
-        result = self._qp.solve(H, h, m_bar, self.within_regularization, self.part_coupling * self.regularization)
+    def _solve_qp(self, H: np.ndarray, h: np.ndarray, m_bar: float, budget: list[float]) -> np.ndarray:
+        """Solve the lifted QP (:mod:`~payload_estimator.core.estimators.qp`); returns ``x = [u; beta]``.
+
+        ``budget`` ``[iterations, seconds]`` left for this estimate's solves; what the solve spends is
+        taken off it."""
+        t0 = time.perf_counter()
+        result = self._qp.solve(H, h, m_bar, self.within_regularization, self.part_coupling * self.regularization,
+                                max_iter=int(budget[0]), time_limit=max(budget[1], 0.0))
+        budget[0] -= result.iterations
+        budget[1] -= time.perf_counter() - t0
         self.last_solve_status = result.status
-        self.last_solve_iterations = result.iterations
+        self.last_solve_iterations += result.iterations
         self.last_solve_converged = result.converged
         return result.x
 
@@ -375,24 +407,40 @@ class PointMassDiscretization(Estimator):
         weights = self._fixed_weights if self._fixed_weights is not None else self._weights
         if weights is None:
             weights = self._initial_weights()
+        budget = [float(self.iteration_budget), self.time_budget_s]
+        self.last_solve_iterations = 0
         H, h = self._objective(weights)
         m_bar = self._mass_scale(H, h) / self.n_points
-        x = self._solve_qp(H, h, m_bar)
-        if self.auto_weights and self.last_solve_converged:
+        x = self._solve_qp(H, h, m_bar, budget)
+        n = self.n_points
+        good = (np.clip(x[:n], 0.0, None) * self.cell_share * m_bar, x[n:]) if self.last_solve_converged else None
+        if self.auto_weights and good is not None:
             # Re-weight each channel by the residual variance at this solution (one pass; never
             # from an iterate the solver stopped at, whose residuals say nothing of the noise).
             new_weights = 1.0 / self._residual_variances(x, m_bar)
-            if self._weights is None or not np.allclose(new_weights, weights, rtol=0.2):
-                weights = new_weights
-                H, h = self._objective(weights)
+            if (self._weights is None or not np.allclose(new_weights, weights, rtol=0.2)) \
+                    and budget[0] >= MIN_SOLVE_ITERATIONS and budget[1] > 0.0:
+                first = (H, h, m_bar, self._terms, self._x_ls)
+                H, h = self._objective(new_weights)
                 m_bar = self._mass_scale(H, h) / self.n_points
-                x = self._solve_qp(H, h, m_bar)
+                x = self._solve_qp(H, h, m_bar, budget)
+                if self.last_solve_converged:
+                    weights = new_weights
+                    good = (np.clip(x[:n], 0.0, None) * self.cell_share * m_bar, x[n:])
+                else:  # the budget ran out: this estimate is the first solve's (the next continues)
+                    H, h, m_bar, self._terms, self._x_ls = first
             self._weights = new_weights
-        n = self.n_points
-        u = np.clip(x[:n], 0.0, None)
-        self.masses = u * self.cell_share * m_bar
+        if good is None:
+            self.budget_reached += 1  # the solve stopped at its budget (or failed)
+            # the last estimate that converged, or before any the solver's iterate
+            good = self._last_good or (np.clip(x[:n], 0.0, None) * self.cell_share * m_bar, x[n:])
+        else:
+            self._last_good = good
+        masses, offsets = good
+        u = masses / (self.cell_share * m_bar)
+        self.masses = masses.copy()
         phi = self.P @ self.masses
-        beta = x[n:] if self.with_bias else None
+        beta = offsets if self.with_bias else None
         theta = phi if beta is None else np.r_[phi, beta]
         # The data's information about theta, as least squares with these weights would have it
         # (sandwich: correlated channels and samples, noisy regressor), model by model: the
@@ -418,7 +466,9 @@ class PointMassDiscretization(Estimator):
             + self.stats_full.channel_residuals(theta, self.with_bias),
             weight_sum=self.stats_reduced.weight_sum + self.stats_full.weight_sum,
             normal_matrix=H,
-            extras={"points_in_sensor": self.points, "point_masses": self.masses.copy()},
+            extras={"points_in_sensor": self.points, "point_masses": self.masses.copy(),
+                    "qp_iterations": np.array(self.last_solve_iterations),
+                    "qp_budget_reached": np.array(self.budget_reached)},
         )
 
     def _fit_inputs(

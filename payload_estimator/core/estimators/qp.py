@@ -58,9 +58,9 @@ _EPS_FREE = 1e-8  # tiny curvature on the free variables: a fixed P pattern, and
 _RANGE_TOL = 1e-12
 MAX_ITERATIONS = 4000
 TIME_LIMIT_S = 0.05
-"""OSQP's bounds on one solve: the worst case at control rate matters. A solve that stops at
-either keeps its last iterate (non-negative masses, so still physically consistent) and says so
-in its status; the next solve starts from it."""
+"""OSQP's bounds on one solve when the caller sets none (the estimator sets its own budget per
+estimate). A solve that stops at either keeps its last iterate (non-negative masses, so still
+physically consistent) and says so in its status; the next solve starts from it."""
 EPS = 1e-5
 """OSQP's absolute and relative tolerance: it has only to find the support (which points carry
 mass); :meth:`LiftedPointMassQP._refine` then solves exactly on it."""
@@ -245,6 +245,10 @@ class LiftedPointMassQP:
         """Refine every solution on its support (:meth:`_refine`); ``solver_options={"refine": False}``
         leaves the solver's own answer (for comparison: ``benchmarks/tools.py --convergence``)."""
         self._workspace: osqp.OSQP | None = None
+        self._limits: tuple[int, float] = (self.settings["max_iter"], self.settings["time_limit"])
+        """The iteration and time limits the workspace holds."""
+        self._cold = True
+        """No solve since the workspace was set up or the warm start dropped."""
         self.last_solve_seconds = 0.0
         self._x: np.ndarray | None = None
         self._y: np.ndarray | None = None
@@ -277,9 +281,28 @@ class LiftedPointMassQP:
         return self.n + self.nb + self.n_groups + 1 + self.p
 
     def reset(self) -> None:
-        """Drop the workspace and the warm start."""
-        self._workspace = None
+        """Drop the warm start (the workspace, whose pattern stays, is kept: no new setup)."""
         self._x = self._y = None
+        self._cold = True
+
+    def prepare(self) -> None:
+        """Set OSQP's workspace up now (the symbolic factorisation), so that no solve pays for it.
+
+        The values are placeholders; every solve puts its own in place."""
+        if self.solver != "osqp" or self._workspace is not None:
+            return
+        import osqp
+
+        P = self._P_pattern.copy()
+        P.data = self._objective_values(1.0, 0.0)
+        A = self._A_pattern.copy()
+        A.data = self._constraint_values(np.ones((self.p, self.n + self.nb)))
+        l, u = self._bounds()
+        ws = osqp.OSQP()
+        ws.setup(P=P, q=np.zeros(self.n_variables), A=A, l=l, u=u, **self.settings)
+        self._workspace = ws
+        self._limits = (self.settings["max_iter"], self.settings["time_limit"])
+        self._cold = True
 
     # ------------------------------------------------------------ matrices
     def _constraint_pattern(self) -> sp.csc_matrix:
@@ -359,7 +382,8 @@ class LiftedPointMassQP:
 
     # --------------------------------------------------------------- solve
     def solve(
-        self, H: np.ndarray, h: np.ndarray, m_bar: float, regularization: float, coupling: float = 0.0
+        self, H: np.ndarray, h: np.ndarray, m_bar: float, regularization: float, coupling: float = 0.0,
+        max_iter: int | None = None, time_limit: float | None = None,
     ) -> QPResult:
         """Solve the QP for one data term.
 
@@ -369,6 +393,8 @@ class LiftedPointMassQP:
             m_bar: the mean point mass, kg.
             regularization: the within-group weight ``lambda``.
             coupling: the across-group weight ``mu``.
+            max_iter: OSQP's iterations for this solve (None: the settings').
+            time_limit: OSQP's wall time for this solve, s (None: the settings').
         """
         n, nb, p = self.n, self.nb, self.p
         # Normalise the objective (does not move the minimiser) so tolerances are relative.
@@ -405,7 +431,9 @@ class LiftedPointMassQP:
         self._m_bar = m_bar
         t0 = time.perf_counter()
         if self.solver == "osqp":
-            result = self._solve_osqp(P_values, q, A_values, M)
+            limits = (self.settings["max_iter"] if max_iter is None else max(int(max_iter), 1),
+                      self.settings["time_limit"] if time_limit is None else max(float(time_limit), 1e-3))
+            result = self._solve_osqp(P_values, q, A_values, M, limits)
         else:
             result = self._solve_qpsolvers(P_values, q, A_values, M)
         self.last_solve_seconds = time.perf_counter() - t0
@@ -416,11 +444,17 @@ class LiftedPointMassQP:
         u = np.concatenate([np.zeros(self.p), np.full(self.n, np.inf)])
         return l, u
 
-    def _solve_osqp(self, P_values: np.ndarray, q: np.ndarray, A_values: np.ndarray, M: np.ndarray) -> QPResult:
+    def _solve_osqp(self, P_values: np.ndarray, q: np.ndarray, A_values: np.ndarray, M: np.ndarray,
+                    limits: tuple[int, float]) -> QPResult:
         import osqp
 
         ws = self._workspace
-        if ws is None:
+        t_update = time.perf_counter()
+        if ws is not None and self._cold:  # set up before any solve, or reset: start afresh
+            ws.update(q=q, Px=P_values, Ax=A_values)
+            ws.warm_start(x=np.zeros(self.n_variables) if self._x is None else self._x,
+                          y=np.zeros(self.p + self.n))
+        elif ws is None:
             P = self._P_pattern.copy()
             P.data = P_values.copy()
             A = self._A_pattern.copy()
@@ -429,12 +463,19 @@ class LiftedPointMassQP:
             ws = osqp.OSQP()
             ws.setup(P=P, q=q, A=A, l=l, u=u, **self.settings)
             self._workspace = ws
+            self._limits = (self.settings["max_iter"], self.settings["time_limit"])
             if self._x is not None:
                 ws.warm_start(x=self._x)
         else:
             ws.update(q=q, Px=P_values, Ax=A_values)
             if self._x is not None:
                 ws.warm_start(x=self._x, y=self._y)
+        self._cold = False
+        # OSQP's run time counts the update (a numerical refactorisation) too: the limit is for the iterations
+        limits = (limits[0], limits[1] + time.perf_counter() - t_update)
+        if limits != self._limits:
+            ws.update_settings(max_iter=limits[0], time_limit=limits[1])
+            self._limits = limits
         res = ws.solve(raise_error=False)
         status = str(res.info.status)
         converged = status in ("solved", "solved inaccurate")
@@ -444,6 +485,7 @@ class LiftedPointMassQP:
         if not usable:
             previous = self._x
             self.reset()
+            self._workspace = None  # a failed solve may leave the workspace in any state: set up anew
             if previous is None:
                 raise RuntimeError(f"PMD: OSQP failed ({status})")
             self._x = previous

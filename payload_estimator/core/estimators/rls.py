@@ -24,7 +24,7 @@ import numpy as np
 
 from payload_estimator.core.estimators.base import AUTO, ChannelWeighting, Estimator, Solution, check_forgetting
 from payload_estimator.core.estimators.least_squares import linear_solution
-from payload_estimator.core.regressor import N_BIAS, N_PARAMS, features_regressor, samples_features
+from payload_estimator.core.regressor import N_BIAS, N_PARAMS, samples_features, whitened_rows
 from payload_estimator.core.samples import SensorSamples
 from payload_estimator.core.statistics import RegressorStatistics
 from payload_estimator.errors import ConfigurationError
@@ -75,11 +75,9 @@ class RecursiveLeastSquares(Estimator):
         self._prior_scale = 1.0
 
     def _accumulate(self, samples: SensorSamples) -> None:
-        features = samples_features(samples)
-        Y, wrench, weighted = samples.whitened(features_regressor(features))
-        self._prior_scale *= self.stats.add_with_forgetting(
-            Y, wrench, self.forgetting, t=samples.t, features=None if weighted else features
-        )
+        Y, wrench, features = whitened_rows(samples, samples_features(samples))
+        self._prior_scale *= self.stats.add_with_forgetting(Y, wrench, self.forgetting, t=samples.t,
+                                                            features=features)
 
     def _reset(self) -> None:
         self.stats.reset()

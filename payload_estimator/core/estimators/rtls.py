@@ -101,9 +101,9 @@ from payload_estimator.core.estimators.base import (
 from payload_estimator.core.regressor import (
     N_BIAS,
     N_PARAMS,
-    features_regressor,
     regressor_noise_gram,
     samples_features,
+    whitened_rows,
 )
 from payload_estimator.core.samples import SensorSamples
 from payload_estimator.core.signal_noise import SignalNoise
@@ -206,10 +206,8 @@ class RecursiveTotalLeastSquares(Estimator):
         self._cache: tuple[tuple[Any, ...], _Fit] | None = None
 
     def _accumulate(self, samples: SensorSamples) -> None:
-        features = samples_features(samples)
-        Y, wrench, weighted = samples.whitened(features_regressor(features))
-        self.stats.add_with_forgetting(Y, wrench, self.forgetting, t=samples.t,
-                                       features=None if weighted else features)
+        Y, wrench, features = whitened_rows(samples, samples_features(samples))
+        self.stats.add_with_forgetting(Y, wrench, self.forgetting, t=samples.t, features=features)
         self._force_noise.update(samples.wrench_in_sensor[:, :3])
         self._torque_noise.update(samples.wrench_in_sensor[:, 3:])
 
@@ -229,6 +227,7 @@ class RecursiveTotalLeastSquares(Estimator):
 
         Given, or measured from the wrench (forces and torques pooled apart); None until it can
         be measured."""
+        self._flush()
         if self.wrench_std is not None:
             force, torque = float(self.wrench_std[0]), float(self.wrench_std[1])
         else:
@@ -239,6 +238,7 @@ class RecursiveTotalLeastSquares(Estimator):
 
     def regressor_noise(self) -> np.ndarray:
         """(6, 10, 10) per-sample noise Gram ``G_k`` of each channel's regressor row (0 when exact)."""
+        self._flush()
         std = self.kinematic_noise.std()
         if std is None:
             return np.zeros((6, N_PARAMS, N_PARAMS))
@@ -250,6 +250,7 @@ class RecursiveTotalLeastSquares(Estimator):
         ``sigma_wk² + phi^T G_k phi`` (N², N²·m²; the wrench noise alone without ``phi``: the first
         solve's weights are its inverses); None until the wrench noise is measured, or when nothing
         is noisy. The pencil's ``C`` is its channel-weighted sum over the samples."""
+        self._flush()
         sigma_w = self.wrench_noise_std()
         if sigma_w is None:
             return None
@@ -263,6 +264,7 @@ class RecursiveTotalLeastSquares(Estimator):
 
     def solve(self) -> tuple[np.ndarray, np.ndarray | None]:
         """The TLS solution: (phi (10,), offsets (6,) or None)."""
+        self._flush()
         fit = self._fit()
         return fit.phi, fit.offsets
 
