@@ -259,10 +259,16 @@ def _bounded_quadratic_minimum(H: np.ndarray, g: np.ndarray, lower: np.ndarray) 
     Solved by scipy's bounded linear least squares on its Cholesky factor."""
     from scipy.optimize import lsq_linear
 
-    z = np.linalg.solve(H, g)
+    H = 0.5 * (H + H.T)
+    try:
+        R = np.linalg.cholesky(H).T  # H = R^T R
+    except np.linalg.LinAlgError:  # positive definite in exact arithmetic (the prior): rounding, lifted
+        lam, V = np.linalg.eigh(H)
+        H = (V * np.maximum(lam, 1e-12 * max(float(lam[-1]), 1e-300))) @ V.T
+        R = np.linalg.cholesky(H).T
+    z = np.linalg.solve(R, np.linalg.solve(R.T, g))
     if np.all(z >= lower):
         return z
-    R = np.linalg.cholesky(H).T  # H = R^T R
     return np.asarray(lsq_linear(R, np.linalg.solve(R.T, g), bounds=(lower, np.inf), method="bvls").x)
 
 
@@ -282,6 +288,7 @@ def calibrate_arm(
     held_out: JointRecording | None = None,
     info: dict[str, Any] | None = None,
     consistent: bool = False,
+    initial_scale: np.ndarray | None = None,
 ) -> tuple[ArmCalibration, CalibrationFit]:
     """Fit the arm's inertial parameters, friction and effort scales to a recording of the unloaded arm.
 
@@ -305,22 +312,38 @@ def calibrate_arm(
     b = len(nominal_model.body_joints)
     n_pi = 10 * b
     n_f = FRICTION_TERMS * n
-    n_s = n if effort_scale else 0
-    x0 = np.concatenate([nominal_model.nominal.ravel(), np.zeros(n_f), np.ones(n_s)])
-    std0 = np.concatenate([prior.body_std(nominal_model.nominal).ravel(), np.full(n_f, prior.friction),
-                           np.full(n_s, prior.effort_scale)])
+    x0 = np.concatenate([nominal_model.nominal.ravel(), np.zeros(n_f)])
+    std0 = np.concatenate([prior.body_std(nominal_model.nominal).ravel(), np.full(n_f, prior.friction)])
     if len(recording) < 10:
         raise CalibrationError(f"the recording has {len(recording)} usable samples; calibration needs seconds "
                                "of motion")
-    A, y = _calibration_rows(nominal_model, recording, effort_scale)
-    x, sigma, mean = _reweighted_fit(A, y, x0, std0, nominal_model.nominal, n_s)
+    A = _calibration_rows(nominal_model, recording)
+    effort = recording.effort
+    if effort_scale:
+        guess = _initial_scale(nominal_model, recording) if initial_scale is None else \
+            np.asarray(initial_scale, dtype=float).reshape(n)
+        if np.any(~np.isfinite(guess)) or np.any(guess <= 0.0):
+            raise CalibrationError("the initial effort scales must be positive numbers")
+        x, sigma, mean = _reweighted_fit(A, effort * guess, x0, std0, nominal_model.nominal, 0)
+        poses = recording.q[np.linspace(0, len(recording) - 1, min(GRAVITY_POSES, len(recording))).astype(int)]
+        still = np.zeros_like(poses)
+        _, scale, _, scale_std = _scale_fit(A, effort, x, guess, mean, std0, nominal_model.nominal,
+                                                nominal_model.regressor(poses, still, still))
+        scale_info = {"effort_scale_std": [round(float(v), 5) for v in scale_std],
+                      "effort_scale_guess": [round(float(v), 6) for v in guess]}
+        # the parameters with the scales found (the same fit as without --effort-scale, on the corrected efforts)
+        x, sigma, mean = _reweighted_fit(A, effort * scale, x0, std0, nominal_model.nominal, 0)
+    else:
+        scale = np.ones(n)
+        scale_info = {}
+        x, sigma, mean = _reweighted_fit(A, effort, x0, std0, nominal_model.nominal, 0)
     if consistent:
-        x = _consistent_fit(A, y, sigma, x, mean, std0, n_pi, b)
+        x = _consistent_fit(A, effort * scale, sigma, x, mean, std0, n_pi, b)
     pi = x[:n_pi].reshape(b, 10)
     f = x[n_pi:n_pi + n_f]
-    scale = x[n_pi + n_f:] if effort_scale else np.ones(n)
     meta = {"created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "samples": int(len(recording)), "effort_scale_calibrated": bool(effort_scale)}
+    meta.update(scale_info)
     meta.update(info or {})
     calibration = ArmCalibration(
         robot=robot, joint_names=kinematics.joint_names, body_joints=nominal_model.body_joints, body_parameters=pi,
@@ -330,23 +353,153 @@ def calibrate_arm(
     return calibration, _fit_figures(nominal_model, ArmDynamics(kinematics, calibration), recording, held_out)
 
 
-def _calibration_rows(nominal_model: ArmDynamics, recording: JointRecording,
-                      effort_scale: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Return ``(A (N, n, p), y (N, n))``: the calibration's rows per sample and joint.
+def _calibration_rows(nominal_model: ArmDynamics, recording: JointRecording) -> np.ndarray:
+    """Return ``A`` (N, n, p): the calibration's rows ``[Y, F]`` per sample and joint (``A x`` the torques)."""
+    return np.concatenate([nominal_model.regressor(recording.q, recording.dq, recording.ddq),
+                           friction_regressor(recording.dq)], axis=2)
 
-    The rows are ``[Y, F, -diag(effort)] x = effort`` (or 0 with the effort scales among the
-    unknowns ``x``)."""
-    n = nominal_model.n_joints
-    A = np.concatenate([nominal_model.regressor(recording.q, recording.dq, recording.ddq),
-                        friction_regressor(recording.dq)], axis=2)
-    if effort_scale:
-        S = np.zeros((len(recording), n, n))
-        S[:, np.arange(n), np.arange(n)] = -recording.effort
-        A = np.concatenate([A, S], axis=2)
-        y = np.zeros_like(recording.effort)
-    else:
-        y = recording.effort
-    return A, y
+
+def _initial_scale(nominal_model: ArmDynamics, recording: JointRecording) -> np.ndarray:
+    """(n,) a first guess of each joint's effort scale: 1, or the description's torque per unit of effort.
+
+    The least-squares ratio of the description's rigid-body torques to the efforts (:func:`effort_ratio`),
+    taken where it is determined and more than 30 % from 1 (for every joint when most are: efforts in other
+    units, e.g. currents; the median ratio where a joint's is not determined)."""
+    tau = nominal_model.rigid_body_torques(recording.q, recording.dq, recording.ddq)
+    ratio, determined = effort_ratio(tau, recording.effort)
+    good = determined & (ratio > 0.0)
+    if not np.any(good):
+        return np.ones(len(ratio))
+    far = good & (np.abs(np.log(np.where(good, ratio, 1.0))) > np.log(1.3))
+    if np.count_nonzero(far) * 2 > np.count_nonzero(good):  # most joints far off (currents): all of them
+        return np.where(good, 1.0 / np.where(good, ratio, 1.0), 1.0 / float(np.median(ratio[good])))
+    return np.where(far, 1.0 / np.where(far, ratio, 1.0), 1.0)
+
+
+def effort_ratio(tau: np.ndarray, effort: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(ratio (n,), determined (n,))``: each joint's effort per N·m of the model's torque.
+
+    The least-squares ``effort_i ~ ratio_i tau_i + offset_i`` over the samples ``tau, effort`` (N, n);
+    ``determined`` where the ratio's standard error is below 10 % of it (the model's torque varied
+    enough against what it leaves unexplained, friction included)."""
+    tau = np.asarray(tau, dtype=float)
+    effort = np.asarray(effort, dtype=float)
+    tc = tau - tau.mean(axis=0)
+    ec = effort - effort.mean(axis=0)
+    var = np.sum(tc**2, axis=0)
+    ratio = np.divide(np.sum(tc * ec, axis=0), var, out=np.zeros(tau.shape[1]), where=var > 0.0)
+    resid = ec - ratio * tc
+    dof = max(len(tau) - 2, 1)
+    se = np.sqrt(np.sum(resid**2, axis=0) / dof / np.where(var > 0.0, var, np.inf))
+    return ratio, (var > 0.0) & (se < 0.1 * np.abs(ratio))
+
+
+SCALE_PRIOR_LOG_STD = 0.15
+"""Std of the prior on the log of each joint's effort scale around its first guess (:func:`_initial_scale`):
+15 %, a vendor's torque constant. It decides a joint whose own rows the motion hardly moves beyond friction
+(a wrist joint whose link's gravity and inertia barely load it): nothing else can."""
+GRAVITY_POSES = 200
+"""Poses of the recording the effort scales' common factor is anchored on (the description's gravity torques)."""
+
+
+def _scale_fit(A: np.ndarray, effort: np.ndarray, x: np.ndarray, scale0: np.ndarray, mean: np.ndarray,
+               std0: np.ndarray, nominal: np.ndarray,
+               gravity_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Return ``(x, scale, sigma, mean)``: the MAP fit of the parameters and the effort scales together.
+
+    The model of each joint's effort *as reported* (the noise is the sensor's, in its units)::
+
+        effort_i = u_i [A x]_i + noise,    u_i = 1 / scale_i
+
+    A scale cannot buy a smaller residual by shrinking: ``u_i -> 0`` leaves the whole effort unexplained.
+    The data determine the scales relative to each other (every body's parameters reach several joints' rows);
+    their common factor they cannot tell (every ``u_i`` up and the torques ``A x`` down alike: an unloaded arm
+    carries no known mass). That factor is anchored on what is known absolutely, gravity and the description's
+    masses: the calibrated arm's gravity torques at the recording's poses (``gravity_rows`` (M, n, 10 b),
+    the regressor at rest) match the description's in least squares. (Left to the prior on the parameters, the
+    factor would be biased: a Gaussian prior around the description always prefers the smaller arm by the
+    share of the fit it does not explain.)
+
+    Solved by variable projection: for given ``u`` the parameters ``x`` are the bounded quadratic MAP
+    (the friction kept dissipative); the cost that remains is minimised over the ``log u`` relative to their
+    mean (n - 1 values, L-BFGS-B, the gradient by the envelope theorem), then the common factor is
+    anchored; three passes, each joint weighted by its residual std with a floor (1 % of the joint's effort
+    RMS) so the weights cannot collapse. ``sigma`` is returned in N·m (times the scale)."""
+    from scipy.optimize import minimize
+
+    n = A.shape[1]
+    b = len(nominal)
+    n_pi = 10 * b
+    T, lower = _dissipative_coordinates(n_pi, n, 0)
+    prior_info = 1.0 / std0**2
+    G = np.einsum("kip,kiq->ipq", A, A)
+    c = np.einsum("kip,ki->ip", A, effort)
+    ee = np.einsum("ki,ki->i", effort, effort)
+    log_u0 = -np.log(scale0)
+    rms = np.sqrt(ee / len(effort))
+    floor = np.maximum(1e-2 * rms, 1e-4 * float(rms.max())) + 1e-12
+    tau_described = gravity_rows @ nominal.ravel()
+    # an orthonormal basis of the log-scales' zero-sum directions (the relative scales)
+    basis = np.linalg.svd(np.eye(n) - 1.0 / n)[0][:, :n - 1]
+    log_u = log_u0.copy()
+    sigma = np.maximum(np.sqrt(np.mean((effort - np.exp(log_u) * (A @ x)) ** 2, axis=0)), floor)
+    for _ in range(3):
+        w = 1.0 / sigma**2
+
+        def inner(lu: np.ndarray, w: np.ndarray = w, mean: np.ndarray = mean) -> tuple[float, np.ndarray, np.ndarray]:
+            uu = np.exp(lu)
+            H = np.tensordot(w * uu**2, G, axes=1) + np.diag(prior_info)
+            rhs = np.tensordot(w * uu, c, axes=1) + prior_info * mean
+            xx = T @ _bounded_quadratic_minimum(T.T @ H @ T, T.T @ rhs, lower)
+            cx = c @ xx
+            xGx = np.einsum("p,ipq,q->i", xx, G, xx)
+            data = w * (ee - 2.0 * uu * cx + uu**2 * xGx)
+            cost = float(np.sum(data) + np.sum(prior_info * (xx - mean) ** 2)
+                         + np.sum(((lu - log_u0) / SCALE_PRIOR_LOG_STD) ** 2))
+            grad = w * (-2.0 * uu * cx + 2.0 * uu**2 * xGx) + 2.0 * (lu - log_u0) / SCALE_PRIOR_LOG_STD**2
+            return cost, grad, xx
+
+        level = float(np.mean(log_u))
+
+        def relative(v: np.ndarray, level: float = level, inner: Any = inner) -> tuple[float, np.ndarray]:
+            cost, grad, _ = inner(level + basis @ v)
+            return cost, basis.T @ grad
+
+        v = minimize(relative, basis.T @ (log_u - level), jac=True, method="L-BFGS-B",
+                     options={"maxiter": 500, "ftol": 1e-14, "gtol": 1e-9}).x
+        log_u = level + basis @ v
+        x = inner(log_u)[2]
+        # the common factor: the calibrated arm's gravity torques are the description's (least squares)
+        tau_fitted = gravity_rows @ x[:n_pi]
+        power = float(np.sum(tau_fitted**2))
+        if power > 0.0:
+            alpha = float(np.sum(tau_fitted * tau_described)) / power
+            if alpha > 0.0:
+                log_u -= np.log(alpha)
+                x = inner(log_u)[2]
+        u = np.exp(log_u)
+        sigma = np.maximum(np.sqrt(np.mean((effort - u * (A @ x)) ** 2, axis=0)), floor)
+        mean = mean.copy()
+        mean[:n_pi] = _carried_inertias(nominal, x[:n_pi].reshape(b, 10)).ravel()
+    return x, 1.0 / u, sigma / u, _log_scale_std(G, x, u, 1.0 / sigma**2, prior_info)
+
+
+def _log_scale_std(G: np.ndarray, x: np.ndarray, u: np.ndarray, w: np.ndarray, prior_info: np.ndarray) -> np.ndarray:
+    """(n,) the std of each log effort scale that the data (and the parameters' prior) give, without its own prior.
+
+    The Gauss-Newton information of ``(x, log u)`` of :func:`_scale_fit`'s cost, the parameters marginalised
+    (Schur complement); a joint whose own rows the motion hardly loads beyond friction and noise has a large one."""
+    n = len(u)
+    Gx = np.einsum("ipq,q->ip", G, x)
+    Hxx = np.tensordot(w * u**2, G, axes=1) + np.diag(prior_info)
+    Hxu = (w * u**2)[None, :] * Gx.T  # (p, n)
+    Huu = np.diag(w * u**2 * np.einsum("ip,p->i", Gx, x))
+    S = Huu - Hxu.T @ np.linalg.solve(Hxx, Hxu)
+    S = 0.5 * (S + S.T) + 1e-12 * np.trace(S) / n * np.eye(n)
+    try:
+        return np.sqrt(np.clip(np.diag(np.linalg.pinv(S)), 0.0, None))
+    except np.linalg.LinAlgError:
+        return np.full(n, np.inf)
 
 
 def _reweighted_fit(A: np.ndarray, y: np.ndarray, x0: np.ndarray, std0: np.ndarray, nominal: np.ndarray,
