@@ -380,8 +380,9 @@ def effort_ratio(tau: np.ndarray, effort: np.ndarray) -> tuple[np.ndarray, np.nd
     """Return ``(ratio (n,), determined (n,))``: each joint's effort per N·m of the model's torque.
 
     The least-squares ``effort_i ~ ratio_i tau_i + offset_i`` over the samples ``tau, effort`` (N, n);
-    ``determined`` where the ratio's standard error is below 10 % of it (the model's torque varied
-    enough against what it leaves unexplained, friction included)."""
+    ``determined`` where the ratio's standard error is below 10 % of it and the model's torque explains half
+    the effort's variance or more, and the joint's torque varies by 5 % of the most loaded joint's or more
+    (not a joint whose effort is mostly friction: a wrist joint of an unloaded arm)."""
     tau = np.asarray(tau, dtype=float)
     effort = np.asarray(effort, dtype=float)
     tc = tau - tau.mean(axis=0)
@@ -391,7 +392,10 @@ def effort_ratio(tau: np.ndarray, effort: np.ndarray) -> tuple[np.ndarray, np.nd
     resid = ec - ratio * tc
     dof = max(len(tau) - 2, 1)
     se = np.sqrt(np.sum(resid**2, axis=0) / dof / np.where(var > 0.0, var, np.inf))
-    return ratio, (var > 0.0) & (se < 0.1 * np.abs(ratio))
+    spread = np.sum(ec**2, axis=0)
+    explained = 1.0 - np.divide(np.sum(resid**2, axis=0), spread, out=np.ones_like(spread), where=spread > 0.0)
+    loaded = var >= (0.05**2) * float(var.max())  # the joint's own torque is not lost beside the others'
+    return ratio, (var > 0.0) & loaded & (se < 0.1 * np.abs(ratio)) & (explained >= 0.5)
 
 
 SCALE_PRIOR_LOG_STD = 0.15

@@ -1,0 +1,146 @@
+"""Effort scales, effort units and motions a calibration refuses: ``calibrate --effort-scale`` on simulated arms
+whose efforts are off per joint, the check that names efforts in other units or of the wrong sign, and a
+recording where joints were held still."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import yaml
+
+from payload_estimator.cli import main
+from payload_estimator.commands.calibrate import effort_check_line, motion_coverage, motion_refusal
+from payload_estimator.errors import ConfigurationError
+from payload_estimator.io.bag import CUSTOM_DATA_PREFIX, bag_info
+from payload_estimator.pipeline.arm_dynamics import ArmDynamics, calibrate_arm, joint_recording
+from payload_estimator.pipeline.joint_torques import torques_from_efforts
+from payload_estimator.pipeline.kinematics import SensorKinematics
+from payload_estimator.robots import get_robot
+from payload_estimator.sim.efforts import ArmMismatch, EffortModel, JointFriction
+from payload_estimator.sim.mujoco_sim import NO_PAYLOAD, simulate
+from payload_estimator.sim.trajectories import make_trajectory
+
+
+def run_cli(argv: list) -> int:
+    try:
+        return main([str(a) for a in argv])
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
+def _unloaded(robot: str, efforts: EffortModel, duration: float, mass_rel: float = 0.0, noise: str = "none"):
+    spec = get_robot(robot)
+    run = simulate(robot=robot, payload=NO_PAYLOAD, trajectory=make_trajectory("thesis", spec, duration=duration,
+                                                                                seed=1000),
+                   duration=duration, noise=noise, seed=1000, imu=False, efforts=efforts,
+                   arm_mismatch=ArmMismatch(mass_rel=mass_rel, com_m=0.0))
+    kin = SensorKinematics(run.urdf, run.sensor_frame, run.joint_names)
+    return kin, joint_recording(run.joint_t, run.joint_q, run.joint_effort)
+
+
+def test_effort_scales_are_found_where_the_joints_own_torques_show_them():
+    """xArm 7, efforts off by up to 15 % per joint, no friction and no noise: the scales are found to 1 % on the
+    joints whose own rows carry torque (measured: 0.02 % or less on joints 1-4, 0.2 % on 5 and 6); joint 7,
+    whose unloaded link loads it with 1 mN·m, is left to its prior, and its std in the calibration says so.
+    (The former fit, ``[Y, F, -diag(effort)] x = 0``, gave scales near 0 or an exception.)"""
+    spec = get_robot("xarm7")
+    efforts = EffortModel.for_robot("xarm7", effort_scale_error=0.15, seed=0)
+    efforts = replace(efforts.without_noise(), friction=JointFriction.none(spec.n_joints))
+    kin, rec = _unloaded("xarm7", efforts, 20.0)
+    cal, _ = calibrate_arm(kin, rec, robot="xarm7", effort_scale=True)
+    truth = 1.0 / efforts.scale
+    assert np.max(np.abs(truth - 1.0)) > 0.05  # the scales are off
+    err = cal.effort_scale / truth - 1.0
+    assert np.all(np.abs(err[:6]) < 0.01), err
+    std = np.asarray(cal.info["effort_scale_std"])
+    assert std[6] == std.max() and std[6] > 2.0 * np.median(std), std
+
+
+def test_effort_scale_calibration_on_a_real_shaped_arm_keeps_the_payload(tmp_path, capsys):
+    """Panda with friction, noise, links unlike the URDF and efforts off by up to 15 %: the CLI's recipe with
+    ``--effort-scale`` never collapses (measured scale errors -24 to +21 %: friction unlike the model and the
+    wrist's small torques let the unloaded arm tell no better) and the payload's mass that follows stays within
+    a few % (measured 2.9 %)."""
+    bags = {}
+    for name, options in {"cal": ["--payload", "none", "--seed", "1", "--duration", "20"],
+                          "est": ["--seed", "2", "--duration", "8"]}.items():
+        bags[name] = tmp_path / name
+        assert run_cli(["simulate", "--bag", bags[name], "--robot", "panda", "--efforts", "--effort-scale-error",
+                        "0.15", "--trajectory", "thesis", "--no-imu", *options]) == 0
+    capsys.readouterr()
+    truth = np.array(bag_info(bags["cal"]).custom_data[CUSTOM_DATA_PREFIX + "effort_scale"].split(), dtype=float)
+    np.testing.assert_allclose(truth, 1.0 / EffortModel.for_robot("panda", 0.15, seed=0).scale, rtol=1e-8)
+    cal = tmp_path / "cal.yaml"
+    assert run_cli(["calibrate", bags["cal"], "--out", cal, "--effort-scale"]) == 0
+    capsys.readouterr()
+    scale = np.array(yaml.safe_load(cal.read_text())["effort_scale"])
+    assert np.all(np.abs(scale / truth - 1.0) < 0.35), scale / truth
+    assert run_cli(["replay", bags["est"], "--set", "wrench_source=joint_torques", "--set",
+                    f"arm_calibration={cal}", "--no-plot", "--json", "--out", tmp_path / "r"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert abs(s["estimate_in_flange"]["mass"] / s["truth_in_flange"]["mass"] - 1.0) < 0.05
+
+
+@pytest.fixture(scope="module")
+def panda_recording():
+    kin, rec = _unloaded("panda", EffortModel.for_robot("panda"), 10.0, mass_rel=0.15, noise="moderate")
+    return ArmDynamics(kin), rec
+
+
+@pytest.mark.parametrize("factor, words", [
+    (1.0, None),
+    (1.0 / 40.0, "look like currents"),  # currents of a 40 N·m/A joint
+    (-1.0, "wrong sign"),
+    (1.5, "scaled far from the model"),
+])
+def test_the_effort_check_names_currents_signs_and_scales(panda_recording, factor, words):
+    dynamics, rec = panda_recording
+    line = effort_check_line(dynamics, replace(rec, effort=rec.effort * factor))
+    if words is None:
+        assert line is None
+        return
+    assert line is not None and "\n" not in line and words in line, line
+    assert "torque_constants" in line
+    if factor < 0:
+        assert "panda_joint2" in line and "panda_joint4" in line
+
+
+def test_efforts_are_converted_in_one_function():
+    e = np.array([[1.0, 2.0], [3.0, 4.0]])
+    np.testing.assert_allclose(torques_from_efforts(e), e)
+    np.testing.assert_allclose(torques_from_efforts(e, "current", [10.0, -20.0]), [[10.0, -40.0], [30.0, -80.0]])
+    np.testing.assert_allclose(torques_from_efforts(e, "current", (), scale_calibrated=True), e)
+    with pytest.raises(ConfigurationError, match="torque_constants is empty"):
+        torques_from_efforts(e, "current")
+    with pytest.raises(ConfigurationError, match="3 values for 2 joints"):
+        torques_from_efforts(e, "torque", [1.0, 1.0, 1.0])
+
+
+def test_calibrate_refuses_a_recording_where_joints_were_held_still(tmp_path, capsys):
+    """Nadeau et al.'s wrist motion moves joints 5-7 only: the four others are named, exit 2, no file."""
+    bag = tmp_path / "wrist"
+    assert run_cli(["simulate", "--bag", bag, "--robot", "panda", "--payload", "none", "--efforts", "--trajectory",
+                    "paper004", "--duration", "8", "--no-imu"]) == 0
+    capsys.readouterr()
+    out = tmp_path / "c.yaml"
+    assert run_cli(["calibrate", bag, "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "4 of 7 joints moved too little" in err, err
+    for j in range(1, 5):
+        assert f"panda_joint{j} (range" in err
+    assert "panda_joint6 (range" not in err and not out.exists()
+
+
+def test_motion_refusal_counts_range_and_reversals():
+    t = np.arange(0.0, 10.0, 0.01)
+    q = np.column_stack([0.5 * np.sin(t), 0.05 * np.sin(3 * t), 0.5 * np.sin(0.3 * t) + 0.0 * t])
+    dq = np.gradient(q, t, axis=0)
+    rec = replace(joint_recording(t, q, np.zeros_like(q)), dq=dq[20:-20], q=q[20:-20], t=t[20:-20],
+                  ddq=np.zeros_like(q[20:-20]), effort=np.zeros_like(q[20:-20]))
+    cov = motion_coverage(rec)
+    assert list(cov.identifiable) == [True, False, False]  # small range; one reversal only
+    line = motion_refusal(["a", "b", "c"], cov)
+    assert line is not None and line.startswith("2 of 3 joints") and "b (range 0.10 rad" in line
