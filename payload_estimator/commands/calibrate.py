@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 __all__ = ["add_parser", "run", "MOVING_SPEED", "MIN_MOTION_S", "MIN_RANGE_RAD", "MIN_REVERSALS", "speed_reversals",
            "motion_refusal", "FIT_RATE_HZ", "Coverage", "motion_coverage",
            "calibration_table", "calibration_summary", "effort_check_line", "consistency_line", "coulomb_level",
-           "friction_warnings",
+           "friction_warnings", "known_payload", "scale_warnings",
            "EXTRAPOLATION"]
 
 MOVING_SPEED = 0.1
@@ -92,6 +92,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--effort-scale", action="store_true",
                    help="also fit each joint's effort scale (a current-to-torque constant that is off); needs "
                         "a rich motion")
+    p.add_argument("--known-payload-bag", metavar="BAG2",
+                   help="a recording of the same arm holding a known payload (another motion): fitted with BAG, so the "
+                        "known mass fixes the effort scales (--effort-scale) that an unloaded arm cannot tell")
+    p.add_argument("--known-payload", metavar="SPEC", default="truth",
+                   help="the payload of --known-payload-bag: MASS@X,Y,Z (kg, a point mass at X,Y,Z m in the flange "
+                        "frame), or truth (default: the payload BAG2 records as ground truth, a simulated bag)")
     p.add_argument("--consistent", action="store_true",
                    help="fit over physically consistent bodies only (an arm model for a simulator; slower, and the "
                         "payload estimate does not need it)")
@@ -280,6 +286,55 @@ def effort_check_line(dynamics: ArmDynamics, rec: JointRecording, scale: bool = 
     return effort_check(tau, dynamics.corrected_effort(rec.effort[slow]), dynamics.kinematics.joint_names, scale)
 
 
+def scale_warnings(cal: ArmCalibration) -> list[str]:
+    """One line naming the joints whose effort scale the recording did not determine (``--effort-scale``)."""
+    determined = cal.info.get("effort_scale_determined")
+    if not determined:
+        return []
+    std = cal.info.get("effort_scale_std", [float("nan")] * len(cal.joint_names))
+    bad = [f"{name} (std {100 * s:.0f} %)" for name, ok, s in zip(cal.joint_names, determined, std) if not ok]
+    if not bad:
+        return []
+    return [f"the effort scale of {', '.join(bad)} is not determined by this recording (its own link hardly loads "
+            "it beyond friction, or the fit left the first guess by more than 30 %): kept near its first guess; "
+            "give --known-payload-bag, a recording holding a known payload that loads that joint"]
+
+
+def known_payload(spec: str, bag: Path, kinematics: Any) -> Any:
+    """The known payload of ``--known-payload`` in the kinematics' sensor frame (the flange), as InertialParameters.
+
+    ``MASS@X,Y,Z``: a point mass; ``truth``: the payload ``bag`` records as ground truth."""
+    from payload_estimator.core.inertia import InertialParameters
+    from payload_estimator.io.bag import BagError, bag_ground_truth
+
+    if spec.strip() == "truth":
+        try:
+            truth = bag_ground_truth(bag)
+        except BagError as exc:
+            raise CommandError(f"--known-payload-bag {one_line(exc)}") from None
+        if truth is None:
+            raise CommandError(f"--known-payload truth: {bag} records no payload's ground truth; give the payload "
+                               "as --known-payload MASS@X,Y,Z (kg, m in the flange frame)")
+        sensor = kinematics.sensor_frame
+        if truth.frame_id in ("", sensor):
+            return truth.params
+        try:
+            R, p = kinematics.rigid_pose(truth.frame_id, sensor)
+        except ValueError:
+            raise CommandError(f"--known-payload truth: the truth's frame {truth.frame_id!r} is not rigidly attached "
+                               f"to {sensor} in the robot description") from None
+        return truth.params.transformed(R, p)
+    try:
+        mass_text, _, xyz = spec.partition("@")
+        mass = float(mass_text)
+        com = np.array([float(v) for v in xyz.split(",")], dtype=float)
+        if com.shape != (3,) or not (np.isfinite(mass) and mass > 0.0 and np.all(np.isfinite(com))):
+            raise ValueError
+    except ValueError:
+        raise CommandError(f"--known-payload must be MASS@X,Y,Z (kg > 0, m) or truth, got {spec!r}") from None
+    return InertialParameters.point_mass(mass, com)
+
+
 def _fastest(coverage: Coverage) -> np.ndarray:
     return np.maximum(np.abs(coverage.speed_min), np.abs(coverage.speed_max))
 
@@ -350,12 +405,25 @@ def run(args: argparse.Namespace) -> int:
             "torque_constants": [float(v) for v in settings.torque_constants]}
     if args.validate:
         info["validation"] = str(args.validate)
+    loaded = loaded_torques = None
+    if args.known_payload_bag:
+        loaded_bag = Path(args.known_payload_bag)
+        loaded, _, notes = _recording(loaded_bag, settings, joints, "--known-payload-bag ", args.effort_scale)
+        warnings += [f"--known-payload-bag: {n}" for n in notes]
+        payload = known_payload(args.known_payload, loaded_bag, kinematics)
+        from payload_estimator.pipeline.joint_torques import payload_torques
+
+        loaded_torques = payload_torques(kinematics, loaded.q, loaded.dq, loaded.ddq, payload.phi)
+        info.update(known_payload_bag=str(loaded_bag), known_payload_mass=round(float(payload.mass), 6),
+                    known_payload_com=[round(float(v), 6) for v in payload.com])
     try:
         calibration, fit = calibrate_arm(kinematics, rec, robot=settings.robot, effort_scale=args.effort_scale,
-                                         held_out=held_out, info=info, consistent=args.consistent)
+                                         held_out=held_out, info=info, consistent=args.consistent, loaded=loaded,
+                                         loaded_torques=loaded_torques)
     except ValueError as exc:  # a fit that cannot be made of this recording (degenerate, diverged)
         raise CommandError(f"{bag}: the calibration failed: {one_line(exc)}") from None
     warnings += friction_warnings(ArmDynamics(kinematics, calibration), coverage)
+    warnings += scale_warnings(calibration)
     warnings += _validation_warnings(joints, coverage, held_coverage, fit)
     try:
         calibration.save(out)

@@ -289,6 +289,8 @@ def calibrate_arm(
     info: dict[str, Any] | None = None,
     consistent: bool = False,
     initial_scale: np.ndarray | None = None,
+    loaded: JointRecording | None = None,
+    loaded_torques: np.ndarray | None = None,
 ) -> tuple[ArmCalibration, CalibrationFit]:
     """Fit the arm's inertial parameters, friction and effort scales to a recording of the unloaded arm.
 
@@ -296,6 +298,14 @@ def calibrate_arm(
     ``effort_scale``. A least-squares fit with the description as prior, each joint weighted by its own
     residual (iteratively reweighted, four passes; the inertias' prior mean follows the fitted COMs between
     passes), the friction kept dissipative.
+
+    ``effort_scale``: the scales of :func:`_scale_fit`, their common factor anchored on the description's
+    gravity torques; or, with ``loaded`` (a recording of the same arm holding a known payload) and
+    ``loaded_torques`` (its (N, n) torques, :func:`~payload_estimator.pipeline.joint_torques.payload_torques`),
+    fitted to both recordings at once, on that payload: the unloaded recording keeps the last body from
+    taking the payload in, so the known mass fixes the scales' common factor and loads the joints the arm's
+    own links hardly do. The figures are the unloaded recording's. ``initial_scale``: (n,) the scales
+    to start from (default: :func:`_initial_scale`).
 
     ``held_out``: another recording (another motion) the figures are also computed on. ``consistent``:
     the same objective over real bodies only (every body's pseudo-inertia positive definite, through
@@ -317,32 +327,57 @@ def calibrate_arm(
     if len(recording) < 10:
         raise CalibrationError(f"the recording has {len(recording)} usable samples; calibration needs seconds "
                                "of motion")
+    figures_recording = recording
+    known = None
+    if loaded is not None:
+        known_part = np.asarray(loaded_torques, dtype=float)
+        if known_part.shape != loaded.effort.shape or not np.all(np.isfinite(known_part)):
+            raise CalibrationError(f"the known payload's torques must be finite, {loaded.effort.shape}")
+        known = np.concatenate([np.zeros_like(recording.effort), known_part])
+        recording = JointRecording(*(np.concatenate([getattr(recording, f), getattr(loaded, f)])
+                                     for f in ("t", "q", "dq", "ddq", "effort")))
     A = _calibration_rows(nominal_model, recording)
     effort = recording.effort
     if effort_scale:
-        guess = _initial_scale(nominal_model, recording) if initial_scale is None else \
+        guess = _initial_scale(nominal_model, recording, known) if initial_scale is None else \
             np.asarray(initial_scale, dtype=float).reshape(n)
         if np.any(~np.isfinite(guess)) or np.any(guess <= 0.0):
             raise CalibrationError("the initial effort scales must be positive numbers")
-        x, sigma, mean = _reweighted_fit(A, effort * guess, x0, std0, nominal_model.nominal, 0)
-        poses = recording.q[np.linspace(0, len(recording) - 1, min(GRAVITY_POSES, len(recording))).astype(int)]
-        still = np.zeros_like(poses)
-        _, scale, _, scale_std = _scale_fit(A, effort, x, guess, mean, std0, nominal_model.nominal,
-                                                nominal_model.regressor(poses, still, still))
+        if known is None:
+            A_s, x0_s, std0_s, n_known = A, x0, std0, 0
+            poses = recording.q[np.linspace(0, len(recording) - 1, min(GRAVITY_POSES, len(recording))).astype(int)]
+            still = np.zeros_like(poses)
+            gravity_rows: np.ndarray | None = nominal_model.regressor(poses, still, still)
+        else:  # the payload's torques a column whose coefficient is known (1): the data fix the common factor
+            A_s = np.concatenate([A, known[:, :, None]], axis=2)
+            x0_s, std0_s, n_known = np.append(x0, 1.0), np.append(std0, KNOWN_STD), 1
+            gravity_rows = None
+        x, sigma, mean = _reweighted_fit(A_s, effort * guess, x0_s, std0_s, nominal_model.nominal, n_known)
+        _, scale, _, scale_std = _scale_fit(A_s, effort, x, guess, mean, std0_s, nominal_model.nominal,
+                                            gravity_rows, n_known)
+        # a scale the fit moved beyond SCALE_MAX_CHANGE of its first guess is not the data's but the model's
+        # mismatch (a joint whose effort is mostly friction unlike the model's): kept at the guess, named
+        determined = (np.abs(np.log(scale / guess)) <= np.log1p(SCALE_MAX_CHANGE)) & (scale_std <= SCALE_MAX_STD)
+        scale = np.where(np.abs(np.log(scale / guess)) <= np.log1p(SCALE_MAX_CHANGE), scale, guess)
         scale_info = {"effort_scale_std": [round(float(v), 5) for v in scale_std],
-                      "effort_scale_guess": [round(float(v), 6) for v in guess]}
-        # the parameters with the scales found (the same fit as without --effort-scale, on the corrected efforts)
-        x, sigma, mean = _reweighted_fit(A, effort * scale, x0, std0, nominal_model.nominal, 0)
+                      "effort_scale_determined": [bool(v) for v in determined],
+                      "effort_scale_guess": [round(float(v), 6) for v in guess],
+                      "effort_scale_anchor": ("known payload" if known is not None
+                                              else "the description's gravity torques")}
     else:
         scale = np.ones(n)
         scale_info = {}
-        x, sigma, mean = _reweighted_fit(A, effort, x0, std0, nominal_model.nominal, 0)
+    # the parameters with the scales found (the same fit as without --effort-scale, on the corrected efforts)
+    target = effort * scale - (known if known is not None else 0.0)
+    x, sigma, mean = _reweighted_fit(A, target, x0, std0, nominal_model.nominal, 0)
     if consistent:
-        x = _consistent_fit(A, effort * scale, sigma, x, mean, std0, n_pi, b)
+        x = _consistent_fit(A, target, sigma, x, mean, std0, n_pi, b)
     pi = x[:n_pi].reshape(b, 10)
     f = x[n_pi:n_pi + n_f]
     meta = {"created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "samples": int(len(recording)), "effort_scale_calibrated": bool(effort_scale)}
+            "samples": int(len(figures_recording)), "effort_scale_calibrated": bool(effort_scale)}
+    if loaded is not None:
+        meta["known_payload_samples"] = int(len(loaded))
     meta.update(scale_info)
     meta.update(info or {})
     calibration = ArmCalibration(
@@ -350,7 +385,8 @@ def calibrate_arm(
         viscous=f[:n], coulomb=f[n:-n].reshape(n, len(COULOMB_VELOCITIES)), offset=f[-n:], effort_scale=scale,
         residual_std=sigma, info=meta,
     )
-    return calibration, _fit_figures(nominal_model, ArmDynamics(kinematics, calibration), recording, held_out)
+    return calibration, _fit_figures(nominal_model, ArmDynamics(kinematics, calibration), figures_recording,
+                                     held_out)
 
 
 def _calibration_rows(nominal_model: ArmDynamics, recording: JointRecording) -> np.ndarray:
@@ -359,13 +395,16 @@ def _calibration_rows(nominal_model: ArmDynamics, recording: JointRecording) -> 
                            friction_regressor(recording.dq)], axis=2)
 
 
-def _initial_scale(nominal_model: ArmDynamics, recording: JointRecording) -> np.ndarray:
+def _initial_scale(nominal_model: ArmDynamics, recording: JointRecording,
+                   known: np.ndarray | None = None) -> np.ndarray:
     """(n,) a first guess of each joint's effort scale: 1, or the description's torque per unit of effort.
 
     The least-squares ratio of the description's rigid-body torques to the efforts (:func:`effort_ratio`),
     taken where it is determined and more than 30 % from 1 (for every joint when most are: efforts in other
     units, e.g. currents; the median ratio where a joint's is not determined)."""
     tau = nominal_model.rigid_body_torques(recording.q, recording.dq, recording.ddq)
+    if known is not None:
+        tau = tau + known
     ratio, determined = effort_ratio(tau, recording.effort)
     good = determined & (ratio > 0.0)
     if not np.any(good):
@@ -402,13 +441,19 @@ SCALE_PRIOR_LOG_STD = 0.15
 """Std of the prior on the log of each joint's effort scale around its first guess (:func:`_initial_scale`):
 15 %, a vendor's torque constant. It decides a joint whose own rows the motion hardly moves beyond friction
 (a wrist joint whose link's gravity and inertia barely load it): nothing else can."""
+SCALE_MAX_CHANGE = 0.3
+"""A fitted effort scale more than this fraction from its first guess is not believed (kept at the guess)."""
+SCALE_MAX_STD = 0.05
+"""An effort scale whose std (the data's, :func:`_log_scale_std`) is above this is not determined by the motion."""
+KNOWN_STD = 1e-6
+"""Std of the known payload's coefficient (1): known."""
 GRAVITY_POSES = 200
 """Poses of the recording the effort scales' common factor is anchored on (the description's gravity torques)."""
 
 
 def _scale_fit(A: np.ndarray, effort: np.ndarray, x: np.ndarray, scale0: np.ndarray, mean: np.ndarray,
-               std0: np.ndarray, nominal: np.ndarray,
-               gravity_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+               std0: np.ndarray, nominal: np.ndarray, gravity_rows: np.ndarray | None,
+               n_known: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Return ``(x, scale, sigma, mean)``: the MAP fit of the parameters and the effort scales together.
 
     The model of each joint's effort *as reported* (the noise is the sensor's, in its units)::
@@ -428,13 +473,16 @@ def _scale_fit(A: np.ndarray, effort: np.ndarray, x: np.ndarray, scale0: np.ndar
     (the friction kept dissipative); the cost that remains is minimised over the ``log u`` relative to their
     mean (n - 1 values, L-BFGS-B, the gradient by the envelope theorem), then the common factor is
     anchored; three passes, each joint weighted by its residual std with a floor (1 % of the joint's effort
-    RMS) so the weights cannot collapse. ``sigma`` is returned in N·m (times the scale)."""
+    RMS) so the weights cannot collapse. ``sigma`` is returned in N·m (times the scale).
+
+    With a known payload (``gravity_rows`` None; its torques the last ``n_known`` column of ``A``, their
+    coefficient pinned by the prior) the common factor is the data's: every ``log u`` is free."""
     from scipy.optimize import minimize
 
     n = A.shape[1]
     b = len(nominal)
     n_pi = 10 * b
-    T, lower = _dissipative_coordinates(n_pi, n, 0)
+    T, lower = _dissipative_coordinates(n_pi, n, n_known)
     prior_info = 1.0 / std0**2
     G = np.einsum("kip,kiq->ipq", A, A)
     c = np.einsum("kip,ki->ip", A, effort)
@@ -442,9 +490,9 @@ def _scale_fit(A: np.ndarray, effort: np.ndarray, x: np.ndarray, scale0: np.ndar
     log_u0 = -np.log(scale0)
     rms = np.sqrt(ee / len(effort))
     floor = np.maximum(1e-2 * rms, 1e-4 * float(rms.max())) + 1e-12
-    tau_described = gravity_rows @ nominal.ravel()
-    # an orthonormal basis of the log-scales' zero-sum directions (the relative scales)
-    basis = np.linalg.svd(np.eye(n) - 1.0 / n)[0][:, :n - 1]
+    tau_described = None if gravity_rows is None else gravity_rows @ nominal.ravel()
+    # an orthonormal basis of the log-scales' zero-sum directions (the relative scales); all with a known payload
+    basis = np.eye(n) if gravity_rows is None else np.linalg.svd(np.eye(n) - 1.0 / n)[0][:, :n - 1]
     log_u = log_u0.copy()
     sigma = np.maximum(np.sqrt(np.mean((effort - np.exp(log_u) * (A @ x)) ** 2, axis=0)), floor)
     for _ in range(3):
@@ -463,7 +511,7 @@ def _scale_fit(A: np.ndarray, effort: np.ndarray, x: np.ndarray, scale0: np.ndar
             grad = w * (-2.0 * uu * cx + 2.0 * uu**2 * xGx) + 2.0 * (lu - log_u0) / SCALE_PRIOR_LOG_STD**2
             return cost, grad, xx
 
-        level = float(np.mean(log_u))
+        level = float(np.mean(log_u)) if gravity_rows is not None else 0.0
 
         def relative(v: np.ndarray, level: float = level, inner: Any = inner) -> tuple[float, np.ndarray]:
             cost, grad, _ = inner(level + basis @ v)
@@ -474,9 +522,9 @@ def _scale_fit(A: np.ndarray, effort: np.ndarray, x: np.ndarray, scale0: np.ndar
         log_u = level + basis @ v
         x = inner(log_u)[2]
         # the common factor: the calibrated arm's gravity torques are the description's (least squares)
-        tau_fitted = gravity_rows @ x[:n_pi]
-        power = float(np.sum(tau_fitted**2))
-        if power > 0.0:
+        tau_fitted = None if gravity_rows is None else gravity_rows @ x[:n_pi]
+        power = 0.0 if tau_fitted is None else float(np.sum(tau_fitted**2))
+        if tau_fitted is not None and tau_described is not None and power > 0.0:
             alpha = float(np.sum(tau_fitted * tau_described)) / power
             if alpha > 0.0:
                 log_u -= np.log(alpha)

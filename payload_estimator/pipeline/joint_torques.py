@@ -27,9 +27,10 @@ import numpy as np
 
 from payload_estimator.errors import ConfigurationError
 from payload_estimator.pipeline.arm_dynamics import ArmDynamics
+from payload_estimator.pipeline.kinematics import SensorKinematics
 
 __all__ = ["JointTorqueWrench", "TorqueWrench", "SINGULAR_RCOND", "DEFAULT_EFFORT_STD", "torques_from_efforts",
-           "effort_check"]
+           "effort_check", "payload_torques"]
 
 SINGULAR_RCOND = 1e-6
 """Wrench directions whose singular value is below this fraction of the largest carry no information."""
@@ -173,3 +174,19 @@ def effort_check(tau_model: np.ndarray, effort: np.ndarray, joint_names: Sequenc
     if not parts:
         return None
     return "the efforts " + "; and ".join(parts)
+
+
+def payload_torques(kinematics: SensorKinematics, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray,
+                    phi: np.ndarray) -> np.ndarray:
+    """(N, n) the joint torques a payload of inertial parameters ``phi`` (10,) in the sensor frame adds, N·m.
+
+    ``-J_S^T Y(a - g, omega, alpha) phi`` (module docstring): what the corrected efforts hold beyond the
+    unloaded arm's torques, for a known payload (a calibration with a known mass)."""
+    from payload_estimator.core.regressor import regressor
+
+    motion = kinematics.compute(q, dq, ddq)
+    Y = regressor(motion.lin_acc_in_sensor, motion.ang_vel_in_sensor, motion.ang_acc_in_sensor,
+                  motion.gravity_in_sensor)
+    w = Y @ np.asarray(phi, dtype=float)
+    J = kinematics.frame_jacobian(q)  # (N, 6, n)
+    return -np.einsum("nki,nk->ni", J, w)
