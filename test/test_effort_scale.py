@@ -185,3 +185,61 @@ def test_motion_refusal_counts_range_and_reversals():
     assert list(cov.identifiable) == [True, False, False]  # small range; one reversal only
     line = motion_refusal(["a", "b", "c"], cov)
     assert line is not None and line.startswith("2 of 3 joints") and "b (range 0.10 rad" in line
+
+
+@pytest.fixture(scope="module")
+def panda_bag(tmp_path_factory):
+    bag = tmp_path_factory.mktemp("units") / "cal"
+    assert run_cli(["simulate", "--bag", bag, "--robot", "panda", "--payload", "none", "--efforts", "--trajectory",
+                    "thesis", "--seed", "1", "--duration", "12", "--no-imu"]) == 0
+    return bag
+
+
+@pytest.mark.parametrize("constants, words", [
+    ([-1.0] * 7, ["wrong sign", "torque_constants to -1", "panda_joint2"]),
+    ([1.5] * 7, ["scaled far from the model", "panda_joint2"]),
+    ([1.0 / 40.0] * 7, ["look like currents", "effort_unit: current"]),
+])
+def test_calibrate_refuses_efforts_in_other_units_naming_the_setting(panda_bag, tmp_path, capsys, constants, words):
+    """The simulated efforts through torque_constants: negated, scaled by 1.5, or made to look like currents of a
+    40 N·m/A joint: one line, exit 2, no file."""
+    out = tmp_path / "c.yaml"
+    status = run_cli(["calibrate", panda_bag, "--out", out, "--set", f"torque_constants={constants}"])
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1, err
+    for word in words:
+        assert word in err, (word, err)
+    assert not out.exists()
+
+
+def test_currents_are_calibrated_with_their_torque_constants(panda_bag, tmp_path, capsys):
+    """Efforts 40 times too small (currents of 40 N·m/A joints whose constants are not known): with --effort-scale
+    the check's line is a warning, and the scales found are the torque constants (the efforts' scale), where the
+    former fit started from 1 and pulled every scale towards 0."""
+    out = tmp_path / "c.yaml"
+    assert run_cli(["calibrate", panda_bag, "--out", out, "--effort-scale", "--set",
+                    f"torque_constants={[1.0 / 40.0] * 7}"]) == 0
+    err = capsys.readouterr().err
+    assert "look like currents" in err and "(the effort scales are fitted: --effort-scale)" in err
+    data = yaml.safe_load(out.read_text())
+    scale = np.array(data["effort_scale"])
+    # as well as the unloaded arm tells scales (measured 0.1-16 %: its links are off by up to 15 % from the URDF
+    # that anchors the scales' common factor; a known payload's recording does better, see above)
+    assert np.all(np.abs(scale / 40.0 - 1.0) < 0.25), scale
+    assert data["info"]["torque_constants"] == [0.025] * 7
+
+
+def test_replay_and_calibrate_refuse_currents_without_a_way_to_read_them(panda_bag, tmp_path, capsys):
+    out = tmp_path / "c.yaml"
+    assert run_cli(["calibrate", panda_bag, "--out", out, "--set", "effort_unit=current"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "torque_constants is empty" in err and "--effort-scale" in err
+    assert run_cli(["calibrate", panda_bag, "--out", out, "--set", "torque_constants=[1, 1]"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "torque_constants has 2 values for 7 joints" in err
+    assert run_cli(["calibrate", panda_bag, "--out", out]) == 0
+    capsys.readouterr()
+    assert run_cli(["replay", panda_bag, "--set", "wrench_source=joint_torques", "--set", f"arm_calibration={out}",
+                    "--set", "effort_unit=current", "--no-plot", "--out", tmp_path / "r"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "torque_constants is empty" in err, err
