@@ -196,7 +196,7 @@ def panda_bag(tmp_path_factory):
 
 
 @pytest.mark.parametrize("constants, words", [
-    ([-1.0] * 7, ["wrong sign", "torque_constants to -1", "panda_joint2"]),
+    ([-1.0] * 7, ["wrong sign", "flip the sign of torque_constants", "panda_joint2"]),
     ([1.5] * 7, ["scaled far from the model", "panda_joint2"]),
     ([1.0 / 40.0] * 7, ["look like currents", "effort_unit: current"]),
 ])
@@ -243,3 +243,19 @@ def test_replay_and_calibrate_refuse_currents_without_a_way_to_read_them(panda_b
                     "--set", "effort_unit=current", "--no-plot", "--out", tmp_path / "r"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "torque_constants is empty" in err, err
+
+
+def test_replay_prints_the_effort_check(panda_bag, tmp_path, capsys):
+    """In joint-torque mode replay checks the efforts' units and signs (not their scale: a payload's torques are
+    in them) and prints the line as a warning; efforts as they should be print nothing."""
+    cal = tmp_path / "c.yaml"
+    assert run_cli(["calibrate", panda_bag, "--out", cal]) == 0
+    capsys.readouterr()
+    torques = ["replay", panda_bag, "--set", "wrench_source=joint_torques", "--set", f"arm_calibration={cal}",
+               "--no-plot", "--out", tmp_path / "r"]
+    assert run_cli(torques) == 0
+    assert "the efforts" not in capsys.readouterr().err
+    for constants, words in (([-1.0] * 7, "have the wrong sign"), ([1.0 / 40.0] * 7, "look like currents")):
+        assert run_cli([*torques, "--set", f"torque_constants={constants}"]) == 0
+        lines = [line for line in capsys.readouterr().err.splitlines() if "the efforts" in line]
+        assert len(lines) == 1 and words in lines[0] and lines[0].startswith("payload-estimator replay: warning: ")

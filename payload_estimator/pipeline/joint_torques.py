@@ -166,8 +166,9 @@ def effort_check(tau_model: np.ndarray, effort: np.ndarray, joint_names: Sequenc
     elif order and scale:
         off = sorted(off + order)
     if negative:
-        parts.append(f"have the wrong sign ({listed(negative)}): set torque_constants to -1 for "
-                     f"{'that joint' if len(negative) == 1 else 'those joints'} (1 for the others)")
+        parts.append(f"have the wrong sign ({listed(negative)}): flip the sign of torque_constants for "
+                     f"{'that joint' if len(negative) == 1 else 'those joints'} (-1 where it is unset, 1 for the "
+                     "others)")
     if off:
         parts.append(f"are scaled far from the model (more than {RATIO_FAR:.0%}: {listed(off)}): set torque_constants, "
                      "or calibrate --effort-scale")
