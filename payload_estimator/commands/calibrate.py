@@ -21,6 +21,22 @@ designs one, and so does ``simulate --payload none --efforts`` in simulation. ``
 (another recording of the unloaded arm, another motion) gives held-out figures: a calibration
 that only fits its own data shows there.
 
+Effort scales (``--effort-scale``): each joint's factor from the effort as reported to N·m (a torque
+constant that is off; with ``effort_unit: current`` and no ``torque_constants``, the torque constant
+itself). An unloaded arm tells the scales relative to each other only where its own links load a joint
+beyond friction and noise; their common factor is anchored on the description's gravity torques, so it is
+as good as the URDF's masses. ``--known-payload-bag BAG2`` (the same arm holding a known payload, e.g. a
+weight of known mass at a known point: ``--known-payload MASS@X,Y,Z``) is fitted together with BAG and
+fixes them (measured, ``benchmarks/effort_scales.py``: 1-3 % against 6-9 % from the unloaded arm alone).
+Each scale's std and whether the recording determined it are in the file; a joint it did not determine is
+kept at its first guess and named in a warning.
+
+The efforts are checked against the torques the description predicts (the slower half of the samples,
+where gravity dominates): efforts that look like currents, have the wrong sign, or are scaled more than
+30 % from the model are named in one line with the setting to change (``effort_unit``,
+``torque_constants``); exit status 2, unless ``--effort-scale`` fits the scales (then a warning; a wrong
+sign is refused either way).
+
 A joint that did not move enough to tell its friction from its inertia (less than 0.2 rad of range, or
 fewer than two reversals at 0.1 rad/s both ways) is refused: one line names it and what it lacks, exit
 status 2, no file written (its friction, 1-3 N·m on an xArm, would otherwise be a payload's torque).

@@ -69,7 +69,9 @@ class ArmPrior:
             are strongly correlated (Coulomb levels at three speeds, viscous): a weak prior keeps them from
             trading noise with the inertias; 1 was measured best against 10 (``benchmarks/joint_torques.py``
             --friction-prior), on a Franka's 0.3-1.3 N·m and an xArm's 1-3 N·m friction alike.
-        effort_scale: std of an effort scale about 1 (when calibrated).
+        effort_scale: std of the log of each effort scale about its first guess (when calibrated): 15 %, a
+            vendor's torque constant. It decides a joint whose own rows the motion hardly moves beyond friction
+            (a wrist joint whose link's gravity and inertia barely load it): nothing else can.
     """
 
     mass_rel: float = 0.2
@@ -78,7 +80,7 @@ class ArmPrior:
     inertia_rel: float = 0.3
     inertia_floor: float = 1e-3
     friction: float = 1.0
-    effort_scale: float = 0.1
+    effort_scale: float = 0.15
 
     def body_std(self, nominal: np.ndarray) -> np.ndarray:
         """(b, 10) the std of each body's ten parameters around ``nominal`` (b, 10)."""
@@ -354,7 +356,7 @@ def calibrate_arm(
             gravity_rows = None
         x, sigma, mean = _reweighted_fit(A_s, effort * guess, x0_s, std0_s, nominal_model.nominal, n_known)
         _, scale, _, scale_std = _scale_fit(A_s, effort, x, guess, mean, std0_s, nominal_model.nominal,
-                                            gravity_rows, n_known)
+                                            gravity_rows, n_known, prior.effort_scale)
         # a scale the fit moved beyond SCALE_MAX_CHANGE of its first guess is not the data's but the model's
         # mismatch (a joint whose effort is mostly friction unlike the model's): kept at the guess, named
         determined = (np.abs(np.log(scale / guess)) <= np.log1p(SCALE_MAX_CHANGE)) & (scale_std <= SCALE_MAX_STD)
@@ -437,10 +439,6 @@ def effort_ratio(tau: np.ndarray, effort: np.ndarray) -> tuple[np.ndarray, np.nd
     return ratio, (var > 0.0) & loaded & (se < 0.1 * np.abs(ratio)) & (explained >= 0.5)
 
 
-SCALE_PRIOR_LOG_STD = 0.15
-"""Std of the prior on the log of each joint's effort scale around its first guess (:func:`_initial_scale`):
-15 %, a vendor's torque constant. It decides a joint whose own rows the motion hardly moves beyond friction
-(a wrist joint whose link's gravity and inertia barely load it): nothing else can."""
 SCALE_MAX_CHANGE = 0.3
 """A fitted effort scale more than this fraction from its first guess is not believed (kept at the guess)."""
 SCALE_MAX_STD = 0.05
@@ -453,7 +451,7 @@ GRAVITY_POSES = 200
 
 def _scale_fit(A: np.ndarray, effort: np.ndarray, x: np.ndarray, scale0: np.ndarray, mean: np.ndarray,
                std0: np.ndarray, nominal: np.ndarray, gravity_rows: np.ndarray | None,
-               n_known: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+               n_known: int = 0, log_std: float = 0.15) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Return ``(x, scale, sigma, mean)``: the MAP fit of the parameters and the effort scales together.
 
     The model of each joint's effort *as reported* (the noise is the sensor's, in its units)::
@@ -476,7 +474,8 @@ def _scale_fit(A: np.ndarray, effort: np.ndarray, x: np.ndarray, scale0: np.ndar
     RMS) so the weights cannot collapse. ``sigma`` is returned in N·m (times the scale).
 
     With a known payload (``gravity_rows`` None; its torques the last ``n_known`` column of ``A``, their
-    coefficient pinned by the prior) the common factor is the data's: every ``log u`` is free."""
+    coefficient pinned by the prior) the common factor is the data's: every ``log u`` is free. ``log_std``: the
+    std of the prior on each ``log u`` around the first guess ``1 / scale0`` (:attr:`ArmPrior.effort_scale`)."""
     from scipy.optimize import minimize
 
     n = A.shape[1]
@@ -507,8 +506,8 @@ def _scale_fit(A: np.ndarray, effort: np.ndarray, x: np.ndarray, scale0: np.ndar
             xGx = np.einsum("p,ipq,q->i", xx, G, xx)
             data = w * (ee - 2.0 * uu * cx + uu**2 * xGx)
             cost = float(np.sum(data) + np.sum(prior_info * (xx - mean) ** 2)
-                         + np.sum(((lu - log_u0) / SCALE_PRIOR_LOG_STD) ** 2))
-            grad = w * (-2.0 * uu * cx + 2.0 * uu**2 * xGx) + 2.0 * (lu - log_u0) / SCALE_PRIOR_LOG_STD**2
+                         + np.sum(((lu - log_u0) / log_std) ** 2))
+            grad = w * (-2.0 * uu * cx + 2.0 * uu**2 * xGx) + 2.0 * (lu - log_u0) / log_std**2
             return cost, grad, xx
 
         level = float(np.mean(log_u)) if gravity_rows is not None else 0.0
