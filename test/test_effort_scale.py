@@ -242,16 +242,18 @@ def test_replay_and_calibrate_refuse_currents_without_a_way_to_read_them(panda_b
     assert run_cli(["replay", panda_bag, "--set", "wrench_source=joint_torques", "--set", f"arm_calibration={out}",
                     "--set", "effort_unit=current", "--no-plot", "--out", tmp_path / "r"]) == 2
     err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "made with effort_unit torque" in err, err
+    assert run_cli(["replay", panda_bag, "--set", "wrench_source=joint_torques", "--set", "arm_calibration=",
+                    "--set", "effort_unit=current", "--no-plot", "--out", tmp_path / "r"]) == 2
+    err = capsys.readouterr().err
     assert err.count("\n") == 1 and "torque_constants is empty" in err, err
 
 
 def test_replay_prints_the_effort_check(panda_bag, tmp_path, capsys):
     """In joint-torque mode replay checks the efforts' units and signs (not their scale: a payload's torques are
-    in them) and prints the line as a warning; efforts as they should be print nothing."""
-    cal = tmp_path / "c.yaml"
-    assert run_cli(["calibrate", panda_bag, "--out", cal]) == 0
-    capsys.readouterr()
-    torques = ["replay", panda_bag, "--set", "wrench_source=joint_torques", "--set", f"arm_calibration={cal}",
+    in them) and prints the line as a warning; efforts as they should be print nothing. Without a calibration
+    (the description's torques): a calibration made with other torque_constants is refused before."""
+    torques = ["replay", panda_bag, "--set", "wrench_source=joint_torques", "--set", "arm_calibration=",
                "--no-plot", "--out", tmp_path / "r"]
     assert run_cli(torques) == 0
     assert "the efforts" not in capsys.readouterr().err

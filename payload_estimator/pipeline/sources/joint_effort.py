@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from payload_estimator.errors import ConfigurationError
 from payload_estimator.pipeline.arm_dynamics import ArmCalibration, ArmDynamics
 from payload_estimator.pipeline.joint_torques import JointTorqueWrench, torques_from_efforts
 from payload_estimator.pipeline.sources.strategies import WrenchInput
@@ -49,6 +50,14 @@ class JointEfforts:
         dynamics = ArmDynamics(kinematics, self.calibration)
         std = None if self.effort_std is None else np.asarray(self.effort_std, dtype=float)
         calibrated = bool(self.calibration is not None and self.calibration.info.get("effort_scale_calibrated"))
+        if self.calibration is not None:  # its scales are relative to the efforts as it converted them
+            unit = self.calibration.info.get("effort_unit", "torque")
+            constants = [float(v) for v in self.calibration.info.get("torque_constants", [])]
+            if unit != self.effort_unit or constants != [float(v) for v in self.torque_constants]:
+                raise ConfigurationError(
+                    f"the arm calibration was made with effort_unit {unit} and torque_constants {constants}, the "
+                    f"settings have {self.effort_unit} and {list(self.torque_constants)}: set them alike, or "
+                    "calibrate again")
         # the settings checked once, on a row of zeros
         torques_from_efforts(np.zeros((1, kinematics.n_joints)), self.effort_unit, self.torque_constants,
                              scale_calibrated=calibrated)
