@@ -37,6 +37,7 @@ __all__ = [
     "APPLY_TARGETS",
     "TARGETS_WITHOUT_INERTIA",
     "CONVERGE_ON",
+    "EFFORT_UNITS",
     "settings_for_robot",
     "PRESET_VARIANTS",
     "preset_file_name",
@@ -102,6 +103,8 @@ APPLY_TARGETS = ("none", "franka", "xarm", "gravity_compensation")
 TARGETS_WITHOUT_INERTIA = ("xarm", "gravity_compensation")
 """Apply targets that take mass and COM only (``SetTcpLoad``; ``tool.mass``, ``tool.CoG``)."""
 CONVERGE_ON = ("auto", "all", "mass_com")
+EFFORT_UNITS = ("torque", "current")
+"""What the joint states' efforts are (the setting ``effort_unit``)."""
 _ENUMS: dict[str, type[_Choice]] = {"wrench_source": WrenchSource, "motion_source": MotionSource}
 """Settings whose text is read into an enum."""
 
@@ -118,6 +121,12 @@ def _nonnegative(value: Any) -> str | None:
 
 def _forgetting(value: Any) -> str | None:
     return None if value == 0.0 or 0.0 < value <= 1.0 else "must be in (0, 1], or 0 for the estimator's own"
+
+
+def _torque_constants(value: Any) -> str | None:
+    if not all(math.isfinite(v) and v != 0.0 for v in value):
+        return "must be finite non-zero numbers, one per joint (N m/A for currents)"
+    return None
 
 
 def _noise_pair(value: Any) -> str | None:
@@ -174,6 +183,12 @@ class Settings:
         "efforts less the unloaded arm's torques (arm_calibration)", WRENCH_SOURCES)
     arm_calibration: str = _p("", "joint_torques: the unloaded arm's calibration file (payload-estimator calibrate, "
                                   "~/calibrate); empty: the description's inertias and no friction (rough)")
+    effort_unit: str = _p("torque", "joint_torques: what the joint states' efforts are: torque (N m at the joint) "
+                                    "or current (A, times torque_constants)", EFFORT_UNITS)
+    torque_constants: list[float] = _p(
+        [], "joint_torques: per joint, the effort's factor to N m at the joint: N m/A with the gear ratio for "
+            "currents, a correction for torques (-1 flips a joint's sign); empty: 1 for torques, the calibration's "
+            "effort scale (calibrate --effort-scale) for currents", check=_torque_constants)
     wrench_frame: str = _p("", "frame the wrench components are expressed in; empty: sensor_frame (ft_sensor), "
                                "the base link (franka_base), stiffness_frame (franka_stiffness)")
     stiffness_frame: str = _p("", "Franka stiffness frame K (franka sources); empty: the flange")
@@ -400,7 +415,8 @@ def _coerced(key: str, value: Any, default: Any) -> Any:
     if isinstance(default, list):
         if not isinstance(value, (list, tuple)):
             raise ConfigurationError(f"{key} must be a list, got {value!r}")
-        if default and isinstance(default[0], float) or key in ("sensor_xyz", "sensor_rpy", "base_rpy"):
+        if default and isinstance(default[0], float) or key in ("sensor_xyz", "sensor_rpy", "base_rpy",
+                                                                         "torque_constants"):
             return [float(v) for v in value]
         return [str(v) for v in value]
     return str(value)

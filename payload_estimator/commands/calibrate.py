@@ -21,8 +21,27 @@ designs one, and so does ``simulate --payload none --efforts`` in simulation. ``
 (another recording of the unloaded arm, another motion) gives held-out figures: a calibration
 that only fits its own data shows there.
 
-Printed per joint: how fast it moved (a joint that never moved cannot have its friction found: a
-warning says so), the effort residual (RMS, N·m) with the description alone and calibrated (and
+Effort scales (``--effort-scale``): each joint's factor from the effort as reported to N·m (a torque
+constant that is off; with ``effort_unit: current`` and no ``torque_constants``, the torque constant
+itself). An unloaded arm tells the scales relative to each other only where its own links load a joint
+beyond friction and noise; their common factor is anchored on the description's gravity torques, so it is
+as good as the URDF's masses. ``--known-payload-bag BAG2`` (the same arm holding a known payload, e.g. a
+weight of known mass at a known point: ``--known-payload MASS@X,Y,Z``) is fitted together with BAG and
+fixes them (measured, ``benchmarks/effort_scales.py``: 1-3 % against 6-9 % from the unloaded arm alone).
+Each scale's std and whether the recording determined it are in the file; a joint it did not determine is
+kept at its first guess and named in a warning.
+
+The efforts are checked against the torques the description predicts (the slower half of the samples,
+where gravity dominates): efforts that look like currents, have the wrong sign, or are scaled more than
+30 % from the model are named in one line with the setting to change (``effort_unit``,
+``torque_constants``); exit status 2, unless ``--effort-scale`` fits the scales (then a warning; a wrong
+sign is refused either way).
+
+A joint that did not move enough to tell its friction from its inertia (less than 0.2 rad of range, or
+fewer than two reversals at 0.1 rad/s both ways) is refused: one line names it and what it lacks, exit
+status 2, no file written (its friction, 1-3 N·m on an xArm, would otherwise be a payload's torque).
+
+Printed per joint: how fast it moved, the effort residual (RMS, N·m) with the description alone and calibrated (and
 on BAG2), the friction found, and whether each body's fitted inertial parameters are physically
 consistent. A bag without the topic, joint states without efforts (or not one per joint), too
 little motion, an unreadable bag: one line, exit status 2.
@@ -47,13 +66,19 @@ if TYPE_CHECKING:
     from payload_estimator.pipeline.arm_dynamics import ArmCalibration, ArmDynamics, CalibrationFit, JointRecording
     from payload_estimator.settings import Settings
 
-__all__ = ["add_parser", "run", "MOVING_SPEED", "MIN_MOTION_S", "FIT_RATE_HZ", "Coverage", "motion_coverage",
-           "calibration_table", "calibration_summary", "consistency_line", "coulomb_level", "friction_warnings",
+__all__ = ["add_parser", "run", "MOVING_SPEED", "MIN_MOTION_S", "MIN_RANGE_RAD", "MIN_REVERSALS", "speed_reversals",
+           "motion_refusal", "FIT_RATE_HZ", "Coverage", "motion_coverage",
+           "calibration_table", "calibration_summary", "effort_check_line", "consistency_line", "coulomb_level",
+           "friction_warnings", "known_payload", "scale_warnings",
            "EXTRAPOLATION"]
 
 MOVING_SPEED = 0.1
 """rad/s: a joint whose speed never reaches this, both ways, has its friction left unidentified (a warning);
 the recording is refused when no joint reaches it."""
+MIN_RANGE_RAD = 0.2
+"""rad: a joint that moved over less than this, or reversed at speed (:data:`MOVING_SPEED` each way) fewer than
+:data:`MIN_REVERSALS` times, cannot have its friction told from its inertia: ``calibrate`` refuses the recording."""
+MIN_REVERSALS = 2
 MIN_MOTION_S = 3.0
 """s: the least motion (usable joint states, after the filters' edges are cut) a calibration accepts."""
 
@@ -83,6 +108,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--effort-scale", action="store_true",
                    help="also fit each joint's effort scale (a current-to-torque constant that is off); needs "
                         "a rich motion")
+    p.add_argument("--known-payload-bag", metavar="BAG2",
+                   help="a recording of the same arm holding a known payload (another motion): fitted with BAG, so the "
+                        "known mass fixes the effort scales (--effort-scale) that an unloaded arm cannot tell")
+    p.add_argument("--known-payload", metavar="SPEC", default="truth",
+                   help="the payload of --known-payload-bag: MASS@X,Y,Z (kg, a point mass at X,Y,Z m in the flange "
+                        "frame), or truth (default: the payload BAG2 records as ground truth, a simulated bag)")
     p.add_argument("--consistent", action="store_true",
                    help="fit over physically consistent bodies only (an arm model for a simulator; slower, and the "
                         "payload estimate does not need it)")
@@ -170,6 +201,17 @@ class Coverage:
     q_max: np.ndarray
     samples: int
     duration_s: float
+    reversals: np.ndarray | None = None
+
+    @property
+    def identifiable(self) -> np.ndarray:
+        """(n,) whether each joint moved enough to separate its friction from its inertia.
+
+        Both ways at :data:`MOVING_SPEED`, over :data:`MIN_RANGE_RAD` at least, reversing at speed
+        :data:`MIN_REVERSALS` times or more: friction (odd in the speed, a step at each reversal) and inertia
+        (the acceleration's sign, which turns between reversals) are then different columns."""
+        turns = self.reversals if self.reversals is not None else np.full(len(self.q_min), MIN_REVERSALS)
+        return self.moved & (self.q_max - self.q_min >= MIN_RANGE_RAD) & (turns >= MIN_REVERSALS)
 
     @property
     def moved(self) -> np.ndarray:
@@ -183,14 +225,39 @@ def motion_coverage(rec: JointRecording, fit_rate_hz: float = FIT_RATE_HZ) -> Co
         z = np.zeros(rec.q.shape[1])
         return Coverage(z, z, z, z, 0, 0.0)
     return Coverage(rec.dq.min(axis=0), rec.dq.max(axis=0), rec.q.min(axis=0), rec.q.max(axis=0), len(rec),
-                    len(rec) / fit_rate_hz)
+                    len(rec) / fit_rate_hz, speed_reversals(rec.dq))
+
+
+def speed_reversals(dq: np.ndarray, speed: float = MOVING_SPEED) -> np.ndarray:
+    """(n,) how many times each joint's speed ``dq`` (N, n) turned from above ``speed`` one way to the other."""
+    out = np.zeros(dq.shape[1], dtype=int)
+    for j in range(dq.shape[1]):
+        signs = np.sign(dq[np.abs(dq[:, j]) >= speed, j])
+        out[j] = int(np.count_nonzero(np.diff(signs) != 0)) if signs.size else 0
+    return out
+
+
+def motion_refusal(joints: Sequence[str], coverage: Coverage) -> str | None:
+    """One line naming the joints that did not move enough to be calibrated (:attr:`Coverage.identifiable`), or None."""
+    bad = [j for j, ok in enumerate(coverage.identifiable) if not ok]
+    if not bad:
+        return None
+    turns = coverage.reversals if coverage.reversals is not None else np.zeros(len(joints), dtype=int)
+    parts = [f"{joints[j]} (range {coverage.q_max[j] - coverage.q_min[j]:.2f} rad, speed {coverage.speed_min[j]:+.2f}"
+             f"/{coverage.speed_max[j]:+.2f} rad/s, {turns[j]} reversals)" for j in bad]
+    return (f"{len(bad)} of {len(joints)} joints moved too little to tell their friction from their inertia: "
+            f"{', '.join(parts)}; each joint needs {MIN_RANGE_RAD:g} rad of range and {MIN_REVERSALS} reversals at "
+            f"{MOVING_SPEED:g} rad/s or more both ways (excite --for calibration designs such a motion)")
 
 
 def _recording(bag: Path, settings: Settings, joint_names: tuple[str, ...],
-               option: str) -> tuple[JointRecording, Coverage, list[str]]:
-    """(JointRecording, its coverage, notes) of one bag; CommandError for a bag that cannot give one."""
+               option: str, scale_calibrated: bool = False) -> tuple[JointRecording, Coverage, list[str]]:
+    """(JointRecording, its coverage, notes) of one bag; CommandError for a bag that cannot give one.
+
+    The efforts in N·m (:func:`~payload_estimator.pipeline.joint_torques.torques_from_efforts`)."""
     from payload_estimator.io.bag import BagError, read_joint_states
     from payload_estimator.pipeline.arm_dynamics import joint_recording
+    from payload_estimator.pipeline.joint_torques import torques_from_efforts
 
     if not bag.exists():
         raise CommandError(f"{option}{bag}: no such bag")
@@ -198,7 +265,12 @@ def _recording(bag: Path, settings: Settings, joint_names: tuple[str, ...],
         arrays = read_joint_states(bag, settings.joint_states_topic, joint_names)
     except BagError as exc:
         raise CommandError(option + one_line(exc)) from None
-    rec = joint_recording(arrays.t, arrays.q, arrays.effort, rate_hz=settings.grid_rate_hz,
+    try:
+        effort = torques_from_efforts(arrays.effort, settings.effort_unit, settings.torque_constants,
+                                      scale_calibrated=scale_calibrated)
+    except ValueError as exc:
+        raise CommandError(one_line(exc)) from None
+    rec = joint_recording(arrays.t, arrays.q, effort, rate_hz=settings.grid_rate_hz,
                           cutoff_hz=settings.cutoff_hz, order=settings.filter_order, fit_rate_hz=FIT_RATE_HZ)
     coverage = motion_coverage(rec)
     span = float(arrays.t[-1] - arrays.t[0]) if len(arrays.t) else 0.0
@@ -211,6 +283,72 @@ def _recording(bag: Path, settings: Settings, joint_names: tuple[str, ...],
         raise CommandError(f"{option}{bag}: too little motion: no joint moved faster than {MOVING_SPEED:g} rad/s "
                            f"(fastest {fastest.max():.3f} rad/s); record the unloaded arm moving every joint")
     return rec, coverage, list(arrays.notes)
+
+
+def effort_check_line(dynamics: ArmDynamics, rec: JointRecording, scale: bool = True) -> str | None:
+    """:func:`~payload_estimator.pipeline.joint_torques.effort_check` of a recording against a model of the arm.
+
+    The model's torques (the calibration's, friction included, or the description's rigid body) at the
+    recording's slowest samples (the slower half by the fastest joint's speed: gravity dominates there), against
+    the corrected efforts."""
+    from payload_estimator.pipeline.joint_torques import effort_check
+
+    if len(rec) < 10:
+        return None
+    speed = np.abs(rec.dq).max(axis=1)
+    slow = speed <= np.median(speed)
+    q, dq, ddq = rec.q[slow], rec.dq[slow], rec.ddq[slow]
+    tau = dynamics.torques(q, dq, ddq)
+    return effort_check(tau, dynamics.corrected_effort(rec.effort[slow]), dynamics.kinematics.joint_names, scale)
+
+
+def scale_warnings(cal: ArmCalibration) -> list[str]:
+    """One line naming the joints whose effort scale the recording did not determine (``--effort-scale``)."""
+    determined = cal.info.get("effort_scale_determined")
+    if not determined:
+        return []
+    std = cal.info.get("effort_scale_std", [float("nan")] * len(cal.joint_names))
+    bad = [f"{name} (std {100 * s:.0f} %)" for name, ok, s in zip(cal.joint_names, determined, std) if not ok]
+    if not bad:
+        return []
+    return [f"the effort scale of {', '.join(bad)} is not determined by this recording (its own link hardly loads "
+            "it beyond friction, or the fit left the first guess by more than 30 %): kept near its first guess; "
+            "give --known-payload-bag, a recording holding a known payload that loads that joint"]
+
+
+def known_payload(spec: str, bag: Path, kinematics: Any) -> Any:
+    """The known payload of ``--known-payload`` in the kinematics' sensor frame (the flange), as InertialParameters.
+
+    ``MASS@X,Y,Z``: a point mass; ``truth``: the payload ``bag`` records as ground truth."""
+    from payload_estimator.core.inertia import InertialParameters
+    from payload_estimator.io.bag import BagError, bag_ground_truth
+
+    if spec.strip() == "truth":
+        try:
+            truth = bag_ground_truth(bag)
+        except BagError as exc:
+            raise CommandError(f"--known-payload-bag {one_line(exc)}") from None
+        if truth is None:
+            raise CommandError(f"--known-payload truth: {bag} records no payload's ground truth; give the payload "
+                               "as --known-payload MASS@X,Y,Z (kg, m in the flange frame)")
+        sensor = kinematics.sensor_frame
+        if truth.frame_id in ("", sensor):
+            return truth.params
+        try:
+            R, p = kinematics.rigid_pose(truth.frame_id, sensor)
+        except ValueError:
+            raise CommandError(f"--known-payload truth: the truth's frame {truth.frame_id!r} is not rigidly attached "
+                               f"to {sensor} in the robot description") from None
+        return truth.params.transformed(R, p)
+    try:
+        mass_text, _, xyz = spec.partition("@")
+        mass = float(mass_text)
+        com = np.array([float(v) for v in xyz.split(",")], dtype=float)
+        if com.shape != (3,) or not (np.isfinite(mass) and mass > 0.0 and np.all(np.isfinite(com))):
+            raise ValueError
+    except ValueError:
+        raise CommandError(f"--known-payload must be MASS@X,Y,Z (kg > 0, m) or truth, got {spec!r}") from None
+    return InertialParameters.point_mass(mass, com)
 
 
 def _fastest(coverage: Coverage) -> np.ndarray:
@@ -262,23 +400,46 @@ def run(args: argparse.Namespace) -> int:
     out = check_out_file(args.out)
     settings, origin, kinematics = _arm(args, bag)
     joints = kinematics.joint_names
-    rec, coverage, notes = _recording(bag, settings, joints, "")
+    rec, coverage, notes = _recording(bag, settings, joints, "", args.effort_scale)
     warnings = list(notes)
+    effort_line = effort_check_line(ArmDynamics(kinematics), rec)
+    if effort_line and (not args.effort_scale or "wrong sign" in effort_line):
+        raise CommandError(f"{bag}: {effort_line}")
+    if effort_line:
+        warnings.append(effort_line + " (the effort scales are fitted: --effort-scale)")
     held_out = held_coverage = None
     if args.validate:
-        held_out, held_coverage, notes = _recording(Path(args.validate), settings, joints, "--validate ")
+        held_out, held_coverage, notes = _recording(Path(args.validate), settings, joints, "--validate ",
+                                                    args.effort_scale)
         warnings += [f"--validate: {n}" for n in notes]
+    refusal = motion_refusal(joints, coverage)
+    if refusal:
+        raise CommandError(f"{bag}: {refusal}")
     warnings += _recording_warnings(args, bag, joints, coverage)
     info = {"source": str(bag), "joint_states_topic": settings.joint_states_topic, "settings": origin,
-            "duration_s": round(coverage.duration_s, 3)}
+            "duration_s": round(coverage.duration_s, 3), "effort_unit": settings.effort_unit,
+            "torque_constants": [float(v) for v in settings.torque_constants]}
     if args.validate:
         info["validation"] = str(args.validate)
+    loaded = loaded_torques = None
+    if args.known_payload_bag:
+        loaded_bag = Path(args.known_payload_bag)
+        loaded, _, notes = _recording(loaded_bag, settings, joints, "--known-payload-bag ", args.effort_scale)
+        warnings += [f"--known-payload-bag: {n}" for n in notes]
+        payload = known_payload(args.known_payload, loaded_bag, kinematics)
+        from payload_estimator.pipeline.joint_torques import payload_torques
+
+        loaded_torques = payload_torques(kinematics, loaded.q, loaded.dq, loaded.ddq, payload.phi)
+        info.update(known_payload_bag=str(loaded_bag), known_payload_mass=round(float(payload.mass), 6),
+                    known_payload_com=[round(float(v), 6) for v in payload.com])
     try:
         calibration, fit = calibrate_arm(kinematics, rec, robot=settings.robot, effort_scale=args.effort_scale,
-                                         held_out=held_out, info=info, consistent=args.consistent)
+                                         held_out=held_out, info=info, consistent=args.consistent, loaded=loaded,
+                                         loaded_torques=loaded_torques)
     except ValueError as exc:  # a fit that cannot be made of this recording (degenerate, diverged)
         raise CommandError(f"{bag}: the calibration failed: {one_line(exc)}") from None
     warnings += friction_warnings(ArmDynamics(kinematics, calibration), coverage)
+    warnings += scale_warnings(calibration)
     warnings += _validation_warnings(joints, coverage, held_coverage, fit)
     try:
         calibration.save(out)
@@ -325,10 +486,6 @@ def _recording_warnings(args: argparse.Namespace, bag: Path, joints: Sequence[st
     from payload_estimator.io.bag import BagError, bag_ground_truth
 
     warnings = []
-    for name, ok, lo, hi in zip(joints, coverage.moved, coverage.speed_min, coverage.speed_max):
-        if not ok:
-            warnings.append(f"{name} moved at {lo:+.3f} to {hi:+.3f} rad/s only: its friction cannot be identified "
-                            f"(it needs {MOVING_SPEED:g} rad/s both ways); the calibration keeps it near zero")
     for path, option in ((bag, ""), (Path(args.validate or ""), "--validate ")):
         try:
             truth = bag_ground_truth(path) if str(path) not in ("", ".") else None
@@ -377,12 +534,15 @@ def calibration_summary(cal: ArmCalibration, fit: CalibrationFit, coverage: Cove
             "name": name,
             "speed_range": [float(coverage.speed_min[i]), float(coverage.speed_max[i])],
             "position_range": [float(coverage.q_min[i]), float(coverage.q_max[i])],
-            "friction_identified": bool(coverage.moved[i]),
+            "friction_identified": bool(coverage.identifiable[i]),
+            "speed_reversals": None if coverage.reversals is None else int(coverage.reversals[i]),
             "rms_description": float(fit.rms_description[i]),
             "rms_calibrated": float(fit.rms_calibrated[i]),
             "viscous": float(cal.viscous[i]), "coulomb": float(coulomb[i]), "offset": float(cal.offset[i]),
             "effort_scale": float(cal.effort_scale[i]), "residual_std": float(cal.residual_std[i]),
         }
+        if "effort_scale_std" in cal.info:
+            row["effort_scale_std"] = float(cal.info["effort_scale_std"][i])
         if fit.rms_description_held_out is not None and fit.rms_calibrated_held_out is not None:
             row["rms_description_held_out"] = float(fit.rms_description_held_out[i])
             row["rms_calibrated_held_out"] = float(fit.rms_calibrated_held_out[i])

@@ -332,6 +332,9 @@ def _set_up(args: argparse.Namespace, bag: Path, warnings: list[str]) -> _Setup:
         raise CommandError(f"cannot build the pipeline: {_one_line(exc)}") from None
     if stream.needs_efforts:
         _check_efforts(bag, settings.joint_states_topic, stream.joint_names)
+        line = _effort_line(bag, settings, stream)
+        if line:
+            warnings.append(line)
     if description is None and not settings.use_builtin_description:
         warnings.append(f"no {ROBOT_DESCRIPTION_TOPIC} in the bag: using the package's URDF of the "
                         f"{settings.robot} preset ({how}); give --urdf FILE if the robot recorded differs")
@@ -340,6 +343,27 @@ def _set_up(args: argparse.Namespace, bag: Path, warnings: list[str]) -> _Setup:
     except OSError as exc:
         raise CommandError(f"--out: {_one_line(exc)}") from None
     return _Setup(info, settings, origin, messages, stream, given_urdf is not None, use_recorded, out_dir)
+
+
+def _effort_line(bag: Path, settings: Any, stream: Any) -> str | None:
+    """The efforts' check (``calibrate``'s :func:`effort_check_line`) on the bag's joint states: units and signs.
+
+    Not their scale: the payload's torques are in them."""
+    from payload_estimator.commands.calibrate import FIT_RATE_HZ, effort_check_line
+    from payload_estimator.io.bag import BagError, read_joint_states
+    from payload_estimator.pipeline.arm_dynamics import joint_recording
+    from payload_estimator.pipeline.joint_torques import torques_from_efforts
+
+    source = stream.wrench_input
+    try:
+        arrays = read_joint_states(bag, settings.joint_states_topic, stream.joint_names)
+        effort = torques_from_efforts(arrays.effort, settings.effort_unit, settings.torque_constants,
+                                      scale_calibrated=source.scale_calibrated)
+        rec = joint_recording(arrays.t, arrays.q, effort, rate_hz=settings.grid_rate_hz,
+                              cutoff_hz=settings.cutoff_hz, order=settings.filter_order, fit_rate_hz=FIT_RATE_HZ / 2)
+        return effort_check_line(source.torque_wrench.dynamics, rec, scale=False)
+    except (BagError, ValueError):  # what cannot be read is reported by the replay itself
+        return None
 
 
 def _play(args: argparse.Namespace, bag: Path, setup: _Setup, warnings: list[str]):

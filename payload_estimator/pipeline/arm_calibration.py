@@ -69,7 +69,9 @@ class ArmPrior:
             are strongly correlated (Coulomb levels at three speeds, viscous): a weak prior keeps them from
             trading noise with the inertias; 1 was measured best against 10 (``benchmarks/joint_torques.py``
             --friction-prior), on a Franka's 0.3-1.3 N·m and an xArm's 1-3 N·m friction alike.
-        effort_scale: std of an effort scale about 1 (when calibrated).
+        effort_scale: std of the log of each effort scale about its first guess (when calibrated): 15 %, a
+            vendor's torque constant. It decides a joint whose own rows the motion hardly moves beyond friction
+            (a wrist joint whose link's gravity and inertia barely load it): nothing else can.
     """
 
     mass_rel: float = 0.2
@@ -78,7 +80,7 @@ class ArmPrior:
     inertia_rel: float = 0.3
     inertia_floor: float = 1e-3
     friction: float = 1.0
-    effort_scale: float = 0.1
+    effort_scale: float = 0.15
 
     def body_std(self, nominal: np.ndarray) -> np.ndarray:
         """(b, 10) the std of each body's ten parameters around ``nominal`` (b, 10)."""
@@ -259,10 +261,16 @@ def _bounded_quadratic_minimum(H: np.ndarray, g: np.ndarray, lower: np.ndarray) 
     Solved by scipy's bounded linear least squares on its Cholesky factor."""
     from scipy.optimize import lsq_linear
 
-    z = np.linalg.solve(H, g)
+    H = 0.5 * (H + H.T)
+    try:
+        R = np.linalg.cholesky(H).T  # H = R^T R
+    except np.linalg.LinAlgError:  # positive definite in exact arithmetic (the prior): rounding, lifted
+        lam, V = np.linalg.eigh(H)
+        H = (V * np.maximum(lam, 1e-12 * max(float(lam[-1]), 1e-300))) @ V.T
+        R = np.linalg.cholesky(H).T
+    z = np.linalg.solve(R, np.linalg.solve(R.T, g))
     if np.all(z >= lower):
         return z
-    R = np.linalg.cholesky(H).T  # H = R^T R
     return np.asarray(lsq_linear(R, np.linalg.solve(R.T, g), bounds=(lower, np.inf), method="bvls").x)
 
 
@@ -282,6 +290,9 @@ def calibrate_arm(
     held_out: JointRecording | None = None,
     info: dict[str, Any] | None = None,
     consistent: bool = False,
+    initial_scale: np.ndarray | None = None,
+    loaded: JointRecording | None = None,
+    loaded_torques: np.ndarray | None = None,
 ) -> tuple[ArmCalibration, CalibrationFit]:
     """Fit the arm's inertial parameters, friction and effort scales to a recording of the unloaded arm.
 
@@ -289,6 +300,14 @@ def calibrate_arm(
     ``effort_scale``. A least-squares fit with the description as prior, each joint weighted by its own
     residual (iteratively reweighted, four passes; the inertias' prior mean follows the fitted COMs between
     passes), the friction kept dissipative.
+
+    ``effort_scale``: the scales of :func:`_scale_fit`, their common factor anchored on the description's
+    gravity torques; or, with ``loaded`` (a recording of the same arm holding a known payload) and
+    ``loaded_torques`` (its (N, n) torques, :func:`~payload_estimator.pipeline.joint_torques.payload_torques`),
+    fitted to both recordings at once, on that payload: the unloaded recording keeps the last body from
+    taking the payload in, so the known mass fixes the scales' common factor and loads the joints the arm's
+    own links hardly do. The figures are the unloaded recording's. ``initial_scale``: (n,) the scales
+    to start from (default: :func:`_initial_scale`).
 
     ``held_out``: another recording (another motion) the figures are also computed on. ``consistent``:
     the same objective over real bodies only (every body's pseudo-inertia positive definite, through
@@ -305,48 +324,233 @@ def calibrate_arm(
     b = len(nominal_model.body_joints)
     n_pi = 10 * b
     n_f = FRICTION_TERMS * n
-    n_s = n if effort_scale else 0
-    x0 = np.concatenate([nominal_model.nominal.ravel(), np.zeros(n_f), np.ones(n_s)])
-    std0 = np.concatenate([prior.body_std(nominal_model.nominal).ravel(), np.full(n_f, prior.friction),
-                           np.full(n_s, prior.effort_scale)])
+    x0 = np.concatenate([nominal_model.nominal.ravel(), np.zeros(n_f)])
+    std0 = np.concatenate([prior.body_std(nominal_model.nominal).ravel(), np.full(n_f, prior.friction)])
     if len(recording) < 10:
         raise CalibrationError(f"the recording has {len(recording)} usable samples; calibration needs seconds "
                                "of motion")
-    A, y = _calibration_rows(nominal_model, recording, effort_scale)
-    x, sigma, mean = _reweighted_fit(A, y, x0, std0, nominal_model.nominal, n_s)
+    figures_recording = recording
+    known = None
+    if loaded is not None:
+        known_part = np.asarray(loaded_torques, dtype=float)
+        if known_part.shape != loaded.effort.shape or not np.all(np.isfinite(known_part)):
+            raise CalibrationError(f"the known payload's torques must be finite, {loaded.effort.shape}")
+        known = np.concatenate([np.zeros_like(recording.effort), known_part])
+        recording = JointRecording(*(np.concatenate([getattr(recording, f), getattr(loaded, f)])
+                                     for f in ("t", "q", "dq", "ddq", "effort")))
+    A = _calibration_rows(nominal_model, recording)
+    effort = recording.effort
+    if effort_scale:
+        guess = _initial_scale(nominal_model, recording, known) if initial_scale is None else \
+            np.asarray(initial_scale, dtype=float).reshape(n)
+        if np.any(~np.isfinite(guess)) or np.any(guess <= 0.0):
+            raise CalibrationError("the initial effort scales must be positive numbers")
+        if known is None:
+            A_s, x0_s, std0_s, n_known = A, x0, std0, 0
+            poses = recording.q[np.linspace(0, len(recording) - 1, min(GRAVITY_POSES, len(recording))).astype(int)]
+            still = np.zeros_like(poses)
+            gravity_rows: np.ndarray | None = nominal_model.regressor(poses, still, still)
+        else:  # the payload's torques a column whose coefficient is known (1): the data fix the common factor
+            A_s = np.concatenate([A, known[:, :, None]], axis=2)
+            x0_s, std0_s, n_known = np.append(x0, 1.0), np.append(std0, KNOWN_STD), 1
+            gravity_rows = None
+        x, sigma, mean = _reweighted_fit(A_s, effort * guess, x0_s, std0_s, nominal_model.nominal, n_known)
+        _, scale, _, scale_std = _scale_fit(A_s, effort, x, guess, mean, std0_s, nominal_model.nominal,
+                                            gravity_rows, n_known, prior.effort_scale)
+        # a scale the fit moved beyond SCALE_MAX_CHANGE of its first guess is not the data's but the model's
+        # mismatch (a joint whose effort is mostly friction unlike the model's): kept at the guess, named
+        determined = (np.abs(np.log(scale / guess)) <= np.log1p(SCALE_MAX_CHANGE)) & (scale_std <= SCALE_MAX_STD)
+        scale = np.where(np.abs(np.log(scale / guess)) <= np.log1p(SCALE_MAX_CHANGE), scale, guess)
+        scale_info = {"effort_scale_std": [round(float(v), 5) for v in scale_std],
+                      "effort_scale_determined": [bool(v) for v in determined],
+                      "effort_scale_guess": [round(float(v), 6) for v in guess],
+                      "effort_scale_anchor": ("known payload" if known is not None
+                                              else "the description's gravity torques")}
+    else:
+        scale = np.ones(n)
+        scale_info = {}
+    # the parameters with the scales found (the same fit as without --effort-scale, on the corrected efforts)
+    target = effort * scale - (known if known is not None else 0.0)
+    x, sigma, mean = _reweighted_fit(A, target, x0, std0, nominal_model.nominal, 0)
     if consistent:
-        x = _consistent_fit(A, y, sigma, x, mean, std0, n_pi, b)
+        x = _consistent_fit(A, target, sigma, x, mean, std0, n_pi, b)
     pi = x[:n_pi].reshape(b, 10)
     f = x[n_pi:n_pi + n_f]
-    scale = x[n_pi + n_f:] if effort_scale else np.ones(n)
     meta = {"created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "samples": int(len(recording)), "effort_scale_calibrated": bool(effort_scale)}
+            "samples": int(len(figures_recording)), "effort_scale_calibrated": bool(effort_scale)}
+    if loaded is not None:
+        meta["known_payload_samples"] = int(len(loaded))
+    meta.update(scale_info)
     meta.update(info or {})
     calibration = ArmCalibration(
         robot=robot, joint_names=kinematics.joint_names, body_joints=nominal_model.body_joints, body_parameters=pi,
         viscous=f[:n], coulomb=f[n:-n].reshape(n, len(COULOMB_VELOCITIES)), offset=f[-n:], effort_scale=scale,
         residual_std=sigma, info=meta,
     )
-    return calibration, _fit_figures(nominal_model, ArmDynamics(kinematics, calibration), recording, held_out)
+    return calibration, _fit_figures(nominal_model, ArmDynamics(kinematics, calibration), figures_recording,
+                                     held_out)
 
 
-def _calibration_rows(nominal_model: ArmDynamics, recording: JointRecording,
-                      effort_scale: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Return ``(A (N, n, p), y (N, n))``: the calibration's rows per sample and joint.
+def _calibration_rows(nominal_model: ArmDynamics, recording: JointRecording) -> np.ndarray:
+    """Return ``A`` (N, n, p): the calibration's rows ``[Y, F]`` per sample and joint (``A x`` the torques)."""
+    return np.concatenate([nominal_model.regressor(recording.q, recording.dq, recording.ddq),
+                           friction_regressor(recording.dq)], axis=2)
 
-    The rows are ``[Y, F, -diag(effort)] x = effort`` (or 0 with the effort scales among the
-    unknowns ``x``)."""
-    n = nominal_model.n_joints
-    A = np.concatenate([nominal_model.regressor(recording.q, recording.dq, recording.ddq),
-                        friction_regressor(recording.dq)], axis=2)
-    if effort_scale:
-        S = np.zeros((len(recording), n, n))
-        S[:, np.arange(n), np.arange(n)] = -recording.effort
-        A = np.concatenate([A, S], axis=2)
-        y = np.zeros_like(recording.effort)
-    else:
-        y = recording.effort
-    return A, y
+
+def _initial_scale(nominal_model: ArmDynamics, recording: JointRecording,
+                   known: np.ndarray | None = None) -> np.ndarray:
+    """(n,) a first guess of each joint's effort scale: 1, or the description's torque per unit of effort.
+
+    The least-squares ratio of the description's rigid-body torques to the efforts (:func:`effort_ratio`),
+    taken where it is determined and more than 30 % from 1 (for every joint when most are: efforts in other
+    units, e.g. currents; the median ratio where a joint's is not determined)."""
+    tau = nominal_model.rigid_body_torques(recording.q, recording.dq, recording.ddq)
+    if known is not None:
+        tau = tau + known
+    ratio, determined = effort_ratio(tau, recording.effort)
+    good = determined & (ratio > 0.0)
+    if not np.any(good):
+        return np.ones(len(ratio))
+    far = good & (np.abs(np.log(np.where(good, ratio, 1.0))) > np.log(1.3))
+    if np.count_nonzero(far) * 2 > np.count_nonzero(good):  # most joints far off (currents): all of them
+        return np.where(good, 1.0 / np.where(good, ratio, 1.0), 1.0 / float(np.median(ratio[good])))
+    return np.where(far, 1.0 / np.where(far, ratio, 1.0), 1.0)
+
+
+def effort_ratio(tau: np.ndarray, effort: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(ratio (n,), determined (n,))``: each joint's effort per N·m of the model's torque.
+
+    The least-squares ``effort_i ~ ratio_i tau_i + offset_i`` over the samples ``tau, effort`` (N, n);
+    ``determined`` where the ratio's standard error is below 10 % of it and the model's torque explains half
+    the effort's variance or more, and the joint's torque varies by 5 % of the most loaded joint's or more
+    (not a joint whose effort is mostly friction: a wrist joint of an unloaded arm)."""
+    tau = np.asarray(tau, dtype=float)
+    effort = np.asarray(effort, dtype=float)
+    tc = tau - tau.mean(axis=0)
+    ec = effort - effort.mean(axis=0)
+    var = np.sum(tc**2, axis=0)
+    ratio = np.divide(np.sum(tc * ec, axis=0), var, out=np.zeros(tau.shape[1]), where=var > 0.0)
+    resid = ec - ratio * tc
+    dof = max(len(tau) - 2, 1)
+    se = np.sqrt(np.sum(resid**2, axis=0) / dof / np.where(var > 0.0, var, np.inf))
+    spread = np.sum(ec**2, axis=0)
+    explained = 1.0 - np.divide(np.sum(resid**2, axis=0), spread, out=np.ones_like(spread), where=spread > 0.0)
+    loaded = var >= (0.05**2) * float(var.max())  # the joint's own torque is not lost beside the others'
+    return ratio, (var > 0.0) & loaded & (se < 0.1 * np.abs(ratio)) & (explained >= 0.5)
+
+
+SCALE_MAX_CHANGE = 0.3
+"""A fitted effort scale more than this fraction from its first guess is not believed (kept at the guess)."""
+SCALE_MAX_STD = 0.05
+"""An effort scale whose std (the data's, :func:`_log_scale_std`) is above this is not determined by the motion."""
+KNOWN_STD = 1e-6
+"""Std of the known payload's coefficient (1): known."""
+GRAVITY_POSES = 200
+"""Poses of the recording the effort scales' common factor is anchored on (the description's gravity torques)."""
+
+
+def _scale_fit(A: np.ndarray, effort: np.ndarray, x: np.ndarray, scale0: np.ndarray, mean: np.ndarray,
+               std0: np.ndarray, nominal: np.ndarray, gravity_rows: np.ndarray | None,
+               n_known: int = 0, log_std: float = 0.15) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Return ``(x, scale, sigma, mean)``: the MAP fit of the parameters and the effort scales together.
+
+    The model of each joint's effort *as reported* (the noise is the sensor's, in its units)::
+
+        effort_i = u_i [A x]_i + noise,    u_i = 1 / scale_i
+
+    A scale cannot buy a smaller residual by shrinking: ``u_i -> 0`` leaves the whole effort unexplained.
+    The data determine the scales relative to each other (every body's parameters reach several joints' rows);
+    their common factor they cannot tell (every ``u_i`` up and the torques ``A x`` down alike: an unloaded arm
+    carries no known mass). That factor is anchored on what is known absolutely, gravity and the description's
+    masses: the calibrated arm's gravity torques at the recording's poses (``gravity_rows`` (M, n, 10 b),
+    the regressor at rest) match the description's in least squares. (Left to the prior on the parameters, the
+    factor would be biased: a Gaussian prior around the description always prefers the smaller arm by the
+    share of the fit it does not explain.)
+
+    Solved by variable projection: for given ``u`` the parameters ``x`` are the bounded quadratic MAP
+    (the friction kept dissipative); the cost that remains is minimised over the ``log u`` relative to their
+    mean (n - 1 values, L-BFGS-B, the gradient by the envelope theorem), then the common factor is
+    anchored; three passes, each joint weighted by its residual std with a floor (1 % of the joint's effort
+    RMS) so the weights cannot collapse. ``sigma`` is returned in N·m (times the scale).
+
+    With a known payload (``gravity_rows`` None; its torques the last ``n_known`` column of ``A``, their
+    coefficient pinned by the prior) the common factor is the data's: every ``log u`` is free. ``log_std``: the
+    std of the prior on each ``log u`` around the first guess ``1 / scale0`` (:attr:`ArmPrior.effort_scale`)."""
+    from scipy.optimize import minimize
+
+    n = A.shape[1]
+    b = len(nominal)
+    n_pi = 10 * b
+    T, lower = _dissipative_coordinates(n_pi, n, n_known)
+    prior_info = 1.0 / std0**2
+    G = np.einsum("kip,kiq->ipq", A, A)
+    c = np.einsum("kip,ki->ip", A, effort)
+    ee = np.einsum("ki,ki->i", effort, effort)
+    log_u0 = -np.log(scale0)
+    rms = np.sqrt(ee / len(effort))
+    floor = np.maximum(1e-2 * rms, 1e-4 * float(rms.max())) + 1e-12
+    tau_described = None if gravity_rows is None else gravity_rows @ nominal.ravel()
+    # an orthonormal basis of the log-scales' zero-sum directions (the relative scales); all with a known payload
+    basis = np.eye(n) if gravity_rows is None else np.linalg.svd(np.eye(n) - 1.0 / n)[0][:, :n - 1]
+    log_u = log_u0.copy()
+    sigma = np.maximum(np.sqrt(np.mean((effort - np.exp(log_u) * (A @ x)) ** 2, axis=0)), floor)
+    for _ in range(3):
+        w = 1.0 / sigma**2
+
+        def inner(lu: np.ndarray, w: np.ndarray = w, mean: np.ndarray = mean) -> tuple[float, np.ndarray, np.ndarray]:
+            uu = np.exp(lu)
+            H = np.tensordot(w * uu**2, G, axes=1) + np.diag(prior_info)
+            rhs = np.tensordot(w * uu, c, axes=1) + prior_info * mean
+            xx = T @ _bounded_quadratic_minimum(T.T @ H @ T, T.T @ rhs, lower)
+            cx = c @ xx
+            xGx = np.einsum("p,ipq,q->i", xx, G, xx)
+            data = w * (ee - 2.0 * uu * cx + uu**2 * xGx)
+            cost = float(np.sum(data) + np.sum(prior_info * (xx - mean) ** 2)
+                         + np.sum(((lu - log_u0) / log_std) ** 2))
+            grad = w * (-2.0 * uu * cx + 2.0 * uu**2 * xGx) + 2.0 * (lu - log_u0) / log_std**2
+            return cost, grad, xx
+
+        level = float(np.mean(log_u)) if gravity_rows is not None else 0.0
+
+        def relative(v: np.ndarray, level: float = level, inner: Any = inner) -> tuple[float, np.ndarray]:
+            cost, grad, _ = inner(level + basis @ v)
+            return cost, basis.T @ grad
+
+        v = minimize(relative, basis.T @ (log_u - level), jac=True, method="L-BFGS-B",
+                     options={"maxiter": 500, "ftol": 1e-14, "gtol": 1e-9}).x
+        log_u = level + basis @ v
+        x = inner(log_u)[2]
+        # the common factor: the calibrated arm's gravity torques are the description's (least squares)
+        tau_fitted = None if gravity_rows is None else gravity_rows @ x[:n_pi]
+        power = 0.0 if tau_fitted is None else float(np.sum(tau_fitted**2))
+        if tau_fitted is not None and tau_described is not None and power > 0.0:
+            alpha = float(np.sum(tau_fitted * tau_described)) / power
+            if alpha > 0.0:
+                log_u -= np.log(alpha)
+                x = inner(log_u)[2]
+        u = np.exp(log_u)
+        sigma = np.maximum(np.sqrt(np.mean((effort - u * (A @ x)) ** 2, axis=0)), floor)
+        mean = mean.copy()
+        mean[:n_pi] = _carried_inertias(nominal, x[:n_pi].reshape(b, 10)).ravel()
+    return x, 1.0 / u, sigma / u, _log_scale_std(G, x, u, 1.0 / sigma**2, prior_info)
+
+
+def _log_scale_std(G: np.ndarray, x: np.ndarray, u: np.ndarray, w: np.ndarray, prior_info: np.ndarray) -> np.ndarray:
+    """(n,) the std of each log effort scale that the data (and the parameters' prior) give, without its own prior.
+
+    The Gauss-Newton information of ``(x, log u)`` of :func:`_scale_fit`'s cost, the parameters marginalised
+    (Schur complement); a joint whose own rows the motion hardly loads beyond friction and noise has a large one."""
+    n = len(u)
+    Gx = np.einsum("ipq,q->ip", G, x)
+    Hxx = np.tensordot(w * u**2, G, axes=1) + np.diag(prior_info)
+    Hxu = (w * u**2)[None, :] * Gx.T  # (p, n)
+    Huu = np.diag(w * u**2 * np.einsum("ip,p->i", Gx, x))
+    S = Huu - Hxu.T @ np.linalg.solve(Hxx, Hxu)
+    S = 0.5 * (S + S.T) + 1e-12 * np.trace(S) / n * np.eye(n)
+    try:
+        return np.sqrt(np.clip(np.diag(np.linalg.pinv(S)), 0.0, None))
+    except np.linalg.LinAlgError:
+        return np.full(n, np.inf)
 
 
 def _reweighted_fit(A: np.ndarray, y: np.ndarray, x0: np.ndarray, std0: np.ndarray, nominal: np.ndarray,

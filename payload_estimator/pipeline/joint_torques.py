@@ -20,14 +20,17 @@ amplify into it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from payload_estimator.errors import ConfigurationError
 from payload_estimator.pipeline.arm_dynamics import ArmDynamics
+from payload_estimator.pipeline.kinematics import SensorKinematics
 
-__all__ = ["JointTorqueWrench", "TorqueWrench", "SINGULAR_RCOND", "DEFAULT_EFFORT_STD"]
+__all__ = ["JointTorqueWrench", "TorqueWrench", "SINGULAR_RCOND", "DEFAULT_EFFORT_STD", "torques_from_efforts",
+           "effort_check", "payload_torques"]
 
 SINGULAR_RCOND = 1e-6
 """Wrench directions whose singular value is below this fraction of the largest carry no information."""
@@ -100,3 +103,91 @@ class JointTorqueWrench:
             w_plain = np.einsum("nij,nj->ni", np.linalg.pinv(-np.transpose(J, (0, 2, 1)), rcond=SINGULAR_RCOND), dtau)
             return TorqueWrench(w_plain, None, dtau, min_sv)
         return TorqueWrench(w_hat, W, dtau, min_sv)
+
+
+def torques_from_efforts(effort: np.ndarray, effort_unit: str = "torque", torque_constants: Sequence[float] = (),
+                         *, scale_calibrated: bool = False) -> np.ndarray:
+    """Return the joint states' efforts (N, n) as torques at the joints, N·m: the one place efforts are converted.
+
+    ``effort_unit`` "torque": times ``torque_constants`` if given (a correction, e.g. -1 for a joint whose sign
+    is flipped), else as they are. "current" (A): times ``torque_constants`` (N·m/A at the joint, the gear
+    ratio included); without them the currents pass unchanged, which only a calibration that found each joint's
+    effort scale (``scale_calibrated``: ``calibrate --effort-scale``, whose scale is then the torque constant)
+    can read.
+
+    Raises:
+        ConfigurationError: torque constants not one per joint, or currents with neither constants nor a
+            calibrated scale (one line).
+    """
+    effort = np.asarray(effort, dtype=float)
+    n = effort.shape[-1] if effort.ndim else 0
+    if len(torque_constants):
+        k = np.asarray(torque_constants, dtype=float).reshape(-1)
+        if k.shape != (n,):
+            raise ConfigurationError(f"torque_constants has {k.size} values for {n} joints")
+        return effort * k
+    if effort_unit == "current" and not scale_calibrated:
+        raise ConfigurationError("effort_unit is current but torque_constants is empty: set the joints' torque "
+                                 "constants (N m/A at the joint), or calibrate with --effort-scale")
+    return effort
+
+
+RATIO_FAR = 0.3
+"""An effort scale more than this fraction from the model's is named by :func:`effort_check`."""
+
+
+def effort_check(tau_model: np.ndarray, effort: np.ndarray, joint_names: Sequence[str],
+                 scale: bool = True) -> str | None:
+    """One line naming joints whose efforts do not look like the model's torques in N·m, or None.
+
+    The least-squares ratio of each joint's effort to the torque the model predicts (``tau_model``,
+    (N, n): the description's or the calibration's rigid-body torques; gravity dominates at rest and in slow
+    motion), where it is determined (:func:`~payload_estimator.pipeline.arm_calibration.effort_ratio`):
+    currents (most joints a ratio 1/5 or less, or 5 or more, consistently), a flipped sign (a negative
+    ratio), or a scale more than :data:`RATIO_FAR` off; with the setting to change."""
+    from payload_estimator.pipeline.arm_calibration import effort_ratio
+
+    ratio, determined = effort_ratio(tau_model, effort)
+    names = list(joint_names)
+    shown = [j for j in range(len(names)) if determined[j]]
+    if not shown:
+        return None
+    negative = [j for j in shown if ratio[j] < 0.0]
+    order = [j for j in shown if ratio[j] > 0.0 and (ratio[j] <= 0.2 or ratio[j] >= 5.0)]
+    off = [j for j in shown if scale and ratio[j] > 0.0 and j not in order and abs(ratio[j] - 1.0) > RATIO_FAR]
+
+    def listed(js: list[int]) -> str:
+        return ", ".join(f"{names[j]} {ratio[j]:.3g}" for j in js)
+
+    parts = []
+    if len(order) * 2 > len(shown):
+        parts.append(f"look like currents, not N·m (effort per N·m of the model's torque: {listed(order)}): set "
+                     "effort_unit: current with torque_constants (N m/A at the joint), or calibrate --effort-scale")
+    elif order and scale:
+        off = sorted(off + order)
+    if negative:
+        parts.append(f"have the wrong sign ({listed(negative)}): flip the sign of torque_constants for "
+                     f"{'that joint' if len(negative) == 1 else 'those joints'} (-1 where it is unset, 1 for the "
+                     "others)")
+    if off:
+        parts.append(f"are scaled far from the model (more than {RATIO_FAR:.0%}: {listed(off)}): set torque_constants, "
+                     "or calibrate --effort-scale")
+    if not parts:
+        return None
+    return "the efforts " + "; and ".join(parts)
+
+
+def payload_torques(kinematics: SensorKinematics, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray,
+                    phi: np.ndarray) -> np.ndarray:
+    """(N, n) the joint torques a payload of inertial parameters ``phi`` (10,) in the sensor frame adds, N·m.
+
+    ``-J_S^T Y(a - g, omega, alpha) phi`` (module docstring): what the corrected efforts hold beyond the
+    unloaded arm's torques, for a known payload (a calibration with a known mass)."""
+    from payload_estimator.core.regressor import regressor
+
+    motion = kinematics.compute(q, dq, ddq)
+    Y = regressor(motion.lin_acc_in_sensor, motion.ang_vel_in_sensor, motion.ang_acc_in_sensor,
+                  motion.gravity_in_sensor)
+    w = Y @ np.asarray(phi, dtype=float)
+    J = kinematics.frame_jacobian(q)  # (N, 6, n)
+    return -np.einsum("nki,nk->ni", J, w)

@@ -175,6 +175,9 @@ def _custom_data(run: SimulatedRun) -> dict[str, str]:
             "seed": str(run.seed)}
     if run.effort_model:  # a joint-torque sensor model (sim.efforts): what the efforts are
         data["effort_model"] = run.effort_model
+        # the truth of calibrate --effort-scale: the factor each joint's reported effort is multiplied by
+        if np.size(run.effort_scale) and not np.allclose(run.effort_scale, 1.0):
+            data["effort_scale"] = " ".join(f"{1.0 / v:.9g}" for v in np.asarray(run.effort_scale, dtype=float))
     from payload_estimator.core.shapes import format_shape_spec
     from payload_estimator.sim.payloads import get_payload
 

@@ -44,6 +44,7 @@ from payload_estimator.errors import InputError
 from payload_estimator.io.cdr import JointStateLayout, SerializedJointState, joint_state_layout
 from payload_estimator.io.ros_factories import stamp_to_sec
 from payload_estimator.pipeline.arm_dynamics import calibrate_arm, joint_recording
+from payload_estimator.pipeline.joint_torques import torques_from_efforts
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.stream import JOINTS
 from payload_estimator.settings import WrenchSource
@@ -300,6 +301,8 @@ def fit_calibration(
     request: CalibrateRequest,
     robot: str = "",
     info: dict[str, Any] | None = None,
+    effort_unit: str = "torque",
+    torque_constants: Sequence[float] = (),
 ) -> CalibrateResult:
     """Fit the arm's calibration to a recording :func:`recording_refusal` accepts, and write it.
 
@@ -313,11 +316,18 @@ def fit_calibration(
         request: the request (the file, whether to fit effort scales).
         robot: the robot's name, kept in the file.
         info: more entries for the file's metadata.
+        effort_unit: the setting that says what the efforts are (torque or current).
+        torque_constants: the setting that converts them to N·m
+            (:func:`~payload_estimator.pipeline.joint_torques.torques_from_efforts`).
     """
     if tuple(kinematics.joint_names) != recorder.joint_names:
         return CalibrateResult(False, f"refused: the arm's joints {list(kinematics.joint_names)} are not the "
                                       f"recorded ones {list(recorder.joint_names)}")
     t, q, effort = recorder.arrays()
+    try:
+        effort = torques_from_efforts(effort, effort_unit, torque_constants, scale_calibrated=request.effort_scale)
+    except ValueError as exc:
+        return CalibrateResult(False, f"refused: {exc}")
     recording = joint_recording(t, q, effort)
     meta = {"source": "~/calibrate", "recorded_s": round(float(np.ptp(t)), 3), "joint_states": int(len(t)),
             "joint_states_without_efforts": int(recorder.without_efforts), **(info or {})}
@@ -427,7 +437,8 @@ class CalibrationService:
             kinematics = supervisor.calibration_kinematics()
         except ValueError as exc:
             return CalibrateResult(False, f"refused: {exc}")
-        result = fit_calibration(kinematics, recorder, request, robot=settings.robot)
+        result = fit_calibration(kinematics, recorder, request, robot=settings.robot,
+                                 effort_unit=settings.effort_unit, torque_constants=settings.torque_constants)
         if result.success:
             result = self._load(result, request.path)
         return result

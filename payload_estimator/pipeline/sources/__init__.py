@@ -118,7 +118,8 @@ def load_arm_calibration(settings: Settings, joint_names: tuple[str, ...] | list
 def _joint_torques(settings: Settings, context: SourceContext) -> WrenchSpec:
     from payload_estimator.pipeline.sources.joint_effort import JointEfforts
 
-    return JointEfforts(load_arm_calibration(settings, context.joint_names))
+    return JointEfforts(load_arm_calibration(settings, context.joint_names), effort_unit=settings.effort_unit,
+                        torque_constants=tuple(settings.torque_constants))
 
 
 WRENCH_SOURCES: Mapping[WrenchSource, Callable[[Settings, SourceContext], WrenchSpec]] = MappingProxyType({

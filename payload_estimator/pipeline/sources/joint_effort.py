@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from payload_estimator.errors import ConfigurationError
 from payload_estimator.pipeline.arm_dynamics import ArmCalibration, ArmDynamics
-from payload_estimator.pipeline.joint_torques import JointTorqueWrench
+from payload_estimator.pipeline.joint_torques import JointTorqueWrench, torques_from_efforts
 from payload_estimator.pipeline.sources.strategies import WrenchInput
 
 if TYPE_CHECKING:
@@ -37,12 +38,31 @@ class JointEfforts:
     calibration: ArmCalibration | None = None
     effort_std: tuple[float, ...] | None = None
     joint_space_rows: bool = True
+    effort_unit: str = "torque"
+    torque_constants: tuple[float, ...] = ()
 
     def create(self, kinematics: SensorKinematics, sensor_frame: str) -> JointEffortInput:
-        """The strategy for a stream whose kinematics' sensor frame is the estimate's."""
+        """The strategy for a stream whose kinematics' sensor frame is the estimate's.
+
+        Raises:
+            ConfigurationError: efforts in units the settings cannot convert (:func:`torques_from_efforts`).
+        """
         dynamics = ArmDynamics(kinematics, self.calibration)
         std = None if self.effort_std is None else np.asarray(self.effort_std, dtype=float)
-        return JointEffortInput(JointTorqueWrench(dynamics, std, self.joint_space_rows))
+        calibrated = bool(self.calibration is not None and self.calibration.info.get("effort_scale_calibrated"))
+        if self.calibration is not None:  # its scales are relative to the efforts as it converted them
+            unit = self.calibration.info.get("effort_unit", "torque")
+            constants = [float(v) for v in self.calibration.info.get("torque_constants", [])]
+            if unit != self.effort_unit or constants != [float(v) for v in self.torque_constants]:
+                raise ConfigurationError(
+                    f"the arm calibration was made with effort_unit {unit} and torque_constants {constants}, the "
+                    f"settings have {self.effort_unit} and {list(self.torque_constants)}: set them alike, or "
+                    "calibrate again")
+        # the settings checked once, on a row of zeros
+        torques_from_efforts(np.zeros((1, kinematics.n_joints)), self.effort_unit, self.torque_constants,
+                             scale_calibrated=calibrated)
+        return JointEffortInput(JointTorqueWrench(dynamics, std, self.joint_space_rows), self.effort_unit,
+                                self.torque_constants, calibrated)
 
 
 class JointEffortInput(WrenchInput):
@@ -52,16 +72,19 @@ class JointEffortInput(WrenchInput):
     needs_efforts = True
     compensates_kinematic_noise = False  # whitened per sample: the analytic errors-in-variables Gram is not theirs
 
-    def __init__(self, torque_wrench: JointTorqueWrench) -> None:
+    def __init__(self, torque_wrench: JointTorqueWrench, effort_unit: str = "torque",
+                 torque_constants: tuple[float, ...] = (), scale_calibrated: bool = False) -> None:
         self.torque_wrench = torque_wrench
+        self.effort_unit, self.torque_constants, self.scale_calibrated = effort_unit, torque_constants, scale_calibrated
 
     def channels(self, n_joints: int) -> int:
         """One effort per joint."""
         return n_joints
 
     def raw_signal(self, q_raw: np.ndarray, values: np.ndarray) -> np.ndarray:
-        """The efforts (N, n) as reported."""
-        return values
+        """The efforts (N, n) as torques at the joints (:func:`torques_from_efforts`)."""
+        return torques_from_efforts(values, self.effort_unit, self.torque_constants,
+                                    scale_calibrated=self.scale_calibrated)
 
     def sample_wrench(
         self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, filtered: np.ndarray
