@@ -128,6 +128,7 @@ class _OpenWindow:
                 return
         self._to_channels()
         if Y is None:
+            assert features is not None, "a batch needs its regressor or its features"
             Y = features_regressor(features)
         rows = np.empty((len(t), 6, N_BLOCK_COLUMNS))
         rows[:, :, :N_PARAMS] = Y

@@ -250,6 +250,7 @@ class RegressorStatistics:
             return
         self._to_channels()
         if Y is None:
+            assert features is not None, "a batch needs its regressor or its features"
             Y = features_regressor(features)
         Z = np.empty((6, n, _N_DATA))
         Z[:, :, :N_PARAMS] = Y.transpose(1, 0, 2)

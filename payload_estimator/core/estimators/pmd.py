@@ -242,7 +242,7 @@ class PointMassDiscretization(Estimator):
         self.iteration_budget = int(iteration_budget) or MAX_ITERATIONS
         self.time_budget_s = float(time_budget_s) or TIME_LIMIT_S
         self.budget_reached = 0
-        self._last_good: tuple[np.ndarray, np.ndarray | None] | None = None
+        self._last_good: tuple[np.ndarray, np.ndarray] | None = None
         """The point masses (kg) and offsets of the last estimate whose solve converged."""
         self.reduced_with_linear_acceleration = bool(reduced_with_linear_acceleration)
         points = np.asarray(points_in_sensor, dtype=float)
@@ -413,7 +413,8 @@ class PointMassDiscretization(Estimator):
         m_bar = self._mass_scale(H, h) / self.n_points
         x = self._solve_qp(H, h, m_bar, budget)
         n = self.n_points
-        good = (np.clip(x[:n], 0.0, None) * self.cell_share * m_bar, x[n:]) if self.last_solve_converged else None
+        good: tuple[np.ndarray, np.ndarray] | None = (
+            (np.clip(x[:n], 0.0, None) * self.cell_share * m_bar, x[n:]) if self.last_solve_converged else None)
         if self.auto_weights and good is not None:
             # Re-weight each channel by the residual variance at this solution (one pass; never
             # from an iterate the solver stopped at, whose residuals say nothing of the noise).
@@ -430,12 +431,14 @@ class PointMassDiscretization(Estimator):
                 else:  # the budget ran out: this estimate is the first solve's (the next continues)
                     H, h, m_bar, self._terms, self._x_ls = first
             self._weights = new_weights
-        if good is None:
+        if good is not None:
+            self._last_good = good
+        else:
             self.budget_reached += 1  # the solve stopped at its budget (or failed)
             # the last estimate that converged, or before any the solver's iterate
-            good = self._last_good or (np.clip(x[:n], 0.0, None) * self.cell_share * m_bar, x[n:])
-        else:
-            self._last_good = good
+            good = self._last_good
+            if good is None:
+                good = (np.clip(x[:n], 0.0, None) * self.cell_share * m_bar, x[n:])
         masses, offsets = good
         u = masses / (self.cell_share * m_bar)
         self.masses = masses.copy()
