@@ -336,8 +336,13 @@ def test_samples_fed_one_at_a_time_give_the_estimate_of_one_batch(method):
     batch = make_estimator(method, points, bias=True, offset_window_s=1.0)
     single = make_estimator(method, points, bias=True, offset_window_s=1.0)
     batch.update(noisy)
+    reused = [np.zeros((1, 3)) for _ in range(4)] + [np.zeros((1, 6))]  # a caller that refills its arrays
     for i in range(len(noisy)):
-        single.update(noisy.select(slice(i, i + 1)))
+        one = noisy.select(slice(i, i + 1))
+        for mine, theirs in zip(reused, (one.lin_acc_in_sensor, one.ang_vel_in_sensor, one.ang_acc_in_sensor,
+                                         one.gravity_in_sensor, one.wrench_in_sensor)):
+            mine[:] = theirs
+        single.update(SensorSamples(one.t, *reused))
         if i == 20:
             assert single.rejected_samples == 1 and single.samples_used == 20  # a read takes in what is held
     assert single.samples_used == batch.samples_used == len(noisy) - 1

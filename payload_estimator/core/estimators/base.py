@@ -338,7 +338,9 @@ class Estimator(abc.ABC):
         self._rejected = 0
         self._dynamism_sum = 0.0
         self._n_seen = 0
-        self._pending: list[SensorSamples] = []
+        self._pending = np.empty((_DEFER, 19))
+        """Small batches gathered (:meth:`update`): a row per sample, the stamp then the 18 values, copied (the
+        caller may reuse its arrays)."""
         self._n_pending = 0
 
     @property
@@ -367,23 +369,33 @@ class Estimator(abc.ABC):
         estimator answers is the same, and a caller feeding one sample at a time pays a fraction of
         the per-call cost."""
         n = len(samples)
-        if n < _DEFER:
-            if n:
-                self._pending.append(samples)
-                self._n_pending += n
-                if self._n_pending >= _DEFER:
-                    self._flush()
+        if n == 0:
             return
-        self._flush()
-        self._take(samples)
+        if n >= _DEFER or samples.wrench_information_sqrt is not None:
+            self._flush()
+            self._take(samples)
+            return
+        if self._n_pending + n > _DEFER:
+            self._flush()
+        rows = self._pending[self._n_pending:self._n_pending + n]
+        rows[:, 0] = samples.t
+        rows[:, 1:4] = samples.lin_acc_in_sensor
+        rows[:, 4:7] = samples.ang_vel_in_sensor
+        rows[:, 7:10] = samples.ang_acc_in_sensor
+        rows[:, 10:13] = samples.gravity_in_sensor
+        rows[:, 13:19] = samples.wrench_in_sensor
+        self._n_pending += n
+        if self._n_pending == _DEFER:
+            self._flush()
 
     def _flush(self) -> None:
         """Take in the gathered small batches."""
-        if not self._pending:
+        if not self._n_pending:
             return
-        pending = self._pending
-        self._pending, self._n_pending = [], 0
-        self._take(pending[0] if len(pending) == 1 else SensorSamples.concatenate(pending))
+        rows = self._pending[:self._n_pending].copy()
+        self._n_pending = 0
+        self._take(SensorSamples(rows[:, 0], rows[:, 1:4], rows[:, 4:7], rows[:, 7:10], rows[:, 10:13],
+                                 rows[:, 13:19]))
 
     def _take(self, samples: SensorSamples) -> None:
         """Validate a batch and accumulate it."""
@@ -406,7 +418,7 @@ class Estimator(abc.ABC):
         self._rejected = 0
         self._dynamism_sum = 0.0
         self._n_seen = 0
-        self._pending, self._n_pending = [], 0
+        self._n_pending = 0
         self.kinematic_noise.reset()
         self._reset()
 

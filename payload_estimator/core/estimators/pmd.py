@@ -69,7 +69,7 @@ from payload_estimator.core.estimators.base import (
     scaled_eigh,
     solve_psd,
 )
-from payload_estimator.core.estimators.qp import MAX_ITERATIONS, TIME_LIMIT_S, LiftedPointMassQP
+from payload_estimator.core.estimators.qp import LiftedPointMassQP
 from payload_estimator.core.estimators.uncertainty import drift_covariance
 from payload_estimator.core.regressor import (
     N_BIAS,
@@ -239,8 +239,8 @@ class PointMassDiscretization(Estimator):
         if not (iteration_budget >= 0 and time_budget_s >= 0.0):
             raise ConfigurationError("iteration_budget and time_budget_s must be zero (no budget) or positive, got "
                                      f"{iteration_budget!r} and {time_budget_s!r}")
-        self.iteration_budget = int(iteration_budget) or MAX_ITERATIONS
-        self.time_budget_s = float(time_budget_s) or TIME_LIMIT_S
+        self.iteration_budget = int(iteration_budget)
+        self.time_budget_s = float(time_budget_s)
         self.budget_reached = 0
         self._last_good: tuple[np.ndarray, np.ndarray] | None = None
         """The point masses (kg) and offsets of the last estimate whose solve converged."""
@@ -395,7 +395,8 @@ class PointMassDiscretization(Estimator):
         taken off it."""
         t0 = time.perf_counter()
         result = self._qp.solve(H, h, m_bar, self.within_regularization, self.part_coupling * self.regularization,
-                                max_iter=int(budget[0]), time_limit=max(budget[1], 0.0))
+                                max_iter=None if budget[0] == np.inf else int(budget[0]),
+                                time_limit=None if budget[1] == np.inf else max(budget[1], 0.0))
         budget[0] -= result.iterations
         budget[1] -= time.perf_counter() - t0
         self.last_solve_status = result.status
@@ -407,7 +408,7 @@ class PointMassDiscretization(Estimator):
         weights = self._fixed_weights if self._fixed_weights is not None else self._weights
         if weights is None:
             weights = self._initial_weights()
-        budget = [float(self.iteration_budget), self.time_budget_s]
+        budget = [float(self.iteration_budget or np.inf), self.time_budget_s or np.inf]  # 0: none
         self.last_solve_iterations = 0
         H, h = self._objective(weights)
         m_bar = self._mass_scale(H, h) / self.n_points
