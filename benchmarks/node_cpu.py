@@ -199,11 +199,16 @@ class _Listener:
         return {}
 
     def close(self) -> None:
+        """Stop the spinning thread before anything it uses goes: the context first (its loop ends within
+        0.1 s), then the thread is joined, then the executor and the node. Destroying them under a thread
+        still in ``spin_once`` let the process abort at exit ("terminate called without an active
+        exception")."""
         import rclpy
 
+        rclpy.try_shutdown(context=self.context)
+        self.thread.join(timeout=5.0)
         self.executor.shutdown()
         self.node.destroy_node()
-        rclpy.try_shutdown(context=self.context)
 
 
 def _environment(prefix: Path) -> dict[str, str]:
