@@ -9,7 +9,8 @@ the stream processes every 10 ms and an estimate is taken at ``publish_rate_hz``
 
 Settings: ``--config`` (a ROS parameter file such as ``config/panda.yaml``) or
 the ``--robot`` preset; by default the robot is recognised from its
-description, else from the topics recorded (each preset has its own).
+description, else from the topics recorded (each preset has its own), else
+from the joint names recorded.
 ``--estimator``, ``--shape`` and ``--set name=value`` override any parameter.
 The robot model is ``--urdf FILE``, else the bag's ``/robot_description`` when
 recorded (unless ``use_builtin_description``), else the package's own URDF of
@@ -17,6 +18,13 @@ the preset (panda when nothing says otherwise; a one-line warning says so). An
 arm that is no built-in preset works from its description alone: name its
 flange and topics, e.g. ``--urdf ur5e.urdf --set flange_frame=tool0
 --set joint_states_topic=/joint_states --set wrench_topic=/ft/wrench``.
+
+Topics the settings name but the bag lacks are found by their message types: one
+sensor_msgs/JointState topic (naming the arm's joints) and one geometry_msgs/WrenchStamped
+topic are taken, read as an F/T sensor's in its messages' frame, and one line gives the
+equivalent --set settings. A sensor frame the robot description lacks stops the replay with
+one line naming every setting to give, its mounting on the flange (sensor_xyz, sensor_rpy)
+left for the user to fill in: no bag holds it. Several topics of a type: one line lists them.
 
 Without a wrist sensor, ``--set wrench_source=joint_torques`` takes the payload from the joint
 states' efforts: the preset's joint-torque variant (``config/<robot>_joint_torques.yaml``: no
