@@ -400,3 +400,36 @@ def test_a_good_points_file_is_still_read(tmp_path):
     csv = tmp_path / "p.csv"
     csv.write_text("\ufeffx,y,z\n" + "".join(f"{x},{y} {z}\n" for x, y, z in grid))
     np.testing.assert_allclose(load_points(csv), grid)
+
+
+def test_a_directory_given_as_points_says_so(capsys, tmp_path):
+    assert_one_line_error(capsys, ["estimate", str(SAMPLES), "--points", str(tmp_path)], "estimate",
+                          f"{tmp_path}: a directory, not a points file")
+
+
+@pytest.mark.parametrize("command", ["replay", "calibrate"])
+def test_a_device_given_as_a_bag_is_one_line(capsys, tmp_path, command):
+    """Before: os.listdir's NotADirectoryError traceback."""
+    pytest.importorskip("rosbags")
+    device = Path(os.devnull)
+    if not device.exists() or device.is_file() or device.is_dir():
+        pytest.skip("no device file here")
+    assert_one_line_error(capsys, [command, str(device), "--out", str(tmp_path / "out.yaml")], command,
+                          f"{device}: not a readable rosbag2: neither a file nor a directory")
+
+
+@pytest.mark.parametrize("command", ["replay", "calibrate"])
+@pytest.mark.parametrize("name, content, words", [
+    ("text.mcap", b"this is not a recording\n", "text.mcap: not a readable rosbag2: not an MCAP file"),
+    ("text.db3", b"this is not a recording\n", "text.db3: not a readable rosbag2: not a readable SQLite database"),
+    ("notes", None, "notes: not a readable rosbag2: no metadata.yaml, and no .mcap or .db3 file"),
+])
+def test_a_file_or_directory_that_is_not_a_bag_is_one_line(capsys, tmp_path, command, name, content, words):
+    pytest.importorskip("rosbags")
+    path = tmp_path / name
+    if content is None:
+        path.mkdir()
+        (path / "readme.txt").write_text("the robot's notes\n")
+    else:
+        path.write_bytes(content)
+    assert_one_line_error(capsys, [command, str(path), "--out", str(tmp_path / "out.yaml")], command, words)

@@ -192,3 +192,27 @@ def test_calibrate_finds_the_joint_states_and_the_robot_too(mounted, tmp_path):
     assert s["joint_states_topic"] == JOINTS
     assert s["settings"] == ("panda joint-torque preset (from the joint names recorded), joint states found by "
                              f"their type on {JOINTS}")
+
+
+def test_a_bag_without_joint_states_is_one_line_listing_its_topics(tmp_path):
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_typestore
+
+    ts = get_typestore(Stores.ROS2_JAZZY)
+    bag = tmp_path / "chatter"
+    with Writer(bag, version=9, storage_plugin=StoragePlugin.SQLITE3) as writer:
+        conn = writer.add_connection("/chatter", "std_msgs/msg/String", typestore=ts)
+        for k in range(10):
+            msg = ts.types["std_msgs/msg/String"](data=f"hello {k}")
+            writer.write(conn, EPOCH_NS + k * 10**7, ts.serialize_cdr(msg, "std_msgs/msg/String"))
+    rc, _, err = replay(bag, tmp_path / "out")
+    assert rc == 2 and err == [
+        f"{PREFIX}error: {bag}: no /franka_robot_state_broadcaster/measured_joint_states (sensor_msgs/msg/JointState); "
+        "no /franka_robot_state_broadcaster/external_wrench_in_stiffness_frame (geometry_msgs/msg/WrenchStamped); its "
+        "topics: /chatter (std_msgs/msg/String)"]
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr):
+        assert main(["calibrate", str(bag), "--out", str(tmp_path / "cal.yaml")]) == 2
+    assert stderr.getvalue().splitlines() == [
+        f"payload-estimator calibrate: error: {bag}: no robot description, and neither a preset's joint-state topic "
+        "nor its joint names recorded: name the robot with --robot, or give its URDF with --urdf FILE"]

@@ -170,6 +170,8 @@ class BagFiles:
         self.custom_data: dict[str, str] = {}
         if not self.path.exists():
             raise BagError(f"{self.path}: no such file or directory")
+        if not (self.path.is_file() or self.path.is_dir()):
+            raise BagError(f"{self.path}: not a readable rosbag2: neither a file nor a directory (a device, a pipe?)")
         try:
             self._open()
         except BaseException:
