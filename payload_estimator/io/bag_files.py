@@ -129,7 +129,7 @@ def _salvage(file: Path, kind: str | None, reason: str) -> tuple[Any | None, str
     Returns:
         (reader, reason): the open reader (:mod:`~payload_estimator.io.bag_salvage`), or None and why not.
     """
-    from payload_estimator.io.bag_salvage import CutMcapReader, DamagedSqlite3Reader, SalvageError
+    from payload_estimator.io.bag_salvage import CutMcapReader, DamagedSqlite3Reader
 
     if kind == "mcap" and reason == MCAP_CUT:
         reader: Any = CutMcapReader(file)
@@ -139,7 +139,7 @@ def _salvage(file: Path, kind: str | None, reason: str) -> tuple[Any | None, str
         return None, reason
     try:
         reader.open()
-    except SalvageError as exc:
+    except BagError as exc:  # nothing readable in it: why (one line)
         return None, str(exc)
     except Exception as exc:  # anything else the damage makes the salvaging reader meet: unreadable
         return None, f"{reason} ({_one_line(exc, 120)})"

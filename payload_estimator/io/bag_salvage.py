@@ -14,7 +14,9 @@ being written) leaves a storage file cut off. ``rosbags`` refuses both kinds who
 Both have the interface of ``rosbags``' storage readers that
 :class:`~payload_estimator.io.bag_files.BagFiles` uses (``open``, ``close``, ``connections``,
 ``metadata``, ``messages``), and say where reading stopped (:attr:`CutMcapReader.stop`,
-:attr:`DamagedSqlite3Reader.stop`). Times: record times in ns, as rosbag2 stores them.
+:attr:`DamagedSqlite3Reader.stop`); a file with nothing readable raises
+:class:`~payload_estimator.errors.BagError` whose message is the reason, without the path. Times:
+record times in ns, as rosbag2 stores them.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from payload_estimator.errors import BagError
+
 __all__ = ["CutMcapReader", "DamagedSqlite3Reader", "Stop"]
 
 MCAP_MAGIC = b"\x89MCAP0\r\n"
@@ -36,10 +40,6 @@ _OP_HEADER, _OP_FOOTER, _OP_SCHEMA, _OP_CHANNEL, _OP_MESSAGE, _OP_CHUNK, _OP_DAT
 _U16, _U32, _U64 = struct.Struct("<H"), struct.Struct("<I"), struct.Struct("<Q")
 _MESSAGE_HEAD = struct.Struct("<HIQQ")  # channel id, sequence, log time, publish time
 _CHUNK_HEAD = struct.Struct("<QQQI")  # message start time, end time, uncompressed size, crc
-
-
-class SalvageError(Exception):
-    """The file holds nothing that can be read (one line)."""
 
 
 @dataclass(frozen=True)
@@ -170,7 +170,7 @@ class CutMcapReader:
         """Scan the file's records (schemas, channels, message times), as far as they are complete.
 
         Raises:
-            SalvageError: not an MCAP file of ROS 2 messages, or no complete message in it.
+            BagError: not an MCAP file of ROS 2 messages, or no complete message in it.
         """
         self.bio = self.path.open("rb")
         try:
@@ -191,11 +191,11 @@ class CutMcapReader:
         size = self.path.stat().st_size
         head = bio.read(8 + 9)
         if len(head) < 17 or head[:8] != MCAP_MAGIC or head[8] != _OP_HEADER:
-            raise SalvageError("not an MCAP file")
+            raise BagError("not an MCAP file")
         (n,) = _U64.unpack_from(head, 9)
         body = memoryview(bio.read(n))
         if len(body) < n or _string(body, 0)[0] != "ros2":
-            raise SalvageError("not an MCAP file of ROS 2 messages (its header is cut off or names another profile)")
+            raise BagError("not an MCAP file of ROS 2 messages (its header is cut off or names another profile)")
         schemas: dict[int, tuple[str, str, str]] = {}
         channels: dict[int, tuple[str, int, str, dict[str, str]]] = {}
         pos = bio.tell()
@@ -269,7 +269,7 @@ class CutMcapReader:
             counts.update(b.counts)
         total = sum(counts.values())
         if not total:
-            raise SalvageError(why.replace("cut off:", "cut off before its first complete message:", 1)
+            raise BagError(why.replace("cut off:", "cut off before its first complete message:", 1)
                                if why.startswith("cut off") else why)
         for cid, (topic, schema_id, encoding, meta) in sorted(channels.items()):
             name, sencoding, text = schemas.get(schema_id, ("", "", ""))
@@ -383,7 +383,7 @@ class DamagedSqlite3Reader:
         """Read the topics and the row ids, topics and times of the readable messages.
 
         Raises:
-            SalvageError: no topics table, or no message can be read.
+            BagError: no topics table, or no message can be read.
         """
         import apsw
 
@@ -391,12 +391,12 @@ class DamagedSqlite3Reader:
                                   flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
         try:
             self._open()
-        except SalvageError as exc:
+        except BagError as exc:
             self.close()
             cut = _sqlite_cut(self.path)
             if cut is None or str(exc).startswith("cut off"):
                 raise
-            raise SalvageError(cut.replace("cut off:", "cut off before its first readable message:", 1)) from None
+            raise BagError(cut.replace("cut off:", "cut off before its first readable message:", 1)) from None
         except BaseException:
             self.close()
             raise
@@ -413,7 +413,7 @@ class DamagedSqlite3Reader:
         try:
             return list(self.db.execute(sql, args))
         except apsw.Error as exc:
-            raise SalvageError(f"not a readable SQLite database ({exc})") from None
+            raise BagError(f"not a readable SQLite database ({exc})") from None
 
     def _open(self) -> None:
         from rosbags.interfaces import Connection, ConnectionExtRosbag2
@@ -421,7 +421,7 @@ class DamagedSqlite3Reader:
         self._query("PRAGMA writable_schema=ON")  # read a database shorter than its header says
         columns = {row[1] for row in self._query("PRAGMA table_info(topics)")}
         if not {"id", "name", "type"} <= columns or not self._query("PRAGMA table_info(messages)"):
-            raise SalvageError("not a rosbag2 database (no topics or messages table)")
+            raise BagError("not a rosbag2 database (no topics or messages table)")
         extra = [c if c in columns else "''" for c in ("serialization_format", "offered_qos_profiles")]
         topics = self._query(f"SELECT id, name, type, {', '.join(extra)} FROM topics ORDER BY id")
         definitions: dict[str, tuple[str, str]] = {}
@@ -429,7 +429,7 @@ class DamagedSqlite3Reader:
             try:
                 definitions = {str(t): (str(e), str(d)) for t, e, d in self._query(
                     "SELECT topic_type, encoding, encoded_message_definition FROM message_definitions")}
-            except SalvageError:  # damaged definitions: only used to describe the types
+            except BagError:  # damaged definitions: only used to describe the types
                 definitions = {}
         counts: Counter[int] = Counter()
         first: int | None = None
@@ -441,7 +441,7 @@ class DamagedSqlite3Reader:
         total = sum(counts.values())
         why = _sqlite_cut(self.path) or "damaged (SQLite: database disk image is malformed)"
         if not total:
-            raise SalvageError(f"{why.split(':')[0]} before its first readable message")  # "cut off" or "damaged"
+            raise BagError(f"{why.split(':')[0]} before its first readable message")  # "cut off" or "damaged"
         self.connections = [
             Connection(int(cid), str(name), str(msgtype), _msgdef(*definitions.get(str(msgtype), ("", ""))), "",
                        counts[int(cid)], ConnectionExtRosbag2(str(fmt) or "cdr", _qos(str(qos))), self)
