@@ -216,3 +216,26 @@ def test_a_bag_without_joint_states_is_one_line_listing_its_topics(tmp_path):
     assert stderr.getvalue().splitlines() == [
         f"payload-estimator calibrate: error: {bag}: no robot description, and neither a preset's joint-state topic "
         "nor its joint names recorded: name the robot with --robot, or give its URDF with --urdf FILE"]
+
+
+def test_a_franka_wrench_under_another_namespace_keeps_its_source_and_an_imu_is_found(mounted):
+    """find_inputs on the bag's joint states and topics as another recording would list them."""
+    from payload_estimator.commands.bag_topics import find_inputs
+    from payload_estimator.settings import Settings, settings_for_robot
+
+    _, bag = mounted
+    franka = "/fr3_left/franka_robot_state_broadcaster/external_wrench_in_stiffness_frame"
+    topics = {JOINTS: ("sensor_msgs/msg/JointState", 4500), franka: ("geometry_msgs/msg/WrenchStamped", 4500),
+              "/imu/data": ("sensor_msgs/msg/Imu", 4500)}
+    panda = settings_for_robot("panda")
+    changed, line = find_inputs(bag, topics, panda, set(), None)
+    assert changed == {"joint_states_topic": JOINTS, "wrench_topic": franka}  # franka_stiffness already
+    assert line.endswith(f"as with --set joint_states_topic={JOINTS} --set wrench_topic={franka} "
+                         "--set wrench_source=franka_stiffness")
+    imu = Settings.from_dict({**panda.to_dict(), "motion_source": "imu"})
+    changed, line = find_inputs(bag, topics, imu, {"joint_states_topic", "wrench_topic"}, None)
+    assert changed == {"imu_topic": "/imu/data"} and "the IMU on /imu/data" in line
+    # the configured topics recorded: nothing to find
+    recorded = {panda.joint_states_topic: ("sensor_msgs/msg/JointState", 1),
+                panda.wrench_topic: ("geometry_msgs/msg/WrenchStamped", 1)}
+    assert find_inputs(bag, recorded, panda, set(), None) == ({}, None)
