@@ -304,3 +304,134 @@ def test_plain_text_keeps_the_words():
     assert plain_text("the :class:`~a.b.Stream` of :func:`a.build` at ``rate_hz`` (`excite`)") == \
         "the Stream of a.build at rate_hz (excite)"
     assert plain_text(":ref:`the layout <layout>`") == "the layout"
+
+
+# ------------------------------------------------------------------ shape and points files
+
+
+def _ascii_stl(*triangles) -> str:
+    facets = "".join("facet normal 0 0 1\n outer loop\n" + "".join(f"  vertex {x} {y} {z}\n" for x, y, z in tri)
+                     + " endloop\nendfacet\n" for tri in triangles)
+    return f"solid t\n{facets}endsolid t\n"
+
+
+MESH_FILES = {
+    "random.stl": np.random.default_rng(3).bytes(5000),  # neither a binary STL nor text
+    "empty.stl": b"",
+    "solid_without_facets.stl": b"solid t\nfacet normal 0 0 1\n  outer loop\n",
+    "one_triangle.stl": _ascii_stl([(0, 0, 0), (0.1, 0, 0), (0, 0.1, 0)]).encode(),
+    "flat_square.stl": _ascii_stl([(0, 0, 0), (0.1, 0, 0), (0, 0.1, 0)],
+                                  [(0.1, 0.1, 0), (0.1, 0, 0), (0, 0.1, 0)]).encode(),
+    "random.obj": np.random.default_rng(4).bytes(3000),
+    "points.xyz": b"0 0 0\n1 1 1\n",
+    "part.step": b"ISO-10303-21;\n",
+}
+
+
+@pytest.fixture(scope="module")
+def small_bag(tmp_path_factory):
+    """A short simulated Panda bag (the sim extra)."""
+    pytest.importorskip("mujoco")
+    from payload_estimator.sim.bag_writer import write_simulated_bag
+    from payload_estimator.sim.mujoco_sim import simulate
+
+    run = simulate(robot="panda", payload="claw_hammer", duration=0.5, seed=1)
+    return write_simulated_bag(run, tmp_path_factory.mktemp("bag") / "bag")
+
+
+@pytest.mark.parametrize("command", ["estimate", "replay"])
+@pytest.mark.parametrize("name", sorted(MESH_FILES))
+def test_an_unreadable_mesh_is_one_line_naming_the_file(capsys, tmp_path, monkeypatch, small_bag, command, name):
+    """Before: a junk .stl said "No module named 'charset_normalizer'" (trimesh decodes bytes it takes for
+    text with it, an optional dependency: it is made missing here, as in the user's installation), a
+    flat mesh gave a Qhull traceback."""
+    monkeypatch.setitem(sys.modules, "charset_normalizer", None)  # import charset_normalizer fails
+    mesh = tmp_path / name
+    mesh.write_bytes(MESH_FILES[name])
+    target = [str(SAMPLES)] if command == "estimate" else [str(small_bag), "--out", str(tmp_path / "out")]
+    err = assert_one_line_error(capsys, [command, *target, "--shape", f"mesh:{mesh}"], command, name)
+    assert "charset_normalizer" not in err and "module" not in err
+    assert ("expected a triangle mesh file" in err) or ("encloses no volume" in err), err
+
+
+def test_a_directory_given_as_a_mesh_says_so(capsys, tmp_path):
+    (tmp_path / "part.stl").mkdir()
+    assert_one_line_error(capsys, ["estimate", str(SAMPLES), "--shape", f"mesh:{tmp_path / 'part.stl'}"],
+                          "estimate", "part.stl: a directory, not a mesh file")
+
+
+POINTS_FILES = {
+    "empty.csv": (b"", "empty file"),
+    "empty.npy": (b"", "empty file"),
+    "random.csv": (np.random.default_rng(5).bytes(300) + b"\xff", "not a text file"),
+    "random.npy": (np.random.default_rng(6).bytes(300), "not a NumPy array file of numbers"),
+    "text.npy": (b"1,2,3\n4,5,6\n", "not a NumPy array file of numbers"),
+    "words.csv": (b"x,y,z\n0,0,0\nnorth,east,up\n", "line 3 is not numbers"),
+    "header_only.csv": (b"x,y,z\n", "no rows of numbers"),
+    "two_columns.csv": (b"x,y\n0,0\n1,1\n", "expected rows of x y z"),
+    "ragged.csv": (b"0,0,0\n1,1\n", "rows of 2 to 3 numbers"),
+    "mesh.stl": (_ascii_stl([(0, 0, 0), (0.1, 0, 0), (0, 0.1, 0)]).encode(), "no rows of numbers"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(POINTS_FILES))
+def test_an_unreadable_points_file_is_one_line_naming_the_file(capsys, tmp_path, name):
+    data, words = POINTS_FILES[name]
+    path = tmp_path / name
+    path.write_bytes(data)
+    err = assert_one_line_error(capsys, ["estimate", str(SAMPLES), "--estimator", "pmd", "--points", str(path)],
+                                "estimate", f"{path}: ", words)
+    assert "allow_pickle" not in err and "codec" not in err
+
+
+def test_a_points_file_of_objects_is_refused_without_numpys_advice(capsys, tmp_path):
+    path = tmp_path / "objects.npy"
+    np.save(path, np.array([{"x": 1}, None], dtype=object), allow_pickle=True)
+    err = assert_one_line_error(capsys, ["estimate", str(SAMPLES), "--points", str(path)], "estimate",
+                                "not a NumPy array file of numbers")
+    assert "pickle" not in err
+
+
+def test_a_good_points_file_is_still_read(tmp_path):
+    from payload_estimator.core.shapes import load_points
+
+    path = tmp_path / "p.npy"
+    grid = np.stack(np.meshgrid(*[np.linspace(0, 0.1, 3)] * 3), axis=-1).reshape(-1, 3)
+    np.save(path, grid)
+    np.testing.assert_array_equal(load_points(path), grid)
+    csv = tmp_path / "p.csv"
+    csv.write_text("\ufeffx,y,z\n" + "".join(f"{x},{y} {z}\n" for x, y, z in grid))
+    np.testing.assert_allclose(load_points(csv), grid)
+
+
+def test_a_directory_given_as_points_says_so(capsys, tmp_path):
+    assert_one_line_error(capsys, ["estimate", str(SAMPLES), "--points", str(tmp_path)], "estimate",
+                          f"{tmp_path}: a directory, not a points file")
+
+
+@pytest.mark.parametrize("command", ["replay", "calibrate"])
+def test_a_device_given_as_a_bag_is_one_line(capsys, tmp_path, command):
+    """Before: os.listdir's NotADirectoryError traceback."""
+    pytest.importorskip("rosbags")
+    device = Path(os.devnull)
+    if not device.exists() or device.is_file() or device.is_dir():
+        pytest.skip("no device file here")
+    assert_one_line_error(capsys, [command, str(device), "--out", str(tmp_path / "out.yaml")], command,
+                          f"{device}: not a readable rosbag2: neither a file nor a directory")
+
+
+@pytest.mark.parametrize("command", ["replay", "calibrate"])
+@pytest.mark.parametrize("name, content, words", [
+    ("text.mcap", b"this is not a recording\n", "text.mcap: not a readable rosbag2: not an MCAP file"),
+    ("text.db3", b"this is not a recording\n", "text.db3: not a readable rosbag2: not a readable SQLite database"),
+    ("notes", None, "notes: not a readable rosbag2: no metadata.yaml, and no .mcap or .db3 file"),
+])
+def test_a_file_or_directory_that_is_not_a_bag_is_one_line(capsys, tmp_path, command, name, content, words):
+    pytest.importorskip("rosbags")
+    path = tmp_path / name
+    if content is None:
+        path.mkdir()
+        (path / "readme.txt").write_text("the robot's notes\n")
+    else:
+        path.write_bytes(content)
+    assert_one_line_error(capsys, [command, str(path), "--out", str(tmp_path / "out.yaml")], command, words)

@@ -130,7 +130,8 @@ def _settings(args: argparse.Namespace, urdf: str | None, bag: Path) -> tuple[Se
     """(settings for the joint-torque path, where they came from)."""
     import yaml
 
-    from payload_estimator.commands.replay import detect_robot, robot_from_topics
+    from payload_estimator.commands.bag_topics import find_inputs
+    from payload_estimator.commands.replay import detect_robot, robot_from_joint_names, robot_from_topics
     from payload_estimator.io.bag import BagError, bag_info
     from payload_estimator.settings import (
         PRESET_VARIANTS,
@@ -156,8 +157,11 @@ def _settings(args: argparse.Namespace, urdf: str | None, bag: Path) -> tuple[Se
             robot = robot_from_topics(bag, topics, wrench=False)
             how = "from the topics recorded"
             if robot is None:
-                raise CommandError(f"{bag}: no robot description and no preset's joint-state topic recorded: "
-                                   "name the robot with --robot, or give its URDF with --urdf FILE")
+                robot, how = robot_from_joint_names(bag, topics), "from the joint names recorded"
+            if robot is None:
+                raise CommandError(f"{bag}: no robot description, and neither a preset's joint-state topic nor "
+                                   "its joint names recorded: name the robot with --robot, or give its URDF with "
+                                   "--urdf FILE")
         elif robot is None:
             robot, how = "", "an arm known from its robot description"
         base = settings_for_robot(robot, PRESET_VARIANTS[1])
@@ -173,7 +177,15 @@ def _settings(args: argparse.Namespace, urdf: str | None, bag: Path) -> tuple[Se
     if args.joint_states_topic:
         overrides["joint_states_topic"] = args.joint_states_topic
     try:
-        return Settings.from_dict({**base.to_dict(), **overrides}), origin
+        settings = Settings.from_dict({**base.to_dict(), **overrides})
+        if not args.config:  # the configured joint states not recorded: the bag's, by their type
+            found, _ = find_inputs(bag, bag_info(bag).topics, settings, set(overrides), urdf)
+            if found:
+                settings = Settings.from_dict({**base.to_dict(), **overrides, **found})
+                origin += f", joint states found by their type on {settings.joint_states_topic}"
+        return settings, origin
+    except BagError as exc:
+        raise CommandError(one_line(exc)) from None
     except (ValueError, TypeError) as exc:
         raise CommandError(one_line(exc)) from None
 

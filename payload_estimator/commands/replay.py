@@ -9,7 +9,8 @@ the stream processes every 10 ms and an estimate is taken at ``publish_rate_hz``
 
 Settings: ``--config`` (a ROS parameter file such as ``config/panda.yaml``) or
 the ``--robot`` preset; by default the robot is recognised from its
-description, else from the topics recorded (each preset has its own).
+description, else from the topics recorded (each preset has its own), else
+from the joint names recorded.
 ``--estimator``, ``--shape`` and ``--set name=value`` override any parameter.
 The robot model is ``--urdf FILE``, else the bag's ``/robot_description`` when
 recorded (unless ``use_builtin_description``), else the package's own URDF of
@@ -17,6 +18,13 @@ the preset (panda when nothing says otherwise; a one-line warning says so). An
 arm that is no built-in preset works from its description alone: name its
 flange and topics, e.g. ``--urdf ur5e.urdf --set flange_frame=tool0
 --set joint_states_topic=/joint_states --set wrench_topic=/ft/wrench``.
+
+Topics the settings name but the bag lacks are found by their message types: one
+sensor_msgs/JointState topic (naming the arm's joints) and one geometry_msgs/WrenchStamped
+topic are taken, read as an F/T sensor's in its messages' frame, and one line gives the
+equivalent --set settings. A sensor frame the robot description lacks stops the replay with
+one line naming every setting to give, its mounting on the flange (sensor_xyz, sensor_rpy)
+left for the user to fill in: no bag holds it. Several topics of a type: one line lists them.
 
 Without a wrist sensor, ``--set wrench_source=joint_torques`` takes the payload from the joint
 states' efforts: the preset's joint-torque variant (``config/<robot>_joint_torques.yaml``: no
@@ -57,7 +65,7 @@ from payload_estimator.commands.common import config_error, parse_override, read
 from payload_estimator.core.tracking import CHANGE, PayloadTracker
 from payload_estimator.settings import PRESET_VARIANTS, MotionSource, WrenchSource
 
-__all__ = ["add_parser", "run", "detect_robot"]
+__all__ = ["add_parser", "run", "detect_robot", "robot_from_topics", "robot_from_joint_names"]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -131,10 +139,36 @@ def robot_from_topics(bag: Path, topics: dict[str, tuple[str, int]], wrench: boo
     return detect_preset_from_topics(set(topics), joint_names_on, wrench=wrench)
 
 
-def _settings(args: argparse.Namespace, urdf: str | None, info, bag: Path):
-    """(settings, where they came from, how the robot was chosen)."""
+def robot_from_joint_names(bag: Path, topics: dict[str, tuple[str, int]]) -> str | None:
+    """The built-in preset whose arm joints the bag's joint states name (its vendor's names), or None.
+
+    The first message of every ``sensor_msgs/JointState`` topic is read; None unless they agree
+    on one robot (:func:`~payload_estimator.robots.detect_preset`'s joint patterns)."""
+    from payload_estimator.io.bag import JOINT_STATE_TYPE, bag_first_message
+    from payload_estimator.robots import ROBOT_NAMES, ROBOTS
+
+    found = set()
+    for topic, (msgtype, _) in sorted(topics.items()):
+        if msgtype != JOINT_STATE_TYPE:
+            continue
+        msg = bag_first_message(bag, topic, JOINT_STATE_TYPE)
+        names = set() if msg is None else {str(n) for n in msg.name}
+        fits = [(ROBOTS[r].n_joints, r) for r in ROBOT_NAMES
+                if (pattern := ROBOTS[r].detection) is not None and pattern.matches_joints(names)
+                and set(ROBOTS[r].joint_names) <= names]
+        if fits:
+            found.add(max(fits)[1])
+    return found.pop() if len(found) == 1 else None
+
+
+def _settings(args: argparse.Namespace, urdf: str | None, info, bag: Path, warnings: list[str]):
+    """(settings, where they came from, how the robot was chosen).
+
+    A line goes to ``warnings`` when the inputs were found by their types
+    (:func:`~payload_estimator.commands.bag_topics.find_inputs`)."""
     import yaml
 
+    from payload_estimator.commands.bag_topics import find_inputs
     from payload_estimator.commands.options import ESTIMATOR_OPTION_SETTINGS, setting_overrides
     from payload_estimator.core.estimators import ESTIMATORS
     from payload_estimator.core.shapes import ShapeError, parse_shape_spec
@@ -157,8 +191,11 @@ def _settings(args: argparse.Namespace, urdf: str | None, info, bag: Path):
         how = "given by --robot" if args.robot else f"from {source}"
         if robot is None and urdf is None:
             robot = robot_from_topics(bag, info.topics, wrench=not joint_torques)
-            how = ("from the topics recorded" if robot is not None
-                   else "the default: no robot description, no preset's topics recorded")
+            how = "from the topics recorded"
+            if robot is None:
+                robot = robot_from_joint_names(bag, info.topics)
+                how = ("from the joint names recorded" if robot is not None
+                       else "the default: no robot description, no preset's topics or joint names recorded")
             robot = robot or "panda"
         elif robot is None:
             robot, how = "", "an arm known from its robot description"
@@ -181,6 +218,13 @@ def _settings(args: argparse.Namespace, urdf: str | None, info, bag: Path):
             raise CommandError(_one_line(exc) if name in str(exc) else f"{name}={value!r}: {_one_line(exc)}") from None
     try:
         settings = Settings.from_dict({**base.to_dict(), **overrides})
+        if not args.config:  # the configured topics not recorded: the bag's, by their types
+            found, line = find_inputs(bag, info.topics, settings, set(overrides), urdf)
+            if found:
+                settings = Settings.from_dict({**base.to_dict(), **overrides, **found})
+                origin += ", inputs found by their types"
+            if line:
+                warnings.append(line)
         if ESTIMATORS[settings.estimator].needs_points:
             parse_shape_spec(settings.payload_shape)
     except (ValueError, ShapeError, TypeError) as exc:
@@ -314,7 +358,7 @@ def _set_up(args: argparse.Namespace, bag: Path, warnings: list[str]) -> _Setup:
         info = bag_info(bag)
         warnings += info.notes
         recorded_urdf = bag_robot_description(bag) if given_urdf is None else None
-        settings, origin, how = _settings(args, given_urdf or recorded_urdf, info, bag)
+        settings, origin, how = _settings(args, given_urdf or recorded_urdf, info, bag, warnings)
         messages = read_bag(bag, settings)
         imu_frame = (_first_imu_frame(bag, settings)
                      if settings.motion_source is MotionSource.IMU and not settings.imu_frame else None)

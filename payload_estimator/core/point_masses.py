@@ -223,27 +223,40 @@ def load_points(path: str | Path) -> np.ndarray:
     A CSV may have a header row and use commas or whitespace.
     """
     path = Path(path)
+    expected = "expected x y z per row, m, sensor frame: a CSV or whitespace-separated text file, or an (N, 3) .npy"
+    if path.is_dir():
+        raise ShapeError(f"{path}: a directory, not a points file ({expected})")
     if not path.is_file():
         raise ShapeError(f"points file not found: {path}")
-    try:
-        if path.suffix == ".npy":
-            pts = np.load(path)
-        else:
-            text = path.read_text().strip().splitlines()
-            rows = []
-            for line in text:
-                cells = line.replace(",", " ").split()
-                if not cells:
-                    continue
-                try:
-                    rows.append([float(c) for c in cells])
-                except ValueError:
-                    if rows:
-                        raise
-                    continue  # header
-            pts = np.array(rows, dtype=float)
-    except Exception as exc:
-        raise ShapeError(f"cannot read points from {path}: {exc}") from exc
+    if path.stat().st_size == 0:
+        raise ShapeError(f"{path}: empty file ({expected})")
+    if path.suffix == ".npy":
+        try:
+            pts = np.asarray(np.load(path, allow_pickle=False), dtype=float)
+        except Exception:  # not an array file, an array of objects or strings, cut off: numpy says it many ways
+            raise ShapeError(f"{path}: not a NumPy array file of numbers ({expected})") from None
+    else:
+        try:
+            text = path.read_text(encoding="utf-8-sig").strip().splitlines()
+        except (OSError, UnicodeDecodeError):
+            raise ShapeError(f"{path}: not a text file ({expected})") from None
+        rows = []
+        for number, line in enumerate(text, 1):
+            cells = line.replace(",", " ").split()
+            if not cells:
+                continue
+            try:
+                rows.append([float(c) for c in cells])
+            except ValueError:
+                if rows:
+                    raise ShapeError(f"{path}: line {number} is not numbers ({' '.join(line.split())[:60]!r}; "
+                                     f"{expected})") from None
+                continue  # header
+        if not rows:
+            raise ShapeError(f"{path}: no rows of numbers ({expected})")
+        if len({len(r) for r in rows}) > 1:
+            raise ShapeError(f"{path}: rows of {min(map(len, rows))} to {max(map(len, rows))} numbers ({expected})")
+        pts = np.array(rows, dtype=float)
     if pts.ndim != 2 or pts.shape[1] != 3 or len(pts) == 0:
         raise ShapeError(f"{path}: expected rows of x y z, got an array of shape {pts.shape}")
     if not np.all(np.isfinite(pts)):

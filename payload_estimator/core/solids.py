@@ -26,7 +26,10 @@ from payload_estimator.errors import ShapeError
 if TYPE_CHECKING:
     import trimesh
 
-__all__ = ["Shape", "Box", "Cylinder", "Sphere", "Mesh", "Union", "rpy_to_matrix", "float_triple"]
+__all__ = ["Shape", "Box", "Cylinder", "Sphere", "Mesh", "Union", "MESH_FORMATS", "rpy_to_matrix", "float_triple"]
+
+MESH_FORMATS = "STL (binary or ASCII), OBJ, PLY, OFF, GLB or another format trimesh reads, closed"
+"""What a mesh file of a shape may be (for messages)."""
 
 
 def float_triple(values: Sequence[float]) -> tuple[float, float, float]:
@@ -199,11 +202,17 @@ class Mesh(Shape):
         mesh = self.mesh
         if mesh is None or not hasattr(mesh, "contains"):
             raise ShapeError("Mesh needs a trimesh.Trimesh (use Mesh.from_file)")
-        if not mesh.is_watertight:
-            mesh = mesh.convex_hull
-            object.__setattr__(self, "mesh", mesh)
-        if not (mesh.volume > 0 and np.isfinite(mesh.volume)):
-            raise ShapeError(f"mesh {self.source or ''} encloses no volume".replace("  ", " "))
+        flat = ShapeError(f"mesh {self.source or ''} encloses no volume (flat: not a closed solid, and its convex "
+                          "hull has no volume either)".replace("  ", " "))
+        try:
+            if not mesh.is_watertight:
+                mesh = mesh.convex_hull
+                object.__setattr__(self, "mesh", mesh)
+            volume = float(mesh.volume)
+        except Exception:  # Qhull and trimesh's repairs fail many ways on a flat or degenerate mesh
+            raise flat from None
+        if not (volume > 0 and np.isfinite(volume)):
+            raise flat
 
     @classmethod
     def from_file(
@@ -217,14 +226,22 @@ class Mesh(Shape):
         import trimesh
 
         path = Path(path)
+        expected = f"expected a triangle mesh file: {MESH_FORMATS}"
+        if path.is_dir():
+            raise ShapeError(f"{path}: a directory, not a mesh file ({expected})")
         if not path.is_file():
             raise ShapeError(f"mesh file not found: {path}")
+        if path.stat().st_size == 0:
+            raise ShapeError(f"{path}: empty file ({expected})")
+        kind = path.suffix.lower().lstrip(".")
+        if kind not in trimesh.available_formats():
+            raise ShapeError(f"{path}: not a mesh format trimesh reads ({path.suffix or 'no suffix'}; {expected})")
         try:
             mesh = trimesh.load(str(path), force="mesh")
-        except Exception as exc:  # trimesh raises many kinds
-            raise ShapeError(f"cannot read mesh {path}: {exc}") from exc
+        except Exception:  # trimesh raises many kinds (and, on bytes it takes for text, a missing text codec)
+            raise ShapeError(f"{path}: not a readable {kind.upper()} file ({expected})") from None
         if not isinstance(mesh, trimesh.Trimesh) or len(mesh.faces) == 0:
-            raise ShapeError(f"no triangles in mesh {path}")
+            raise ShapeError(f"{path}: not a readable {kind.upper()} file: no triangles in it ({expected})")
         if scale != 1.0:
             mesh = mesh.copy()
             mesh.apply_scale(scale)

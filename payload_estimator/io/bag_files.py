@@ -9,10 +9,13 @@ own and the messages of all files are merged in record order, so that
 * a ``metadata.yaml`` that is missing (a recording still being written or
   killed), unreadable, or that lists files which are not there, or topics,
   QoS profiles or counts the files do not hold, changes nothing but a note;
-* a storage file that cannot be opened (an MCAP file cut off before its
-  footer, a damaged SQLite database) is left out with a note, and the bag is
-  refused only when no file can be read; reading that fails in the middle of
-  a file (a truncated chunk) ends that file with a note;
+* a storage file cut off (an MCAP file without its footer: the recording was
+  interrupted) or damaged (an SQLite database "malformed" past some page) is
+  read as far as it goes (:mod:`~payload_estimator.io.bag_salvage`), with a
+  note saying where it stops (messages read, time into the recording);
+* a storage file that cannot be read at all is left out with a note, and the
+  bag is refused only when no file can be read; reading that fails in the
+  middle of a file (a damaged chunk) ends that file with a note;
 * only the wanted topics are ever deserialized, with ROS 2 Jazzy's types: other
   topics, their custom message types and whatever definitions the bag carries
   for them (unparseable, or with hashes ``rosbags`` does not reproduce) are
@@ -39,11 +42,11 @@ from typing import Any
 
 from payload_estimator.errors import BagError
 
-__all__ = ["BagFiles", "STORAGE_SUFFIXES", "MCAP_RECOVER_HINT", "jazzy_typestore", "name_list"]
+__all__ = ["BagFiles", "STORAGE_SUFFIXES", "jazzy_typestore", "name_list"]
 
 STORAGE_SUFFIXES = {".mcap": "mcap", ".db3": "sqlite3"}
 """Storage file name suffix -> storage plugin."""
-MCAP_RECOVER_HINT = "`mcap recover FILE -o FIXED.mcap` (the mcap CLI) rewrites its readable part"
+MCAP_CUT = "cut off: no MCAP footer (the recording was interrupted or is still being written)"
 
 
 def _one_line(text: object, limit: int = 240) -> str:
@@ -57,8 +60,7 @@ def _reason(exc: BaseException, file: str) -> str:
     if file.endswith(".mcap"):
         truncated = isinstance(exc, OSError) and not isinstance(exc, PermissionError)  # seek before the start
         if truncated or "end magic" in text or "footer" in text.lower():
-            return ("cut off: no MCAP footer (the recording was interrupted or is still being written); "
-                    + MCAP_RECOVER_HINT)
+            return MCAP_CUT
         if "magic is invalid" in text:
             return "not an MCAP file"
         if "seems to be empty" in text:
@@ -121,6 +123,29 @@ def _storage_reader(file: Path, storage: str | None = None):
     return None
 
 
+def _salvage(file: Path, kind: str | None, reason: str) -> tuple[Any | None, str]:
+    """Open a storage file ``rosbags`` refused with a reader of what it holds, when it is cut off or damaged.
+
+    Returns:
+        (reader, reason): the open reader (:mod:`~payload_estimator.io.bag_salvage`), or None and why not.
+    """
+    from payload_estimator.io.bag_salvage import CutMcapReader, DamagedSqlite3Reader
+
+    if kind == "mcap" and reason == MCAP_CUT:
+        reader: Any = CutMcapReader(file)
+    elif kind == "sqlite3" and reason.startswith("not a readable SQLite database, cut off or damaged"):
+        reader = DamagedSqlite3Reader(file)
+    else:
+        return None, reason
+    try:
+        reader.open()
+    except BagError as exc:  # nothing readable in it: why (one line)
+        return None, str(exc)
+    except Exception as exc:  # anything else the damage makes the salvaging reader meet: unreadable
+        return None, f"{reason} ({_one_line(exc, 120)})"
+    return reader, reason
+
+
 class BagFiles:
     """The open storage files of a bag (a context manager; see the module docstring).
 
@@ -145,6 +170,8 @@ class BagFiles:
         self.custom_data: dict[str, str] = {}
         if not self.path.exists():
             raise BagError(f"{self.path}: no such file or directory")
+        if not (self.path.is_file() or self.path.is_dir()):
+            raise BagError(f"{self.path}: not a readable rosbag2: neither a file nor a directory (a device, a pipe?)")
         try:
             self._open()
         except BaseException:
@@ -167,6 +194,7 @@ class BagFiles:
                 return
             candidates = self._candidates(info, problem)
         failures: list[tuple[str, str]] = []
+        salvaged: list[tuple[str, Any]] = []
         for file, storage_id in candidates:
             reader = _storage_reader(file, storage_id)
             if reader is None:
@@ -175,8 +203,12 @@ class BagFiles:
             try:
                 reader.open()
             except Exception as exc:  # rosbags raises many kinds on damaged files: all mean "unreadable"
-                failures.append((file.name, _reason(exc, file.name)))
-                continue
+                reason = _reason(exc, file.name)
+                reader, reason = _salvage(file, STORAGE_SUFFIXES.get(file.suffix, storage_id), reason)
+                if reader is None:
+                    failures.append((file.name, reason))
+                    continue
+                salvaged.append((file.name, reader.stop))
             self.readers.append(reader)
             self.names.append(file.name)
         if not self.readers:
@@ -185,6 +217,10 @@ class BagFiles:
             more = f" (and {len(failures) - 1} more unreadable file(s))" if len(failures) > 1 else ""
             raise BagError(f"{where}: not a readable rosbag2: {reason}{more}")
         self.notes.extend(f"{name}: left out, {reason}" for name, reason in failures)
+        t0 = self.time_span()[0]
+        for file_name, stop in salvaged:
+            when = f", up to {max(0.0, stop.last_ns * 1e-9 - t0):.3f} s into the recording" if stop.last_ns else ""
+            self.notes.append(f"{file_name}: {stop.why}: read as far as it goes, {stop.messages} message(s){when}")
 
     def _candidates(self, info: dict[str, Any] | None, problem: str | None) -> list[tuple[Path, str | None]]:
         """The storage files to open (with the storage metadata.yaml names), and notes on what it gets wrong."""
