@@ -117,16 +117,19 @@ class _OpenWindow:
         """Add a batch that lies in this window (``Y`` may be None when ``features`` are given)."""
         if self.t0 is None:
             self.t0 = float(t[0])
-        self.stats.add(Y, wrench, weights, t=t, features=features)
         tau = t - self.t0
         s = np.ones(len(t)) if weights is None else np.clip(np.asarray(weights, dtype=float), 0.0, None)
-        if features is not None:
+        if (features is not None and self.features and self.stats.extended_gram() is not None
+                and np.max(np.abs(tau)) < 1e100):
+            # the window's Gram is the sum of its short batches': one product per sample for both
             U = extended_rows(features, wrench, tau)
             self.feature_time += (s * tau) @ U[:, :N_FEATURE_ROW]
-            if self.features:
-                self._add_feature_rows(U, s, t)
-                return
+            self.stats.add_extended(self._add_feature_rows(U, s, t), len(t), float(s.sum()), t)
+            return
         self._to_channels()
+        self.stats.add(Y, wrench, weights, t=t, features=features)
+        if features is not None:
+            self.feature_time += (s * tau) @ extended_rows(features, wrench, tau)[:, :N_FEATURE_ROW]
         if Y is None:
             assert features is not None, "a batch needs its regressor or its features"
             Y = features_regressor(features)
@@ -147,13 +150,15 @@ class _OpenWindow:
                 held[0] += block
                 held[1] += float(tsum)
 
-    def _add_feature_rows(self, U: np.ndarray, s: np.ndarray, t: np.ndarray) -> None:
-        """Feature mode's short batches and blocks: one product per batch, sums per block."""
+    def _add_feature_rows(self, U: np.ndarray, s: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Feature mode's short batches and blocks: one product per batch, sums per block; returns the batch's Gram."""
         keys = np.floor(t / BATCH_S)
         starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+        total = np.zeros((U.shape[1], U.shape[1]))
         for start, stop in zip(starts, np.r_[starts[1:], len(t)]):
             u = U[start:stop]
             gram = (u.T * s[start:stop]) @ u
+            total += gram
             key = float(keys[start])
             held = self.feature_sub.get(key)
             self.feature_sub[key] = gram if held is None else held + gram
@@ -166,6 +171,7 @@ class _OpenWindow:
                 key = float(key)
                 held_block = held_blocks.get(key)
                 held_blocks[key] = block if held_block is None else held_block + block
+        return total
 
     def _to_channels(self) -> None:
         """Leave feature mode for good: the short batches and blocks become per-channel sums."""
@@ -185,6 +191,22 @@ class _OpenWindow:
         self.feature_sub = {}
         self.feature_blocks = [{} for _ in BLOCK_SECONDS]
         self.features = False
+        if self.stats.extended_gram() is not None:  # its sums per channel, and its block sums from the window's
+            self.stats.replace_sums(self.stats.data_gram.copy(), self.stats.data_sum.copy(),
+                                    self.stats.time_data.copy(), self.stats.feature_gram(),
+                                    [self._open_blocks(which) for which in range(len(BLOCK_SECONDS))])
+
+    def _open_blocks(self, which: int) -> BlockSums:
+        """The per-channel blocks of ``BLOCK_SECONDS[which]`` as block sums that continue: the last one open."""
+        out = BlockSums(BLOCK_SECONDS[which], N_BLOCK_COLUMNS)
+        held = self.blocks[which]
+        if held:
+            keys = sorted(held)
+            for key in keys[:-1]:
+                out.add_closed(held[key][0])
+            out._key = keys[-1]
+            out._carry = held[keys[-1]][0].copy()
+        return out
 
     def _sub_sums(self) -> list[tuple[float, list[Any]]]:
         """The short batches' raw sums, key -> [G (6, 11, 11), S (6, 11), U (6, 11), W, T1, T2]."""
@@ -260,11 +282,12 @@ class _OpenWindow:
         share = self.line_share() * line_share if order == 2 else 0.0
         self.order = order if order < 2 else (2 if share > 0.0 else 1)
         self.share = share
+        if self.features and raw.extended_gram() is not None and W > 0.0:
+            mix = [(1.0, 0)] if order == 0 else [(1.0 - share, 1), (share, 2)] if share > 0.0 else [(1.0, 1)]
+            return self._projected_features(mix)
         if order == 0 or W <= 0.0:
             self.sub_grams = [held[0] for _, held in self._sub_sums()]
             return raw.copy()
-        if self.features and raw.extended_gram() is not None:
-            return self._projected_features([(1.0 - share, 1), (share, 2)] if share > 0.0 else [(1.0, 1)])
         mean = self._projection(1)
         if share <= 0.0:
             return mean[0]
@@ -549,11 +572,13 @@ class WindowedStatistics(RegressorStatistics):
 
 
 def _line_map(E: np.ndarray, order: int) -> np.ndarray:
-    """Return ``L`` (20, 20): an extended feature row less each column's fitted mean (1) or line (2) in time.
+    """Return ``L`` (20, 20): an extended feature row less each column's fitted mean (1) or line (2) in time (0: as is).
 
     The fit is weighted least squares of every feature and wrench column on ``[1, tau]`` (or ``1``),
     from the window's extended Gram ``E``; the ``1`` and ``tau`` columns stay as they are (the block
     sums keep their sample count)."""
+    if order == 0:
+        return np.eye(E.shape[0])
     cols = [ONE_COLUMN] if order == 1 else [ONE_COLUMN, TIME_COLUMN]
     coef = E[:, cols] @ np.linalg.inv(E[np.ix_(cols, cols)])  # (20, k): each column's intercept (and slope)
     L = np.eye(E.shape[0])

@@ -349,6 +349,22 @@ class RegressorStatistics:
         out._mapped = False
         return out
 
+    def add_extended(self, extended: np.ndarray, n: int, weight_sum: float, t: np.ndarray) -> None:
+        """Feature mode: add the Gram ``extended`` (20, 20) of ``n`` samples at times ``t``, without block sums.
+
+        Their ``tau`` counts from :attr:`first_time` (the first sample's time when there is none yet); whoever
+        adds them keeps the block sums."""
+        assert self._extended is not None, "add_extended needs statistics in feature mode"
+        if self._t0 is None:
+            self._t0 = float(t[0])
+        self._t_last = float(t[-1])
+        if not np.all(np.isfinite(t)):
+            self._time_ok = False
+        self._extended += extended
+        self.weight_sum += weight_sum
+        self.n_samples += n
+        self._changed()
+
     def extended_gram(self) -> np.ndarray | None:
         """(20, 20) the Gram of the extended feature rows (feature mode), or None (per-channel sums)."""
         return self._extended
