@@ -182,8 +182,10 @@ def test_another_robots_joint_states_are_not_taken(mounted, tmp_path):
                       "--urdf)")
 
 
-def test_calibrate_finds_the_joint_states_and_the_robot_too(mounted, tmp_path):
-    _, bag = mounted
+def test_calibrate_finds_the_joint_states_and_the_robot_too(tmp_path):
+    """A recording of the unloaded arm (every joint moving: a calibration refuses less) on /joint_states."""
+    run = simulate(robot="panda", payload="none", trajectory="thesis", duration=8.0, seed=1)
+    bag = write_bag(tmp_path / "bag", run, "ft_sensor")
     stdout = io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(io.StringIO()):
         rc = main(["calibrate", str(bag), "--out", str(tmp_path / "cal.yaml"), "--json"])
