@@ -354,6 +354,12 @@ class StampMonitor:
             return math.nan
         return self.sample_time(since=first, until=until) / (until - first)
 
+    def stretch(self, wall_s: float) -> float:
+        """``wall_s`` divided by the real-time factor (at most 1, at least 0.1; 1 before any message): a wall
+        time limit that a simulator slower than real time stretches."""
+        rtf = self.real_time_factor()
+        return wall_s / min(1.0, max(rtf, 0.1)) if math.isfinite(rtf) else wall_s
+
 
 def wait_within_sample_time(condition: Callable[[], Any], latest_stamp: Callable[[], float | None],
                             clock: StampMonitor, sample_time_s: float, guard_s: float, period: float = 0.05) -> Any:
@@ -372,8 +378,7 @@ def wait_within_sample_time(condition: Callable[[], Any], latest_stamp: Callable
             stamp = latest_stamp()
             if stamp is not None and clock.sample_time(until_stamp=stamp) > sample_time_s:
                 return None
-            rtf = clock.real_time_factor()
-            if checked - start > guard_s / min(1.0, max(rtf, 0.1) if math.isfinite(rtf) else 1.0):
+            if checked - start > clock.stretch(guard_s):
                 return None
         time.sleep(period)
 
