@@ -316,16 +316,6 @@ class StampMonitor:
         keep = (arrivals >= since) & (arrivals <= until) & (stamps <= stamp_until_ns)
         return np.unique(stamps[keep])
 
-    def count(self) -> int:
-        """Messages received."""
-        with self._lock:
-            return len(self._stamp_ns)
-
-    def first_stamp(self) -> float | None:
-        """The earliest stamp received, s (None before any)."""
-        stamps = self._stamps()
-        return float(stamps[0]) * 1e-9 if len(stamps) else None
-
     def sample_time(self, until_stamp: float = math.inf, since: float = -math.inf, until: float = math.inf) -> float:
         """Sample time published, s: the stamps' span less every silence longer than :data:`MAX_GAP_S` (the
         simulator fell behind and skipped samples, or restarts its loop), up to the stamp ``until_stamp``
