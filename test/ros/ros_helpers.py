@@ -7,6 +7,7 @@ skip themselves (``pytest.importorskip``) before using these.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -265,3 +266,113 @@ class SpinningTestCase:
     def wait(self, condition: Callable[[], Any], timeout: float) -> Any:
         """:func:`wait_for` at the spin period."""
         return wait_for(condition, timeout, period=self.SPIN_PERIOD_S)
+
+
+MAX_GAP_S = 0.05
+"""A silence longer than this between two published samples is no motion (the estimator's default
+``max_gap_s``: its aligner starts a new segment there, as at the simulator's loop gap)."""
+
+
+class StampMonitor:
+    """What a simulator published on a stamped topic, from its messages' header stamps.
+
+    The simulator stamps each sample with its run time (``sim_node``: the steady clock since it started,
+    plus an origin), so the stamps say what it published whatever the test's own timing: the sample
+    time it has published (:meth:`sample_time`), its rate (:meth:`rate_hz`) and how fast it runs
+    against the wall clock (:meth:`real_time_factor`). The subscription is raw (no deserialisation:
+    the stamp is read from the CDR bytes) with a deep queue, so that the test keeps up with a 1 kHz
+    stream; the messages it still misses under load only make its figures lower, i.e. the
+    assertions built on them more lenient, never stricter.
+    """
+
+    def __init__(self, node: Any, msg_type: Any, topic: str, depth: int = 2000) -> None:
+        from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+        self.topic = topic
+        self._lock = threading.Lock()
+        self._arrivals: list[float] = []  # monotonic s
+        self._stamp_ns: list[int] = []
+        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth, reliability=ReliabilityPolicy.BEST_EFFORT,
+                         durability=DurabilityPolicy.VOLATILE)  # as the simulator publishes (SENSOR_QOS)
+        node.create_subscription(msg_type, topic, self._on_message, qos, raw=True)
+
+    def _on_message(self, data: bytes) -> None:
+        import struct
+
+        # CDR: a 4-byte encapsulation header (byte 1: 1 little-endian, 0 big-endian), then header.stamp
+        sec, nanosec = struct.unpack_from("<iI" if data[1] & 1 else ">iI", data, 4)
+        with self._lock:
+            self._arrivals.append(time.monotonic())
+            self._stamp_ns.append(sec * 1_000_000_000 + nanosec)
+
+    def _stamps(self, since: float = -math.inf, until: float = math.inf, stamp_until_ns: float = math.inf) -> Any:
+        """Distinct stamps (ns, sorted int64 array) of the messages that arrived in [since, until] (monotonic s)."""
+        import numpy as np
+
+        with self._lock:
+            n = len(self._stamp_ns)
+            arrivals = np.array(self._arrivals[:n], dtype=float)
+            stamps = np.array(self._stamp_ns[:n], dtype=np.int64)
+        keep = (arrivals >= since) & (arrivals <= until) & (stamps <= stamp_until_ns)
+        return np.unique(stamps[keep])
+
+    def sample_time(self, until_stamp: float = math.inf, since: float = -math.inf, until: float = math.inf) -> float:
+        """Sample time published, s: the stamps' span less every silence longer than :data:`MAX_GAP_S` (the
+        simulator fell behind and skipped samples, or restarts its loop), up to the stamp ``until_stamp``
+        (s) and of the messages that arrived in [``since``, ``until``] (monotonic s)."""
+        import numpy as np
+
+        steps = np.diff(self._stamps(since, until, until_stamp * 1e9))
+        return float(np.sum(steps[steps <= MAX_GAP_S * 1e9])) * 1e-9
+
+    def rate_hz(self, since: float = -math.inf, until: float = math.inf) -> float:
+        """Samples published per second of stamp time by the messages that arrived in [since, until]
+        (monotonic s): distinct stamps over their span (the simulator's stamps advance with the wall
+        clock, so a simulator that skips samples publishes fewer per second). NaN with fewer than two."""
+        stamps = self._stamps(since, until)
+        if len(stamps) < 2 or stamps[-1] <= stamps[0]:
+            return math.nan
+        return (len(stamps) - 1) / (float(stamps[-1] - stamps[0]) * 1e-9)
+
+    def real_time_factor(self, since: float = -math.inf, until: float | None = None) -> float:
+        """Sample time published per wall second, from ``since`` (default: the first arrival) to ``until``
+        (default: now), monotonic s; 1: the simulator keeps up with real time. NaN before any message."""
+        with self._lock:
+            first = next((t for t in self._arrivals if t >= since), None)
+        until = time.monotonic() if until is None else until
+        if first is None or until <= first:
+            return math.nan
+        return self.sample_time(since=first, until=until) / (until - first)
+
+    def stretch(self, wall_s: float) -> float:
+        """``wall_s`` divided by the real-time factor (at most 1, at least 0.1; 1 before any message): a wall
+        time limit that a simulator slower than real time stretches."""
+        rtf = self.real_time_factor()
+        return wall_s / min(1.0, max(rtf, 0.1)) if math.isfinite(rtf) else wall_s
+
+
+def wait_within_sample_time(condition: Callable[[], Any], latest_stamp: Callable[[], float | None],
+                            clock: StampMonitor, sample_time_s: float, guard_s: float, period: float = 0.05) -> Any:
+    """Poll ``condition`` until it returns something truthy (returned), or until it can no longer come in
+    time (None): the node has answered for samples (``latest_stamp()``, s, e.g. its newest message's
+    header stamp) more than ``sample_time_s`` of published sample time after the simulator's first one
+    (``clock``), or ``guard_s`` wall seconds divided by the simulator's real-time factor (at most 1,
+    measured meanwhile) have passed: a generous outer guard that a slow machine stretches."""
+    start = checked = time.monotonic()
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() - checked > 0.5:  # the stamps: twice a second (sorting them costs)
+            checked = time.monotonic()
+            stamp = latest_stamp()
+            if stamp is not None and clock.sample_time(until_stamp=stamp) > sample_time_s:
+                return None
+            if checked - start > clock.stretch(guard_s):
+                return None
+        time.sleep(period)
+
+
+def stamp_s(stamp: Any) -> float:
+    """A builtin_interfaces/Time in s."""
+    return stamp.sec + stamp.nanosec * 1e-9

@@ -15,6 +15,10 @@ links differ from the URDF the estimators get), with realistic efforts (friction
 
 And a third estimator, ``no_effort``, gets joint states without efforts from the test: its diagnostics say
 so (ERROR) and it publishes no estimate.
+
+The wall-time limits on the answers are stretched by how much slower than real time the simulators run
+(the stamps of their joint states, ros_helpers.StampMonitor): two simulators and three estimators share
+the machine.
 """
 
 from __future__ import annotations
@@ -39,7 +43,14 @@ import launch_testing.actions  # noqa: E402
 import launch_testing.asserts  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from launch_ros.actions import Node  # noqa: E402
-from ros_helpers import SpinningTestCase, level, node_status, payload_shape, status_values  # noqa: E402
+from ros_helpers import (  # noqa: E402
+    SpinningTestCase,
+    StampMonitor,
+    level,
+    node_status,
+    payload_shape,
+    status_values,
+)
 from sensor_msgs.msg import JointState  # noqa: E402
 
 import launch  # noqa: E402
@@ -96,6 +107,8 @@ class TestCalibrate(SpinningTestCase, unittest.TestCase):
             cls.node.create_subscription(PayloadEstimate, f"/{name}/estimate", got.append, 10)
         cls.diagnostics: list[DiagnosticArray] = []
         cls.node.create_subscription(DiagnosticArray, "/diagnostics", cls.diagnostics.append, 100)
+        cls.clocks = [StampMonitor(cls.node, JointState, topic) for topic in ("/calib/joint_states",
+                                                                              "/loaded/joint_states")]
         cls.no_effort = cls.node.create_publisher(JointState, "/no_effort/joint_states", 100)
         cls.node.create_timer(0.005, cls._publish_without_efforts)
         cls.t0 = time.monotonic()
@@ -117,6 +130,10 @@ class TestCalibrate(SpinningTestCase, unittest.TestCase):
         msg.velocity = [0.1 * math.cos(0.5 * t + i) for i in range(7)]
         cls.no_effort.publish(msg)
 
+    def stretch(self, wall_s: float) -> float:
+        """``wall_s`` divided by the slower simulator's real-time factor (at most 1)."""
+        return max(clock.stretch(wall_s) for clock in self.clocks)
+
     def _status(self, node: str, suffix: str, condition=lambda s: True, timeout: float = 20.0):
         """The newest ``<node>: <suffix>`` diagnostic status that meets ``condition`` (waits for it)."""
         def find():
@@ -125,13 +142,13 @@ class TestCalibrate(SpinningTestCase, unittest.TestCase):
                 if status is not None and status.name.startswith(node) and condition(status):
                     return status
             return None
-        return self.wait(find, timeout)
+        return self.wait(find, self.stretch(timeout))
 
     def _calibrate(self, request: Calibrate.Request, timeout: float) -> Calibrate.Response:
         client = self.node.create_client(Calibrate, "/calibrating/calibrate")
         self.assertTrue(client.wait_for_service(timeout_sec=30.0), "~/calibrate not available")
         future = client.call_async(request)
-        self.assertTrue(self.wait(future.done, timeout), "no answer from ~/calibrate")
+        self.assertTrue(self.wait(future.done, self.stretch(timeout)), "no answer from ~/calibrate")
         return future.result()
 
     def test_1_a_missing_calibration_is_an_error_naming_the_file_and_what_to_do(self):
@@ -155,9 +172,10 @@ class TestCalibrate(SpinningTestCase, unittest.TestCase):
         second = self._calibrate(Calibrate.Request(duration=8.0), 5.0)  # answered at once, while recording
         self.assertFalse(second.success)
         self.assertEqual(second.message, "refused: a calibration is already recording")
-        self.assertTrue(self.wait(first.done, 60.0), "no answer from ~/calibrate")
+        self.assertTrue(self.wait(first.done, self.stretch(60.0)), "no answer from ~/calibrate")
         answer = first.result()
-        print(f"~/calibrate answered after {time.monotonic() - t:.1f} s: {answer.message}")
+        print(f"~/calibrate answered after {time.monotonic() - t:.1f} s (the simulators' real-time factors "
+              f"{', '.join(f'{c.real_time_factor():.3f}' for c in self.clocks)}): {answer.message}")
         self.assertTrue(answer.success, answer.message)
         self.assertEqual(answer.path, CALIBRATION)
         self.assertTrue(os.path.isfile(CALIBRATION))
@@ -177,17 +195,18 @@ class TestCalibrate(SpinningTestCase, unittest.TestCase):
         rejected = self._status("calibrating", "rejected input", timeout=10.0)
         self.assertIsNotNone(rejected)
         self.assertNotIn("missing_effort", " ".join(kv.key for kv in rejected.values))
-        self.assertIsNotNone(self.wait(lambda: self.estimates["calibrating"], 20.0), "no estimate after calibrating")
+        self.assertIsNotNone(self.wait(lambda: self.estimates["calibrating"], self.stretch(20.0)),
+                             "no estimate after calibrating")
 
     def test_3_the_loaded_arm_is_estimated_with_the_calibration(self):
-        self.assertTrue(self.wait(lambda: os.path.isfile(CALIBRATION), 90.0))
+        self.assertTrue(self.wait(lambda: os.path.isfile(CALIBRATION), self.stretch(90.0)))
         truth = get_payload(PAYLOAD).params.mass
 
         def settled():
             est = self.estimates["loaded"]
             return est[-1] if len(est) > 50 and est[-1].samples_used > 1000 else None
 
-        est = self.wait(settled, 60.0)
+        est = self.wait(settled, self.stretch(60.0))
         self.assertIsNotNone(est, f"no settled estimate on /loaded/estimate ({len(self.estimates['loaded'])} "
                                   "estimates)")
         print(f"loaded arm, calibrated joint torques: mass {est.mass:.3f} kg (truth {truth:.3f}), COM "

@@ -5,6 +5,9 @@ Launched by ``colcon test`` (add_launch_test, ROS_DOMAIN_ID isolated) or by hand
 ``launch_test test/ros/test_identify_launch.py``. Checks that a dry run designs a motion and moves
 nothing, that ~/identify moves the arm, converges to within 2 % of the simulator's true mass
 (``/payload_sim/truth``) and brings the arm back to its start, and that cancelling it stops the arm.
+The arm's motion is judged on the simulator's own time (its joint states' stamps); the wall-time limits
+on the answers are stretched by how much slower than real time the simulator runs
+(ros_helpers.StampMonitor).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from geometry_msgs.msg import InertiaStamped  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data  # noqa: E402
-from ros_helpers import SpinningTestCase  # noqa: E402
+from ros_helpers import SpinningTestCase, StampMonitor, stamp_s  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 import launch  # noqa: E402
@@ -45,9 +48,10 @@ ROBOT = "panda"
 PAYLOAD = "claw_hammer"
 SETTINGS = settings_for_robot(ROBOT)
 DESIGN_S = 60.0
-"""How long one goal may take to design its motion (an optimisation: about 1 s, far more on a loaded machine)."""
+"""How long one goal may take to design its motion, wall s (an optimisation: about 1 s, far more on a loaded
+machine), divided by the simulator's real-time factor."""
 GOAL_S = DESIGN_S + 30.0
-"""How long one goal may take from being sent to its result."""
+"""How long one goal may take from being sent to its result, wall s, divided by the simulator's real-time factor."""
 
 
 @pytest.mark.launch_test
@@ -65,7 +69,7 @@ class TestIdentify(SpinningTestCase, unittest.TestCase):
 
     @classmethod
     def set_up_node(cls):
-        cls.joints: list[tuple[float, np.ndarray]] = []
+        cls.joints: list[tuple[float, float, np.ndarray]] = []  # (arrival, monotonic s; stamp, s; q, rad)
         cls.truth: list[InertiaStamped] = []
         cls.feedback: list = []
         cls.estimates: list[PayloadEstimate] = []
@@ -74,12 +78,13 @@ class TestIdentify(SpinningTestCase, unittest.TestCase):
         cls.node.create_subscription(InertiaStamped, "/payload_sim/truth", cls.truth.append, latched)
         cls.node.create_subscription(JointState, SETTINGS.joint_states_topic, cls._on_joints,
                                      qos_profile_sensor_data)  # best effort, as the robot publishes them
+        cls.clock = StampMonitor(cls.node, JointState, SETTINGS.joint_states_topic)
         cls.client = ActionClient(cls.node, Identify, "/payload_estimator/identify")
         cls.node.create_subscription(PayloadEstimate, "/payload_estimator/estimate", cls.estimates.append, 10)
 
     @classmethod
     def _on_joints(cls, msg):
-        cls.joints.append((time.monotonic(), np.array(msg.position[:7], dtype=float)))
+        cls.joints.append((time.monotonic(), stamp_s(msg.header.stamp), np.array(msg.position[:7], dtype=float)))
         del cls.joints[:-5000]
 
     def _ready(self):
@@ -93,18 +98,28 @@ class TestIdentify(SpinningTestCase, unittest.TestCase):
         self.feedback.clear()
         goal = Identify.Goal(**fields)
         future = self.client.send_goal_async(goal, feedback_callback=lambda m: self.feedback.append(m.feedback))
-        self.assertTrue(self.wait(future.done, 30.0), "the goal got no answer")
+        self.assertTrue(self.wait(future.done, self.clock.stretch(30.0)), "the goal got no answer")
         handle = future.result()
         self.assertTrue(handle.accepted)
         return handle
 
     def _result(self, handle, timeout=GOAL_S):
         future = handle.get_result_async()
-        self.assertTrue(self.wait(future.done, timeout), "no result")
+        self.assertTrue(self.wait(future.done, self.clock.stretch(timeout)), "no result")
         return future.result()
 
     def _joints_between(self, start, stop):
-        return np.array([q for t, q in list(self.joints) if start <= t <= stop])
+        """Joint positions that arrived between ``start`` and ``stop`` (monotonic s)."""
+        return np.array([q for t, _, q in list(self.joints) if start <= t <= stop])
+
+    def _latest_stamp(self):
+        return self.joints[-1][1] if self.joints else -np.inf
+
+    def _joints_stamped(self, start, stop):
+        """Joint positions stamped between ``start`` and ``stop`` (the simulator's time, s), once published."""
+        self.assertIsNotNone(self.wait(lambda: self._latest_stamp() >= stop, self.clock.stretch(stop - start + 10.0)),
+                             "the simulator published no joint states")
+        return np.array([q for _, t, q in list(self.joints) if start <= t <= stop])
 
     def test_1_dry_run_moves_nothing(self):
         self._ready()
@@ -124,7 +139,7 @@ class TestIdentify(SpinningTestCase, unittest.TestCase):
 
     def test_2_identify_converges_to_the_true_mass_and_returns(self):
         self._ready()
-        q_start = self.joints[-1][1]
+        q_start = self.joints[-1][2]
         response = self._result(self._send(apply=False))
         result = response.result
         truth = self.truth[-1].inertia.m
@@ -142,23 +157,22 @@ class TestIdentify(SpinningTestCase, unittest.TestCase):
         moving = [f for f in self.feedback if f.phase == "moving"]
         self.assertTrue(all(math.isfinite(f.tracking_error) and f.tracking_error < 0.1 for f in moving[1:]))
         self.assertTrue(any(f.has_estimate for f in self.feedback))
-        time.sleep(0.5)
-        np.testing.assert_allclose(self.joints[-1][1], q_start, atol=0.01)
+        q_end = self._joints_stamped(self._latest_stamp(), self._latest_stamp() + 0.5)
+        np.testing.assert_allclose(q_end[-1], q_start, atol=0.01)
 
     def test_3_cancel_stops_the_arm(self):
         self._ready()
         handle = self._send()
-        moving = self.wait(lambda: any(f.phase == "moving" and f.progress > 0.1 for f in self.feedback), GOAL_S)
+        moving = self.wait(lambda: any(f.phase == "moving" and f.progress > 0.1 for f in self.feedback),
+                           self.clock.stretch(GOAL_S))
         self.assertIsNotNone(moving, "the arm never moved")
         cancel = handle.cancel_goal_async()
-        self.assertTrue(self.wait(cancel.done, 10.0))
+        self.assertTrue(self.wait(cancel.done, self.clock.stretch(10.0)))
         response = self._result(handle, 30.0)
         self.assertEqual(response.status, GoalStatus.STATUS_CANCELED, response.result.message)
         self.assertIn("stopped", response.result.message)
-        time.sleep(1.0)  # the controller brakes
-        t = time.monotonic()
-        time.sleep(1.0)
-        q = self._joints_between(t, time.monotonic())
+        t = self._latest_stamp() + 1.0  # the controller brakes: 1 s of the simulator's time, then 1 s at rest
+        q = self._joints_stamped(t, t + 1.0)
         self.assertGreater(len(q), 100)
         self.assertLess(float(np.max(np.ptp(q, axis=0))), 2e-3, "the arm still moves after the cancel")
         self.assertLess(float(np.max(np.abs(q[:50].mean(axis=0) - q[-50:].mean(axis=0)))), 1e-4)

@@ -5,7 +5,9 @@ Launched by ``colcon test`` (add_launch_test, ROS_DOMAIN_ID isolated) or by hand
 at home, that a small wrist motion sent as a goal (positions, velocities, accelerations every
 20 ms, as ~/identify sends them) succeeds with feedback and that the published joint states
 follow it, that a goal with the wrong joints is aborted with INVALID_JOINTS and the reason, and
-that a cancelled goal brakes to rest and reports canceled.
+that a cancelled goal brakes to rest and reports canceled. The arm is judged on the simulator's own time
+(its joint states' stamps); the wall-time limits on the answers are stretched by how much slower than real
+time the simulator runs (ros_helpers.StampMonitor).
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from __future__ import annotations
 import os
 import sys
 import threading
-import time
 import unittest
 
 import numpy as np
@@ -33,7 +34,7 @@ from launch_ros.actions import Node  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.duration import Duration  # noqa: E402
 from rclpy.qos import qos_profile_sensor_data  # noqa: E402
-from ros_helpers import SpinningTestCase  # noqa: E402
+from ros_helpers import SpinningTestCase, StampMonitor  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from trajectory_msgs.msg import JointTrajectoryPoint  # noqa: E402
 
@@ -86,6 +87,7 @@ class TestFollowJointTrajectory(SpinningTestCase, unittest.TestCase):
         cls.lock = threading.Lock()
         cls.node.create_subscription(JointState, SETTINGS.joint_states_topic, cls._on_joints, qos_profile_sensor_data)
         cls.client = ActionClient(cls.node, FollowJointTrajectory, ACTION)
+        cls.clock = StampMonitor(cls.node, JointState, SETTINGS.joint_states_topic)
 
     @classmethod
     def _on_joints(cls, msg):
@@ -101,15 +103,24 @@ class TestFollowJointTrajectory(SpinningTestCase, unittest.TestCase):
     def _send(self, goal, feedback=None):
         self.assertTrue(self.client.wait_for_server(timeout_sec=30.0), f"no action server on {ACTION}")
         future = self.client.send_goal_async(goal, feedback_callback=feedback)
-        self.assertTrue(self.wait(future.done, 10.0), "the goal got no answer")
+        self.assertTrue(self.wait(future.done, self.clock.stretch(10.0)), "the goal got no answer")
         handle = future.result()
         self.assertTrue(handle.accepted)
         return handle
 
     def _result(self, handle, timeout):
         future = handle.get_result_async()
-        self.assertTrue(self.wait(future.done, timeout), "no result")
+        self.assertTrue(self.wait(future.done, self.clock.stretch(timeout)), "no result")
         return future.result()
+
+    def _latest_stamp(self) -> float:
+        with self.lock:
+            return self.states[-1][0]
+
+    def _wait_stamp(self, stamp: float) -> None:
+        """Wait until the simulator has published joint states stamped ``stamp`` (s) or later."""
+        self.assertTrue(self.wait(lambda: self._latest_stamp() >= stamp,
+                                  self.clock.stretch(stamp - self._latest_stamp() + 10.0)), "no joint states")
 
     def _states_since(self, t0: float):
         with self.lock:
@@ -117,7 +128,7 @@ class TestFollowJointTrajectory(SpinningTestCase, unittest.TestCase):
 
     def test_1_holds_still_at_home(self):
         self._current()
-        time.sleep(0.5)
+        self._wait_stamp(self._latest_stamp() + 0.5)
         with self.lock:
             q = np.array([s[1] for s in self.states[-300:]])
         np.testing.assert_allclose(q, np.tile(get_robot(ROBOT).q_home, (len(q), 1)), atol=2e-4)
@@ -169,15 +180,15 @@ class TestFollowJointTrajectory(SpinningTestCase, unittest.TestCase):
         q0 = self._current()
         t, q, dq, ddq = wrist_motion(q0, 3.0)
         handle = self._send(goal_msg(get_robot(ROBOT).joint_names, t, q, dq, ddq))
-        time.sleep(1.0)
+        self._wait_stamp(self._latest_stamp() + 1.0)  # 1 s into the 3 s motion, of the simulator's time
         with self.lock:
             speed = np.max(np.abs(self.states[-1][2]))
         self.assertGreater(speed, 0.1, "not moving when cancelled")
         cancel = handle.cancel_goal_async()
-        self.assertTrue(self.wait(cancel.done, 5.0))
+        self.assertTrue(self.wait(cancel.done, self.clock.stretch(5.0)))
         wrapped = self._result(handle, 10.0)
         self.assertEqual(wrapped.status, GoalStatus.STATUS_CANCELED)
-        time.sleep(0.3)
+        self._wait_stamp(self._latest_stamp() + 0.3)
         with self.lock:
             last = self.states[-200:]
         dq_last = np.array([s[2] for s in last])
