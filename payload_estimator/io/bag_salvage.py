@@ -114,16 +114,25 @@ def _string_map(body: memoryview, pos: int) -> dict[str, str]:
     return out
 
 
+def _zstd_stream(data: bytes) -> bytes:
+    """What a zstd stream, possibly cut off, holds, with the module rosbags decompresses with.
+
+    Python 3.14's ``compression.zstd`` or its backport (rosbags 0.11.7 and later), else ``zstandard``
+    (rosbags 0.11.6); both decompress a stream cut off as far as it goes."""
+    for name in ("compression.zstd", "backports.zstd"):
+        try:
+            return bytes(importlib.import_module(name).ZstdDecompressor().decompress(data))
+        except ImportError:
+            continue
+    return bytes(importlib.import_module("zstandard").ZstdDecompressor().decompressobj().decompress(data))
+
+
 def _decompress(data: bytes, compression: str, size: int, crc: int) -> tuple[bytes, bool]:
     """(records, whole): a chunk's records as far as ``data`` (possibly cut off) holds them."""
     if compression == "":
         raw = data
-    elif compression == "zstd":  # what rosbags decompresses with: Python 3.14's zstd, else its backport
-        try:
-            zstd = importlib.import_module("compression.zstd")
-        except ImportError:
-            zstd = importlib.import_module("backports.zstd")
-        raw = zstd.ZstdDecompressor().decompress(data)  # a stream cut off: what it holds
+    elif compression == "zstd":
+        raw = _zstd_stream(data)
     elif compression == "lz4":
         raw = importlib.import_module("lz4.frame").LZ4FrameDecompressor().decompress(data)
     else:
