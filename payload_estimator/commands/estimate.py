@@ -14,7 +14,7 @@ from payload_estimator.commands.common import positive_float
 from payload_estimator.commands.options import ESTIMATOR_OPTION_SETTINGS, add_estimator_options, setting_overrides
 from payload_estimator.core.estimators import ESTIMATORS, InsufficientData
 from payload_estimator.core.samples import SensorSamples
-from payload_estimator.core.shapes import SampledShape, ShapeError, load_points, parse_shape_spec
+from payload_estimator.core.shapes import SampledShape, ShapeError, load_point_cloud, parse_shape_spec
 from payload_estimator.core.tracking import CHANGE, CONTACT, PayloadTracker
 from payload_estimator.io.samples_file import COLUMNS, SamplesFileError, read_samples
 from payload_estimator.outputs.handover import check_handover
@@ -66,7 +66,10 @@ def add_shape_arguments(p: argparse.ArgumentParser) -> None:
             "cylinder:R,H[@...], sphere:R[@X,Y,Z], mesh:FILE[*SCALE][@...]; join parts with +"
         ),
     )
-    g.add_argument("--points", help="candidate point-mass positions for pmd: x y z per row (CSV or .npy)")
+    g.add_argument("--points", metavar="FILE",
+                   help="candidate point masses for pmd, sensor frame, m: rows x,y,z[,part[,volume]] (CSV with an "
+                        "optional header line naming the columns, or .npy); points of one integer part share one "
+                        "density (a segmented cloud), volume weights each point's share of its part")
 
 
 def _one_line(exc: BaseException) -> str:
@@ -78,7 +81,7 @@ def shape_from_args(args: argparse.Namespace) -> PayloadShape | None:
     """The shape of ``--shape``, or the positions of ``--points`` (None when neither is given)."""
     try:
         if args.points:
-            return load_points(args.points)
+            return load_point_cloud(args.points)
         if args.shape:
             return parse_shape_spec(args.shape)
     except ShapeError as exc:

@@ -171,7 +171,7 @@ def _settings(args: argparse.Namespace, urdf: str | None, info, bag: Path, warni
     from payload_estimator.commands.bag_topics import find_inputs
     from payload_estimator.commands.options import ESTIMATOR_OPTION_SETTINGS, setting_overrides
     from payload_estimator.core.estimators import ESTIMATORS
-    from payload_estimator.core.shapes import ShapeError, parse_shape_spec
+    from payload_estimator.core.shapes import ShapeError, parse_shape_spec, payload_points
     from payload_estimator.io.bag import CUSTOM_DATA_PREFIX
     from payload_estimator.settings import Settings, load_parameters_yaml, settings_for_robot
 
@@ -225,7 +225,7 @@ def _settings(args: argparse.Namespace, urdf: str | None, info, bag: Path, warni
                 origin += ", inputs found by their types"
             if line:
                 warnings.append(line)
-        if ESTIMATORS[settings.estimator].needs_points:
+        if ESTIMATORS[settings.estimator].needs_points and payload_points(settings.payload_shape) is None:
             parse_shape_spec(settings.payload_shape)
     except (ValueError, ShapeError, TypeError) as exc:
         raise CommandError(_one_line(exc)) from None
@@ -268,10 +268,14 @@ def _truth_in_sensor_frame(truth, stream):
 
 def _bbox_lengths(settings) -> np.ndarray | None:
     """Side lengths of the configured payload shape's bounding box (Nadeau et al.'s error scale), m."""
-    from payload_estimator.core.shapes import ShapeError, parse_shape_spec
+    from payload_estimator.core.shapes import ShapeError, parse_shape_spec, payload_points
 
     try:
-        lo, hi = parse_shape_spec(settings.payload_shape).bounds()
+        cloud = payload_points(settings.payload_shape)
+        if cloud is not None:
+            lo, hi = cloud.points_in_sensor.min(axis=0), cloud.points_in_sensor.max(axis=0)
+        else:
+            lo, hi = parse_shape_spec(settings.payload_shape).bounds()
     except (ShapeError, ValueError, OSError):
         return None
     lengths = np.asarray(hi, dtype=float) - np.asarray(lo, dtype=float)

@@ -17,6 +17,7 @@ from payload_estimator.core.point_masses import (
     MIN_POINTS,
     SampledShape,
     downsample_evenly,
+    load_point_cloud,
     load_points,
     own_inertia,
     sample_parts,
@@ -44,6 +45,9 @@ __all__ = [
     "parse_shape_spec",
     "format_shape_spec",
     "load_points",
+    "load_point_cloud",
+    "POINTS_PREFIX",
+    "payload_points",
     "ShapeError",
 ]
 
@@ -135,3 +139,15 @@ def format_shape_spec(shape: Shape) -> str:
     if isinstance(shape, Mesh) and shape.source:
         return f"mesh:{shape.source}@{_pose_text(shape)}"
     raise ShapeError(f"no specification text for a {type(shape).__name__} without a source file")
+
+
+POINTS_PREFIX = "points:"
+"""A shape specification ``points:FILE`` is a point cloud (:func:`load_point_cloud`), not a shape."""
+
+
+def payload_points(spec: str) -> SampledShape | None:
+    """The point cloud a shape specification ``points:FILE`` names, or None for a shape (:func:`parse_shape_spec`)."""
+    spec = spec.strip()
+    if not spec.startswith(POINTS_PREFIX):
+        return None
+    return load_point_cloud(spec[len(POINTS_PREFIX):].strip())

@@ -25,7 +25,7 @@ from scipy.spatial.transform import Rotation
 
 from payload_estimator.core.convergence import ConvergenceCriteria
 from payload_estimator.core.estimators import ESTIMATORS, Estimator, make_estimator
-from payload_estimator.core.shapes import SampledShape, Shape, parse_shape_spec, sample_parts
+from payload_estimator.core.shapes import SampledShape, Shape, parse_shape_spec, payload_points, sample_parts
 from payload_estimator.core.tracking import PayloadModel, PayloadTracker
 from payload_estimator.errors import ConfigurationError
 from payload_estimator.pipeline.sources import SourceContext, load_arm_calibration, motion_spec, wrench_spec
@@ -112,6 +112,9 @@ def estimator_points(settings: Settings, shape: PayloadShape | None = None) -> S
     if isinstance(shape, (SampledShape, np.ndarray)):
         return shape
     if shape is None:
+        cloud = payload_points(settings.payload_shape)  # points:FILE, taken as they are
+        if cloud is not None:
+            return cloud
         shape = parse_shape_spec(settings.payload_shape)
     return sample_parts(shape, density=settings.point_density * 1e6, max_points=settings.max_points)
 
