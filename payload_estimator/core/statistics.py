@@ -271,19 +271,11 @@ class RegressorStatistics:
         if features is None:
             self._feature_gram = None
         elif self._feature_gram is not None:
-            U = np.empty((n, _N_FEATURE_ROW))
-            U[:, :N_FEATURES] = features
-            U[:, N_FEATURES:N_FEATURES + 6] = wrench
-            U[:, -1] = 1.0
+            U = extended_rows(features, wrench, None)[:, :_N_FEATURE_ROW]
             Uw = U if weights is None else U * weights[:, None]
             self._feature_gram += Uw.T @ U
-        if t is None or not np.all(np.isfinite(t)):
-            self._time_ok = False
-        else:
-            if self._t0 is None:
-                self._t0 = float(t[0])
-            self._t_last = float(t[-1])
-            tau = np.asarray(t, dtype=float) - self._t0
+        tau = self._sample_times(t)
+        if tau is not None:
             ws = tau if weights is None else tau * weights
             with np.errstate(over="ignore", invalid="ignore"):  # absurd stamps: the trend is not measured
                 moments = (float(ws.sum()), float(ws @ tau), np.einsum("n,knd->kd", ws, Z))
@@ -307,13 +299,8 @@ class RegressorStatistics:
         """Feature mode's :meth:`add`: one product of the extended rows, and their block sums."""
         n = wrench.shape[0]
         U = extended_rows(features, wrench, None)
-        if t is None or not np.all(np.isfinite(t)):
-            self._time_ok = False
-        else:
-            if self._t0 is None:
-                self._t0 = float(t[0])
-            self._t_last = float(t[-1])
-            tau = np.asarray(t, dtype=float) - self._t0
+        tau = self._sample_times(t)
+        if tau is not None:
             if np.max(np.abs(tau)) < 1e100:  # absurd stamps: the trend is not measured
                 U[:, _TAU] = tau
             else:
@@ -355,11 +342,7 @@ class RegressorStatistics:
         Their ``tau`` counts from :attr:`first_time` (the first sample's time when there is none yet); whoever
         adds them keeps the block sums."""
         assert self._extended is not None, "add_extended needs statistics in feature mode"
-        if self._t0 is None:
-            self._t0 = float(t[0])
-        self._t_last = float(t[-1])
-        if not np.all(np.isfinite(t)):
-            self._time_ok = False
+        self._sample_times(t)
         self._extended += extended
         self.weight_sum += weight_sum
         self.n_samples += n
@@ -368,6 +351,18 @@ class RegressorStatistics:
     def extended_gram(self) -> np.ndarray | None:
         """(20, 20) the Gram of the extended feature rows (feature mode), or None (per-channel sums)."""
         return self._extended
+
+    def _sample_times(self, t: np.ndarray | None) -> np.ndarray | None:
+        """Return a batch's times since :attr:`first_time` (set by the first batch), s; None when not all finite.
+
+        Also keeps the newest time, and notes in :attr:`time_ok` a batch without usable times."""
+        if t is None or not np.all(np.isfinite(t)):
+            self._time_ok = False
+            return None
+        if self._t0 is None:
+            self._t0 = float(t[0])
+        self._t_last = float(t[-1])
+        return np.asarray(t, dtype=float) - self._t0
 
     def _changed(self) -> None:
         """Forget what was derived from the sums."""
