@@ -36,6 +36,7 @@ from payload_estimator.io.ros_outbound import (
 )
 from payload_estimator.outputs.markers import estimate_markers
 from payload_estimator.pipeline.build import build_stream, builtin_description
+from payload_estimator.pipeline.driver import PROCESS_PERIOD_S
 from payload_estimator.settings import settings_for_robot
 from payload_estimator.sim.bag_writer import write_simulated_bag
 from payload_estimator.sim.mujoco_sim import simulate
@@ -56,6 +57,7 @@ def main() -> None:
     ap.add_argument("--payload", default="claw_hammer")
     ap.add_argument("--duration", type=float, default=20.0)
     ap.add_argument("--estimators", nargs="+", default=["pmd", "ols", "rtls"])
+    ap.add_argument("--period", type=float, default=PROCESS_PERIOD_S, help="processing turn, s")
     args = ap.parse_args()
 
     payload = get_payload(args.payload)
@@ -68,9 +70,11 @@ def main() -> None:
             settings = settings_for_robot(args.robot, estimator=method, payload_shape=shape)
             bag = write_simulated_bag(run, Path(tmp) / f"bag_{method}", settings=settings)
             messages = list(read_bag(bag, settings))
-            stream = build_stream(settings, builtin_description(settings))
+            stream = build_stream(settings, builtin_description(settings), live=True)  # as the node builds it
             t0 = messages[0][2]
-            period, publish_every, diag_every = 0.01, int(round(1 / (settings.publish_rate_hz * 0.01))), 100
+            period = args.period
+            publish_every = max(1, int(round(1 / (settings.publish_rate_hz * period))))
+            diag_every = max(1, int(round(1.0 / period)))
             pending: list = []
             tick = 0
             published = 0

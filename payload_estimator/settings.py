@@ -208,8 +208,10 @@ class Settings:
                    check=_positive)
     regularization: float = _p(1.0, "PMD regularisation lambda, >= 0", check=_nonnegative)
     solve_time_budget_s: float = _p(
-        0.01, "PMD: wall time the solver may spend on one estimate, s; reached, the estimate keeps the last one that "
-              "converged and the next continues the solve (0: no budget, each solve runs to convergence)",
+        0.01, "PMD on a live robot (the node): wall time the solver may spend on one estimate, s; reached, the "
+              "estimate keeps the last one that converged and the next continues the solve (0: no budget); "
+              "recordings (replay, demo) use the iteration budget only, so their estimates do not depend on the "
+              "machine's load",
         check=_nonnegative)
     solve_iteration_budget: int = _p(
         300, "PMD: solver iterations one estimate may spend (0: no budget); as solve_time_budget_s",

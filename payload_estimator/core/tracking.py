@@ -76,7 +76,12 @@ REFERENCE_AFTER_S = 0.25
 """A new estimate gates and judges only after this much data (and the mass identified, or known
 to :data:`~payload_estimator.core.change_detection.REFERENCE_MASS_STD_KG`)."""
 REFRESH_S = 0.1
-"""The reference estimate is refreshed after this much new accepted data."""
+"""The reference estimate is refreshed after this much new accepted data ..."""
+REFRESH_SHARE = 0.05
+"""... or, once the estimate holds more, after this share of what it holds (a reference of 20 s of data
+moves little in the next 0.1 s; an estimate costs the stream about 1 ms) ..."""
+REFRESH_LONGEST_S = 1.0
+"""... and at least after this much (offsets found anew take over within a second)."""
 MAX_EPISODE_S = 5.0
 """Samples of a contact older than this are dropped from the episode (memory stays bounded)."""
 PERSISTENT_S = 3.0
@@ -439,7 +444,8 @@ class PayloadTracker:
         span = float(samples.t[-1] - samples.t[0]) + step
         self._data_s += span
         self._since_refresh_s += span
-        if self._detector.reference is None or self._since_refresh_s >= REFRESH_S:
+        due_s = min(max(REFRESH_S, REFRESH_SHARE * self._data_s), REFRESH_LONGEST_S)
+        if self._detector.reference is None or self._since_refresh_s >= due_s:
             self._refresh()
 
     def _refresh(self) -> None:

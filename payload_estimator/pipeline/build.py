@@ -18,6 +18,7 @@ estimator's part imports without pinocchio (a core-only install estimates from s
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -119,7 +120,7 @@ def estimator_points(settings: Settings, shape: PayloadShape | None = None) -> S
     return sample_parts(shape, density=settings.point_density * 1e6, max_points=settings.max_points)
 
 
-def build_estimator(settings: Settings, shape: PayloadShape | None = None) -> PayloadModel:
+def build_estimator(settings: Settings, shape: PayloadShape | None = None, live: bool = False) -> PayloadModel:
     """Build the configured estimator, its options read from the settings as its class declares them.
 
     It is inside a :class:`~payload_estimator.core.tracking.PayloadTracker` when ``track_payload``.
@@ -128,9 +129,13 @@ def build_estimator(settings: Settings, shape: PayloadShape | None = None) -> Pa
         settings: the estimator (``estimator``), its options, ``estimate_bias``, ``track_payload`` and,
             for the estimators with point masses, the shape's sampling.
         shape: the payload's shape or point masses, in place of the setting ``payload_shape``.
+        live: whether it runs on a live robot (the node): only then may a solve stop at its wall-time
+            budget (``solve_time_budget_s``); a recording's estimates do not depend on the machine's load.
     """
     cls = ESTIMATORS[settings.estimator]
     points = estimator_points(settings, shape) if cls.needs_points else None
+    if not live:
+        settings = replace(settings, solve_time_budget_s=0.0)
     options: dict[str, Any] = {k: v for k, v in cls.options_from(settings.estimator_options()).items()
                                if v is not None}
 
@@ -204,16 +209,18 @@ def build_stream(
     health: InputHealth | None = None,
     zero_phase: bool = False,
     shape: PayloadShape | None = None,
+    live: bool = False,
 ) -> EstimationStream:
     """The :class:`EstimationStream` for ``settings`` (what the node, every command and benchmark run).
 
     ``zero_phase`` (recordings only) keeps the aligned data and filters them forward and backward at
-    :meth:`EstimationStream.finish`; ``shape`` replaces the setting ``payload_shape`` (:func:`build_estimator`).
+    :meth:`EstimationStream.finish`; ``shape`` replaces the setting ``payload_shape``, ``live`` (the node)
+    lets solves stop at their wall-time budget (:func:`build_estimator`).
     """
     from payload_estimator.pipeline.stream import EstimationStream
 
     config = stream_config(settings, urdf, extra_frames, imu_frame, zero_phase)
-    return EstimationStream(config, build_estimator(settings, shape), health)
+    return EstimationStream(config, build_estimator(settings, shape, live), health)
 
 
 def sensor_kinematics(settings: Settings, urdf: str, extra_frames: Sequence[ExtraFrame] = ()) -> SensorKinematics:

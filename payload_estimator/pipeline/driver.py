@@ -1,10 +1,11 @@
-"""The one driver loop: feed what arrived, process every 10 ms, estimate at the publish rate.
+"""The one driver loop: feed what arrived, process every 50 ms, estimate at the publish rate.
 
 The ROS node (its 20 Hz input loop), ``replay`` (a bag in record order) and
 playback of simulated runs (``demo``, benchmarks) all run a stream the same
 way, through :class:`Driver`:
 
-* a processing turn every ``process_period_s`` (10 ms) of the inputs' clock
+* a processing turn every ``process_period_s`` (50 ms, or the publish period when shorter) of the
+  inputs' clock
   (wall time on the robot, record time in a bag) pushes whatever arrived
   since the last turn into the stream and runs :meth:`EstimationStream.process`;
 * the first turn at or after each multiple of ``publish_period_s`` also solves
@@ -29,10 +30,16 @@ from payload_estimator.core.history import EstimateHistory
 from payload_estimator.errors import ConfigurationError
 from payload_estimator.pipeline.stream import EstimationStream, StreamEstimate
 
-__all__ = ["Driver", "PROCESS_PERIOD_S", "Feed"]
+__all__ = ["Driver", "PROCESS_PERIOD_S", "SHORTEST_PROCESS_PERIOD_S", "Feed"]
 
-PROCESS_PERIOD_S = 0.01
-"""Time between two processing turns, s: 10 ms of 1 kHz input per turn (the node's timer)."""
+PROCESS_PERIOD_S = 0.05
+"""Longest time between two processing turns, s: 50 ms of 1 kHz input per turn (the node's loop), shorter
+to publish faster than 20 Hz. The estimates do not depend on it (the stream processes by the inputs'
+stamps; a work cycle's tracking decides by the samples' times), but each turn costs the stream a fixed
+share: at 1 kHz joint states + 1 kHz wrench, the node's pipeline took 9 % of a core with 10 ms turns and
+3.5 % with 50 ms (``benchmarks/node_load.py --period``)."""
+SHORTEST_PROCESS_PERIOD_S = 0.01
+"""Shortest time between two processing turns, s: estimates come at most at 100 Hz."""
 
 Feed = Callable[[EstimationStream, list], Any]
 """``feed(stream, items)``: push the items that arrived since the last turn into the stream."""
@@ -45,7 +52,8 @@ class Driver:
         stream: the stream to drive.
         feed: how arrived items enter the stream.
         publish_period_s: time between two estimates, s (rounded to whole turns).
-        process_period_s: time between two processing turns, s.
+        process_period_s: longest time between two processing turns, s (the publish period when shorter,
+            never under :data:`SHORTEST_PROCESS_PERIOD_S`).
         history: where to record every estimate (time since the first turn), or None.
         on_estimate: called with every estimate taken.
     """
@@ -63,8 +71,8 @@ class Driver:
             raise ConfigurationError("periods must be positive")
         self.stream = stream
         self.feed = feed
-        self.process_period_s = float(process_period_s)
-        self.publish_period_s = max(float(publish_period_s), self.process_period_s)
+        self.publish_period_s = max(float(publish_period_s), SHORTEST_PROCESS_PERIOD_S)
+        self.process_period_s = max(min(float(process_period_s), self.publish_period_s), SHORTEST_PROCESS_PERIOD_S)
         self.history = history
         self.on_estimate = on_estimate
         self.t0: float | None = None

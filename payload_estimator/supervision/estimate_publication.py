@@ -21,7 +21,7 @@ from typing import Any
 from payload_estimator.io.ros_factories import MessageFactory
 from payload_estimator.outputs.handover import check_handover
 from payload_estimator.outputs.urdf import urdf_inertial
-from payload_estimator.pipeline.driver import PROCESS_PERIOD_S
+from payload_estimator.pipeline.driver import SHORTEST_PROCESS_PERIOD_S
 from payload_estimator.pipeline.stream import EstimationStream, StreamEstimate
 from payload_estimator.supervision.node_outputs import Outputs
 from payload_estimator.supervision.publish_policy import RepublishPolicy
@@ -108,7 +108,7 @@ class EstimatePublication:
         last, out = self._published, self.last_output
         if last is None or out is None or last.result is not out:
             return None
-        if self._published_at is not None and now < self._published_at + period_s - 0.5 * PROCESS_PERIOD_S:
+        if self._published_at is not None and now < self._published_at + period_s - 0.5 * SHORTEST_PROCESS_PERIOD_S:
             return None
         outputs = replace(last, stale=True, age=self.age(now), payload_changed=False, urdf_text=None)
         self._note_published(now, reason)

@@ -19,29 +19,30 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from payload_estimator.pipeline.driver import PROCESS_PERIOD_S
+from payload_estimator.pipeline.driver import PROCESS_PERIOD_S, SHORTEST_PROCESS_PERIOD_S
 
 __all__ = ["ProcessingLoop", "loop_period", "LOOP_PERIOD_S"]
 
-LOOP_PERIOD_S = 5 * PROCESS_PERIOD_S
-"""Longest period of the node's loop, s: 50 ms of input per turn, or less to publish faster than
+LOOP_PERIOD_S = PROCESS_PERIOD_S
+"""Longest period of the node's loop, s: one Driver turn (50 ms of input), or less to publish faster than
 ``1 / LOOP_PERIOD_S``. The Driver processes by the inputs' stamps whatever a turn holds, so the estimate
-is the same as with 10 ms turns (within 1e-5, the split of the input). Each turn costs the stream a fixed
-share: at 1 kHz + 1 kHz the whole process took 33 % of a core with 10 ms turns, 26 % with 20 ms, 23 % with
-40 ms and 21 % with 50 ms (benchmarks/node_cpu.py, an idle 2-core machine)."""
+does not depend on the period. Each turn costs the stream a fixed share: at 1 kHz + 1 kHz the whole
+process took 33 % of a core with 10 ms turns, 26 % with 20 ms, 23 % with 40 ms and 21 % with 50 ms
+(benchmarks/node_cpu.py, an idle 2-core machine, when the Driver still split a turn into 10 ms ones)."""
 
 
 def loop_period(settings: Any, longest_s: float = LOOP_PERIOD_S) -> float:
     """The loop's period, s: ``longest_s``, or shorter to publish at the settings' ``publish_rate_hz``.
 
-    It is never shorter than the Driver's turn (:data:`~payload_estimator.pipeline.driver.PROCESS_PERIOD_S`).
+    It is never shorter than the Driver's shortest turn
+    (:data:`~payload_estimator.pipeline.driver.SHORTEST_PROCESS_PERIOD_S`).
 
     Args:
         settings: the node's settings (None, or no ``publish_rate_hz``: ``longest_s``).
         longest_s: the longest period, s.
     """
     rate = getattr(settings, "publish_rate_hz", 0.0) or 0.0
-    return max(PROCESS_PERIOD_S, min(longest_s, 1.0 / rate if rate > 0 else longest_s))
+    return max(SHORTEST_PROCESS_PERIOD_S, min(longest_s, 1.0 / rate if rate > 0 else longest_s))
 
 
 class ProcessingLoop:

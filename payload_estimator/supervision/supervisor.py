@@ -66,7 +66,7 @@ from payload_estimator.pipeline.build import (
     flange_frame,
     load_arm_calibration,
 )
-from payload_estimator.pipeline.driver import PROCESS_PERIOD_S, Driver
+from payload_estimator.pipeline.driver import PROCESS_PERIOD_S, SHORTEST_PROCESS_PERIOD_S, Driver
 from payload_estimator.pipeline.health import BUFFER_OVERFLOW, LOGGER_NAME, MISSING_EFFORT, SOLVER_FAILURE
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.stream import IMU, EstimationStream, StreamEstimate
@@ -378,7 +378,7 @@ class Supervisor:
             self._next_frames_retry = now + TF_RETRY_S
             return
         try:
-            stream = build_stream(settings, urdf, extra_frames=extra, imu_frame=imu_frame)
+            stream = build_stream(settings, urdf, extra_frames=extra, imu_frame=imu_frame, live=True)
         except Exception as exc:  # noqa: BLE001 - any configuration problem is reported, not raised
             where = f" (not in robot_description nor in tf2: {', '.join(not_found)})" if not_found else ""
             self._configuration_error(f"cannot build the estimator: {exc}{where}")
@@ -395,8 +395,10 @@ class Supervisor:
                 f"{settings.sensor_parent_frame or flange_frame(settings)!r} at sensor_xyz={settings.sensor_xyz}, "
                 f"sensor_rpy={settings.sensor_rpy}")
         stream.paused = self.paused
+        # the node's loop sets the turns (one tick each); the Driver's period only sets how early a
+        # publication may come (half of it): the shortest, as the loop's turns follow its own timer
         self.driver = Driver(stream, ros_inbound.feed_many, publish_period_s=1.0 / settings.publish_rate_hz,
-                             process_period_s=PROCESS_PERIOD_S)
+                             process_period_s=SHORTEST_PROCESS_PERIOD_S)
         self.frames_from_tf = [f[0] for f in extra]
         self._frames_wait_start = None
         self.publication.new_stream()
