@@ -509,6 +509,7 @@ class WindowedStatistics(RegressorStatistics):
         self._short = _bounded(self._short + list(self._open.sub_grams))
         self._open = _OpenWindow()
         self.windows_closed += 1
+        self._kept_analysis = None  # the residuals of the window closed are now projected otherwise
 
     def _open_order(self) -> int:
         """What the open window may remove: nothing (0), its mean (1) or a line (2, in part).

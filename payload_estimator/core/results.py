@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -159,43 +160,43 @@ class Estimate:
         return self.params.phi
 
     # ------------------------------------------------------------- uncertainty
-    @property
+    @cached_property
     def phi_std(self) -> np.ndarray:
         """(10,) standard deviations of ``phi`` (NaN when unknown)."""
         if self.covariance is None:
-            return np.full(10, np.nan)
-        return np.sqrt(np.clip(np.diag(self.covariance), 0.0, None))
+            return _frozen(np.full(10, np.nan))
+        return _frozen(np.sqrt(np.clip(np.diag(self.covariance), 0.0, None)))
 
     @property
     def mass_std(self) -> float:
         """Standard deviation of the mass, kg (NaN when unknown)."""
         return float(self.phi_std[0])
 
-    @property
+    @cached_property
     def com_covariance(self) -> np.ndarray:
         """(3, 3) covariance of the COM, first-order propagation of ``c = (m c) / m``."""
         if self.covariance is None:
-            return np.full((3, 3), np.nan)
-        return com_covariance(self.params.phi, self.covariance)
+            return _frozen(np.full((3, 3), np.nan))
+        return _frozen(com_covariance(self.params.phi, self.covariance))
 
-    @property
+    @cached_property
     def com_std(self) -> np.ndarray:
         """(3,) standard deviation of the COM, m."""
-        return np.sqrt(np.clip(np.diag(self.com_covariance), 0.0, None))
+        return _frozen(np.sqrt(np.clip(np.diag(self.com_covariance), 0.0, None)))
 
-    @property
+    @cached_property
     def inertia_com_covariance(self) -> np.ndarray:
         """(6, 6) covariance of the inertia about the COM, entries ``xx, yy, zz, xy, xz, yz``, kg² m⁴.
 
         First-order propagation of ``I_c = J - (|h|² I - h h^T) / m``, ``h = m c``."""
         if self.covariance is None:
-            return np.full((6, 6), np.nan)
-        return inertia_com_covariance(self.params.phi, self.covariance)
+            return _frozen(np.full((6, 6), np.nan))
+        return _frozen(inertia_com_covariance(self.params.phi, self.covariance))
 
-    @property
+    @cached_property
     def inertia_com_std(self) -> np.ndarray:
         """(6,) standard deviation of the inertia about the COM, ``xx, yy, zz, xy, xz, yz``, kg m²."""
-        return np.sqrt(np.clip(np.diag(self.inertia_com_covariance), 0.0, None))
+        return _frozen(np.sqrt(np.clip(np.diag(self.inertia_com_covariance), 0.0, None)))
 
     # ------------------------------------------------------------------ output
     def to_dict(self) -> dict[str, Any]:
@@ -237,6 +238,12 @@ class Estimate:
             "physically_consistent": bool(self.physically_consistent),
             "dynamism": num(self.dynamism),
         }
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    """``a``, read-only: an estimate's derived values are computed once (read by every output) and shared."""
+    a.setflags(write=False)
+    return a
 
 
 _ENTRIES = ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))

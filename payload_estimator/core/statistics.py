@@ -24,7 +24,7 @@ sums for good.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -108,6 +108,14 @@ pipeline's 10 Hz low-pass: ~0.02 s), short enough for the regressor to stay near
 SLOW_BLOCK = 0.5
 """Long block (s): residuals that stay correlated this long are model error, not noise."""
 BLOCK_SECONDS = (CORRELATION_BLOCK, SLOW_BLOCK)
+ANALYSIS_KEPT_GROWTH = 0.05
+"""A correlation analysis is kept while the samples grew by at most this share since it was made ...
+(its factors are ratios that settle as the data accumulate; the next estimate, a turn later, asks
+again: an analysis costs about a third of a millisecond, three of them each estimate) ..."""
+ANALYSIS_KEPT_SHIFT = 0.01
+"""... and the unknowns it is asked at moved each channel's residual sum of squares by at most this
+share (their own residuals: a tenth of the residual RMS), the channel weights by at most
+:data:`ANALYSIS_KEPT_GROWTH`."""
 
 
 @dataclass(frozen=True)
@@ -179,6 +187,9 @@ class RegressorStatistics:
         self._gram: np.ndarray | None = None
         self._analysis: tuple[bytes, Correlation] | None = None
         """The last :meth:`correlation_analysis` and its arguments (an estimate asks several times)."""
+        self._kept_analysis: tuple[bool, np.ndarray, np.ndarray, int, float, Correlation] | None = None
+        """``(with_bias, weights, x, n_samples, weight_sum, analysis)`` of the last analysis made, kept
+        across new samples (:data:`ANALYSIS_KEPT_GROWTH`); forgotten by :meth:`reset` and :meth:`decay`."""
         self._blocks = tuple(BlockSums(length, _N_BLOCK) for length in BLOCK_SECONDS)
         self._feature_gram: np.ndarray | None = np.zeros((_N_FEATURE_ROW, _N_FEATURE_ROW))
         self._t0: float | None = None
@@ -201,6 +212,7 @@ class RegressorStatistics:
         self.weight_sum = 0.0
         self._gram = None
         self._analysis = None
+        self._kept_analysis = None
         for blocks in self._blocks:
             blocks.reset()
         self._feature_gram = np.zeros((_N_FEATURE_ROW, _N_FEATURE_ROW))
@@ -422,6 +434,7 @@ class RegressorStatistics:
 
     def decay(self, factor: float) -> None:
         """Multiply every statistic by ``factor`` (exponential forgetting)."""
+        self._kept_analysis = None
         if self._extended is not None:
             self._extended *= factor
             for fblocks in self._feature_blocks:
@@ -629,13 +642,36 @@ class RegressorStatistics:
     def correlation_analysis(
         self, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray | None = None
     ) -> Correlation:
-        """See :meth:`_correlation_analysis`; the last answer is kept until the statistics change."""
+        """See :meth:`_correlation_analysis`; the last answer is kept until the statistics change.
+
+        A later one, of a few more samples (:data:`ANALYSIS_KEPT_GROWTH`) at unknowns that fit them
+        nearly as well (:data:`ANALYSIS_KEPT_SHIFT`) with the same channel weights, is the kept one, its
+        persistent residuals' score scaled to the samples now held."""
         self._ready()
         key = b"".join((np.asarray(x, dtype=float).tobytes(), bytes([with_bias]),
                         b"" if channel_weights is None else np.asarray(channel_weights, dtype=float).tobytes()))
         if self._analysis is None or self._analysis[0] != key:
-            self._analysis = (key, self._correlation_analysis(x, with_bias, channel_weights))
+            self._analysis = (key, self._kept_or_new_analysis(np.asarray(x, dtype=float), with_bias, channel_weights))
         return self._analysis[1]
+
+    def _kept_or_new_analysis(
+        self, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray | None
+    ) -> Correlation:
+        """The kept analysis when it still holds (:meth:`correlation_analysis`), else a new one, kept."""
+        c = np.ones(6) if channel_weights is None else np.asarray(channel_weights, dtype=float)
+        kept = self._kept_analysis
+        if kept is not None:
+            bias0, c0, x0, n0, w0, analysis = kept
+            if (bias0 == with_bias and x0.shape == x.shape and np.allclose(c0, c, rtol=ANALYSIS_KEPT_GROWTH, atol=0.0)
+                    and n0 <= self.n_samples <= (1.0 + ANALYSIS_KEPT_GROWTH) * n0 and w0 > 0.0):
+                step = x - x0
+                moved = np.einsum("i,kij,j->k", step, self.channel_gram(with_bias), step)
+                rss = np.clip(self.channel_residuals(x, with_bias), 0.0, None)
+                if np.all(moved <= ANALYSIS_KEPT_SHIFT * rss):
+                    return replace(analysis, slow_score=analysis.slow_score * (self.weight_sum / w0))
+        analysis = self._correlation_analysis(x, with_bias, channel_weights)
+        self._kept_analysis = (with_bias, c.copy(), x.copy(), self.n_samples, self.weight_sum, analysis)
+        return analysis
 
     def _correlation_analysis(
         self, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray | None = None
