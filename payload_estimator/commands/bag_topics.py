@@ -86,6 +86,12 @@ def _joint_topics(bag: Path, candidates: list[str], settings: Settings) -> list[
     return fits
 
 
+def _several(setting: str, configured: str, kind: str, candidates: list[str]) -> str:
+    """The line for a configured topic not recorded while several of its type are."""
+    return (f"no {configured} ({kind}), and several {kind} topics: {_listing(candidates)} "
+            f"(choose with --set {setting}=TOPIC)")
+
+
 def _listing(topics: list[str]) -> str:
     return ", ".join(topics)
 
@@ -128,22 +134,13 @@ def find_inputs(bag: Path, topics: dict[str, tuple[str, int]], settings: Setting
                             f"({_listing(recorded)}) do not name the {settings.robot}'s arm joints "
                             "(another robot? --robot or --urdf)")
         elif joints:  # none recorded: the bag's reading says so, with its topics
-            problems.append(f"no {settings.joint_states_topic} ({JOINT_STATE}), and several {JOINT_STATE} "
-                            f"topics: {_listing(joints)} (choose with --set joint_states_topic=TOPIC)")
-    if needs_wrench:
-        wrenches = of_type[WRENCH_STAMPED]
-        if len(wrenches) == 1:
-            found["wrench_topic"] = wrenches[0]
-        elif wrenches:
-            problems.append(f"no {settings.wrench_topic} ({WRENCH_STAMPED}), and several {WRENCH_STAMPED} "
-                            f"topics: {_listing(wrenches)} (choose with --set wrench_topic=TOPIC)")
-    if needs_imu:
-        imus = of_type[IMU]
-        if len(imus) == 1:
-            found["imu_topic"] = imus[0]
-        elif imus:
-            problems.append(f"no {settings.imu_topic or 'imu_topic set'} ({IMU}), and several {IMU} topics: "
-                            f"{_listing(imus)} (choose with --set imu_topic=TOPIC)")
+            problems.append(_several("joint_states_topic", settings.joint_states_topic, JOINT_STATE, joints))
+    for needed, setting, kind in ((needs_wrench, "wrench_topic", WRENCH_STAMPED), (needs_imu, "imu_topic", IMU)):
+        candidates = of_type[kind] if needed else []
+        if len(candidates) == 1:
+            found[setting] = candidates[0]
+        elif candidates:
+            problems.append(_several(setting, getattr(settings, setting) or f"{setting} set", kind, candidates))
     if problems:
         raise CommandError(f"{bag}: {'; '.join(problems)}")
     # the wrench topic read: found, or given without its source (a preset's Franka source on an F/T topic)
