@@ -27,6 +27,8 @@ from typing import Any
 
 __all__ = [
     "ModifiedDH",
+    "StandardDH",
+    "modified_from_standard",
     "JointLimit",
     "LinkInertial",
     "ArmTable",
@@ -53,6 +55,43 @@ class ModifiedDH:
     a_prev: float
     d: float
     theta_offset: float = 0.0
+
+
+@dataclass(frozen=True)
+class StandardDH:
+    """One *standard* DH row (Denavit and Hartenberg; Universal Robots' tables), for :func:`modified_from_standard`.
+
+    Row ``i`` is ``T_{i-1,i} = Rot_z(q_i + theta_offset_i) Trans_z(d_i) Trans_x(a_i) Rot_x(alpha_i)``: frame ``i``
+    sits at the far end of link ``i`` (on the axis of joint ``i + 1``).
+
+    Attributes:
+        d: offset ``d_i`` along ``z_{i-1}``, m.
+        a: length ``a_i`` along ``x_i``, m.
+        alpha: twist ``alpha_i`` about ``x_i``, rad.
+        theta_offset: constant added to the joint angle, rad.
+    """
+
+    d: float
+    a: float
+    alpha: float
+    theta_offset: float = 0.0
+
+
+def modified_from_standard(rows: tuple[StandardDH, ...]) -> tuple[tuple[ModifiedDH, ...], ModifiedDH]:
+    """The modified (Craig) rows and the flange row of an arm given in standard DH: the one conversion.
+
+    The chain ``prod_i Rz(q_i + o_i) Tz(d_i) Tx(a_i) Rx(alpha_i)`` regrouped as ``prod_i [Rx(alpha_{i-1})
+    Tx(a_{i-1}) Rz(q_i + o_i) Tz(d_i)] . Tx(a_n) Rx(alpha_n)`` (``Tx`` and ``Rx`` commute): modified row ``i``
+    takes ``alpha`` and ``a`` of standard row ``i - 1`` (0 for the first) and ``d`` and the offset of row
+    ``i``; the flange row is ``Rx(alpha_n) Tx(a_n)``, so the flange is the last standard frame, and the
+    modified frame ``i`` is standard frame ``i - 1`` turned by ``q_i + o_i`` and moved by ``d_i`` along its
+    ``z``: on the axis of joint ``i``.
+    """
+    previous = [(0.0, 0.0)] + [(row.alpha, row.a) for row in rows]
+    modified = tuple(ModifiedDH(alpha_prev=alpha, a_prev=a, d=row.d, theta_offset=row.theta_offset)
+                     for (alpha, a), row in zip(previous, rows))
+    alpha_n, a_n = previous[-1]
+    return modified, ModifiedDH(alpha_prev=alpha_n, a_prev=a_n, d=0.0)
 
 
 @dataclass(frozen=True)
@@ -201,11 +240,14 @@ class DescriptionPattern:
         robot_names: ``<robot name>`` values of this robot, lower case.
         joints: joint names every description of this robot has.
         absent_joints: joint names no description of this robot has.
+        effort_limits: joint name -> the ``<limit effort>`` (N·m) a description of this robot gives it,
+            for robots whose vendor names the joints of several models alike (Universal Robots).
     """
 
     robot_names: frozenset[str]
     joints: frozenset[str]
     absent_joints: frozenset[str] = frozenset()
+    effort_limits: Mapping[str, float] = field(default_factory=dict)
 
     def matches_name(self, robot_name: str) -> bool:
         """Whether ``<robot name>`` is this robot's (case-insensitive)."""
@@ -215,6 +257,16 @@ class DescriptionPattern:
         """Whether a description with these joints is this robot's."""
         names = set(joint_names)
         return self.joints <= names and not self.absent_joints & names
+
+    def matches_limits(self, effort_limits: Mapping[str, float | None]) -> bool:
+        """Whether a description whose joints have these ``<limit effort>`` values (N·m) can be this robot's.
+
+        Every joint of :attr:`effort_limits` must have its value (within 1 %); True when none are set."""
+        for joint, effort in self.effort_limits.items():
+            given = effort_limits.get(joint)
+            if given is None or abs(given - effort) > 0.01 * effort:
+                return False
+        return True
 
 
 @dataclass(frozen=True)
