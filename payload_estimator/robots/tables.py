@@ -210,7 +210,9 @@ class EffortTable:
         name: the sensor model's name (written into simulated recordings).
         coulomb: ``c``, N·m. coulomb_velocity: ``v_c``, rad/s. velocity_offset: ``v_o``, rad/s.
         stribeck: ``s``, N·m. stribeck_velocity: ``v_s``, rad/s. viscous: ``b``, N·m·s/rad.
-        noise_std: effort noise std, N·m.
+        noise_std: effort noise std, N·m of joint torque.
+        scale: the reported effort per N·m of joint torque: empty for torques (1); for a driver that reports
+            motor currents, the reciprocal of each joint's torque constant (gear included), A/(N·m).
     """
 
     name: str
@@ -221,6 +223,7 @@ class EffortTable:
     stribeck_velocity: tuple[float, ...]
     viscous: tuple[float, ...]
     noise_std: tuple[float, ...]
+    scale: tuple[float, ...] = ()
 
     def select(self, joints: tuple[int, ...]) -> EffortTable:
         """The table of the joints at indices ``joints`` (a smaller arm built from the same drives)."""
@@ -229,7 +232,7 @@ class EffortTable:
 
         return EffortTable(self.name, pick(self.coulomb), pick(self.coulomb_velocity), pick(self.velocity_offset),
                            pick(self.stribeck), pick(self.stribeck_velocity), pick(self.viscous),
-                           pick(self.noise_std))
+                           pick(self.noise_std), pick(self.scale) if self.scale else ())
 
 
 @dataclass(frozen=True)

@@ -32,9 +32,10 @@ broadcaster, the e-Series' built-in force/torque sensor on
 ``scaled_joint_trajectory_controller``), the preset (the built-in F/T sensor; ``~/apply`` calls the driver's
 ``/io_and_status_controller/set_payload``, ``ur_msgs/srv/SetPayload``: mass and centre of gravity), a
 joint-effort model of our own (:data:`UR_EFFORTS`) and ``ur_description``'s joint names.
-The driver's joint-state efforts are the motor currents (A): UR publishes no torque
-constants, so the joint-torque variant needs ``torque_constants`` or
-``calibrate --effort-scale``.
+The driver's joint-state efforts are the motor currents (A): the preset says
+``effort_unit: current``, and as UR publishes no torque constants, the joint-torque
+variant needs ``torque_constants`` or ``calibrate --effort-scale``; the simulator
+reports currents through torque constants of our choosing.
 """
 
 from __future__ import annotations
@@ -195,8 +196,11 @@ UR10E = _arm(
 # to zero on the robot while estimating, or the estimate is the difference. UR's data sheets give the
 # sensor's accuracy over ±50 N / ±10 N·m (UR5e), ±100 N / ±10 N·m (UR10e), not a saturation: no
 # range check.
+# The joint states' efforts are the motor currents (A, RTDE actual_current): the joint-torque variant needs
+# torque_constants, or calibrate --effort-scale.
 _UR_PARAMETERS = dict(
     wrench_source="ft_sensor",
+    effort_unit="current",
     sensor_frame="tool0",
     estimate_bias=True,
     apply_target="ur",
@@ -207,12 +211,14 @@ _JOINT_STATES = "/joint_states"
 """ur_robot_driver's joint state broadcaster; positions, velocities and the motors' currents (A) as efforts."""
 
 UR_CURRENT = "ur_current"
-"""Name of the UR joint-effort model: efforts from the motor currents, gearbox friction included."""
+"""Name of the UR joint-effort model: the motor currents, A (gearbox friction included)."""
 
-# Efforts as joint torques from the motor currents, gearbox friction included; values chosen as
-# plausible for the e-Series' harmonic drives (UR publishes no identification): Coulomb 1-4 N·m,
-# viscous 0.5-3 N·m·s/rad, Stribeck 0.3-1 N·m fading by 0.08 rad/s, about 10 % asymmetric; noise
-# 0.2-0.8 N·m. Joints 1..6 of the UR10e; the UR5e's drives are smaller.
+# The motor currents, gearbox friction included; values chosen as plausible for the e-Series' harmonic
+# drives (UR publishes no identification): Coulomb 1-4 N·m, viscous 0.5-3 N·m·s/rad, Stribeck 0.3-1 N·m
+# fading by 0.08 rad/s, about 10 % asymmetric; noise 0.2-0.8 N·m of torque. Reported as currents through
+# torque constants (joint torque per motor ampere, gear included) of our choosing, as UR publishes none:
+# 18 N·m/A for the UR10e's size-4 base and shoulder, 13 for size 3, 9 for the wrists. Joints 1..6 of the
+# UR10e; the UR5e's drives are smaller (size 3 base, shoulder and elbow).
 UR_EFFORTS = EffortTable(
     name=UR_CURRENT,
     coulomb=(3.8, 4.0, 2.6, 1.2, 1.1, 1.0),
@@ -222,6 +228,7 @@ UR_EFFORTS = EffortTable(
     stribeck_velocity=(0.08,) * 6,
     viscous=(3.0, 3.0, 2.0, 0.8, 0.7, 0.6),
     noise_std=(0.8, 0.8, 0.6, 0.3, 0.3, 0.25),
+    scale=tuple(1.0 / k for k in (18.0, 18.0, 13.0, 9.0, 9.0, 9.0)),
 )
 _UR5E_EFFORTS = EffortTable(
     name=UR_CURRENT,
@@ -232,6 +239,7 @@ _UR5E_EFFORTS = EffortTable(
     stribeck_velocity=UR_EFFORTS.stribeck_velocity,
     viscous=(1.8, 1.8, 1.2, 0.6, 0.5, 0.5),
     noise_std=(0.5, 0.5, 0.4, 0.25, 0.25, 0.2),
+    scale=tuple(1.0 / k for k in (13.0, 13.0, 13.0, 9.0, 9.0, 9.0)),
 )
 
 
