@@ -7,7 +7,8 @@ Parameters" tables. Row ``i`` describes the transform from the frame of link
 
     T_{i-1,i} = Rot_x(alpha_{i-1}) Trans_x(a_{i-1}) Rot_z(q_i + theta_offset_i) Trans_z(d_i)
 
-(J. J. Craig, *Introduction to Robotics*, 3rd ed., eq. 3.6). Lengths in metres,
+(J. J. Craig, *Introduction to Robotics*, 3rd ed., eq. 3.6); a vendor's *standard* DH
+table (Universal Robots') is converted by :func:`modified_from_standard`. Lengths in metres,
 angles in radians. Inertials are in the vendor's URDF link frames: centre of
 mass in the link frame, inertia tensor about the centre of mass with the axes of
 the link frame, kg and kg·m².

@@ -22,8 +22,10 @@ Inertials: ``ur_description`` ``config/<model>/physical_parameters.yaml``: the
 masses and centres of mass of UR's DH article re-expressed in the link frames;
 inertia tensors there given in axes turned by ``rotation`` (roll, pitch, yaw) from
 the link frame, turned into the link axes here (:func:`_inertial`). The UR5e's
-tensors are ``ur_description``'s cylinder approximations; the UR10e's are
-tabulated values. The base's (4 kg, a cylinder) does not matter for a fixed base.
+tensors are ``ur_description``'s cylinder approximations (UR's article calls the
+UR5e's negligible); the UR10e's are the matrices ``ur_description`` tabulates in the
+standard DH frames' axes (UR's article gives inertia matrices from the UR10 up).
+The base's (4 kg, a cylinder) does not matter for a fixed base.
 
 Facts (:class:`~payload_estimator.robots.tables.RobotFacts`): the topics of the UR
 ROS 2 driver (``ur_robot_driver``: ``/joint_states`` from the joint state
