@@ -99,9 +99,9 @@ class MotionSource(_Choice):
 
 WRENCH_SOURCES = tuple(source.value for source in WrenchSource)
 MOTION_SOURCES = tuple(source.value for source in MotionSource)
-APPLY_TARGETS = ("none", "franka", "xarm", "gravity_compensation")
-TARGETS_WITHOUT_INERTIA = ("xarm", "gravity_compensation")
-"""Apply targets that take mass and COM only (``SetTcpLoad``; ``tool.mass``, ``tool.CoG``)."""
+APPLY_TARGETS = ("none", "franka", "xarm", "ur", "gravity_compensation")
+TARGETS_WITHOUT_INERTIA = ("xarm", "ur", "gravity_compensation")
+"""Apply targets that take mass and COM only (``SetTcpLoad``; ``SetPayload``; ``tool.mass``, ``tool.CoG``)."""
 CONVERGE_ON = ("auto", "all", "mass_com")
 EFFORT_UNITS = ("torque", "current")
 """What the joint states' efforts are (the setting ``effort_unit``)."""
@@ -248,14 +248,14 @@ class Settings:
     # ---------------------------------------------------------- convergence
     converge_on: str = _p(
         "auto", "what must be identified, certain and steady before the estimate counts as converged (and "
-        "~/apply sends it): all (mass, COM and inertia), mass_com, or auto (mass_com for the xarm and "
+        "~/apply sends it): all (mass, COM and inertia), mass_com, or auto (mass_com for the xarm, ur and "
         "gravity_compensation targets, which take no inertia; all otherwise)", CONVERGE_ON)
     max_mass_rel_std: float = _p(0.02, "converged needs the mass's standard deviation below this fraction of it")
     max_com_std: float = _p(0.005, "converged needs each COM component's standard deviation below this, m")
     max_inertia_rel_std: float = _p(0.25, "converged (with the inertia) needs each inertia entry's standard "
                                           "deviation below this fraction of the mean principal moment")
     # ---------------------------------------------------------------- apply
-    apply_target: str = _p("none", "where ~/apply sends the estimate: none, franka, xarm, gravity_compensation",
+    apply_target: str = _p("none", "where ~/apply sends the estimate: none, franka, xarm, ur, gravity_compensation",
                            APPLY_TARGETS)
     max_payload_mass: float = _p(3.0, "the robot's payload limit, kg: ~/apply refuses more")
     # The drivers' names: franka_ros2's node "service_server" serves "~/set_load"
@@ -265,6 +265,8 @@ class Settings:
     franka_set_load_service: str = _p("/service_server/set_load", "franka_msgs/srv/SetLoad service")
     xarm_set_tcp_load_service: str = _p("/xarm/set_tcp_load", "xarm_msgs/srv/SetTcpLoad service (enable "
                                                                "services.set_tcp_load in xarm_user_params.yaml)")
+    # ur_robot_driver's io_and_status_controller (ur_controllers GPIOController) serves "~/set_payload".
+    ur_set_payload_service: str = _p("/io_and_status_controller/set_payload", "ur_msgs/srv/SetPayload service")
     gravity_compensation_node: str = _p("", "node whose tool.mass and tool.CoG parameters ~/apply sets: the filter's "
                                             "own node, or the controller whose filter chain holds it, e.g. "
                                             "/force_torque_sensor_broadcaster")

@@ -41,6 +41,20 @@ def test_xarm_request_in_mm():
     assert np.allclose(req.fields["center_of_gravity"], [0.0, 10.0, 160.0])
 
 
+def test_ur_request_in_the_tool_flange_frame_without_inertia():
+    """ur_robot_driver's SetPayload: kg and a Vector3 in m, the mass and COM only (converge_on auto: mass_com)."""
+    s = settings_for_robot("ur10e")
+    req, _ = build_apply_request(s, _out())
+    assert req.service_type == "ur_msgs/srv/SetPayload" and req.package == "ur_msgs"
+    assert req.service_name == "/io_and_status_controller/set_payload"
+    assert np.isclose(req.fields["mass"], 0.8)
+    assert req.fields["center_of_gravity"] == {"x": 0.0, "y": 0.01, "z": 0.16}
+    assert not s.converge_on_inertia
+    no_inertia = _with(_out(), identification=Identification(inertia=NOT_IDENTIFIED))
+    assert build_apply_request(s, no_inertia)[0] is not None
+    assert build_apply_request(settings_for_robot("ur5e"), _out(mass=5.5), force=True)[0] is None  # 5 kg rated
+
+
 def test_gravity_compensation_parameters_in_the_sensor_frame():
     s = settings_for_robot("xarm7", apply_target="gravity_compensation", gravity_compensation_node="/ft_filter")
     req, _ = build_apply_request(s, _out())

@@ -149,6 +149,15 @@ def test_the_effort_check_names_currents_signs_and_scales(panda_recording, facto
         assert "panda_joint2" in line and "panda_joint4" in line
 
 
+def test_currents_of_unknown_torque_constants_are_checked_for_their_sign_only(panda_recording):
+    """effort_unit current without torque constants (the UR presets): currents are what is expected, their
+    scales what calibrate --effort-scale finds; a flipped sign is still named."""
+    dynamics, rec = panda_recording
+    assert effort_check_line(dynamics, replace(rec, effort=rec.effort / 13.0), currents=True) is None
+    line = effort_check_line(dynamics, replace(rec, effort=-rec.effort / 13.0), currents=True)
+    assert line is not None and "wrong sign" in line and "currents" not in line
+
+
 def test_efforts_are_converted_in_one_function():
     e = np.array([[1.0, 2.0], [3.0, 4.0]])
     np.testing.assert_allclose(torques_from_efforts(e), e)

@@ -241,3 +241,24 @@ def test_a_franka_wrench_under_another_namespace_keeps_its_source_and_an_imu_is_
     recorded = {panda.joint_states_topic: ("sensor_msgs/msg/JointState", 1),
                 panda.wrench_topic: ("geometry_msgs/msg/WrenchStamped", 1)}
     assert find_inputs(bag, recorded, panda, set(), None) == ({}, None)
+
+
+@pytest.fixture(scope="module")
+def ur5e_bag(tmp_path_factory):
+    """(run, bag): a UR5e with the wrist wrench in tool0 on the UR driver's topics, no robot description."""
+    run = simulate(robot="ur5e", payload="drill", duration=4.5, seed=3)
+    return run, write_bag(tmp_path_factory.mktemp("ur") / "bag", run, "tool0")
+
+
+def test_a_ur_recording_without_its_description_asks_which_ur(ur5e_bag, tmp_path):
+    """The UR5e and UR10e share the driver's topics and joint names: the replay says so in one line and
+    asks for --robot; given it, the payload is recovered in tool0."""
+    run, bag = ur5e_bag
+    rc, _, err = replay(bag, tmp_path / "out")
+    assert rc == 2 and len(err) == 1, err
+    assert err[0] == (f"{PREFIX}error: the joint states on {JOINTS} fit ur10e and ur5e alike: give --robot "
+                      "(or record /robot_description)")
+    rc, s, err = replay(bag, tmp_path / "out", "--robot", "ur5e")
+    assert rc == 0, err
+    assert s["robot"] == "ur5e" and s["sensor_frame"] == "tool0" and s["flange_frame"] == "tool0"
+    assert_recovers(s, run)

@@ -36,7 +36,7 @@ from payload_estimator.sim.payloads import get_payload
 from payload_estimator.sim.run import SimulatedRun
 from payload_estimator.sim.trajectories import make_trajectory
 
-ROBOTS = ["panda", "xarm7"]
+ROBOTS = ["panda", "xarm7", "ur10e"]
 PAYLOAD = "claw_hammer"
 # A mount that is neither at the flange nor aligned with it, and a tilted IMU.
 SENSOR_XYZ, SENSOR_RPY = (0.01, -0.02, 0.03), (0.2, -0.1, 0.3)

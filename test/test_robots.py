@@ -4,7 +4,8 @@ References used here are independent of the URDF writer: the DH tables are
 transcribed again from the vendors' documents (Franka: FCI docs, Craig's
 modified DH; UFACTORY: the *standard* DH tables of the xArm support articles,
 a different convention from the modified tables the writer uses), and the
-vendor URDF joint origins from ``franka_description`` / ``xarm_description``.
+vendor URDF joint origins from ``franka_description`` / ``xarm_description`` /
+``ur_description``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import mujoco
 import numpy as np
 import pinocchio as pin
 import pytest
-from vendor_dh import FRANKA_MDH, modified_dh, vendor_flange_pose
+from vendor_dh import FRANKA_MDH, modified_dh, vendor_flange_pose, vendor_gravity_torques
 
 from payload_estimator.robots import (
     ROBOT_NAMES,
@@ -61,12 +62,30 @@ VENDOR_URDF_ORIGINS = {
         ((0, 0, 0), (0, 0, 0)),
     ],
 }
+# ur_description config/<model>/default_kinematics.yaml (its ~2e-11 m z residues of the factory calibration
+# as 0; wrist_3's rpy there is (pi/2, pi, pi), the same rotation as (-pi/2, 0, 0)); its tool0 is wrist_3_link
+# turned by rpy (0, -pi/2, -pi/2) then (pi/2, 0, pi/2): no turn.
+for _ur, (_d1, _a2, _a3, _d4, _d5, _d6) in {"ur5e": (0.1625, -0.425, -0.3922, 0.1333, 0.0997, 0.0996),
+                                           "ur10e": (0.1807, -0.6127, -0.57155, 0.17415, 0.11985, 0.11655)}.items():
+    VENDOR_URDF_ORIGINS[_ur] = [
+        ((0, 0, _d1), (0, 0, 0)),
+        ((0, 0, 0), (1.5708, 0, 0)),
+        ((_a2, 0, 0), (0, 0, 0)),
+        ((_a3, 0, _d4), (0, 0, 0)),
+        ((0, -_d5, 0), (1.5708, 0, 0)),
+        ((0, _d6, 0), (-1.5708, 0, 0)),
+        ((0, 0, 0), (0, 0, 0)),
+    ]
+_UR_JOINTS = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint",
+              "wrist_3_joint"]
 
 EXPECTED_NAMES = {
     "panda": ("panda_link0", "panda_link8", [f"panda_joint{i}" for i in range(1, 8)]),
     "fr3": ("fr3_link0", "fr3_link8", [f"fr3_joint{i}" for i in range(1, 8)]),
     "xarm7": ("link_base", "link_eef", [f"joint{i}" for i in range(1, 8)]),
     "xarm6": ("link_base", "link_eef", [f"joint{i}" for i in range(1, 7)]),
+    "ur5e": ("base_link_inertia", "tool0", _UR_JOINTS),
+    "ur10e": ("base_link_inertia", "tool0", _UR_JOINTS),
 }
 
 # Shoulder, elbow and wrist-centre links, for the "elbow up" check.
@@ -75,9 +94,11 @@ ARM_POINTS = {
     "fr3": ("fr3_link2", "fr3_link4", "fr3_link6"),
     "xarm7": ("link2", "link4", "link6"),
     "xarm6": ("link2", "link3", "link5"),
+    "ur5e": ("upper_arm_link", "forearm_link", "wrist_2_link"),
+    "ur10e": ("upper_arm_link", "forearm_link", "wrist_2_link"),
 }
 
-# Vendor limits, transcribed from the FCI docs and xarm_description.
+# Vendor limits, transcribed from the FCI docs, xarm_description and ur_description (joint_limits.yaml).
 VENDOR_LIMITS = {
     "panda": dict(
         lower=[-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973],
@@ -102,6 +123,18 @@ VENDOR_LIMITS = {
         upper=[2 * math.pi, 2.0944, 0.19198, 2 * math.pi, math.pi, 2 * math.pi],
         velocity=[3.14] * 6,
         effort=[50, 50, 32, 32, 32, 20],
+    ),
+    "ur5e": dict(
+        lower=[-2 * math.pi, -2 * math.pi, -math.pi, -2 * math.pi, -2 * math.pi, -2 * math.pi],
+        upper=[2 * math.pi, 2 * math.pi, math.pi, 2 * math.pi, 2 * math.pi, 2 * math.pi],
+        velocity=[math.pi] * 6,
+        effort=[150, 150, 150, 28, 28, 28],
+    ),
+    "ur10e": dict(
+        lower=[-2 * math.pi, -2 * math.pi, -math.pi, -2 * math.pi, -2 * math.pi, -2 * math.pi],
+        upper=[2 * math.pi, 2 * math.pi, math.pi, 2 * math.pi, 2 * math.pi, 2 * math.pi],
+        velocity=[2 * math.pi / 3] * 2 + [math.pi] * 4,
+        effort=[330, 330, 150, 54, 54, 54],
     ),
 }
 
@@ -132,7 +165,7 @@ def frame_T(model: pin.Model, data: pin.Data, frame: str) -> np.ndarray:
 
 # ------------------------------------------------------------------------- specs
 def test_robot_names_and_specs() -> None:
-    assert ROBOT_NAMES == ("panda", "fr3", "xarm7", "xarm6")
+    assert ROBOT_NAMES == ("panda", "fr3", "xarm7", "xarm6", "ur5e", "ur10e")
     for name in ROBOT_NAMES:
         spec = get_robot(name)
         base, flange, joints = EXPECTED_NAMES[name]
@@ -173,6 +206,21 @@ def test_every_robot_fact_is_in_its_spec() -> None:
     assert detect_preset(xarm7, ("xarm6",)) is None and detect_preset(xarm7, ROBOT_NAMES) == "xarm7"
 
 
+def test_a_ur_description_is_told_by_its_torque_limits() -> None:
+    """ur_description names the joints of every UR alike and the driver's launch names the robot "ur": the
+    shoulder's torque limit tells the UR5e from the UR10e; a recording's joint names alone cannot."""
+    for name in ("ur5e", "ur10e"):
+        urdf = default_urdf_path(name).read_text(encoding="utf-8").replace(f'<robot name="{name}"', '<robot name="ur"')
+        assert detect_preset(urdf, ROBOT_NAMES) == name
+        assert detect_preset(urdf, tuple(r for r in ROBOT_NAMES if r != name)) is None
+    ur = get_robot("ur5e").topics
+    assert ur.joint_states == "/joint_states" and ur.wrench == "/force_torque_sensor_broadcaster/wrench"
+    assert get_robot("ur10e").topics == ur
+    assert detect_preset_from_topics({ur.joint_states, ur.wrench}, lambda t: get_robot("ur5e").joint_names) is None
+    assert detect_preset_from_topics({ur.joint_states, ur.wrench}, lambda t: get_robot("ur5e").joint_names,
+                                     presets=("panda", "ur10e")) == "ur10e"
+
+
 def test_a_recording_is_recognised_from_its_topics() -> None:
     franka = get_robot("fr3").topics
     xarm = get_robot("xarm7").topics
@@ -193,7 +241,7 @@ def test_a_recording_is_recognised_from_its_topics() -> None:
 
 def test_unknown_robot_lists_valid_names() -> None:
     for call in (get_robot, robot_urdf, default_urdf_path):
-        with pytest.raises(ValueError, match="panda, fr3, xarm7, xarm6"):
+        with pytest.raises(ValueError, match="panda, fr3, xarm7, xarm6, ur5e, ur10e"):
             call("ur5")
 
 
@@ -269,6 +317,27 @@ def test_franka_link_frames_are_the_dh_frames(name: str) -> None:
         T = T @ modified_dh(a, d, alpha, qi)
         np.testing.assert_allclose(frame_T(model, data, f"{name}_link{i}"), T, atol=1e-12)
     assert spec.base_frame == f"{name}_link0"
+
+
+@pytest.mark.parametrize("name", ["ur5e", "ur10e"])
+def test_ur_gravity_torques_match_the_vendor_dynamics(name: str) -> None:
+    """The UR links' masses and centres of mass, in the link frames of ``ur_description``, hold the arm as
+    UR's own table (masses and centres of mass in the standard DH frames) says; with the rated payload at
+    the flange, the arm stretched out level needs less than the vendor's joint torques."""
+    spec = get_robot(name)
+    model, data = pin_model(robot_urdf(name))
+    model.gravity.linear = np.array([0.0, 0.0, -9.81])
+    for q in np.vstack([np.zeros(6), spec.q_home, random_q(name, np.random.default_rng(4), 5)]):
+        np.testing.assert_allclose(pin.computeGeneralizedGravity(model, data, q), vendor_gravity_torques(name, q),
+                                   atol=1e-9)
+    stretched = np.zeros(6)
+    tau = pin.computeGeneralizedGravity(model, data, stretched)
+    pin.computeJointJacobians(model, data, stretched)
+    pin.framesForwardKinematics(model, data, stretched)
+    J = pin.getFrameJacobian(model, data, model.getFrameId(spec.flange_frame), pin.LOCAL_WORLD_ALIGNED)[:3]
+    tau_payload = J.T @ np.array([0.0, 0.0, spec.parameters["max_payload_mass"] * 9.81])
+    assert 0.3 * spec.tau_max[1] < abs(tau[1] + tau_payload[1]) < spec.tau_max[1]
+    assert np.all(np.abs(tau + tau_payload) < spec.tau_max)
 
 
 @pytest.mark.parametrize("name", ROBOT_NAMES)

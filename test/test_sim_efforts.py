@@ -27,6 +27,7 @@ from payload_estimator.settings import settings_for_robot
 from payload_estimator.sim import bag_writer as sb
 from payload_estimator.sim.efforts import (
     FRANKA_TAU_J,
+    UR_CURRENT,
     XARM_CURRENT,
     ArmMismatch,
     EffortModel,
@@ -59,7 +60,7 @@ def unloaded_arm(urdf: str, robot: str):
 # ---------------------------------------------------------------- friction law
 def test_friction_law_opposes_motion_is_asymmetric_and_not_the_calibration_model() -> None:
     dq = np.linspace(-1.5, 1.5, 3001)[:, None]
-    for robot in ("panda", "xarm7", "xarm6"):
+    for robot in ("panda", "xarm7", "xarm6", "ur5e", "ur10e"):
         f = EffortModel.for_robot(robot).friction
         tau = f.torque(dq)
         assert tau.shape == (len(dq), f.n_joints)
@@ -100,6 +101,24 @@ def test_default_models_per_robot_family() -> None:
     assert np.all(np.abs(scaled.scale - 1.0) <= 0.03) and np.ptp(scaled.scale) > 0.0
     with pytest.raises(ValueError, match="no default effort model"):
         EffortModel.for_robot("ur5")
+
+
+def test_ur_efforts_are_motor_currents() -> None:
+    """The UR driver reports currents: the model's scale is A per N·m (reciprocal torque constants), its
+    noise in A; the preset says so (effort_unit current, no torque constants: calibrate --effort-scale)."""
+    for robot in ("ur5e", "ur10e"):
+        model = EffortModel.for_robot(robot)
+        assert model.name == UR_CURRENT and model.n_joints == 6
+        k = 1.0 / model.scale  # N·m/A at the joint
+        assert np.all((k >= 5.0) & (k <= 30.0)) and k[0] >= k[-1]
+        table = get_robot(robot).efforts
+        np.testing.assert_allclose(model.noise_std, np.array(table.noise_std) * model.scale, rtol=1e-12)
+        assert get_robot(robot).parameters["effort_unit"] == "current"
+        scaled = EffortModel.for_robot(robot, effort_scale_error=0.03, seed=1)
+        assert np.all(np.abs(scaled.scale / model.scale - 1.0) <= 0.03)
+    rng = np.random.default_rng(0)
+    model = EffortModel.for_robot("ur10e").without_noise()
+    np.testing.assert_allclose(model.measure(np.full((1, 6), 18.0), rng)[0, :2], 1.0, rtol=1e-12)
     with pytest.raises(ValueError, match="noise_std must have 7 entries"):
         EffortModel("x", JointFriction.none(7), np.ones(6))
 

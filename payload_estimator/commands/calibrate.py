@@ -297,12 +297,13 @@ def _recording(bag: Path, settings: Settings, joint_names: tuple[str, ...],
     return rec, coverage, list(arrays.notes)
 
 
-def effort_check_line(dynamics: ArmDynamics, rec: JointRecording, scale: bool = True) -> str | None:
+def effort_check_line(dynamics: ArmDynamics, rec: JointRecording, scale: bool = True,
+                      currents: bool = False) -> str | None:
     """:func:`~payload_estimator.pipeline.joint_torques.effort_check` of a recording against a model of the arm.
 
     The model's torques (the calibration's, friction included, or the description's rigid body) at the
     recording's slowest samples (the slower half by the fastest joint's speed: gravity dominates there), against
-    the corrected efforts."""
+    the corrected efforts; ``currents``: currents of unknown torque constants, their signs checked only."""
     from payload_estimator.pipeline.joint_torques import effort_check
 
     if len(rec) < 10:
@@ -311,7 +312,8 @@ def effort_check_line(dynamics: ArmDynamics, rec: JointRecording, scale: bool = 
     slow = speed <= np.median(speed)
     q, dq, ddq = rec.q[slow], rec.dq[slow], rec.ddq[slow]
     tau = dynamics.torques(q, dq, ddq)
-    return effort_check(tau, dynamics.corrected_effort(rec.effort[slow]), dynamics.kinematics.joint_names, scale)
+    return effort_check(tau, dynamics.corrected_effort(rec.effort[slow]), dynamics.kinematics.joint_names, scale,
+                        currents)
 
 
 def scale_warnings(cal: ArmCalibration) -> list[str]:
@@ -414,7 +416,9 @@ def run(args: argparse.Namespace) -> int:
     joints = kinematics.joint_names
     rec, coverage, notes = _recording(bag, settings, joints, "", args.effort_scale)
     warnings = list(notes)
-    effort_line = effort_check_line(ArmDynamics(kinematics), rec)
+    # currents without torque constants (the UR presets): their scales are what --effort-scale finds
+    effort_line = effort_check_line(ArmDynamics(kinematics), rec,
+                                    currents=settings.effort_unit == "current" and not settings.torque_constants)
     if effort_line and (not args.effort_scale or "wrong sign" in effort_line):
         raise CommandError(f"{bag}: {effort_line}")
     if effort_line:

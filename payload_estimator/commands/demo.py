@@ -391,7 +391,7 @@ def _run_joint_torques(args: argparse.Namespace) -> int:
                           trajectory=trajectory, duration=args.duration, noise=args.noise, seed=args.seed,
                           efforts=efforts, arm_mismatch=arm, imu=False)
         stream = _stream_for(args, run_, payload.envelope, wrench_source=WrenchSource.JOINT_TORQUES,
-                             arm_calibration=str(cal.path))
+                             arm_calibration=str(cal.path), effort_unit=_effort_unit(args))
         history = _played(progress, f"estimating from joint torques ({method})", stream,
                           recording_from_run(run_, wrench=False))
     report = _report(args, stream, history, payload, t_start=t_start,
@@ -410,10 +410,19 @@ def _effort_model(args: argparse.Namespace) -> Any:
         raise CommandError(f"--wrench-source joint_torques: {exc}") from None
 
 
+def _effort_unit(args: argparse.Namespace) -> str:
+    """What the robot's efforts are (its preset's ``effort_unit``; torque for an arm from its URDF)."""
+    from payload_estimator.robots import resolve_robot
+
+    return str(resolve_robot(args.arm).parameters.get("effort_unit", "torque"))
+
+
 def _calibrated(args: argparse.Namespace, progress: Any, efforts: Any, arm: Any) -> Any:
     """Calibrate the simulated unloaded arm, as ``payload-estimator calibrate`` does.
 
-    The calibration is written into ``--out``, where the estimation reads it like the node would."""
+    The calibration is written into ``--out``, where the estimation reads it like the node would. Efforts
+    that are currents (the robot's ``effort_unit``; no torque constants) get their scales fitted, as
+    ``calibrate --effort-scale`` does."""
     from types import SimpleNamespace
 
     from payload_estimator.commands.calibrate import motion_coverage
@@ -427,8 +436,11 @@ def _calibrated(args: argparse.Namespace, progress: Any, efforts: Any, arm: Any)
                          noise=args.noise, seed=cal_seed, efforts=efforts, arm_mismatch=arm, imu=False)
     kinematics = SensorKinematics(cal_run.urdf, cal_run.sensor_frame, cal_run.joint_names)
     rec = joint_recording(cal_run.joint_t, cal_run.joint_q, cal_run.joint_effort)
+    unit = _effort_unit(args)
     calibration, fit = calibrate_arm(kinematics, rec, robot=args.arm if isinstance(args.arm, str) else "",
-                                     info={"source": f"demo: {JOINT_TORQUE_TRAJECTORY} seed {cal_seed}"})
+                                     effort_scale=unit == "current",
+                                     info={"source": f"demo: {JOINT_TORQUE_TRAJECTORY} seed {cal_seed}",
+                                           "effort_unit": unit, "torque_constants": []})
     path = args.out / "arm_calibration.yaml"
     args.out.mkdir(parents=True, exist_ok=True)
     calibration.save(path)

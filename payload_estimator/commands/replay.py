@@ -143,7 +143,11 @@ def robot_from_joint_names(bag: Path, topics: dict[str, tuple[str, int]]) -> str
     """The built-in preset whose arm joints the bag's joint states name (its vendor's names), or None.
 
     The first message of every ``sensor_msgs/JointState`` topic is read; None unless they agree
-    on one robot (:func:`~payload_estimator.robots.detect_preset`'s joint patterns)."""
+    on one robot (:func:`~payload_estimator.robots.detect_preset`'s joint patterns).
+
+    Raises:
+        CommandError: the names fit several robots alike (the UR5e and UR10e name their joints alike):
+            ``--robot`` must say which."""
     from payload_estimator.io.bag import JOINT_STATE_TYPE, bag_first_message
     from payload_estimator.robots import ROBOT_NAMES, ROBOTS
 
@@ -157,7 +161,12 @@ def robot_from_joint_names(bag: Path, topics: dict[str, tuple[str, int]]) -> str
                 if (pattern := ROBOTS[r].detection) is not None and pattern.matches_joints(names)
                 and set(ROBOTS[r].joint_names) <= names]
         if fits:
-            found.add(max(fits)[1])
+            most = max(n for n, _ in fits)
+            best = sorted(r for n, r in fits if n == most)
+            if len(best) > 1:
+                raise CommandError(f"the joint states on {topic} fit {' and '.join(best)} alike: "
+                                   "give --robot (or record /robot_description)")
+            found.add(best[0])
     return found.pop() if len(found) == 1 else None
 
 

@@ -7,6 +7,8 @@ Targets (``apply_target``):
   ``load_inertia`` (3x3 about the COM, flange axes, column-major, kg m²).
 * ``xarm``: ``xarm_msgs/srv/SetTcpLoad`` on ``xarm_set_tcp_load_service``:
   ``weight`` (kg), ``center_of_gravity`` ([x, y, z] mm, flange frame).
+* ``ur``: ``ur_msgs/srv/SetPayload`` on ``ur_set_payload_service``:
+  ``mass`` (kg), ``center_of_gravity`` (``{x, y, z}`` m, tool flange frame ``tool0``).
 * ``gravity_compensation``: ``rcl_interfaces/srv/SetParameters`` on
   ``<gravity_compensation_node>/set_parameters`` with ``tool.mass`` (kg) and
   ``tool.CoG`` ([x, y, z] m, in the sensor frame, which must be the filter's
@@ -29,6 +31,7 @@ from payload_estimator.outputs.handover import check_handover
 from payload_estimator.outputs.robot_load import (
     franka_set_load_fields,
     gravity_compensation_parameters,
+    ur_set_payload_fields,
     xarm_set_tcp_load_fields,
 )
 from payload_estimator.settings import TARGETS_WITHOUT_INERTIA
@@ -38,6 +41,7 @@ __all__ = ["ApplyRequest", "build_apply_request", "SERVICE_TYPES", "PARAMETER_DO
 SERVICE_TYPES = {
     "franka": "franka_msgs/srv/SetLoad",
     "xarm": "xarm_msgs/srv/SetTcpLoad",
+    "ur": "ur_msgs/srv/SetPayload",
     "gravity_compensation": "rcl_interfaces/srv/SetParameters",
 }
 PARAMETER_DOUBLE = 3
@@ -51,7 +55,7 @@ class ApplyRequest:
     """A service request for a robot or a filter.
 
     Attributes:
-        target: ``franka``, ``xarm`` or ``gravity_compensation``.
+        target: ``franka``, ``xarm``, ``ur`` or ``gravity_compensation``.
         service_type: ``"pkg/srv/Type"``.
         service_name: where to send it.
         fields: the request's fields (nested dictionaries and lists).
@@ -91,7 +95,7 @@ def build_apply_request(settings: Any, out: Any, force: bool = False) -> tuple[A
     """
     target = settings.apply_target
     if target not in SERVICE_TYPES:
-        return None, (f"apply_target is {target!r}: set it to franka, xarm or gravity_compensation "
+        return None, (f"apply_target is {target!r}: set it to franka, xarm, ur or gravity_compensation "
                       "to hand the estimate to the robot")
     if out is None:
         return None, "no estimate yet"
@@ -106,6 +110,9 @@ def build_apply_request(settings: Any, out: Any, force: bool = False) -> tuple[A
     elif target == "xarm":
         fields = xarm_set_tcp_load_fields(out.params_in_flange)
         name = settings.xarm_set_tcp_load_service
+    elif target == "ur":
+        fields = ur_set_payload_fields(out.params_in_flange)
+        name = settings.ur_set_payload_service
     else:
         node = settings.gravity_compensation_node.rstrip("/")
         if not node:

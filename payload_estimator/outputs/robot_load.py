@@ -5,6 +5,9 @@
   flange axes, column-major, kg·m²).
 * uFactory ``xarm_msgs/srv/SetTcpLoad``: ``weight`` (kg), ``center_of_gravity``
   ([x, y, z] in mm, flange frame).
+* Universal Robots ``ur_msgs/srv/SetPayload`` (ur_robot_driver's ``io_and_status_controller``):
+  ``mass`` (kg), ``center_of_gravity`` (``geometry_msgs/Vector3``, m, in the tool flange frame
+  ``tool0``, as the controller's ``set_payload``).
 * ros2_control ``control_toolbox`` GravityCompensation filter parameters:
   ``tool.mass`` (kg) and ``tool.CoG`` ([x, y, z] in m, in the filter's
   ``sensor_frame``), under the prefix the filter was configured with (in a
@@ -22,6 +25,7 @@ from payload_estimator.core.inertia import InertialParameters
 __all__ = [
     "franka_set_load_fields",
     "xarm_set_tcp_load_fields",
+    "ur_set_payload_fields",
     "gravity_compensation_parameters",
 ]
 
@@ -42,6 +46,12 @@ def xarm_set_tcp_load_fields(params_in_flange: InertialParameters) -> dict[str, 
         "weight": float(params_in_flange.mass),
         "center_of_gravity": [float(x) * 1000.0 for x in params_in_flange.com],
     }
+
+
+def ur_set_payload_fields(params_in_flange: InertialParameters) -> dict[str, object]:
+    """Fields of a ``ur_msgs/srv/SetPayload`` request: kg and m (tool flange frame ``tool0``)."""
+    x, y, z = (float(v) for v in params_in_flange.com)
+    return {"mass": float(params_in_flange.mass), "center_of_gravity": {"x": x, "y": y, "z": z}}
 
 
 def gravity_compensation_parameters(params_in_sensor: InertialParameters, prefix: str = "") -> dict[str, object]:

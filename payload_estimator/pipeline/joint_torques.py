@@ -137,14 +137,15 @@ RATIO_FAR = 0.3
 
 
 def effort_check(tau_model: np.ndarray, effort: np.ndarray, joint_names: Sequence[str],
-                 scale: bool = True) -> str | None:
+                 scale: bool = True, currents: bool = False) -> str | None:
     """One line naming joints whose efforts do not look like the model's torques in N·m, or None.
 
     The least-squares ratio of each joint's effort to the torque the model predicts (``tau_model``,
     (N, n): the description's or the calibration's rigid-body torques; gravity dominates at rest and in slow
     motion), where it is determined (:func:`~payload_estimator.pipeline.arm_calibration.effort_ratio`):
     currents (most joints a ratio 1/5 or less, or 5 or more, consistently), a flipped sign (a negative
-    ratio), or a scale more than :data:`RATIO_FAR` off; with the setting to change."""
+    ratio), or a scale more than :data:`RATIO_FAR` off; with the setting to change. ``currents``: the efforts are
+    currents of unknown torque constants (``effort_unit: current``, none given), so only their signs are checked."""
     from payload_estimator.pipeline.arm_calibration import effort_ratio
 
     ratio, determined = effort_ratio(tau_model, effort)
@@ -153,8 +154,9 @@ def effort_check(tau_model: np.ndarray, effort: np.ndarray, joint_names: Sequenc
     if not shown:
         return None
     negative = [j for j in shown if ratio[j] < 0.0]
-    order = [j for j in shown if ratio[j] > 0.0 and (ratio[j] <= 0.2 or ratio[j] >= 5.0)]
-    off = [j for j in shown if scale and ratio[j] > 0.0 and j not in order and abs(ratio[j] - 1.0) > RATIO_FAR]
+    order = [j for j in shown if not currents and ratio[j] > 0.0 and (ratio[j] <= 0.2 or ratio[j] >= 5.0)]
+    off = [j for j in shown if scale and not currents and ratio[j] > 0.0 and j not in order
+           and abs(ratio[j] - 1.0) > RATIO_FAR]
 
     def listed(js: list[int]) -> str:
         return ", ".join(f"{names[j]} {ratio[j]:.3g}" for j in js)

@@ -19,7 +19,8 @@ __all__ = ["detect_preset", "detect_preset_from_topics"]
 def detect_preset(urdf: str | None, presets: tuple[str, ...]) -> str | None:
     """Which of ``presets`` (built-in robot names) a robot description belongs to, or None.
 
-    By ``<robot name>`` first, then by the joint names (each robot's
+    By ``<robot name>`` first, then by the joint names and, where a vendor names several models' joints
+    alike, their torque limits (each robot's
     :class:`~payload_estimator.robots.tables.DescriptionPattern`): the first of ``presets`` that matches.
     """
     if not urdf:
@@ -32,8 +33,9 @@ def detect_preset(urdf: str | None, presets: tuple[str, ...]) -> str | None:
     for name, pattern in patterns:
         if pattern is not None and pattern.matches_name(desc.name):
             return name
+    efforts = {joint.name: joint.effort for joint in desc.joints}
     for name, pattern in patterns:
-        if pattern is not None and pattern.matches_joints(desc.joint_names):
+        if pattern is not None and pattern.matches_joints(desc.joint_names) and pattern.matches_limits(efforts):
             return name
     return None
 
@@ -56,7 +58,8 @@ def detect_preset_from_topics(
 
     Returns:
         The one candidate, or of robots sharing topics the one with the most arm joints, all of
-        them named in its joint states; None when no robot fits.
+        them named in its joint states; None when no robot fits, or when several fit alike (the
+        UR5e and UR10e: same topics, same joint names).
     """
     candidates = [(name, ROBOTS[name].topics.joint_states) for name in presets if name in ROBOTS
                   and ROBOTS[name].topics.joint_states in topics
@@ -68,4 +71,8 @@ def detect_preset_from_topics(
         if topic not in names:
             names[topic] = {str(n) for n in joint_names_on(topic)}
     fits = [(ROBOTS[r].n_joints, r) for r, topic in candidates if set(ROBOTS[r].joint_names) <= names[topic]]
-    return max(fits)[1] if fits else None
+    if not fits:
+        return None
+    most = max(n for n, _ in fits)
+    best = [r for n, r in fits if n == most]
+    return best[0] if len(best) == 1 else None

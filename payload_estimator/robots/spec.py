@@ -1,7 +1,7 @@
 """The robots: one registry of the built-in arms, and any other arm from its URDF.
 
 All angles in rad, speeds in rad/s, torques in N·m. Frame and joint names are
-the vendors' (``franka_description``, ``xarm_description``), so a configuration
+the vendors' (``franka_description``, ``xarm_description``, ``ur_description``), so a configuration
 written against a :class:`RobotSpec` transfers to the real robot's
 ``robot_description`` and ``joint_states``.
 
@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from payload_estimator.errors import ConfigurationError
-from payload_estimator.robots import franka, xarm
+from payload_estimator.robots import franka, ur, xarm
 from payload_estimator.robots.description import RobotDescription, UrdfJoint, parse_description
 from payload_estimator.robots.tables import ArmTable, DescriptionPattern, EffortTable, RobotFacts, RobotTopics
 
@@ -43,6 +43,8 @@ _BUILTIN: tuple[tuple[ArmTable, RobotFacts], ...] = (
     (franka.FR3, franka.FR3_FACTS),
     (xarm.XARM7, xarm.XARM7_FACTS),
     (xarm.XARM6, xarm.XARM6_FACTS),
+    (ur.UR5E, ur.UR5E_FACTS),
+    (ur.UR10E, ur.UR10E_FACTS),
 )
 _URDF_DIR = Path(__file__).resolve().parent / "urdf"
 

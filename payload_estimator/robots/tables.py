@@ -7,7 +7,8 @@ Parameters" tables. Row ``i`` describes the transform from the frame of link
 
     T_{i-1,i} = Rot_x(alpha_{i-1}) Trans_x(a_{i-1}) Rot_z(q_i + theta_offset_i) Trans_z(d_i)
 
-(J. J. Craig, *Introduction to Robotics*, 3rd ed., eq. 3.6). Lengths in metres,
+(J. J. Craig, *Introduction to Robotics*, 3rd ed., eq. 3.6); a vendor's *standard* DH
+table (Universal Robots') is converted by :func:`modified_from_standard`. Lengths in metres,
 angles in radians. Inertials are in the vendor's URDF link frames: centre of
 mass in the link frame, inertia tensor about the centre of mass with the axes of
 the link frame, kg and kg·m².
@@ -27,6 +28,8 @@ from typing import Any
 
 __all__ = [
     "ModifiedDH",
+    "StandardDH",
+    "modified_from_standard",
     "JointLimit",
     "LinkInertial",
     "ArmTable",
@@ -53,6 +56,43 @@ class ModifiedDH:
     a_prev: float
     d: float
     theta_offset: float = 0.0
+
+
+@dataclass(frozen=True)
+class StandardDH:
+    """One *standard* DH row (Denavit and Hartenberg; Universal Robots' tables), for :func:`modified_from_standard`.
+
+    Row ``i`` is ``T_{i-1,i} = Rot_z(q_i + theta_offset_i) Trans_z(d_i) Trans_x(a_i) Rot_x(alpha_i)``: frame ``i``
+    sits at the far end of link ``i`` (on the axis of joint ``i + 1``).
+
+    Attributes:
+        d: offset ``d_i`` along ``z_{i-1}``, m.
+        a: length ``a_i`` along ``x_i``, m.
+        alpha: twist ``alpha_i`` about ``x_i``, rad.
+        theta_offset: constant added to the joint angle, rad.
+    """
+
+    d: float
+    a: float
+    alpha: float
+    theta_offset: float = 0.0
+
+
+def modified_from_standard(rows: tuple[StandardDH, ...]) -> tuple[tuple[ModifiedDH, ...], ModifiedDH]:
+    """The modified (Craig) rows and the flange row of an arm given in standard DH: the one conversion.
+
+    The chain ``prod_i Rz(q_i + o_i) Tz(d_i) Tx(a_i) Rx(alpha_i)`` regrouped as ``prod_i [Rx(alpha_{i-1})
+    Tx(a_{i-1}) Rz(q_i + o_i) Tz(d_i)] . Tx(a_n) Rx(alpha_n)`` (``Tx`` and ``Rx`` commute): modified row ``i``
+    takes ``alpha`` and ``a`` of standard row ``i - 1`` (0 for the first) and ``d`` and the offset of row
+    ``i``; the flange row is ``Rx(alpha_n) Tx(a_n)``, so the flange is the last standard frame, and the
+    modified frame ``i`` is standard frame ``i - 1`` turned by ``q_i + o_i`` and moved by ``d_i`` along its
+    ``z``: on the axis of joint ``i``.
+    """
+    previous = [(0.0, 0.0)] + [(row.alpha, row.a) for row in rows]
+    modified = tuple(ModifiedDH(alpha_prev=alpha, a_prev=a, d=row.d, theta_offset=row.theta_offset)
+                     for (alpha, a), row in zip(previous, rows))
+    alpha_n, a_n = previous[-1]
+    return modified, ModifiedDH(alpha_prev=alpha_n, a_prev=a_n, d=0.0)
 
 
 @dataclass(frozen=True)
@@ -171,7 +211,9 @@ class EffortTable:
         name: the sensor model's name (written into simulated recordings).
         coulomb: ``c``, N·m. coulomb_velocity: ``v_c``, rad/s. velocity_offset: ``v_o``, rad/s.
         stribeck: ``s``, N·m. stribeck_velocity: ``v_s``, rad/s. viscous: ``b``, N·m·s/rad.
-        noise_std: effort noise std, N·m.
+        noise_std: effort noise std, N·m of joint torque.
+        scale: the reported effort per N·m of joint torque: empty for torques (1); for a driver that reports
+            motor currents, the reciprocal of each joint's torque constant (gear included), A/(N·m).
     """
 
     name: str
@@ -182,6 +224,7 @@ class EffortTable:
     stribeck_velocity: tuple[float, ...]
     viscous: tuple[float, ...]
     noise_std: tuple[float, ...]
+    scale: tuple[float, ...] = ()
 
     def select(self, joints: tuple[int, ...]) -> EffortTable:
         """The table of the joints at indices ``joints`` (a smaller arm built from the same drives)."""
@@ -190,7 +233,7 @@ class EffortTable:
 
         return EffortTable(self.name, pick(self.coulomb), pick(self.coulomb_velocity), pick(self.velocity_offset),
                            pick(self.stribeck), pick(self.stribeck_velocity), pick(self.viscous),
-                           pick(self.noise_std))
+                           pick(self.noise_std), pick(self.scale) if self.scale else ())
 
 
 @dataclass(frozen=True)
@@ -201,11 +244,14 @@ class DescriptionPattern:
         robot_names: ``<robot name>`` values of this robot, lower case.
         joints: joint names every description of this robot has.
         absent_joints: joint names no description of this robot has.
+        effort_limits: joint name -> the ``<limit effort>`` (N·m) a description of this robot gives it,
+            for robots whose vendor names the joints of several models alike (Universal Robots).
     """
 
     robot_names: frozenset[str]
     joints: frozenset[str]
     absent_joints: frozenset[str] = frozenset()
+    effort_limits: Mapping[str, float] = field(default_factory=dict)
 
     def matches_name(self, robot_name: str) -> bool:
         """Whether ``<robot name>`` is this robot's (case-insensitive)."""
@@ -215,6 +261,16 @@ class DescriptionPattern:
         """Whether a description with these joints is this robot's."""
         names = set(joint_names)
         return self.joints <= names and not self.absent_joints & names
+
+    def matches_limits(self, effort_limits: Mapping[str, float | None]) -> bool:
+        """Whether a description whose joints have these ``<limit effort>`` values (N·m) can be this robot's.
+
+        Every joint of :attr:`effort_limits` must have its value (within 1 %); True when none are set."""
+        for joint, effort in self.effort_limits.items():
+            given = effort_limits.get(joint)
+            if given is None or abs(given - effort) > 0.01 * effort:
+                return False
+        return True
 
 
 @dataclass(frozen=True)

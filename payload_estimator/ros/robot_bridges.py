@@ -55,6 +55,8 @@ def _answer(target: str, response: Any) -> tuple[bool, str]:
         return bool(response.success), str(response.error)
     if target == "xarm":  # xarm_msgs/srv/SetTcpLoad: int32 ret (0: done), string message
         return int(response.ret) == 0, f"ret {int(response.ret)}: {response.message}"
+    if target == "ur":  # ur_msgs/srv/SetPayload: bool success
+        return bool(response.success), "success" if response.success else "refused"
     results = list(response.results)  # rcl_interfaces/srv/SetParameters
     refused = [r.reason for r in results if not r.successful]
     return (bool(results) and not refused), ("; ".join(refused) if refused else "parameters set")

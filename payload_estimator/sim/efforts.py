@@ -44,6 +44,7 @@ from payload_estimator.errors import ConfigurationError
 from payload_estimator.robots import ROBOTS, RobotSpec
 from payload_estimator.robots.franka import FRANKA_TAU_J
 from payload_estimator.robots.tables import EffortTable
+from payload_estimator.robots.ur import UR_CURRENT
 from payload_estimator.robots.xarm import XARM_CURRENT
 
 __all__ = [
@@ -54,6 +55,7 @@ __all__ = [
     "moving_links",
     "FRANKA_TAU_J",
     "XARM_CURRENT",
+    "UR_CURRENT",
     "MISMATCH_STREAM",
     "EFFORT_STREAM",
     "SCALE_STREAM",
@@ -133,9 +135,9 @@ class EffortModel:
     """A joint-torque sensor and the friction it sees (module docstring), for ``n`` joints.
 
     Attributes:
-        name: what it models (:data:`FRANKA_TAU_J`, :data:`XARM_CURRENT`, or a user's name).
+        name: what it models (:data:`FRANKA_TAU_J`, :data:`XARM_CURRENT`, :data:`UR_CURRENT`, or a user's name).
         friction: the joints' friction, applied in the physics and compensated by the controller.
-        noise_std: (n,) effort noise std, N·m.
+        noise_std: (n,) effort noise std, in the efforts' unit (N·m for torques).
         scale: (n,) reported effort per N·m of true torque (1: exact).
     """
 
@@ -172,13 +174,16 @@ class EffortModel:
     def from_table(cls, table: EffortTable, scale: ArrayLike | None = None) -> EffortModel:
         """Return the model of a robot's joint-torque sensor with per-joint ``scale`` (default 1: exact).
 
-        ``table`` is :attr:`~payload_estimator.robots.RobotSpec.efforts`."""
+        ``table`` is :attr:`~payload_estimator.robots.RobotSpec.efforts`; ``scale`` multiplies the table's own
+        (a driver reporting currents: the reciprocal torque constants), and the noise, N·m in the table, is
+        reported in the efforts' unit."""
         friction = JointFriction(*(np.array(values, dtype=float) for values in (
             table.coulomb, table.coulomb_velocity, table.velocity_offset, table.stribeck, table.stribeck_velocity,
             table.viscous)))
         n = friction.n_joints
-        return cls(table.name, friction, np.array(table.noise_std, dtype=float),
-                   np.ones(n) if scale is None else np.asarray(scale, dtype=float))
+        unit = np.array(table.scale, dtype=float) if table.scale else np.ones(n)
+        return cls(table.name, friction, np.array(table.noise_std, dtype=float) * unit,
+                   unit * (np.ones(n) if scale is None else np.asarray(scale, dtype=float)))
 
     @classmethod
     def for_robot(cls, robot: str | RobotSpec, effort_scale_error: float = 0.0, seed: int = 0) -> EffortModel:
@@ -191,11 +196,13 @@ class EffortModel:
           Gaz et al., IEEE RA-L 2019.
         * ``xarm7``, ``xarm6`` (:data:`XARM_CURRENT`): efforts from the motor currents, gearbox
           friction included.
+        * ``ur5e``, ``ur10e`` (:data:`UR_CURRENT`): the motor currents themselves, A (scale: reciprocal
+          torque constants of our choosing), gearbox friction included.
 
         Args:
             robot: a built-in robot's name, or a spec.
-            effort_scale_error: each joint's scale is ``1 + U(-e, e)`` (e.g. 0.03 for a few % of
-                torque-constant error), drawn from ``default_rng([seed, SCALE_STREAM])``; 0: exact.
+            effort_scale_error: each joint's scale is ``1 + U(-e, e)`` times the table's (e.g. 0.03 for
+                a few % of torque-constant error), drawn from ``default_rng([seed, SCALE_STREAM])``; 0: exact.
             seed: see ``effort_scale_error``.
 
         Raises:

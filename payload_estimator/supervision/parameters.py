@@ -54,7 +54,7 @@ _READ_ONLY_FIELDS = frozenset(
 )
 _LIVE_FIELDS = frozenset(
     {"apply_target", "max_payload_mass", "franka_set_load_service", "xarm_set_tcp_load_service",
-     "gravity_compensation_node", "gravity_compensation_prefix"}
+     "ur_set_payload_service", "gravity_compensation_node", "gravity_compensation_prefix"}
 )
 _TYPES = {
     "bool": "bool",
