@@ -8,7 +8,10 @@ arm that is not its URDF (``ArmMismatch``). Per robot and arm (mismatch seed), f
 with that friction:
 
 1. calibration: the unloaded arm runs ``--calibration-s`` seconds of Lambert's sinusoids; ``calibrate_arm``
-   fits it without and with its load-dependent term (``load_friction=True``, ``calibrate --load-friction``);
+   fits it without and with its load-dependent term (``load_friction=True``, ``calibrate --load-friction``),
+   and with the term and a second recording of the arm holding a known payload (``--known-payload``, another
+   motion: ``calibrate --known-payload-bag``), whose load tells ``mu`` on the joints the arm's own links
+   hardly load;
 2. estimation: the arm holding the payload runs ``--duration`` seconds of another motion (Lambert's
    sinusoids, other frequencies), and the joint-torque pipeline estimates the payload (WLS).
 
@@ -29,6 +32,7 @@ import numpy as np
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.metrics import paper_errors
 from payload_estimator.pipeline.arm_dynamics import calibrate_arm, joint_recording
+from payload_estimator.pipeline.joint_torques import payload_torques
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.playback import play
 from payload_estimator.pipeline.sources.joint_effort import JointEfforts
@@ -82,6 +86,8 @@ def main() -> None:
                     help="the simulator's load-dependent Coulomb coefficient, N·m per N·m of load (default 0.05)")
     ap.add_argument("--duration", type=float, default=15.0, help="seconds of estimation motion (default 15)")
     ap.add_argument("--calibration-s", type=float, default=30.0, help="seconds of calibration motion (default 30)")
+    ap.add_argument("--known-payload", default="offset_box",
+                    help="the known payload of the third calibration (default offset_box; none: skip it)")
     ap.add_argument("--effort-scale-error", type=float, default=0.0, metavar="E",
                     help="each joint's effort scale off by up to E (then calibrated with the scales; default 0)")
     args = ap.parse_args()
@@ -96,6 +102,7 @@ def main() -> None:
         spec = get_robot(robot)
         calib_motion = make_trajectory("thesis", spec, duration=args.calibration_s, seed=1000)
         motion = make_trajectory("thesis", spec, duration=args.duration, seed=7)
+        known_motion = make_trajectory("thesis", spec, duration=args.calibration_s, seed=2000)
         for seed in range(args.seeds):
             mismatch = ArmMismatch(seed=seed)
             for mu in (0.0, args.mu):
@@ -107,22 +114,33 @@ def main() -> None:
                 rec = joint_recording(cal_run.joint_t, cal_run.joint_q, cal_run.joint_effort)
                 run = simulate(robot=robot, payload=payload, trajectory=motion, duration=args.duration,
                                noise="moderate", seed=seed, imu=False, efforts=efforts, arm_mismatch=mismatch)
-                for fit_load in (False, True):
-                    cal, fit = calibrate_arm(kin, rec, robot=robot, effort_scale=scale, load_friction=fit_load)
-                    label = "with load term" if fit_load else "without"
+                kinds = ["without", "with load term"] + (["load term, known payload"] if args.known_payload != "none"
+                                                         else [])
+                for kind in kinds:
+                    fit_load = kind != "without"
+                    extra = {}
+                    if kind == "load term, known payload":
+                        known_run = simulate(robot=robot, payload=_payload(args.known_payload),
+                                             trajectory=known_motion, duration=args.calibration_s, noise="moderate",
+                                             seed=2000 + seed, imu=False, efforts=efforts, arm_mismatch=mismatch)
+                        known = joint_recording(known_run.joint_t, known_run.joint_q, known_run.joint_effort)
+                        extra = {"loaded": known, "loaded_torques": payload_torques(kin, known.q, known.dq, known.ddq,
+                                                                                    known_run.payload_phi)}
+                    cal, fit = calibrate_arm(kin, rec, robot=robot, effort_scale=scale, load_friction=fit_load,
+                                             **extra)
+                    label = kind
                     found = " ".join(f"{v:.3f}" for v in cal.load_friction) if fit_load else "-"
                     print(f"| {robot} | {seed} | {mu:g} | {label} | {found} | {np.mean(fit.rms_calibrated):.3f} |",
                           flush=True)
-                    results[robot, mu, fit_load].append(_estimate(run, payload, cal))
+                    results[robot, mu, kind].append(_estimate(run, payload, cal))
 
     print(f"\n## Payload ({args.payload}) from joint torques after {args.duration:g} s, WLS, {args.seeds} arm(s): "
           "mean (worst)\n")
     print("| robot | simulator load friction | calibration | mass % | COM mm | inertia % | mass error / std |")
     print("|---|---|---|---|---|---|---|")
-    for (robot, mu, fit_load), rows in results.items():
+    for (robot, mu, kind), rows in results.items():
         cells = [_cell([r[k] for r in rows]) for k in ("mass", "com_mm", "inertia", "z")]
-        print(f"| {robot} | {'mu ' + format(mu, 'g') if mu else 'off'} | "
-              f"{'with load term' if fit_load else 'without'} | {' | '.join(cells)} |")
+        print(f"| {robot} | {'mu ' + format(mu, 'g') if mu else 'off'} | {kind} | {' | '.join(cells)} |")
 
 
 if __name__ == "__main__":
