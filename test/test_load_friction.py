@@ -82,6 +82,7 @@ def test_simulated_load_friction_is_the_law_on_the_transmitted_torque(robot: str
     for f in dataclasses.fields(SimulatedRun):
         x, y = getattr(a, f.name), getattr(b, f.name)
         assert np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y, f.name
+    assert plain.effort_load_friction.size == 0
     # on: the motor torque less MuJoCo's rigid-body torque is the friction law with the rigid-body torque as load
     true_arm = build_model(loaded.simulated_urdf, loaded.joint_names, loaded.payload_params,
                            get_robot(robot).tau_max, SENSOR_FRAME, None)
@@ -110,6 +111,7 @@ def test_simulate_cli_load_friction_needs_efforts(tmp_path, capsys) -> None:
     assert run_cli(["simulate", "--robot", "xarm7", "--duration", "1.5", "--efforts", "--load-friction", "0.05",
                     "--trajectory", "thesis", "--seed", "4", "--out", out]) == 0
     run = SimulatedRun.load(out)
+    np.testing.assert_array_equal(run.effort_load_friction, MU)  # the truth, kept with the run
     extra = run.true_joint_friction - EffortModel.for_robot("xarm7").friction.torque(run.true_dq)
     assert np.max(np.abs(extra[:, 1])) > 0.5 and np.all(extra * run.true_dq >= -1e-12)
 
