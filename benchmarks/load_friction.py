@@ -129,7 +129,7 @@ def main() -> None:
                     cal, fit = calibrate_arm(kin, rec, robot=robot, effort_scale=scale, load_friction=fit_load,
                                              **extra)
                     label = kind
-                    found = " ".join(f"{v:.3f}" for v in cal.load_friction) if fit_load else "-"
+                    found = " ".join(f"{v:.3f}" for v in cal.load_friction.sum(axis=1)) if fit_load else "-"
                     print(f"| {robot} | {seed} | {mu:g} | {label} | {found} | {np.mean(fit.rms_calibrated):.3f} |",
                           flush=True)
                     results[robot, mu, kind].append(_estimate(run, payload, cal))

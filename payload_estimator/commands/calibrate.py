@@ -557,7 +557,7 @@ def calibration_summary(cal: ArmCalibration, fit: CalibrationFit, coverage: Cove
             "rms_calibrated": float(fit.rms_calibrated[i]),
             "viscous": float(cal.viscous[i]), "coulomb": float(coulomb[i]), "offset": float(cal.offset[i]),
             "effort_scale": float(cal.effort_scale[i]), "residual_std": float(cal.residual_std[i]),
-            "load_friction": float(cal.load_friction[i]),
+            "load_friction": float(np.sum(cal.load_friction[i])),
         }
         if "effort_scale_std" in cal.info:
             row["effort_scale_std"] = float(cal.info["effort_scale_std"][i])
@@ -590,12 +590,12 @@ def calibration_table(cal: ArmCalibration, fit: CalibrationFit, coverage: Covera
 
     held = fit.rms_calibrated_held_out is not None
     scale = bool(cal.info.get("effort_scale_calibrated", False))
-    load = bool(np.any(cal.load_friction > 0.0))
+    load = bool(np.any(cal.load_friction != 0.0))
     held_note = ", also on --validate (held)" if held else ""
     table = Table(title="per joint: speed range (rad/s, ! if too slow for friction); effort residual RMS (N·m) with "
                   f"the description alone (descr) and calibrated (calib){held_note}"
                   "; friction found: viscous (N·m·s/rad), Coulomb, offset (N·m)"
-                  + (", load-dependent Coulomb (N·m per N·m of load)" if load else "")
+                  + (", load-dependent Coulomb at speed (N·m per N·m of load)" if load else "")
                   + "; body physically consistent",
                   title_justify="left")
     columns = ["joint", "speed", "descr", "calib"] + (["held descr", "held calib"] if held else [])
@@ -614,7 +614,7 @@ def calibration_table(cal: ArmCalibration, fit: CalibrationFit, coverage: Covera
             row += [f"{fit.rms_description_held_out[i]:.3f}", f"{fit.rms_calibrated_held_out[i]:.3f}"]
         row += [f"{cal.viscous[i]:.2f}", f"{coulomb[i]:.2f}", f"{cal.offset[i]:+.2f}"]
         if load:
-            row.append(f"{cal.load_friction[i]:.3f}")
+            row.append(f"{np.sum(cal.load_friction[i]):.3f}")
         if scale:
             row.append(f"{cal.effort_scale[i]:.3f}")
         body = consistent.get(name)

@@ -14,16 +14,20 @@ Robots*, 2002, ch. 12)::
   ``sgn_e(v) = tanh(v / v_k)`` at each of the :data:`COULOMB_VELOCITIES` (a Coulomb level that sets
   in at several speeds: real joints' transition from sticking to sliding, and Stribeck's dip, differ from
   joint to joint and robot to robot; ``f_c`` is (n, k)), and a constant offset ``f_o`` (the sensor's zero).
-* load-dependent Coulomb friction (opt-in, ``mu_i`` 0 unless calibrated with it)::
+* load-dependent Coulomb friction (opt-in, ``mu`` 0 unless calibrated with it)::
 
-      mu_i |tau_load,i| tanh(dq_i / LOAD_FRICTION_VELOCITY)
+      |tau_load,i| sum_k mu_i,k tanh(dq_i / v_k)
 
   the dry-friction law of Hamon, Gautier and Garrec ("Dynamic identification of robots with a dry
   friction model depending on load and velocity", IROS 2010): a gearbox's Coulomb level grows with
-  the torque it transmits. The load ``tau_load`` is read from the effort itself (the corrected effort
-  minus the rest of the friction is ``tau_load`` plus this term: the rigid-body torque of the arm *and
-  its payload*), so the same term holds with a payload the model does not know; linear in ``mu``
-  given the load (the calibration takes the rigid-body torques it fits as the load).
+  the torque it transmits, by ``mu_i = sum_k mu_i,k`` N·m per N·m at speed. The calibration makes
+  the levels ``mu_i`` times the joint's own Coulomb levels' shape (``f_c,i,k / sum_k f_c,i,k``): the
+  load scales the joint's Coulomb friction, and a load that does not vary is exactly a Coulomb level,
+  so only the load's variation along the motion tells ``mu``. The load ``tau_load`` is read from the
+  effort itself (the corrected effort minus the rest of the friction is ``tau_load`` plus this term:
+  the rigid-body torque of the arm *and its payload*), so the same term holds with a payload the
+  model does not know; linear in ``mu`` given the load (the calibration takes the rigid-body torques
+  it fits as the load).
 * ``s_i``: the effort's scale (1 unless calibrated: a current-to-torque constant that is off).
 * ``J_S^T w``: the payload (:mod:`payload_estimator.pipeline.joint_torques`).
 
@@ -58,7 +62,6 @@ __all__ = [
     "COULOMB_VELOCITIES",
     "CALIBRATION_FORMAT",
     "FRICTION_TERMS",
-    "LOAD_FRICTION_VELOCITY",
     "load_friction_regressor",
 ]
 
@@ -67,8 +70,6 @@ COULOMB_VELOCITIES = (0.02, 0.1, 0.4)
 CALIBRATION_FORMAT = "payload_estimator.ArmCalibration/1"
 FRICTION_TERMS = 2 + len(COULOMB_VELOCITIES)
 """Friction columns per joint: viscous, the Coulomb levels, the offset."""
-LOAD_FRICTION_VELOCITY = 0.05
-"""rad/s: the smooth sign ``tanh(dq / v)`` of the load-dependent Coulomb term."""
 
 
 def body_from_pinocchio(p: np.ndarray) -> InertialParameters:
@@ -100,8 +101,9 @@ class ArmCalibration:
             noise the payload estimate weights the joints by.
         consistent: (b,) whether each body's fitted parameters are physically consistent.
         info: provenance (source recording, samples, date, the fit's figures) as plain strings/numbers.
-        load_friction: (n,) ``mu``, N·m of Coulomb friction per N·m of load torque (module docstring);
-            zeros when not calibrated.
+        load_friction: (n, k) ``mu``, N·m of Coulomb friction per N·m of load torque, one column per
+            :data:`COULOMB_VELOCITIES` (module docstring; their sum is the coefficient at speed); zeros when
+            not calibrated.
     """
 
     robot: str
@@ -119,8 +121,13 @@ class ArmCalibration:
 
     def __post_init__(self) -> None:
         n, b = len(self.joint_names), len(self.body_joints)
+        k = len(COULOMB_VELOCITIES)
         if np.size(self.load_friction) == 0:
-            object.__setattr__(self, "load_friction", np.zeros(n))
+            object.__setattr__(self, "load_friction", np.zeros((n, k)))
+        M = np.asarray(self.load_friction, dtype=float)
+        if M.shape != (n, k):
+            raise CalibrationError(f"arm calibration: load_friction must be {n} rows of {k} levels")
+        object.__setattr__(self, "load_friction", M)
         object.__setattr__(self, "joint_names", tuple(str(x) for x in self.joint_names))
         object.__setattr__(self, "body_joints", tuple(str(x) for x in self.body_joints))
         P = np.asarray(self.body_parameters, dtype=float).reshape(b, 10)
@@ -130,19 +137,20 @@ class ArmCalibration:
             raise CalibrationError(f"arm calibration: coulomb must be {n} rows of {len(COULOMB_VELOCITIES)} levels "
                                    f"(one per velocity {list(COULOMB_VELOCITIES)} rad/s)")
         object.__setattr__(self, "coulomb", C)
-        for name in ("viscous", "offset", "effort_scale", "residual_std", "load_friction"):
+        for name in ("viscous", "offset", "effort_scale", "residual_std"):
             v = np.asarray(getattr(self, name), dtype=float).reshape(-1)
             if v.shape != (n,):
                 raise CalibrationError(f"arm calibration: {name} has {v.size} values for {n} joints")
             object.__setattr__(self, name, v)
         values = np.concatenate([P.ravel(), self.viscous, C.ravel(), self.offset, self.effort_scale,
-                                 self.residual_std, self.load_friction])
+                                 self.residual_std, M.ravel()])
         if not np.all(np.isfinite(values)):
             raise CalibrationError("arm calibration: a value is not finite")
         if np.any(self.effort_scale <= 0.0) or np.any(self.residual_std <= 0.0):
             raise CalibrationError("arm calibration: effort_scale and residual_std must be positive")
-        if np.any(self.load_friction < 0.0):
-            raise CalibrationError("arm calibration: load_friction must not be negative")
+        if np.any(M.sum(axis=1) < 0.0) or np.any(np.abs(M).sum(axis=1) >= 0.5):
+            raise CalibrationError("arm calibration: each joint's load_friction must sum to 0 or more, its "
+                                   "levels' magnitudes to less than 0.5")
         if not self.consistent:
             object.__setattr__(self, "consistent", tuple(body_is_consistent(p) for p in P))
 
@@ -168,9 +176,8 @@ class ArmCalibration:
         friction: dict[str, Any] = {
             "viscous": floats(self.viscous), "coulomb": [floats(row) for row in self.coulomb],
             "offset": floats(self.offset), "coulomb_velocities": list(COULOMB_VELOCITIES)}
-        if np.any(self.load_friction > 0.0):  # written only when calibrated: older readers see the same file
-            friction["load"] = floats(self.load_friction)
-            friction["load_velocity"] = LOAD_FRICTION_VELOCITY
+        if np.any(self.load_friction != 0.0):  # written only when calibrated: older readers see the same file
+            friction["load"] = [floats(row) for row in self.load_friction]
         return {
             "format": CALIBRATION_FORMAT,
             "robot": self.robot,
@@ -208,10 +215,6 @@ class ArmCalibration:
             if list(friction.get("coulomb_velocities", [])) != list(COULOMB_VELOCITIES):
                 raise ValueError(f"friction model of coulomb_velocities {friction.get('coulomb_velocities')}, this "
                                  f"version fits {list(COULOMB_VELOCITIES)}: calibrate again")
-            if "load" in friction and float(friction.get("load_velocity", LOAD_FRICTION_VELOCITY)) != \
-                    LOAD_FRICTION_VELOCITY:
-                raise ValueError(f"load-dependent friction of load_velocity {friction.get('load_velocity')}, this "
-                                 f"version fits {LOAD_FRICTION_VELOCITY}: calibrate again")
             bodies = data["bodies"]
             return cls(
                 robot=str(data.get("robot", "")),
@@ -271,7 +274,7 @@ class ArmDynamics:
             self.viscous = self.offset = np.zeros(n)
             self.coulomb = np.zeros((n, len(COULOMB_VELOCITIES)))
             self.effort_scale = np.ones(n)
-            self.load_friction = np.zeros(n)
+            self.load_friction = np.zeros((n, len(COULOMB_VELOCITIES)))
         else:
             calibration.check_matches("", kinematics.joint_names)
             if calibration.body_joints != self.body_joints:
@@ -308,7 +311,7 @@ class ArmDynamics:
     @property
     def load_dependent(self) -> bool:
         """Whether the friction has a load-dependent Coulomb term (``mu`` not all 0)."""
-        return bool(np.any(self.load_friction > 0.0))
+        return bool(np.any(self.load_friction != 0.0))
 
     def friction(self, dq: np.ndarray, effort: np.ndarray | None = None) -> np.ndarray:
         """(N, n) friction and offset torques at joint velocities ``dq`` (N, n), N·m.
@@ -318,19 +321,19 @@ class ArmDynamics:
         steps = np.tanh(dq[:, :, None] / np.asarray(COULOMB_VELOCITIES))  # (N, n, k)
         out = self.viscous * dq + np.einsum("nik,ik->ni", steps, self.coulomb) + self.offset
         if effort is not None and self.load_dependent:
-            # what the effort shows beyond the rest of the friction is E = L + mu |L| s (s the smooth sign): the
-            # load L itself, |L| = |E| / (1 + mu s sgn(E)), so the term is not off by mu² |L|
+            # what the effort shows beyond the rest of the friction is E = L + m |L| (m = sum_k mu_k tanh(dq / v_k)):
+            # the load L itself, |L| = |E| / (1 + m sgn(E)), so the term is not off by mu² |L|
             shown = self.corrected_effort(effort) - out
-            sign = np.tanh(dq / LOAD_FRICTION_VELOCITY)
-            load = np.abs(shown) / (1.0 + self.load_friction * sign * np.sign(shown))
-            out = out + self.load_friction * load * sign
+            m = np.einsum("nik,ik->ni", steps, self.load_friction)
+            load = np.abs(shown) / (1.0 + m * np.sign(shown))
+            out = out + m * load
         return out
 
     def load_friction_torques(self, dq: np.ndarray, effort: np.ndarray) -> np.ndarray:
         """(N, n) the load-dependent Coulomb friction, N·m (zeros without it).
 
         The load is read from the corrected ``effort`` (N, n) less the rest of the friction (module docstring):
-        ``E = L + mu |L| s``, so ``|L| = |E| / (1 + mu s sgn(E))``, ``s = tanh(dq / LOAD_FRICTION_VELOCITY)``."""
+        ``E = L + m |L|``, so ``|L| = |E| / (1 + m sgn(E))``, ``m = sum_k mu_k tanh(dq / v_k)``."""
         dq = np.atleast_2d(np.asarray(dq, dtype=float))
         return self.friction(dq, effort) - self.friction(dq)
 
@@ -361,7 +364,9 @@ def friction_regressor(dq: np.ndarray) -> np.ndarray:
 
 
 def load_friction_regressor(dq: np.ndarray, load: np.ndarray) -> np.ndarray:
-    """(N, n) each joint's load-dependent Coulomb column ``|tau_load| tanh(dq / LOAD_FRICTION_VELOCITY)``.
+    """(N, n, k) each joint's load-dependent Coulomb columns ``|tau_load| tanh(dq / v_k)``.
 
-    ``dq`` (N, n) rad/s, ``load`` (N, n) N·m: times ``mu`` (n,) it is the term's torque."""
-    return np.abs(np.asarray(load, dtype=float)) * np.tanh(np.asarray(dq, dtype=float) / LOAD_FRICTION_VELOCITY)
+    ``dq`` (N, n) rad/s, ``load`` (N, n) N·m, ``v_k`` the :data:`COULOMB_VELOCITIES`: summed with ``mu`` (n, k)
+    it is the term's torque."""
+    dq = np.asarray(dq, dtype=float)
+    return np.abs(np.asarray(load, dtype=float))[:, :, None] * np.tanh(dq[:, :, None] / np.asarray(COULOMB_VELOCITIES))
