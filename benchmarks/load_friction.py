@@ -8,7 +8,8 @@ arm that is not its URDF (``ArmMismatch``). Per robot and arm (mismatch seed), f
 with that friction:
 
 1. calibration: the unloaded arm runs ``--calibration-s`` seconds of Lambert's sinusoids; ``calibrate_arm``
-   fits it without and with its load-dependent term (``load_friction=True``, ``calibrate --load-friction``),
+   fits it without and with its load-dependent term (``load_friction=True``, ``calibrate --load-friction``:
+   one coefficient for the arm; ``--per-joint`` also one per joint),
    and with the term and a second recording of the arm holding a known payload (``--known-payload``, another
    motion: ``calibrate --known-payload-bag``), whose load tells ``mu`` on the joints the arm's own links
    hardly load;
@@ -88,6 +89,7 @@ def main() -> None:
     ap.add_argument("--calibration-s", type=float, default=30.0, help="seconds of calibration motion (default 30)")
     ap.add_argument("--known-payload", default="offset_box",
                     help="the known payload of the third calibration (default offset_box; none: skip it)")
+    ap.add_argument("--per-joint", action="store_true", help="also calibrate one mu per joint")
     ap.add_argument("--effort-scale-error", type=float, default=0.0, metavar="E",
                     help="each joint's effort scale off by up to E (then calibrated with the scales; default 0)")
     args = ap.parse_args()
@@ -114,8 +116,8 @@ def main() -> None:
                 rec = joint_recording(cal_run.joint_t, cal_run.joint_q, cal_run.joint_effort)
                 run = simulate(robot=robot, payload=payload, trajectory=motion, duration=args.duration,
                                noise="moderate", seed=seed, imu=False, efforts=efforts, arm_mismatch=mismatch)
-                kinds = ["without", "with load term"] + (["load term, known payload"] if args.known_payload != "none"
-                                                         else [])
+                kinds = ["without", "with load term"] + (["load term per joint"] if args.per_joint else []) + (
+                    ["load term, known payload"] if args.known_payload != "none" else [])
                 for kind in kinds:
                     fit_load = kind != "without"
                     extra = {}
@@ -127,7 +129,7 @@ def main() -> None:
                         extra = {"loaded": known, "loaded_torques": payload_torques(kin, known.q, known.dq, known.ddq,
                                                                                     known_run.payload_phi)}
                     cal, fit = calibrate_arm(kin, rec, robot=robot, effort_scale=scale, load_friction=fit_load,
-                                             **extra)
+                                             load_friction_per_joint=kind == "load term per joint", **extra)
                     label = kind
                     found = " ".join(f"{v:.3f}" for v in cal.load_friction.sum(axis=1)) if fit_load else "-"
                     print(f"| {robot} | {seed} | {mu:g} | {label} | {found} | {np.mean(fit.rms_calibrated):.3f} |",
