@@ -26,7 +26,14 @@ the plain pseudo-inverse wrench ``pinv(J^T) dtau`` fed to the same estimator as 
 Targets: xArm 7, current-based efforts, 1 kg payload (the workshop's 1.08 kg club hammer: a
 steel head on a wooden handle), 15 s: mass <= 2 %, COM <= 8 mm; better on the Panda.
 
+``--effort-scale-error E`` simulates efforts whose scale is off by up to ``E`` per joint (a torque constant that
+is off) and calibrates the scales with the arm (``calibrate --effort-scale``); ``--load-friction MU`` adds
+Coulomb friction growing with the joints' load (Hamon, Gautier and Garrec's law) to the simulator, and
+``--fit-load-friction`` fits its term in the calibration (``calibrate --load-friction``;
+``benchmarks/load_friction.py`` compares the four combinations).
+
 Run:  python benchmarks/joint_torques.py [--seeds 3] [--robots xarm7 panda ...] [--quick] [--singular]
+          [--effort-scale-error 0.05] [--load-friction 0.05 [--fit-load-friction]]
 """
 
 from __future__ import annotations
@@ -73,6 +80,14 @@ def _payload(name: str):
 FRICTION_PRIOR = ArmPrior().friction
 CONSISTENT = False
 CALIBRATION_MOTION = "thesis"
+SCALE_ERROR = 0.0
+LOAD_FRICTION = 0.0
+FIT_LOAD_FRICTION = False
+
+
+def _efforts(robot: str, seed: int) -> EffortModel:
+    """The simulated arm's joint-torque sensor: the robot's, its scales and load friction as the options say."""
+    return EffortModel.for_robot(robot, effort_scale_error=SCALE_ERROR, seed=seed, load_friction=LOAD_FRICTION)
 
 
 def _calibrate(robot: str, mismatch: ArmMismatch, seconds: float, seed: int):
@@ -85,11 +100,12 @@ def _calibrate(robot: str, mismatch: ArmMismatch, seconds: float, seed: int):
     else:
         motion = make_trajectory("thesis", spec, duration=seconds, seed=1000 + seed)
     run = simulate(robot=robot, payload=NO_PAYLOAD, trajectory=motion, duration=seconds, noise="moderate",
-                   seed=1000 + seed, imu=False, efforts=EffortModel.for_robot(robot), arm_mismatch=mismatch)
+                   seed=1000 + seed, imu=False, efforts=_efforts(robot, mismatch.seed), arm_mismatch=mismatch)
     kin = SensorKinematics(run.urdf, run.sensor_frame, run.joint_names)
     started = time.perf_counter()
     cal, fit = calibrate_arm(kin, joint_recording(run.joint_t, run.joint_q, run.joint_effort), robot=robot,
-                             prior=ArmPrior(friction=FRICTION_PRIOR), consistent=CONSISTENT)
+                             prior=ArmPrior(friction=FRICTION_PRIOR), consistent=CONSISTENT,
+                             effort_scale=SCALE_ERROR > 0.0, load_friction=FIT_LOAD_FRICTION)
     return cal, fit, time.perf_counter() - started
 
 
@@ -147,9 +163,17 @@ def main() -> None:
     ap.add_argument("--consistent", action="store_true", help="calibrate over real bodies only (slower)")
     ap.add_argument("--calibration-motion", choices=("thesis", "designed"), default="thesis",
                     help="thesis: Lambert's sinusoids (default); designed: what `excite --for calibration` designs")
+    ap.add_argument("--effort-scale-error", type=float, default=0.0, metavar="E",
+                    help="each joint's effort scale off by up to E in the simulator, then calibrated (default 0)")
+    ap.add_argument("--load-friction", type=float, default=0.0, metavar="MU",
+                    help="the simulator's load-dependent Coulomb coefficient, N·m per N·m of load (default 0: off)")
+    ap.add_argument("--fit-load-friction", action="store_true", help="calibrate the load-dependent friction term")
     args = ap.parse_args()
-    global FRICTION_PRIOR, CONSISTENT, CALIBRATION_MOTION
+    global FRICTION_PRIOR, CONSISTENT, CALIBRATION_MOTION, SCALE_ERROR, LOAD_FRICTION, FIT_LOAD_FRICTION
     FRICTION_PRIOR, CONSISTENT, CALIBRATION_MOTION = args.friction_prior, args.consistent, args.calibration_motion
+    if not 0.0 <= args.effort_scale_error < 1.0 or not 0.0 <= args.load_friction < 1.0:
+        ap.error("--effort-scale-error and --load-friction must be in [0, 1)")
+    SCALE_ERROR, LOAD_FRICTION, FIT_LOAD_FRICTION = args.effort_scale_error, args.load_friction, args.fit_load_friction
     if args.quick:
         args.robots, args.payloads, args.seeds, args.motions, args.methods = (
             ["xarm7", "panda"], ["ws_club_hammer"], 1, ["thesis"], ["wls"])
@@ -158,6 +182,9 @@ def main() -> None:
         return
 
     what = "Lambert's sinusoids" if args.calibration_motion == "thesis" else "the designed calibration motion"
+    if SCALE_ERROR or LOAD_FRICTION or FIT_LOAD_FRICTION:
+        print(f"Simulated efforts: scales off by up to {100 * SCALE_ERROR:g} % (calibrated: {SCALE_ERROR > 0}), "
+              f"load-dependent Coulomb friction mu {LOAD_FRICTION:g} (calibration term: {FIT_LOAD_FRICTION})\n")
     print(f"## Calibration ({args.calibration_s:g} s of the unloaded arm, {what}), effort RMS "
           "residual on it (N·m, mean over joints)\n")
     print("| robot | arm | description alone | calibrated | bodies consistent | fit time |")
@@ -179,7 +206,7 @@ def main() -> None:
                 payload = _payload(payload_name)
                 for seed in range(args.seeds):
                     run = simulate(robot=robot, payload=payload, trajectory=trajectory, duration=args.duration,
-                                   noise="moderate", seed=seed, imu=False, efforts=EffortModel.for_robot(robot),
+                                   noise="moderate", seed=seed, imu=False, efforts=_efforts(robot, seed),
                                    arm_mismatch=ArmMismatch(seed=seed))
                     for method in args.methods:
                         for source, cal in (("description", None), ("calibrated", calibrations[robot, seed]),
@@ -232,7 +259,7 @@ def singular(args: argparse.Namespace) -> None:
             for seed in range(args.seeds):
                 cal, _, _ = _calibrate(robot, ArmMismatch(seed=seed), args.calibration_s, seed)
                 run = simulate(robot=robot, payload=payload, trajectory=trajectory, duration=args.duration,
-                               noise="moderate", seed=seed, imu=False, efforts=EffortModel.for_robot(robot),
+                               noise="moderate", seed=seed, imu=False, efforts=_efforts(robot, seed),
                                arm_mismatch=ArmMismatch(seed=seed))
                 kin = SensorKinematics(run.urdf, run.sensor_frame, run.joint_names)
                 J = kin.frame_jacobian(run.true_q[::50])

@@ -130,3 +130,69 @@ def test_refusals_are_answers_and_leave_nothing_recording(tmp_path, typestore, i
     result = service_for(sup, stopping, running=lambda: stopping.now < T0 + 0.5).calibrate(6.0, "")
     assert not result.success and stopping.now < T0 + 1.0  # the node shut down: no waiting for the end
     assert sup.calibration is None
+
+
+KNOWN_MASS = 2.0
+KNOWN_COM_IN_SENSOR = np.array([0.03, -0.02, 0.06])
+
+
+@pytest.fixture(scope="module")
+def loaded_items(typestore):
+    """8 s of the same Panda holding a known 2 kg point mass (another motion), from 130 s; and its COM in the
+    flange frame."""
+    from payload_estimator.core.inertia import InertialParameters
+    from payload_estimator.pipeline.kinematics import SensorKinematics
+    from payload_estimator.robots import get_robot
+    from payload_estimator.sim.efforts import ArmMismatch, EffortModel
+    from payload_estimator.sim.mujoco_sim import simulate
+
+    payload = InertialParameters.point_mass(KNOWN_MASS, KNOWN_COM_IN_SENSOR)
+    run = simulate(robot="panda", payload=payload, trajectory="thesis", duration=8.0, rate_hz=250.0, seed=2,
+                   efforts=EffortModel.for_robot("panda"), arm_mismatch=ArmMismatch(seed=3))
+    flange = get_robot("panda").flange_frame
+    R, p = SensorKinematics(run.urdf, run.sensor_frame, run.joint_names).rigid_pose(run.sensor_frame, flange)
+    com_in_flange = payload.transformed(R, p).com
+    make = ros_factories.rosbags_factory(typestore)
+    out = []
+    for k, t in enumerate(run.joint_t):
+        msg = ros_outbound.joint_state_msg(make, 2000.0 + float(t), run.joint_names, run.joint_q[k], run.joint_dq[k],
+                                           run.joint_effort[k])
+        out.append(("joint_states", SerializedJointState(bytes(typestore.serialize_cdr(msg, msg.__msgtype__))),
+                    T0 + 30.0 + float(t)))
+    return out, com_in_flange
+
+
+def test_a_known_payload_is_fitted_with_the_unloaded_recording_kept(tmp_path, typestore, items, loaded_items):
+    """The ``calibrate --known-payload-bag`` counterpart: a call without payload, then one holding a known payload
+    (``known_payload_mass``, ``known_payload_com``); the second fits both recordings, with the load-dependent
+    friction asked for."""
+    from payload_estimator.pipeline.arm_dynamics import ArmCalibration
+
+    held, com_in_flange = loaded_items
+    path = tmp_path / "panda.yaml"
+    sup = supervisor_for(path, typestore)
+    loop = Loop(sup, items + held)
+    service = service_for(sup, loop)
+    result = service.calibrate(6.0, "", known_payload_mass=KNOWN_MASS, known_payload_com=list(com_in_flange))
+    assert not result.success and "call ~/calibrate without payload first" in result.message
+    assert loop.now == T0 and sup.calibration is None  # refused before recording
+    for mass, com, words in ((-1.0, [0, 0, 0], "known_payload_mass must be 0"),
+                             (1.0, [0.0, 0.1], "known_payload_com must be 3 numbers")):
+        result = service.calibrate(6.0, "", known_payload_mass=mass, known_payload_com=com)
+        assert not result.success and words in result.message, result.message
+    first = service.calibrate(6.0, "", load_friction=True)
+    assert first.success, first.message
+    unloaded = ArmCalibration.load(path)
+    assert "known_payload_mass" not in unloaded.info and "load_friction_determined" in unloaded.info
+    loop.now = T0 + 30.0  # the arm now holds the known payload
+    second = service.calibrate(6.0, "", load_friction=True, known_payload_mass=KNOWN_MASS,
+                               known_payload_com=list(com_in_flange))
+    assert second.success, second.message
+    assert f"holding the known {KNOWN_MASS:g} kg payload" in second.message
+    assert second.samples == first.samples  # the figures are the unloaded recording's
+    both = ArmCalibration.load(path)
+    assert both.info["known_payload_mass"] == KNOWN_MASS
+    np.testing.assert_allclose(both.info["known_payload_com"], com_in_flange, atol=1e-6)
+    # the payload did not become part of the arm: the last body's mass is the unloaded fit's, not 2 kg more
+    assert abs(both.body_parameters[-1, 0] - unloaded.body_parameters[-1, 0]) < 0.3 * KNOWN_MASS
+    assert sup.calibration is None

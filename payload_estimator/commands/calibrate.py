@@ -69,7 +69,7 @@ if TYPE_CHECKING:
 __all__ = ["add_parser", "run", "MOVING_SPEED", "MIN_MOTION_S", "MIN_RANGE_RAD", "MIN_REVERSALS", "speed_reversals",
            "motion_refusal", "FIT_RATE_HZ", "Coverage", "motion_coverage",
            "calibration_table", "calibration_summary", "effort_check_line", "consistency_line", "coulomb_level",
-           "friction_warnings", "known_payload", "scale_warnings",
+           "friction_warnings", "known_payload", "scale_warnings", "load_friction_warnings",
            "EXTRAPOLATION"]
 
 MOVING_SPEED = 0.1
@@ -114,6 +114,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--known-payload", metavar="SPEC", default="truth",
                    help="the payload of --known-payload-bag: MASS@X,Y,Z (kg, a point mass at X,Y,Z m in the flange "
                         "frame), or truth (default: the payload BAG2 records as ground truth, a simulated bag)")
+    p.add_argument("--load-friction", action="store_true",
+                   help="also fit each joint's Coulomb friction growing with its load, as in gearboxes (Hamon, "
+                        "Gautier and Garrec, 'Dynamic identification of robots with a dry friction model depending "
+                        "on load and velocity'): mu N·m per N·m of the torque the joint transmits; with "
+                        "--known-payload-bag the payload's load helps tell it")
     p.add_argument("--consistent", action="store_true",
                    help="fit over physically consistent bodies only (an arm model for a simulator; slower, and the "
                         "payload estimate does not need it)")
@@ -311,9 +316,21 @@ def effort_check_line(dynamics: ArmDynamics, rec: JointRecording, scale: bool = 
     speed = np.abs(rec.dq).max(axis=1)
     slow = speed <= np.median(speed)
     q, dq, ddq = rec.q[slow], rec.dq[slow], rec.ddq[slow]
-    tau = dynamics.torques(q, dq, ddq)
+    tau = dynamics.torques(q, dq, ddq, rec.effort[slow])
     return effort_check(tau, dynamics.corrected_effort(rec.effort[slow]), dynamics.kinematics.joint_names, scale,
                         currents)
+
+
+def load_friction_warnings(cal: ArmCalibration) -> list[str]:
+    """One line when ``--load-friction`` was asked for and the recording did not determine it (kept at 0)."""
+    determined = cal.info.get("load_friction_determined")
+    if not determined or all(determined):
+        return []
+    names = [n for n, ok in zip(cal.joint_names, determined) if not ok]
+    which = "" if cal.info.get("load_friction_shared", True) else f" of {', '.join(names)}"
+    return [f"the load-dependent friction{which} is not determined by this recording (the joints' loads hardly "
+            "vary along the motion): kept at 0; move the shoulder and elbow through their range, or give "
+            "--known-payload-bag"]
 
 
 def scale_warnings(cal: ArmCalibration) -> list[str]:
@@ -451,11 +468,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         calibration, fit = calibrate_arm(kinematics, rec, robot=settings.robot, effort_scale=args.effort_scale,
                                          held_out=held_out, info=info, consistent=args.consistent, loaded=loaded,
-                                         loaded_torques=loaded_torques)
+                                         loaded_torques=loaded_torques, load_friction=args.load_friction)
     except ValueError as exc:  # a fit that cannot be made of this recording (degenerate, diverged)
         raise CommandError(f"{bag}: the calibration failed: {one_line(exc)}") from None
     warnings += friction_warnings(ArmDynamics(kinematics, calibration), coverage)
     warnings += scale_warnings(calibration)
+    warnings += load_friction_warnings(calibration)
     warnings += _validation_warnings(joints, coverage, held_coverage, fit)
     try:
         calibration.save(out)
@@ -556,6 +574,7 @@ def calibration_summary(cal: ArmCalibration, fit: CalibrationFit, coverage: Cove
             "rms_calibrated": float(fit.rms_calibrated[i]),
             "viscous": float(cal.viscous[i]), "coulomb": float(coulomb[i]), "offset": float(cal.offset[i]),
             "effort_scale": float(cal.effort_scale[i]), "residual_std": float(cal.residual_std[i]),
+            "load_friction": float(np.sum(cal.load_friction[i])),
         }
         if "effort_scale_std" in cal.info:
             row["effort_scale_std"] = float(cal.info["effort_scale_std"][i])
@@ -588,13 +607,17 @@ def calibration_table(cal: ArmCalibration, fit: CalibrationFit, coverage: Covera
 
     held = fit.rms_calibrated_held_out is not None
     scale = bool(cal.info.get("effort_scale_calibrated", False))
+    load = bool(np.any(cal.load_friction != 0.0))
     held_note = ", also on --validate (held)" if held else ""
     table = Table(title="per joint: speed range (rad/s, ! if too slow for friction); effort residual RMS (N·m) with "
                   f"the description alone (descr) and calibrated (calib){held_note}"
-                  "; friction found: viscous (N·m·s/rad), Coulomb, offset (N·m); body physically consistent",
+                  "; friction found: viscous (N·m·s/rad), Coulomb, offset (N·m)"
+                  + (", load-dependent Coulomb at speed (N·m per N·m of load)" if load else "")
+                  + "; body physically consistent",
                   title_justify="left")
     columns = ["joint", "speed", "descr", "calib"] + (["held descr", "held calib"] if held else [])
-    columns += ["viscous", "Coulomb", "offset"] + (["scale"] if scale else []) + ["body ok"]
+    columns += ["viscous", "Coulomb", "offset"] + (["load mu"] if load else []) + (["scale"] if scale else [])
+    columns += ["body ok"]
     for title in columns:
         table.add_column(title, justify="left" if title in ("joint", "body ok") else "right", no_wrap=True)
     consistent = dict(zip(cal.body_joints, cal.consistent))
@@ -607,6 +630,8 @@ def calibration_table(cal: ArmCalibration, fit: CalibrationFit, coverage: Covera
         if held and fit.rms_description_held_out is not None and fit.rms_calibrated_held_out is not None:
             row += [f"{fit.rms_description_held_out[i]:.3f}", f"{fit.rms_calibrated_held_out[i]:.3f}"]
         row += [f"{cal.viscous[i]:.2f}", f"{coulomb[i]:.2f}", f"{cal.offset[i]:+.2f}"]
+        if load:
+            row.append(f"{np.sum(cal.load_friction[i]):.3f}")
         if scale:
             row.append(f"{cal.effort_scale[i]:.3f}")
         body = consistent.get(name)

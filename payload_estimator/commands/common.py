@@ -450,7 +450,9 @@ def config_error(path: str, exc: BaseException) -> CommandError:
 
 
 def add_effort_arguments(p: argparse.ArgumentParser, switch: bool = True) -> None:
-    """Add ``--efforts``, ``--arm-seed`` and ``--effort-scale-error`` to a command that simulates joint torques.
+    """Add the options of a command that simulates joint torques.
+
+    ``--efforts``, ``--arm-seed``, ``--effort-scale-error`` and ``--load-friction``.
 
     Without ``switch``, ``--efforts`` is not offered: always on. See :func:`effort_model`."""
     if switch:
@@ -464,6 +466,11 @@ def add_effort_arguments(p: argparse.ArgumentParser, switch: bool = True) -> Non
                         "calibration run and the runs it is used on must share it (default 0)")
     p.add_argument("--effort-scale-error", type=nonnegative_float, default=0.0, metavar="FRACTION",
                    help="each joint's effort scale off by up to this fraction, e.g. 0.03 (default 0: exact)")
+    p.add_argument("--load-friction", type=nonnegative_float, default=0.0, metavar="COEFF",
+                   help="Coulomb friction that grows with the load, as in real gearboxes: each joint's Coulomb "
+                        "level rises by COEFF N·m per N·m of the torque it transmits (Hamon, Gautier and Garrec, "
+                        "'Dynamic identification of robots with a dry friction model depending on load and "
+                        "velocity'), e.g. 0.03 (default 0: off)")
 
 
 def effort_model(robot: str | RobotSpec, args: argparse.Namespace) -> tuple[Any, Any]:
@@ -472,10 +479,15 @@ def effort_model(robot: str | RobotSpec, args: argparse.Namespace) -> tuple[Any,
     Both None without ``--efforts``: the robot's default effort model and a mismatched arm, both
     drawn from ``--arm-seed``."""
     if not getattr(args, "efforts", True):
+        if getattr(args, "load_friction", 0.0) > 0.0:
+            raise CommandError("--load-friction needs --efforts (the friction is part of the effort model)")
         return None, None
     from payload_estimator.sim.efforts import ArmMismatch, EffortModel
 
     if args.effort_scale_error >= 1.0:
         raise CommandError(f"--effort-scale-error must be below 1, got {args.effort_scale_error:g}")
-    return (EffortModel.for_robot(robot, effort_scale_error=args.effort_scale_error, seed=args.arm_seed),
+    if args.load_friction >= 1.0:
+        raise CommandError(f"--load-friction must be below 1, got {args.load_friction:g}")
+    return (EffortModel.for_robot(robot, effort_scale_error=args.effort_scale_error, seed=args.arm_seed,
+                                  load_friction=args.load_friction),
             ArmMismatch(seed=args.arm_seed))

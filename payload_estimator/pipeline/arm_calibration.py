@@ -40,6 +40,7 @@ from payload_estimator.pipeline.arm_model import (
     ArmDynamics,
     body_from_pinocchio,
     friction_regressor,
+    load_friction_regressor,
 )
 from payload_estimator.pipeline.kinematics import SensorKinematics
 
@@ -72,6 +73,9 @@ class ArmPrior:
         effort_scale: std of the log of each effort scale about its first guess (when calibrated): 15 %, a
             vendor's torque constant. It decides a joint whose own rows the motion hardly moves beyond friction
             (a wrist joint whose link's gravity and inertia barely load it): nothing else can.
+        load_friction: std of each of a joint's load-dependent Coulomb levels ``mu`` (dimensionless, prior
+            mean 0, their sum kept not negative), when calibrated: 0.1, above the few per cent of load that
+            gearboxes lose to it, so the data decide where the motion varies the joint's load.
     """
 
     mass_rel: float = 0.2
@@ -81,6 +85,7 @@ class ArmPrior:
     inertia_floor: float = 1e-3
     friction: float = 1.0
     effort_scale: float = 0.15
+    load_friction: float = 0.1
 
     def body_std(self, nominal: np.ndarray) -> np.ndarray:
         """(b, 10) the std of each body's ten parameters around ``nominal`` (b, 10)."""
@@ -236,12 +241,13 @@ def _consistent_fit(A: np.ndarray, y: np.ndarray, sigma: np.ndarray, x_linear: n
     return unpack(solution.x)
 
 
-def _dissipative_coordinates(n_pi: int, n: int, n_s: int) -> tuple[np.ndarray, np.ndarray]:
+def _dissipative_coordinates(n_pi: int, n: int, n_s: int, n_load: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Return ``(T, lower)``: ``x = T z`` with ``z >= lower`` exactly when every joint's friction dissipates.
 
     Dissipating at speed: its viscous coefficient and the sum of its Coulomb levels (the level reached at
     speed) are not negative. Per joint ``z`` holds the viscous term, every Coulomb level but the last, and
-    their sum in place of the last; the rest of ``x`` is ``z``."""
+    their sum in place of the last; the rest of ``x`` is ``z``. Of the ``n_s`` columns after the friction,
+    the first ``n_load`` (each joint's load-dependent Coulomb coefficient) are not negative."""
     k = len(COULOMB_VELOCITIES)
     p = n_pi + FRICTION_TERMS * n + n_s
     T = np.eye(p)
@@ -252,6 +258,8 @@ def _dissipative_coordinates(n_pi: int, n: int, n_s: int) -> tuple[np.ndarray, n
         last = cols[-1]
         T[last, cols[:-1]] = -1.0  # the last level = the sum - the others
         lower[last] = 0.0  # the sum
+    start = n_pi + FRICTION_TERMS * n
+    lower[start:start + n_load] = 0.0  # the load-dependent coefficients
     return T, lower
 
 
@@ -276,7 +284,7 @@ def _bounded_quadratic_minimum(H: np.ndarray, g: np.ndarray, lower: np.ndarray) 
 
 def residual_rms(dynamics: ArmDynamics, rec: JointRecording) -> np.ndarray:
     """(n,) RMS of the corrected effort minus the model's torque per joint, N·m."""
-    r = dynamics.corrected_effort(rec.effort) - dynamics.torques(rec.q, rec.dq, rec.ddq)
+    r = dynamics.corrected_effort(rec.effort) - dynamics.torques(rec.q, rec.dq, rec.ddq, rec.effort)
     return np.sqrt(np.mean(r**2, axis=0))
 
 
@@ -293,6 +301,8 @@ def calibrate_arm(
     initial_scale: np.ndarray | None = None,
     loaded: JointRecording | None = None,
     loaded_torques: np.ndarray | None = None,
+    load_friction: bool = False,
+    load_friction_per_joint: bool = False,
 ) -> tuple[ArmCalibration, CalibrationFit]:
     """Fit the arm's inertial parameters, friction and effort scales to a recording of the unloaded arm.
 
@@ -317,6 +327,17 @@ def calibrate_arm(
     (``benchmarks/joint_torques.py --consistent``), it fits the efforts a little worse and moves the
     payload's COM more: the lumped combinations the data determine are split among the bodies by the
     prior, and real bodies cannot always take their share.
+
+    ``load_friction``: also fit the load-dependent Coulomb coefficient ``mu`` (not negative, prior
+    :attr:`ArmPrior.load_friction`; :mod:`~payload_estimator.pipeline.arm_model`) from the way the joints'
+    loads (gravity, chiefly) vary along the motion, and the known payload's when given: one for the arm's
+    gearboxes (the shoulder and elbow, which gravity loads most, tell it; the wrist joints, which the payload
+    loads, take it), or one per joint with ``load_friction_per_joint`` (measured worse:
+    ``benchmarks/load_friction.py``). Each joint's levels are ``mu`` times its Coulomb levels' shape
+    (:func:`_coulomb_shape`). A ``mu`` the recording does not determine (:data:`LOAD_FRICTION_MAX_STD`,
+    :data:`LOAD_FRICTION_MAX`) is kept at 0 and named in the info (``load_friction_determined``). The load is read from
+    the rigid-body torques (the description's, then the fitted bodies', in a second pass; plus the known
+    payload's), which :class:`ArmDynamics` reads from the effort, where the payload is not known.
     """
     prior = prior or ArmPrior()
     n = kinematics.n_joints
@@ -324,8 +345,12 @@ def calibrate_arm(
     b = len(nominal_model.body_joints)
     n_pi = 10 * b
     n_f = FRICTION_TERMS * n
-    x0 = np.concatenate([nominal_model.nominal.ravel(), np.zeros(n_f)])
-    std0 = np.concatenate([prior.body_std(nominal_model.nominal).ravel(), np.full(n_f, prior.friction)])
+    k = len(COULOMB_VELOCITIES)
+    n_l = (n if load_friction_per_joint else 1) if load_friction else 0
+    joint_of_mu = np.arange(n) if load_friction_per_joint else np.zeros(n, dtype=int)  # each joint's mu
+    x0 = np.concatenate([nominal_model.nominal.ravel(), np.zeros(n_f + n_l)])
+    std0 = np.concatenate([prior.body_std(nominal_model.nominal).ravel(), np.full(n_f, prior.friction),
+                           np.full(n_l, prior.load_friction)])
     if len(recording) < 10:
         raise CalibrationError(f"the recording has {len(recording)} usable samples; calibration needs seconds "
                                "of motion")
@@ -338,13 +363,35 @@ def calibrate_arm(
         known = np.concatenate([np.zeros_like(recording.effort), known_part])
         recording = JointRecording(*(np.concatenate([getattr(recording, f), getattr(loaded, f)])
                                      for f in ("t", "q", "dq", "ddq", "effort")))
-    A = _calibration_rows(nominal_model, recording)
+    A_base = _calibration_rows(nominal_model, recording)
     effort = recording.effort
+
+    shape = np.zeros((n, k))  # each joint's Coulomb shape, weights of its levels summing to 1 (_coulomb_shape)
+
+    def with_load(pi: np.ndarray) -> np.ndarray:
+        """The rows with the load-dependent columns, the load the rigid-body torques of the bodies ``pi``.
+
+        Joint i's column: ``|load_i|`` times its Coulomb shape. (The load is not the effort: a column holding
+        the target's noise would explain the target by itself.)"""
+        if not n_l:
+            return A_base
+        load = A_base[:, :, :n_pi] @ pi + (known if known is not None else 0.0)
+        cols = np.zeros((len(load), n, n_l))
+        cols[:, np.arange(n), joint_of_mu] = np.einsum("Nik,ik->Ni", load_friction_regressor(recording.dq, load),
+                                                       shape)
+        return np.concatenate([A_base, cols], axis=2)
+
+    def coulomb_shape(y: np.ndarray) -> np.ndarray:
+        return _coulomb_shape(A_base, y, x0[:n_pi + n_f], std0[:n_pi + n_f], nominal_model.nominal) if n_l \
+            else shape
+
     if effort_scale:
         guess = _initial_scale(nominal_model, recording, known) if initial_scale is None else \
             np.asarray(initial_scale, dtype=float).reshape(n)
         if np.any(~np.isfinite(guess)) or np.any(guess <= 0.0):
             raise CalibrationError("the initial effort scales must be positive numbers")
+        shape = coulomb_shape(effort * guess - (known if known is not None else 0.0))
+        A = with_load(nominal_model.nominal.ravel())  # the load: the description's torques
         if known is None:
             A_s, x0_s, std0_s, n_known = A, x0, std0, 0
             poses = recording.q[np.linspace(0, len(recording) - 1, min(GRAVITY_POSES, len(recording))).astype(int)]
@@ -354,9 +401,10 @@ def calibrate_arm(
             A_s = np.concatenate([A, known[:, :, None]], axis=2)
             x0_s, std0_s, n_known = np.append(x0, 1.0), np.append(std0, KNOWN_STD), 1
             gravity_rows = None
-        x, sigma, mean = _reweighted_fit(A_s, effort * guess, x0_s, std0_s, nominal_model.nominal, n_known)
+        x, sigma, mean = _reweighted_fit(A_s, effort * guess, x0_s, std0_s, nominal_model.nominal,
+                                         n_known + n_l, n_l)
         _, scale, _, scale_std = _scale_fit(A_s, effort, x, guess, mean, std0_s, nominal_model.nominal,
-                                            gravity_rows, n_known, prior.effort_scale)
+                                            gravity_rows, n_known, prior.effort_scale, n_l)
         # a scale the fit moved beyond SCALE_MAX_CHANGE of its first guess is not the data's but the model's
         # mismatch (a joint whose effort is mostly friction unlike the model's): kept at the guess, named
         determined = (np.abs(np.log(scale / guess)) <= np.log1p(SCALE_MAX_CHANGE)) & (scale_std <= SCALE_MAX_STD)
@@ -371,21 +419,52 @@ def calibrate_arm(
         scale_info = {}
     # the parameters with the scales found (the same fit as without --effort-scale, on the corrected efforts)
     target = effort * scale - (known if known is not None else 0.0)
-    x, sigma, mean = _reweighted_fit(A, target, x0, std0, nominal_model.nominal, 0)
+    shape = coulomb_shape(target)
+    A = with_load(nominal_model.nominal.ravel())
+    x, sigma, mean = _reweighted_fit(A, target, x0, std0, nominal_model.nominal, n_l, n_l)
+    load_info: dict[str, Any] = {}
+    if n_l:  # the load of the fitted bodies
+        A = with_load(x[:n_pi])
+        x, sigma, mean = _reweighted_fit(A, target, x0, std0, nominal_model.nominal, n_l, n_l)
+        # a mu whose joints' loads the motion hardly varies cannot be told from the Coulomb levels: kept at 0 (a mu
+        # fitted on a load that hardly varies would be extrapolated to a payload's), as is a mu beyond belief
+        cov = _posterior_covariance(A, sigma, std0)[n_pi + n_f:, n_pi + n_f:]
+        mu_std = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+        fitted = x[n_pi + n_f:]
+        spread = np.zeros(n_l)
+        np.maximum.at(spread, joint_of_mu, np.abs(shape).sum(axis=1))
+        believable = np.abs(fitted) * spread < LOAD_FRICTION_MAX
+        determined = (mu_std <= LOAD_FRICTION_MAX_STD) & believable
+        if not np.all(determined):
+            pinned = ~determined
+            std0 = std0.copy()
+            std0[n_pi + n_f:][pinned] = KNOWN_STD
+            x0 = x0.copy()
+            x0[n_pi + n_f:][pinned] = 0.0
+            x, sigma, mean = _reweighted_fit(A, target, x0, std0, nominal_model.nominal, n_l, n_l)
+        load_info = {"load_friction_std": [round(float(v), 5) for v in mu_std[joint_of_mu]],
+                     "load_friction_determined": [bool(v) for v in determined[joint_of_mu]],
+                     "load_friction_shared": not load_friction_per_joint}
     if consistent:
         x = _consistent_fit(A, target, sigma, x, mean, std0, n_pi, b)
     pi = x[:n_pi].reshape(b, 10)
     f = x[n_pi:n_pi + n_f]
+    mu = np.zeros((n, k))
+    if n_l:  # the levels: mu times the joint's Coulomb shape
+        coefficient = np.clip(x[n_pi + n_f:n_pi + n_f + n_l], 0.0, None)[joint_of_mu]
+        coefficient[~np.asarray(load_info["load_friction_determined"])] = 0.0  # pinned there by the prior: exactly
+        mu = coefficient[:, None] * shape
     meta = {"created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "samples": int(len(figures_recording)), "effort_scale_calibrated": bool(effort_scale)}
     if loaded is not None:
         meta["known_payload_samples"] = int(len(loaded))
     meta.update(scale_info)
+    meta.update(load_info)
     meta.update(info or {})
     calibration = ArmCalibration(
         robot=robot, joint_names=kinematics.joint_names, body_joints=nominal_model.body_joints, body_parameters=pi,
         viscous=f[:n], coulomb=f[n:-n].reshape(n, len(COULOMB_VELOCITIES)), offset=f[-n:], effort_scale=scale,
-        residual_std=sigma, info=meta,
+        residual_std=sigma, info=meta, load_friction=mu,
     )
     return calibration, _fit_figures(nominal_model, ArmDynamics(kinematics, calibration), figures_recording,
                                      held_out)
@@ -443,6 +522,15 @@ SCALE_MAX_CHANGE = 0.3
 """A fitted effort scale more than this fraction from its first guess is not believed (kept at the guess)."""
 SCALE_MAX_STD = 0.05
 """An effort scale whose std (the data's, :func:`_log_scale_std`) is above this is not determined by the motion."""
+FALLBACK_SHAPE_LEVEL = 1
+"""The Coulomb level (index in :data:`COULOMB_VELOCITIES`, 0.1 rad/s) whose shape the load-dependent term takes
+for a joint whose own Coulomb levels give none (summing to nearly 0, or mostly cancelling)."""
+LOAD_FRICTION_MAX_STD = 0.01
+"""A joint's load-dependent Coulomb coefficient at speed (the sum of its levels) whose std (the data's and the
+prior's) is above this is not determined by the motion: kept at 0."""
+LOAD_FRICTION_MAX = 0.3
+"""A joint whose load-dependent levels' magnitudes would sum to this or more (N·m per N·m of load) is not believed:
+the model's mismatch, not a gearbox (kept at 0)."""
 KNOWN_STD = 1e-6
 """Std of the known payload's coefficient (1): known."""
 GRAVITY_POSES = 200
@@ -451,7 +539,8 @@ GRAVITY_POSES = 200
 
 def _scale_fit(A: np.ndarray, effort: np.ndarray, x: np.ndarray, scale0: np.ndarray, mean: np.ndarray,
                std0: np.ndarray, nominal: np.ndarray, gravity_rows: np.ndarray | None,
-               n_known: int = 0, log_std: float = 0.15) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+               n_known: int = 0, log_std: float = 0.15,
+               n_load: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Return ``(x, scale, sigma, mean)``: the MAP fit of the parameters and the effort scales together.
 
     The model of each joint's effort *as reported* (the noise is the sensor's, in its units)::
@@ -475,13 +564,14 @@ def _scale_fit(A: np.ndarray, effort: np.ndarray, x: np.ndarray, scale0: np.ndar
 
     With a known payload (``gravity_rows`` None; its torques the last ``n_known`` column of ``A``, their
     coefficient pinned by the prior) the common factor is the data's: every ``log u`` is free. ``log_std``: the
-    std of the prior on each ``log u`` around the first guess ``1 / scale0`` (:attr:`ArmPrior.effort_scale`)."""
+    std of the prior on each ``log u`` around the first guess ``1 / scale0`` (:attr:`ArmPrior.effort_scale`).
+    ``n_load``: load-dependent Coulomb columns between the friction and the known payload's (kept not negative)."""
     from scipy.optimize import minimize
 
     n = A.shape[1]
     b = len(nominal)
     n_pi = 10 * b
-    T, lower = _dissipative_coordinates(n_pi, n, n_known)
+    T, lower = _dissipative_coordinates(n_pi, n, n_known + n_load, n_load)
     prior_info = 1.0 / std0**2
     G = np.einsum("kip,kiq->ipq", A, A)
     c = np.einsum("kip,ki->ip", A, effort)
@@ -535,6 +625,37 @@ def _scale_fit(A: np.ndarray, effort: np.ndarray, x: np.ndarray, scale0: np.ndar
     return x, 1.0 / u, sigma / u, _log_scale_std(G, x, u, 1.0 / sigma**2, prior_info)
 
 
+def _coulomb_shape(A: np.ndarray, y: np.ndarray, x0: np.ndarray, std0: np.ndarray, nominal: np.ndarray) -> np.ndarray:
+    """Return (n, k) each joint's Coulomb shape: its fitted Coulomb levels over their sum.
+
+    The load-dependent term scales the joint's own Coulomb friction (Hamon, Gautier and Garrec's law), so a
+    load that does not vary is exactly a Coulomb level and only the load's variation tells ``mu``. From the
+    fit of the rows ``A`` (N, n, p) without the term; a joint whose levels sum to less than 0.05 N·m, or whose
+    levels' magnitudes sum to more than 3 times their sum, takes the shape of :data:`FALLBACK_SHAPE_LEVEL`."""
+    n = y.shape[1]
+    k = len(COULOMB_VELOCITIES)
+    n_pi = 10 * len(nominal)
+    x, _, _ = _reweighted_fit(A, y, x0, std0, nominal, 0)
+    levels = x[n_pi + n:n_pi + n + n * k].reshape(n, k)
+    total = levels.sum(axis=1)
+    ok = (total > 0.05) & (np.abs(levels).sum(axis=1) <= 3.0 * np.maximum(total, 1e-12))
+    fallback = np.zeros(k)
+    fallback[FALLBACK_SHAPE_LEVEL] = 1.0
+    return np.where(ok[:, None], levels / np.where(ok, total, 1.0)[:, None], fallback)
+
+
+def _posterior_covariance(A: np.ndarray, sigma: np.ndarray, std0: np.ndarray) -> np.ndarray:
+    """(p, p) the covariance of the linear MAP fit of the rows ``A`` (N, n, p).
+
+    Joint ``i`` weighted by ``1 / sigma_i²``, with the prior ``std0`` (p,) (the bounds ignored)."""
+    G = np.einsum("kip,kiq->ipq", A, A)
+    H = np.tensordot(1.0 / sigma**2, G, axes=1) + np.diag(1.0 / std0**2)
+    try:
+        return np.linalg.inv(0.5 * (H + H.T))
+    except np.linalg.LinAlgError:
+        return np.full((len(std0), len(std0)), np.inf)
+
+
 def _log_scale_std(G: np.ndarray, x: np.ndarray, u: np.ndarray, w: np.ndarray, prior_info: np.ndarray) -> np.ndarray:
     """(n,) the std of each log effort scale that the data (and the parameters' prior) give, without its own prior.
 
@@ -554,13 +675,13 @@ def _log_scale_std(G: np.ndarray, x: np.ndarray, u: np.ndarray, w: np.ndarray, p
 
 
 def _reweighted_fit(A: np.ndarray, y: np.ndarray, x0: np.ndarray, std0: np.ndarray, nominal: np.ndarray,
-                    n_s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    n_s: int, n_load: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Return ``(x, sigma, mean)``: the MAP fit of the rows ``A x = y`` with the prior ``x0 +- std0``.
 
     The friction is kept dissipative, each joint weighted by its own residual std ``sigma``
     (iteratively reweighted, four passes); ``mean`` is the prior mean it ended with (the
     description's inertias carried to the fitted COMs between passes; ``nominal`` (b, 10) the
-    description's bodies)."""
+    description's bodies). ``n_s`` columns follow the friction, the first ``n_load`` of them not negative."""
     n = y.shape[1]
     b = len(nominal)
     n_pi = 10 * b
@@ -570,7 +691,7 @@ def _reweighted_fit(A: np.ndarray, y: np.ndarray, x0: np.ndarray, std0: np.ndarr
     c = np.einsum("kip,ki->ip", A, y)
     sigma = np.ones(n)
     x, mean = x0, x0.copy()
-    T, lower = _dissipative_coordinates(n_pi, n, n_s)
+    T, lower = _dissipative_coordinates(n_pi, n, n_s, n_load)
     for _ in range(4):  # iteratively reweighted: each joint by its residual; the inertias' prior follows the COMs
         H = np.tensordot(1.0 / sigma**2, G, axes=1) + np.diag(prior_info)
         rhs = np.tensordot(1.0 / sigma**2, c, axes=1) + prior_info * mean

@@ -14,6 +14,20 @@ Robots*, 2002, ch. 12)::
   ``sgn_e(v) = tanh(v / v_k)`` at each of the :data:`COULOMB_VELOCITIES` (a Coulomb level that sets
   in at several speeds: real joints' transition from sticking to sliding, and Stribeck's dip, differ from
   joint to joint and robot to robot; ``f_c`` is (n, k)), and a constant offset ``f_o`` (the sensor's zero).
+* load-dependent Coulomb friction (opt-in, ``mu`` 0 unless calibrated with it)::
+
+      |tau_load,i| sum_k mu_i,k tanh(dq_i / v_k)
+
+  the dry-friction law of Hamon, Gautier and Garrec ("Dynamic identification of robots with a dry
+  friction model depending on load and velocity", IROS 2010): a gearbox's Coulomb level grows with
+  the torque it transmits, by ``mu_i = sum_k mu_i,k`` N·m per N·m at speed. The calibration makes
+  the levels ``mu_i`` times the joint's own Coulomb levels' shape (``f_c,i,k / sum_k f_c,i,k``): the
+  load scales the joint's Coulomb friction, and a load that does not vary is exactly a Coulomb level,
+  so only the load's variation along the motion tells ``mu``. The load ``tau_load`` is read from the
+  effort itself (the corrected effort minus the rest of the friction is ``tau_load`` plus this term:
+  the rigid-body torque of the arm *and its payload*), so the same term holds with a payload the
+  model does not know; linear in ``mu`` given the load (the calibration takes the rigid-body torques
+  it fits as the load).
 * ``s_i``: the effort's scale (1 unless calibrated: a current-to-torque constant that is off).
 * ``J_S^T w``: the payload (:mod:`payload_estimator.pipeline.joint_torques`).
 
@@ -48,6 +62,7 @@ __all__ = [
     "COULOMB_VELOCITIES",
     "CALIBRATION_FORMAT",
     "FRICTION_TERMS",
+    "load_friction_regressor",
 ]
 
 COULOMB_VELOCITIES = (0.02, 0.1, 0.4)
@@ -86,6 +101,9 @@ class ArmCalibration:
             noise the payload estimate weights the joints by.
         consistent: (b,) whether each body's fitted parameters are physically consistent.
         info: provenance (source recording, samples, date, the fit's figures) as plain strings/numbers.
+        load_friction: (n, k) ``mu``, N·m of Coulomb friction per N·m of load torque, one column per
+            :data:`COULOMB_VELOCITIES` (module docstring; their sum is the coefficient at speed); zeros when
+            not calibrated.
     """
 
     robot: str
@@ -99,9 +117,17 @@ class ArmCalibration:
     residual_std: np.ndarray
     consistent: tuple[bool, ...] = ()
     info: dict[str, Any] = field(default_factory=dict)
+    load_friction: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
         n, b = len(self.joint_names), len(self.body_joints)
+        k = len(COULOMB_VELOCITIES)
+        if np.size(self.load_friction) == 0:
+            object.__setattr__(self, "load_friction", np.zeros((n, k)))
+        M = np.asarray(self.load_friction, dtype=float)
+        if M.shape != (n, k):
+            raise CalibrationError(f"arm calibration: load_friction must be {n} rows of {k} levels")
+        object.__setattr__(self, "load_friction", M)
         object.__setattr__(self, "joint_names", tuple(str(x) for x in self.joint_names))
         object.__setattr__(self, "body_joints", tuple(str(x) for x in self.body_joints))
         P = np.asarray(self.body_parameters, dtype=float).reshape(b, 10)
@@ -117,11 +143,14 @@ class ArmCalibration:
                 raise CalibrationError(f"arm calibration: {name} has {v.size} values for {n} joints")
             object.__setattr__(self, name, v)
         values = np.concatenate([P.ravel(), self.viscous, C.ravel(), self.offset, self.effort_scale,
-                                 self.residual_std])
+                                 self.residual_std, M.ravel()])
         if not np.all(np.isfinite(values)):
             raise CalibrationError("arm calibration: a value is not finite")
         if np.any(self.effort_scale <= 0.0) or np.any(self.residual_std <= 0.0):
             raise CalibrationError("arm calibration: effort_scale and residual_std must be positive")
+        if np.any(M.sum(axis=1) < 0.0) or np.any(np.abs(M).sum(axis=1) >= 0.5):
+            raise CalibrationError("arm calibration: each joint's load_friction must sum to 0 or more, its "
+                                   "levels' magnitudes to less than 0.5")
         if not self.consistent:
             object.__setattr__(self, "consistent", tuple(body_is_consistent(p) for p in P))
 
@@ -144,12 +173,16 @@ class ArmCalibration:
         def floats(v: np.ndarray) -> list[float]:
             return [float(x) for x in v]
 
+        friction: dict[str, Any] = {
+            "viscous": floats(self.viscous), "coulomb": [floats(row) for row in self.coulomb],
+            "offset": floats(self.offset), "coulomb_velocities": list(COULOMB_VELOCITIES)}
+        if np.any(self.load_friction != 0.0):  # written only when calibrated: older readers see the same file
+            friction["load"] = [floats(row) for row in self.load_friction]
         return {
             "format": CALIBRATION_FORMAT,
             "robot": self.robot,
             "joint_names": list(self.joint_names),
-            "friction": {"viscous": floats(self.viscous), "coulomb": [floats(row) for row in self.coulomb],
-                         "offset": floats(self.offset), "coulomb_velocities": list(COULOMB_VELOCITIES)},
+            "friction": friction,
             "effort_scale": floats(self.effort_scale),
             "residual_std": floats(self.residual_std),
             "bodies": [
@@ -192,6 +225,7 @@ class ArmCalibration:
                 effort_scale=data["effort_scale"], residual_std=data["residual_std"],
                 consistent=tuple(bool(b.get("consistent", True)) for b in bodies),
                 info=dict(data.get("info") or {}),
+                load_friction=np.asarray(friction.get("load", []), dtype=float),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise CalibrationError(f"{source}: {exc}") from None
@@ -240,6 +274,7 @@ class ArmDynamics:
             self.viscous = self.offset = np.zeros(n)
             self.coulomb = np.zeros((n, len(COULOMB_VELOCITIES)))
             self.effort_scale = np.ones(n)
+            self.load_friction = np.zeros((n, len(COULOMB_VELOCITIES)))
         else:
             calibration.check_matches("", kinematics.joint_names)
             if calibration.body_joints != self.body_joints:
@@ -248,6 +283,7 @@ class ArmDynamics:
             self.parameters = calibration.body_parameters.ravel().copy()
             self.viscous, self.coulomb, self.offset = calibration.viscous, calibration.coulomb, calibration.offset
             self.effort_scale = calibration.effort_scale
+            self.load_friction = calibration.load_friction
 
     @property
     def n_joints(self) -> int:
@@ -272,17 +308,42 @@ class ArmDynamics:
             return out
         return self.regressor(q, dq, ddq) @ self.parameters
 
-    def friction(self, dq: np.ndarray) -> np.ndarray:
-        """(N, n) friction and offset torques at joint velocities ``dq`` (N, n), N·m."""
+    @property
+    def load_dependent(self) -> bool:
+        """Whether the friction has a load-dependent Coulomb term (``mu`` not all 0)."""
+        return bool(np.any(self.load_friction != 0.0))
+
+    def friction(self, dq: np.ndarray, effort: np.ndarray | None = None) -> np.ndarray:
+        """(N, n) friction and offset torques at joint velocities ``dq`` (N, n), N·m.
+
+        With the reported ``effort`` (N, n) the load-dependent term too (:meth:`load_friction_torques`)."""
         dq = np.atleast_2d(np.asarray(dq, dtype=float))
         steps = np.tanh(dq[:, :, None] / np.asarray(COULOMB_VELOCITIES))  # (N, n, k)
-        return self.viscous * dq + np.einsum("nik,ik->ni", steps, self.coulomb) + self.offset
+        out = self.viscous * dq + np.einsum("nik,ik->ni", steps, self.coulomb) + self.offset
+        if effort is not None and self.load_dependent:
+            # what the effort shows beyond the rest of the friction is E = L + m |L| (m = sum_k mu_k tanh(dq / v_k)):
+            # the load L itself, |L| = |E| / (1 + m sgn(E)), so the term is not off by mu² |L|
+            shown = self.corrected_effort(effort) - out
+            m = np.einsum("nik,ik->ni", steps, self.load_friction)
+            load = np.abs(shown) / (1.0 + m * np.sign(shown))
+            out = out + m * load
+        return out
 
-    def torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+    def load_friction_torques(self, dq: np.ndarray, effort: np.ndarray) -> np.ndarray:
+        """(N, n) the load-dependent Coulomb friction, N·m (zeros without it).
+
+        The load is read from the corrected ``effort`` (N, n) less the rest of the friction (module docstring):
+        ``E = L + m |L|``, so ``|L| = |E| / (1 + m sgn(E))``, ``m = sum_k mu_k tanh(dq / v_k)``."""
+        dq = np.atleast_2d(np.asarray(dq, dtype=float))
+        return self.friction(dq, effort) - self.friction(dq)
+
+    def torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray,
+                effort: np.ndarray | None = None) -> np.ndarray:
         """Return (N, n) what the joints report for the unloaded arm, N·m.
 
-        In the units of the corrected effort (:meth:`corrected_effort`)."""
-        return self.rigid_body_torques(q, dq, ddq) + self.friction(dq)
+        In the units of the corrected effort (:meth:`corrected_effort`). With the reported ``effort``
+        (N, n), the load-dependent friction of the load it shows (the payload's included)."""
+        return self.rigid_body_torques(q, dq, ddq) + self.friction(dq, effort)
 
     def corrected_effort(self, effort: np.ndarray) -> np.ndarray:
         """(N, n) the reported efforts times the calibrated scale, N·m."""
@@ -300,3 +361,12 @@ def friction_regressor(dq: np.ndarray) -> np.ndarray:
         F[:, idx, n + idx * k + j] = np.tanh(dq / v)
     F[:, idx, (1 + k) * n + idx] = 1.0
     return F
+
+
+def load_friction_regressor(dq: np.ndarray, load: np.ndarray) -> np.ndarray:
+    """(N, n, k) each joint's load-dependent Coulomb columns ``|tau_load| tanh(dq / v_k)``.
+
+    ``dq`` (N, n) rad/s, ``load`` (N, n) N·m, ``v_k`` the :data:`COULOMB_VELOCITIES`: summed with ``mu`` (n, k)
+    it is the term's torque."""
+    dq = np.asarray(dq, dtype=float)
+    return np.abs(np.asarray(load, dtype=float))[:, :, None] * np.tanh(dq[:, :, None] / np.asarray(COULOMB_VELOCITIES))

@@ -85,7 +85,7 @@ class JointTorqueWrench:
     def __call__(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, effort: np.ndarray) -> TorqueWrench:
         """For joint states ``q, dq, ddq`` and reported ``effort`` (N, n) (filtered alike)."""
         dyn = self.dynamics
-        dtau = dyn.corrected_effort(effort) - dyn.torques(q, dq, ddq)
+        dtau = dyn.corrected_effort(effort) - dyn.torques(q, dq, ddq, effort)
         J = dyn.kinematics.frame_jacobian(q)  # (N, 6, n)
         A = -np.transpose(J, (0, 2, 1)) / self.effort_std[None, :, None]  # (N, n, 6)
         b = dtau / self.effort_std

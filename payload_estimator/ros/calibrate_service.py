@@ -38,7 +38,9 @@ class CalibrateService:
                             callback_group=ReentrantCallbackGroup())
 
     def _on_calibrate(self, request: Calibrate.Request, response: Calibrate.Response) -> Calibrate.Response:
-        result = self.calibration.calibrate(float(request.duration), str(request.path), bool(request.effort_scale))
+        result = self.calibration.calibrate(float(request.duration), str(request.path), bool(request.effort_scale),
+                                            bool(request.load_friction), float(request.known_payload_mass),
+                                            [float(v) for v in request.known_payload_com])
         response.success, response.message, response.path = result.success, result.message, result.path
         response.joint_names = list(result.joint_names)
         response.rms_before, response.rms_after = list(result.rms_before), list(result.rms_after)

@@ -178,6 +178,9 @@ def _custom_data(run: SimulatedRun) -> dict[str, str]:
         # the truth of calibrate --effort-scale: the factor each joint's reported effort is multiplied by
         if np.size(run.effort_scale) and not np.allclose(run.effort_scale, 1.0):
             data["effort_scale"] = " ".join(f"{1.0 / v:.9g}" for v in np.asarray(run.effort_scale, dtype=float))
+        # the truth of calibrate --load-friction: each joint's load-dependent Coulomb coefficient
+        if np.any(np.asarray(run.effort_load_friction, dtype=float) > 0.0):
+            data["load_friction"] = " ".join(f"{v:.9g}" for v in np.asarray(run.effort_load_friction, dtype=float))
     from payload_estimator.core.shapes import format_shape_spec
     from payload_estimator.sim.payloads import get_payload
 

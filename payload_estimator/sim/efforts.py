@@ -18,6 +18,21 @@ Friction law (per joint, :meth:`JointFriction.torque`)::
               + s tanh(dq / v_c) exp(-(dq / v_s)²)                 Stribeck bump at low speed
               + b dq                                               viscous
 
+Load-dependent Coulomb friction (opt-in, ``load`` ``mu`` > 0, default 0: off)::
+
+    tau_f(dq, tau_load) = ... + mu |tau_load| tanh(dq / v_c)
+
+The Coulomb level grows with the torque the joint transmits (``tau_load``: the rigid-body torque
+of the arm and its payload, what the gearbox carries; the controller's torque before its friction
+feed-forward): the tooth and bearing loads of a gearbox grow with it. This is the dry-friction law
+of Hamon, Gautier and Garrec ("Dynamic identification of robots with a dry friction model
+depending on load and velocity", IROS 2010), ``F_c = F_c0 + mu |tau_load|``, which they identified
+on industrial arms' joints, without its velocity dependence and without distinguishing a motor
+from a generator quadrant; Ponce Quiroga and Abba ("Load-dependent friction laws of three models of
+harmonic drive gearboxes identified by using a force transfer diagram") measure a friction of
+harmonic drives growing about linearly with the load. It is linear in ``mu`` given the load, so a
+calibration can fit it (:mod:`payload_estimator.pipeline.arm_model`).
+
 It is zero at rest and, at speeds well above ``v_c``, tends to ``±c - c tanh(v_o / v_c) + b dq``:
 the two Coulomb levels differ through the velocity offset ``v_o``. Its first term is the sigmoid
 Gaz et al. identified on the Panda (``phi1 / (1 + exp(-phi2 (dq + phi3))) - phi1 / (1 +
@@ -89,6 +104,8 @@ class JointFriction:
         stribeck: ``s``, N·m (extra torque at low speed).
         stribeck_velocity: ``v_s`` > 0, rad/s (where the Stribeck bump fades).
         viscous: ``b``, N·m·s/rad.
+        load: ``mu``, dimensionless: N·m of Coulomb friction per N·m of load torque (default 0: no
+            load-dependent friction).
     """
 
     coulomb: np.ndarray
@@ -97,14 +114,19 @@ class JointFriction:
     stribeck: np.ndarray
     stribeck_velocity: np.ndarray
     viscous: np.ndarray
+    load: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
         n = np.size(self.coulomb)
-        for f in ("coulomb", "coulomb_velocity", "velocity_offset", "stribeck", "stribeck_velocity", "viscous"):
+        if np.size(self.load) == 0:
+            object.__setattr__(self, "load", np.zeros(n))
+        for f in ("coulomb", "coulomb_velocity", "velocity_offset", "stribeck", "stribeck_velocity", "viscous",
+                  "load"):
             object.__setattr__(self, f, _per_joint(getattr(self, f), n, f))
         if np.any(self.coulomb_velocity <= 0.0) or np.any(self.stribeck_velocity <= 0.0):
             raise ConfigurationError("coulomb_velocity and stribeck_velocity must be positive")
-        if np.any(self.coulomb < 0.0) or np.any(self.stribeck < 0.0) or np.any(self.viscous < 0.0):
+        if np.any(self.coulomb < 0.0) or np.any(self.stribeck < 0.0) or np.any(self.viscous < 0.0) \
+                or np.any(self.load < 0.0):
             raise ConfigurationError("friction coefficients must not be negative")
 
     @property
@@ -118,16 +140,30 @@ class JointFriction:
         zeros = np.zeros(n)
         return cls(zeros, np.ones(n), zeros, zeros, np.ones(n), zeros)
 
-    def torque(self, dq: ArrayLike) -> np.ndarray:
+    @property
+    def load_dependent(self) -> bool:
+        """Whether any joint's Coulomb friction grows with its load (``load`` not all 0)."""
+        return bool(np.any(self.load > 0.0))
+
+    def with_load(self, mu: ArrayLike) -> JointFriction:
+        """The same friction with load-dependent Coulomb coefficients ``mu`` (scalar or (n,), not negative)."""
+        return replace(self, load=_per_joint(mu, self.n_joints, "load"))
+
+    def torque(self, dq: ArrayLike, load_torque: ArrayLike | None = None) -> np.ndarray:
         """Return ``tau_friction(dq)``, (..., n) N·m, for joint velocities ``dq`` (..., n) rad/s.
 
-        The torque the motors supply against friction (same sign as ``dq``)."""
+        The torque the motors supply against friction (same sign as ``dq``). ``load_torque`` (..., n) N·m:
+        the torque each joint transmits, for the load-dependent term (ignored when ``load`` is 0; None:
+        no load)."""
         dq = np.asarray(dq, dtype=float)
         c, vc, vo = self.coulomb, self.coulomb_velocity, self.velocity_offset
         smooth_sign = np.tanh(dq / vc)
-        return (c * (np.tanh((dq + vo) / vc) - np.tanh(vo / vc))
-                + self.stribeck * smooth_sign * np.exp(-np.square(dq / self.stribeck_velocity))
-                + self.viscous * dq)
+        out = (c * (np.tanh((dq + vo) / vc) - np.tanh(vo / vc))
+               + self.stribeck * smooth_sign * np.exp(-np.square(dq / self.stribeck_velocity))
+               + self.viscous * dq)
+        if load_torque is not None and self.load_dependent:
+            out = out + self.load * np.abs(np.asarray(load_torque, dtype=float)) * smooth_sign
+        return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -186,7 +222,8 @@ class EffortModel:
                    unit * (np.ones(n) if scale is None else np.asarray(scale, dtype=float)))
 
     @classmethod
-    def for_robot(cls, robot: str | RobotSpec, effort_scale_error: float = 0.0, seed: int = 0) -> EffortModel:
+    def for_robot(cls, robot: str | RobotSpec, effort_scale_error: float = 0.0, seed: int = 0,
+                  load_friction: ArrayLike = 0.0) -> EffortModel:
         """Return the default model of a robot's efforts: its spec's joint-torque sensor.
 
         :attr:`~payload_estimator.robots.RobotSpec.efforts`; the values and their sources are in
@@ -204,6 +241,8 @@ class EffortModel:
             effort_scale_error: each joint's scale is ``1 + U(-e, e)`` times the table's (e.g. 0.03 for
                 a few % of torque-constant error), drawn from ``default_rng([seed, SCALE_STREAM])``; 0: exact.
             seed: see ``effort_scale_error``.
+            load_friction: ``mu`` of the load-dependent Coulomb friction (module docstring), scalar or
+                per joint, e.g. 0.03; 0 (default): off.
 
         Raises:
             ConfigurationError: the robot is unknown or has no default model.
@@ -217,7 +256,10 @@ class EffortModel:
         if effort_scale_error > 0.0:
             rng = np.random.default_rng([int(seed), SCALE_STREAM])
             scale = 1.0 + rng.uniform(-effort_scale_error, effort_scale_error, n)
-        return cls.from_table(spec.efforts, scale)
+        model = cls.from_table(spec.efforts, scale)
+        if np.any(np.asarray(load_friction, dtype=float) != 0.0):
+            model = replace(model, friction=model.friction.with_load(load_friction))
+        return model
 
 
 # ----------------------------------------------------------------- mismatch

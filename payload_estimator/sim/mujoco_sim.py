@@ -207,7 +207,8 @@ def _effort_signals(
     tau_friction = rec.tau_friction[clock.joints] if rec.tau_friction is not None else np.zeros((0, n))
     return {"joint_effort": sensor.measure(rec.tau[clock.joints], np.random.default_rng([int(seed), EFFORT_STREAM])),
             "true_joint_friction": tau_friction, "effort_model": efforts.name,
-            "effort_noise_std": sensor.noise_std, "effort_scale": efforts.scale}
+            "effort_noise_std": sensor.noise_std, "effort_scale": efforts.scale,
+            **({"effort_load_friction": efforts.friction.load} if efforts.friction.load_dependent else {})}
 
 
 def _imu_signals(

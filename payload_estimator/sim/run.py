@@ -76,7 +76,9 @@ class SimulatedRun:
         tracking_error_max (n,) max |q_ref - q| over the run, rad,
         torque_clipped_steps (integration steps where a torque hit its limit),
         effort_model: the joint-torque sensor's name ("" for the applied torque plus nominal
-        noise), effort_noise_std (n,) N·m and effort_scale (n,) (empty when a file lacks them).
+        noise), effort_noise_std (n,) N·m and effort_scale (n,) (empty when a file lacks them),
+        effort_load_friction (n,) the load-dependent Coulomb coefficient ``mu`` of the simulated friction
+        (empty: none).
 
     A work cycle (the payload changes, contacts push on it; empty otherwise):
         truth_change_t: (K,) s, when the gripper's content changes; ``payload_phi`` is what it
@@ -123,10 +125,12 @@ class SimulatedRun:
     effort_noise_std: np.ndarray = field(default_factory=lambda: np.zeros(0))
     effort_scale: np.ndarray = field(default_factory=lambda: np.zeros(0))
     true_urdf: str = ""
+    effort_load_friction: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "joint_names", tuple(str(n) for n in self.joint_names))
-        for name in (*_ARRAY_SHAPES, "payload_phi", "tracking_error_max", "effort_noise_std", "effort_scale"):
+        for name in (*_ARRAY_SHAPES, "payload_phi", "tracking_error_max", "effort_noise_std", "effort_scale",
+                     "effort_load_friction"):
             object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=float))
         object.__setattr__(self, "truth_change_t", np.asarray(self.truth_change_t, dtype=float).reshape(-1))
         object.__setattr__(self, "truth_phis", np.asarray(self.truth_phis, dtype=float).reshape(-1, 10))
@@ -143,7 +147,7 @@ class SimulatedRun:
                 raise ValueError(f"{name} has shape {getattr(self, name).shape}, expected {want}")
         if self.payload_phi.shape != (10,):
             raise ValueError(f"payload_phi must have 10 entries, got {self.payload_phi.shape}")
-        for name in ("tracking_error_max", "effort_noise_std", "effort_scale"):
+        for name in ("tracking_error_max", "effort_noise_std", "effort_scale", "effort_load_friction"):
             if getattr(self, name).shape not in ((0,), (n,)):
                 raise ValueError(f"{name} must be empty or have one entry per joint")
         for name in ("true_joint_torque", "true_joint_friction"):  # optional: empty when unknown

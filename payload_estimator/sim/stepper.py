@@ -19,7 +19,9 @@ With a friction model it acts on the joints (``qfrc_applied = -tau_friction(dq)`
 each step's dynamics) and the controller adds ``tau_friction(dq)`` to its torque, as a real
 controller compensates friction: the tracking is unchanged and the applied torque is
 ``M(q) ddq + C dq + g(q) + tau_friction(dq)`` of the recorded state exactly
-(:func:`~payload_estimator.sim.mujoco_model.rigid_body_torque` gives the first terms).
+(:func:`~payload_estimator.sim.mujoco_model.rigid_body_torque` gives the first terms). A friction
+whose Coulomb level grows with the load (:attr:`JointFriction.load`) reads the controller's torque
+before the friction feed-forward (the rigid-body torque of the arm and its payload) as that load.
 
 Angles in rad, speeds in rad/s, torques in N·m, times in s.
 """
@@ -214,7 +216,8 @@ class ArmStepper:
                 hook.after_kinematics(float(t[i]), d)
             tau = computed_torque(arm, d, q_ref[i], dq_ref[i], ddq_ref[i], kp, kd)
             if friction is not None and rec_friction is not None:
-                tau_f = friction.torque(d.qvel[dadr])
+                # the load-dependent part on the torque the joint transmits: the controller's, before friction
+                tau_f = friction.torque(d.qvel[dadr], tau if friction.load_dependent else None)
                 d.qfrc_applied[dadr] = -tau_f  # the joints' friction, used by mj_step2
                 tau = tau + tau_f  # fed forward
                 rec_friction[i] = tau_f

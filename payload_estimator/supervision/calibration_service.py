@@ -25,6 +25,13 @@ The motion is the user's: the arm, *without payload*, is moved through its range
 records (jogged, taught, or a trajectory sent to its controller). Every joint must move (at least
 :data:`MIN_JOINT_RANGE_RAD`); the wider and faster, the better the friction and inertias are told apart.
 
+A known payload (``calibrate --known-payload-bag``'s counterpart) takes two calls: one without payload
+(its recording is kept), then one with ``known_payload_mass`` > 0 while the arm holds that payload (a point
+mass at ``known_payload_com`` in the flange frame) and moves: both recordings are fitted together, so the known
+mass fixes the effort scales' common factor and loads the joints (the wrist's) that the arm's own links hardly
+load (:func:`~payload_estimator.pipeline.arm_dynamics.calibrate_arm`'s ``loaded``). ``load_friction`` fits
+each joint's Coulomb friction growing with its load (``calibrate --load-friction``).
+
 Times: receive times are the node's monotonic clock, s; the samples' times are their header stamps
 (an unstamped message: its receive time). Units SI: rad, N·m.
 """
@@ -34,17 +41,18 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.errors import InputError
 from payload_estimator.io.cdr import JointStateLayout, SerializedJointState, joint_state_layout
 from payload_estimator.io.ros_factories import stamp_to_sec
-from payload_estimator.pipeline.arm_dynamics import calibrate_arm, joint_recording
-from payload_estimator.pipeline.joint_torques import torques_from_efforts
+from payload_estimator.pipeline.arm_dynamics import JointRecording, calibrate_arm, joint_recording
+from payload_estimator.pipeline.joint_torques import payload_torques, torques_from_efforts
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.stream import JOINTS
 from payload_estimator.settings import WrenchSource
@@ -81,11 +89,19 @@ END_MARGIN_S = 1.0
 
 @dataclass(frozen=True)
 class CalibrateRequest:
-    """A valid ``~/calibrate`` request: ``duration_s`` s, the file to write, and whether to fit effort scales."""
+    """A valid ``~/calibrate`` request.
+
+    Attributes:
+        duration_s: s of recording. path: the file to write. effort_scale: whether to fit effort scales.
+        load_friction: whether to fit the load-dependent Coulomb friction.
+        known_payload: the payload the arm holds (in the flange frame), or None: the arm unloaded.
+    """
 
     duration_s: float
     path: Path
     effort_scale: bool = False
+    load_friction: bool = False
+    known_payload: InertialParameters | None = None
 
 
 @dataclass(frozen=True)
@@ -98,7 +114,8 @@ class CalibrateResult:
         joint_names: (n,) the joints, the order of the RMS arrays.
         rms_before, rms_after: (n,) effort residual RMS per joint on the recording, N·m: with the robot
             description alone (no friction), and with the calibration.
-        samples: samples the fit used (after filtering and decimation).
+        samples: samples the fit used (after filtering and decimation; the unloaded recording's).
+        recording: the unloaded recording fitted (kept for a known payload's call), or None.
     """
 
     success: bool
@@ -108,10 +125,12 @@ class CalibrateResult:
     rms_before: tuple[float, ...] = ()
     rms_after: tuple[float, ...] = ()
     samples: int = 0
+    recording: JointRecording | None = field(default=None, repr=False, compare=False)
 
 
 def calibrate_request(
-    duration_s: float, path: str, parameter_path: str, effort_scale: bool = False
+    duration_s: float, path: str, parameter_path: str, effort_scale: bool = False, load_friction: bool = False,
+    known_payload_mass: float = 0.0, known_payload_com: Sequence[float] = (),
 ) -> CalibrateRequest:
     """The ``~/calibrate`` request, checked.
 
@@ -120,9 +139,13 @@ def calibrate_request(
         path: the file to write (empty: ``parameter_path``); ``~`` is expanded and the path made absolute.
         parameter_path: the ``arm_calibration`` parameter's file.
         effort_scale: whether to fit effort scales.
+        load_friction: whether to fit the load-dependent Coulomb friction.
+        known_payload_mass: kg; 0: the arm is unloaded; > 0: it holds a point mass at ``known_payload_com``.
+        known_payload_com: (3,) m in the flange frame (empty: at the flange's origin).
 
     Raises:
-        InputError: "refused: ..." (a duration that is not positive or too long, no file to write).
+        InputError: "refused: ..." (a duration that is not positive or too long, no file to write, a known
+            payload that is not one).
     """
     duration = float(duration_s) if duration_s else DEFAULT_DURATION_S
     if not np.isfinite(duration) or duration <= 0.0 or duration > MAX_DURATION_S:
@@ -131,7 +154,17 @@ def calibrate_request(
     chosen = str(path).strip() or str(parameter_path).strip()
     if not chosen:
         raise InputError("refused: no file to write: give a path, or set the arm_calibration parameter")
-    return CalibrateRequest(duration, Path(chosen).expanduser().absolute(), bool(effort_scale))
+    known = None
+    mass = float(known_payload_mass)
+    com = np.asarray(list(known_payload_com) or [0.0, 0.0, 0.0], dtype=float)
+    if not np.isfinite(mass) or mass < 0.0:
+        raise InputError(f"refused: known_payload_mass must be 0 (no payload) or a mass in kg, got {mass:g}")
+    if mass > 0.0:
+        if com.shape != (3,) or not np.all(np.isfinite(com)):
+            raise InputError(f"refused: known_payload_com must be 3 numbers (m, flange frame), got {com.size}")
+        known = InertialParameters.point_mass(mass, com)
+    return CalibrateRequest(duration, Path(chosen).expanduser().absolute(), bool(effort_scale), bool(load_friction),
+                            known)
 
 
 class JointStateRecorder:
@@ -303,6 +336,7 @@ def fit_calibration(
     info: dict[str, Any] | None = None,
     effort_unit: str = "torque",
     torque_constants: Sequence[float] = (),
+    unloaded: JointRecording | None = None,
 ) -> CalibrateResult:
     """Fit the arm's calibration to a recording :func:`recording_refusal` accepts, and write it.
 
@@ -319,6 +353,8 @@ def fit_calibration(
         effort_unit: the setting that says what the efforts are (torque or current).
         torque_constants: the setting that converts them to N·m
             (:func:`~payload_estimator.pipeline.joint_torques.torques_from_efforts`).
+        unloaded: with a request's known payload (``recorder`` the arm holding it): the unloaded arm's
+            recording of an earlier call, fitted with it.
     """
     if tuple(kinematics.joint_names) != recorder.joint_names:
         return CalibrateResult(False, f"refused: the arm's joints {list(kinematics.joint_names)} are not the "
@@ -331,9 +367,23 @@ def fit_calibration(
     recording = joint_recording(t, q, effort)
     meta = {"source": "~/calibrate", "recorded_s": round(float(np.ptp(t)), 3), "joint_states": int(len(t)),
             "joint_states_without_efforts": int(recorder.without_efforts), **(info or {})}
+    known: dict[str, Any] = {}
+    payload = request.known_payload
+    if payload is not None:
+        if unloaded is None or unloaded.q.shape[1:] != recording.q.shape[1:]:
+            return CalibrateResult(False, "refused: a known payload's recording is fitted with the unloaded arm's: "
+                                          "call ~/calibrate without payload first (known_payload_mass 0)")
+        if len(recording) < 10:
+            return CalibrateResult(False, f"refused: the known payload's recording has {len(recording)} usable "
+                                          "samples; it needs seconds of motion")
+        known = {"loaded": recording, "loaded_torques": payload_torques(kinematics, recording.q, recording.dq,
+                                                                        recording.ddq, payload.phi)}
+        meta = {**meta, "known_payload_mass": round(float(payload.mass), 6),
+                "known_payload_com": [round(float(v), 6) for v in payload.com]}
+        recording = unloaded
     try:
         calibration, fit = calibrate_arm(kinematics, recording, robot=robot, effort_scale=request.effort_scale,
-                                         info=meta)
+                                         info=meta, load_friction=request.load_friction, **known)
     except ValueError as exc:
         return CalibrateResult(False, f"refused: {exc} (joint states with gaps longer than 50 ms are split, and "
                                       "each piece loses 0.2 s at both ends)")
@@ -344,13 +394,16 @@ def fit_calibration(
         return CalibrateResult(False, f"cannot write {request.path}: {exc.strerror or exc}")
     before, after = fit.rms_description, fit.rms_calibrated
     inconsistent = [j for j, ok in zip(calibration.body_joints, calibration.consistent) if not ok]
-    message = (f"calibrated {len(recorder.joint_names)} joints from {fit.samples} samples "
+    with_known = "" if payload is None else (f" and {len(known['loaded'])} holding the known {payload.mass:g} kg "
+                                             "payload")
+    message = (f"calibrated {len(recorder.joint_names)} joints from {fit.samples} samples{with_known} "
                f"({meta['recorded_s']:g} s): effort residual RMS {float(np.sqrt(np.mean(before ** 2))):.3f} -> "
                f"{float(np.sqrt(np.mean(after ** 2))):.3f} N·m"
                + (f" (bodies on {', '.join(inconsistent)} not physically consistent)" if inconsistent else "")
                + f"; written to {request.path}")
     return CalibrateResult(True, message, str(request.path), recorder.joint_names,
-                           tuple(float(x) for x in before), tuple(float(x) for x in after), int(fit.samples))
+                           tuple(float(x) for x in before), tuple(float(x) for x in after), int(fit.samples),
+                           recording)
 
 
 class CalibrationService:
@@ -385,44 +438,58 @@ class CalibrationService:
         self._sleep = sleep
         self._busy_lock = threading.Lock()
         self._busy = False
+        self._unloaded: tuple[tuple[str, ...], JointRecording] | None = None
 
-    def calibrate(self, duration_s: float, path: str, effort_scale: bool = False) -> CalibrateResult:
+    def calibrate(self, duration_s: float, path: str, effort_scale: bool = False, load_friction: bool = False,
+                  known_payload_mass: float = 0.0, known_payload_com: Sequence[float] = ()) -> CalibrateResult:
         """Serve one request; a refusal is never raised: the result says why.
 
         Args:
             duration_s: the recording time, s (0: :data:`DEFAULT_DURATION_S`).
             path: the file to write (empty: the ``arm_calibration`` parameter's).
             effort_scale: whether to fit effort scales.
+            load_friction: whether to fit the load-dependent Coulomb friction.
+            known_payload_mass: kg: 0, the arm unloaded (its recording is kept for a known payload's call);
+                > 0, the arm holds a point mass at ``known_payload_com`` (m, flange frame), fitted with the last
+                unloaded call's recording.
+            known_payload_com: see ``known_payload_mass``.
         """
         with self._busy_lock:
             if self._busy:
                 return CalibrateResult(False, "refused: a calibration is already recording")
             self._busy = True
         try:
-            return self._record_and_fit(duration_s, path, effort_scale)
+            return self._record_and_fit(duration_s, path, effort_scale, load_friction, known_payload_mass,
+                                        known_payload_com)
         finally:
             with self._lock:
                 self._supervisor.stop_calibration()  # (left early: an error, shutdown)
             with self._busy_lock:
                 self._busy = False
 
-    def _record_and_fit(self, duration_s: float, path: str, effort_scale: bool) -> CalibrateResult:
+    def _record_and_fit(self, duration_s: float, path: str, effort_scale: bool, load_friction: bool,
+                        known_payload_mass: float, known_payload_com: Sequence[float]) -> CalibrateResult:
         supervisor = self._supervisor
         with self._lock:
             settings = supervisor.settings
             try:
                 request = calibrate_request(duration_s, path, settings.arm_calibration if settings else "",
-                                            effort_scale)
+                                            effort_scale, load_friction, known_payload_mass, known_payload_com)
             except ValueError as exc:
                 return CalibrateResult(False, str(exc))
+            if request.known_payload is not None and self._unloaded is None:
+                return CalibrateResult(False, "refused: a known payload's recording is fitted with the unloaded "
+                                              "arm's: call ~/calibrate without payload first (known_payload_mass 0)")
             start = self._clock()
             why = supervisor.start_calibration(request, start)
         if why is not None:
             return CalibrateResult(False, why)
         assert settings is not None
         topic = self._resolve(settings.joint_states_topic)
+        holding = ("without payload" if request.known_payload is None
+                   else f"holding the known {request.known_payload.mass:g} kg payload")
         self._log.info(f"~/calibrate: recording the joint states on {topic} for {request.duration_s:g} s: "
-                       "move the arm, without payload, through its range")
+                       f"move the arm, {holding}, through its range")
         deadline = start + request.duration_s + END_MARGIN_S
         while self._clock() < deadline and self._running():
             self._sleep(0.05)
@@ -437,8 +504,17 @@ class CalibrationService:
             kinematics = supervisor.calibration_kinematics()
         except ValueError as exc:
             return CalibrateResult(False, f"refused: {exc}")
+        unloaded = None
+        if request.known_payload is not None and self._unloaded is not None:
+            joints, unloaded = self._unloaded
+            if joints != recorder.joint_names:
+                return CalibrateResult(False, f"refused: the unloaded recording kept is of joints {list(joints)}, this "
+                                              f"one of {list(recorder.joint_names)}: calibrate without payload again")
         result = fit_calibration(kinematics, recorder, request, robot=settings.robot,
-                                 effort_unit=settings.effort_unit, torque_constants=settings.torque_constants)
+                                 effort_unit=settings.effort_unit, torque_constants=settings.torque_constants,
+                                 unloaded=unloaded)
+        if result.success and request.known_payload is None and result.recording is not None:
+            self._unloaded = (recorder.joint_names, result.recording)  # for a known payload's call
         if result.success:
             result = self._load(result, request.path)
         return result
