@@ -265,6 +265,8 @@ class _JointTorqueInformationSearch(_PayloadInformationSearch):
             raise ExcitationError(f"the joint-torque noise has {noise.std.size} joints, the arm {arm.n_joints}")
         self.noise = noise
 
+    mass_com_weight = _MASS_COM_WEIGHT
+
     def rows(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, motion: Any = None) -> np.ndarray:
         """(N, n, 10) the whitened rows of the scaled parameters."""
         return joint_torque_rows(self.kin, q, dq, ddq, self.noise, motion) * self.scale
@@ -287,7 +289,7 @@ class _JointTorqueInformationSearch(_PayloadInformationSearch):
             return -1e9, None
         C, motion = found
         R = self.rows(*self.design_states(C), motion)
-        return sum(weight * log_det(M) + _MASS_COM_WEIGHT * (log_det(M) - log_det(M[4:, 4:]))
+        return sum(weight * log_det(M) + self.mass_com_weight * (log_det(M) - log_det(M[4:, 4:]))
                    for weight, _, _, M in self.windows(R)), C
 
     def gradient(self, C: np.ndarray) -> np.ndarray:
@@ -297,8 +299,8 @@ class _JointTorqueInformationSearch(_PayloadInformationSearch):
         E = np.zeros_like(R)
         for weight, window, Rw, M in self.windows(R):
             try:
-                G = (weight + _MASS_COM_WEIGHT) * np.linalg.inv(M)
-                G[4:, 4:] -= _MASS_COM_WEIGHT * np.linalg.inv(M[4:, 4:])
+                G = (weight + self.mass_com_weight) * np.linalg.inv(M)
+                G[4:, 4:] -= self.mass_com_weight * np.linalg.inv(M[4:, 4:])
             except np.linalg.LinAlgError:
                 return np.zeros_like(C)
             E[window] += 2.0 * Rw @ G
