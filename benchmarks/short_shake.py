@@ -5,7 +5,8 @@ Control of Wheeled Humanoids") shake an object for 0.5 s and map the joint histo
 learned model; on their real robot the mass is 0.18-0.29 kg off on average (mean absolute error). Here
 the physics-based estimate gets the same half second (and one second): the shake ``excite --shake 0.5``
 (``--shake 1``) designs from home, within the arm's limits, at rest at both ends, simulated by MuJoCo,
-estimated by the whole pipeline (filters, kinematics; WLS, no shape prior) from the shake's data alone.
+estimated by the whole pipeline (filters, kinematics; WLS, no shape prior) from the shake's data (each run
+lasts the shake plus the pipeline's lag, :data:`PIPELINE_LAG_S`, at rest).
 
 Modes:
 
@@ -16,9 +17,10 @@ Modes:
 * ``joint torques``: no sensor; the simulated arm is unlike its URDF (every link's mass off by up to 15 %,
   its COM by up to 1 cm), its efforts carry the robot's noise and friction (Franka's tau_J: 0.05-0.08 N·m,
   Gaz et al.'s friction; the xArm's currents: 0.3-0.6 N·m, 1-3 N·m of Coulomb, Stribeck and viscous
-  friction in a law the calibration does not fit) and a torque-constant error of up to ``--effort-scale-error``
-  per joint; the arm was calibrated unloaded beforehand (``--calibration-s`` of Lambert's sinusoids), and the
-  shake is the one designed ``--for joint-torques``.
+  friction in a law the calibration does not fit) and, with ``--effort-scale-error e``, a
+  torque-constant error of up to ``e`` per joint (the calibration then fits the scales too); the arm was
+  calibrated unloaded beforehand (``--calibration-s`` of Lambert's sinusoids), and the shake is the one
+  designed ``--for joint-torques``.
 
 Payloads: the workshop's file (0.22 kg, steel blade in a wooden handle), club hammer (1.08 kg, steel head
 on a wooden handle) and the catalogue's drill (1.55 kg). Mean absolute mass error (kg, and %), mean
@@ -61,6 +63,9 @@ PAYLOADS = ("ws_file", "ws_club_hammer", "drill")
 DURATIONS = (0.5, 1.0)
 MODES = ("ft", "ft_tared", "joint_torques")
 LABELS = {"ft": "F/T, offsets estimated", "ft_tared": "F/T, tared", "joint_torques": "joint torques, calibrated"}
+PIPELINE_LAG_S = 0.3
+"""The pipeline's filters and alignment hold the newest samples back this long: each run lasts the shake plus
+this much at rest, so that the estimate has taken in the shake's samples (and hardly any of the rest's)."""
 BAEK_MASS_MAE_KG = (0.18, 0.29)
 """Baek et al.'s real-robot mean absolute mass errors after their 0.5 s shake (learned model), kg."""
 
@@ -94,8 +99,8 @@ def _run(robot: str, trajectory, duration: float, payload, mode: str, seed: int,
         kwargs = {"efforts": _efforts(robot, scale_error, seed), "arm_mismatch": ArmMismatch(seed=seed)}
     elif mode == "ft_tared":
         kwargs = {"ft_bias": np.zeros(6), "ft_drift": False}
-    run = simulate(robot=robot, payload=payload, trajectory=trajectory, duration=duration, noise="moderate",
-                   seed=seed, imu=False, **kwargs)
+    run = simulate(robot=robot, payload=payload, trajectory=trajectory, duration=duration + PIPELINE_LAG_S,
+                   noise="moderate", seed=seed, imu=False, **kwargs)
     shape = payload.envelope if method == "pmd" else None
     if mode == "joint_torques":
         stream = stream_for_run(run, shape, estimator=method, track_payload=False,
@@ -159,7 +164,7 @@ def shakes(args: argparse.Namespace) -> None:
 
 
 def identify(args: argparse.Namespace) -> None:
-    """The ~/identify motion on the xArm 6 in joint-torque mode: designed for the F/T sensor vs for the joint torques."""
+    """~/identify's motion on the xArm 6 in joint-torque mode: designed for the F/T sensor vs for the joint torques."""
     robot, payload = "xarm6", _payload("ws_club_hammer")
     spec = get_robot(robot)
     kin, arm, start = flange_kinematics(robot), ArmLimits.from_robot(spec), np.asarray(spec.q_home)
@@ -191,9 +196,11 @@ def main() -> None:
     ap.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     ap.add_argument("--method", default="wls", help="the estimator (default wls)")
     ap.add_argument("--calibration-s", type=float, default=30.0, help="s of the unloaded arm's calibration motion")
-    ap.add_argument("--effort-scale-error", type=float, default=0.03,
-                    help="joint-torque mode: each joint's effort scale is 1 + U(-e, e), calibrated (default 0.03)")
-    ap.add_argument("--quick", action="store_true", help="Panda and xArm 7, the club hammer, one seed, 15 s calibration")
+    ap.add_argument("--effort-scale-error", type=float, default=0.0,
+                    help="joint-torque mode: each joint's effort scale is 1 + U(-e, e), calibrated with the arm "
+                         "(default 0: exact torque constants)")
+    ap.add_argument("--quick", action="store_true",
+                    help="Panda and xArm 7, the club hammer, one seed, 15 s calibration")
     ap.add_argument("--identify", action="store_true", help="also ~/identify's motion on the xArm 6 (joint torques)")
     ap.add_argument("--identify-s", type=float, default=15.0, help="s of ~/identify's motion (default 15)")
     ap.add_argument("--identify-seeds", type=int, default=3, help="arms for --identify (default 3)")

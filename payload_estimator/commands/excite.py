@@ -214,7 +214,7 @@ def _write_csv(out: Path, trajectory: Any, joint_names: tuple[str, ...], dt: flo
 
 
 def _joint_torque_noise(args: argparse.Namespace, arm: Any) -> Any:
-    """``--for joint-torques``: the noise per joint from ``--arm-calibration``, the robot's effort table or a default."""
+    """``--for joint-torques``: the noise per joint (``--arm-calibration``, the robot's effort table or a default)."""
     from payload_estimator.errors import CalibrationError
     from payload_estimator.excitation.information import JointTorqueNoise
     from payload_estimator.robots import get_robot

@@ -351,8 +351,9 @@ def check_start(kin: SensorKinematics, arm: ArmLimits, q_start: np.ndarray, limi
         raise ExcitationError("the kinematics and the limits must name the same joints in the same order")
     q0 = _validate_start(arm, q_start, limits)
     if limits.duration < min_duration:
+        shakes = " or ".join(f"{d:g}" for d in SHAKE_DURATIONS)
         raise ExcitationError(f"a motion of {limits.duration:g} s is too short to move safely: "
-                              f"at least {min_duration:g} s (or a shake: {', '.join(f'{d:g}' for d in SHAKE_DURATIONS)} s)")
+                              f"at least {min_duration:g} s (or a shake of {shakes} s)")
     rest = check_trajectory(FourierExcitation(q0, np.zeros((2, arm.n_joints)), limits.duration,
                                               min(0.5, 0.5 * limits.duration)),
                             kin, arm, q0, limits, rate_hz=10.0)

@@ -15,8 +15,9 @@ to where it started:
   to the controller. With ``wrench_source: joint_torques`` it is designed for the
   payload as the joint torques see it (:func:`joint_torque_noise`: the arm
   calibration's residual and friction), else for the F/T sensor; the goal's
-  ``motion`` asks for a short shake instead (:func:`parse_motion`). Slow (an optimisation): the node runs it in the action's
-  own thread, never in its processing loop;
+  ``motion`` asks for a short shake instead (:func:`parse_motion`). Slow (an
+  optimisation): the node runs it in the action's own thread, never in its
+  processing loop;
 * :func:`return_move`: the minimum-jerk motion back to the start after the
   identification motion was stopped, within every limit.
 
