@@ -148,19 +148,27 @@ def shakes(args: argparse.Namespace) -> None:
                 for payload_name in args.payloads:
                     payload = _payload(payload_name)
                     for seed in range(args.seeds):
-                        results[robot, seconds, mode].append(
+                        results[robot, seconds, mode, payload_name].append(
                             _run(robot, trajectory, seconds, payload, mode, seed, calibrations.get((robot, seed)),
                                  args.effort_scale_error, args.method))
+    names = ", ".join(f"{p} {_payload(p).params.mass:.2f} kg" for p in args.payloads)
     print(f"## After a {' s / '.join(f'{d:g}' for d in args.durations)} s shake from home "
-          f"({args.method.upper()}, {len(args.payloads)} payload(s) x {args.seeds} seed(s)): mean (worst)\n")
-    print("| robot | shake | mode | mass error kg | mass error % | COM error mm |")
-    print("|---|---|---|---|---|---|")
-    for (robot, seconds, mode), rows in results.items():
-        print(f"| {robot} | {seconds:g} s | {LABELS[mode]} | {_cell([r['mass_kg'] for r in rows])} | "
-              f"{_cell([r['mass_pct'] for r in rows], '{:.1f}')} | {_cell([r['com_mm'] for r in rows], '{:.1f}')} |")
+          f"({args.method.upper()}, {args.seeds} seed(s)): mass error kg, mean absolute over the payloads (worst); "
+          f"per payload ({names}): mass % / COM mm, mean over the seeds\n")
+    print("| robot | shake | mode | mass error kg | " + " | ".join(args.payloads) + " |")
+    print("|---|---|---|---|" + "---|" * len(args.payloads))
+    for robot in args.robots:
+        for seconds in args.durations:
+            for mode in args.modes:
+                rows = {p: results[robot, seconds, mode, p] for p in args.payloads}
+                every = [r for p in args.payloads for r in rows[p]]
+                cells = [f"{np.nanmean([r['mass_pct'] for r in rows[p]]):.1f} / "
+                         f"{np.nanmean([r['com_mm'] for r in rows[p]]):.1f}" for p in args.payloads]
+                print(f"| {robot} | {seconds:g} s | {LABELS[mode]} | {_cell([r['mass_kg'] for r in every])} | "
+                      + " | ".join(cells) + " |")
     lo, hi = BAEK_MASS_MAE_KG
     print(f"| Baek et al. (real robot, learned model) | 0.5 s | joint positions and velocities | {lo:.2f}-{hi:.2f} "
-          "(mean absolute) | - | - |")
+          "(mean absolute) |" + " - |" * len(args.payloads))
 
 
 def identify(args: argparse.Namespace) -> None:
