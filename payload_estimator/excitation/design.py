@@ -88,7 +88,8 @@ MIN_DURATION_S = 2.0
 _JOINT_TORQUE_MASS_COM_WEIGHT = 5.0
 """The same weight for a design for joint torques: through them the inertia is hardly identifiable (the
 arm's own inertia errors mask it), mass and COM are what counts. On the xArm 6 (3 calibrated arms unlike
-their URDF, club hammer, 15 s, WLS) the worst COM error was 12.3 mm with 0.5 and 2.9 mm with 5."""
+their URDF, club hammer, 15 s, WLS) the worst COM error was 12.3 mm with 0.5 and 2.9 mm with 5 (the
+xArm 7's was 6.8 mm with 0.5; with 5, 19 mm: see ``benchmarks/joint_torques.py``)."""
 SHAKE_DURATIONS = (0.5, 1.0)
 """Lengths of the short shakes :func:`design_shake` designs, s."""
 SHAKE_MAX_FREQUENCY_HZ = 3.0
