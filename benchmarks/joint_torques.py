@@ -11,7 +11,8 @@ deliberately not the one the calibration fits). Per arm (mismatch seed):
    ``calibrate_arm`` fits it;
 2. estimation: the arm *with* the payload runs ``--duration`` seconds of a *different* motion
    (Lambert's sinusoids on all joints with other frequencies, the identification motion ``excite`` designs
-   from home for an F/T sensor, or Nadeau et al.'s wrist sinusoids), and the whole
+   from home for an F/T sensor or, ``designed-jt``, for the joint torques, or Nadeau et al.'s wrist
+   sinusoids), and the whole
    pipeline (filters, kinematics, the joint torques through the Jacobian) estimates the payload in
    the flange frame, without a shape prior (WLS) and with the payload's outer box (PMD).
 
@@ -54,6 +55,7 @@ from payload_estimator.excitation import (
     design_excitation,
     flange_kinematics,
 )
+from payload_estimator.excitation.information import JointTorqueNoise
 from payload_estimator.pipeline.arm_dynamics import ArmPrior, calibrate_arm, joint_recording
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.playback import play
@@ -134,6 +136,10 @@ def _motion(robot: str, kind: str, duration: float, q_start: np.ndarray | None =
     if kind == "thesis":  # Lambert's excitation, other frequencies than the calibration's
         return make_trajectory("thesis", spec, duration=duration, seed=7)
     start = spec.q_home if q_start is None else q_start
+    if kind == "designed-jt":  # what `excite --for joint-torques` designs (the robot's effort noise and friction)
+        return design_excitation(flange_kinematics(robot), ArmLimits.from_robot(spec), np.asarray(start),
+                                 MotionLimits(duration=duration), seed=0, estimate_offsets=False,
+                                 joint_torques=JointTorqueNoise.for_robot(spec)).trajectory
     return design_excitation(flange_kinematics(robot), ArmLimits.from_robot(spec), np.asarray(start),
                              MotionLimits(duration=duration), seed=0).trajectory
 
@@ -153,8 +159,8 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=15.0, help="seconds of estimation motion (default 15)")
     ap.add_argument("--calibration-s", type=float, default=30.0, help="seconds of calibration motion (default 30)")
     ap.add_argument("--motions", nargs="+", default=["thesis", "designed"],
-                    help="estimation motions: thesis (Lambert's, all joints), designed (excite's), "
-                         "paper004 (Nadeau et al.'s, wrist)")
+                    help="estimation motions: thesis (Lambert's, all joints), designed (excite's, for an F/T "
+                         "sensor), designed-jt (excite --for joint-torques), paper004 (Nadeau et al.'s, wrist)")
     ap.add_argument("--methods", nargs="+", default=["wls", "pmd"])
     ap.add_argument("--quick", action="store_true", help="xArm 7 and Panda, the club hammer, one seed, thesis, WLS")
     ap.add_argument("--singular", action="store_true", help="near a singular pose: joint-space rows vs pseudo-inverse")

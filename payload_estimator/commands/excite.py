@@ -16,6 +16,17 @@ same duration where they are admissible. ``--out FILE.csv`` writes the motion (h
 your own controller. Any arm: ``--urdf FILE --tcp-frame FRAME`` (with ``--start``; accelerations
 and jerks then get conservative defaults).
 
+``--for joint-torques`` designs for a robot without an F/T sensor (the node's ``wrench_source:
+joint_torques``): the information is the payload's as the joint torques see it, through the
+Jacobian's transpose, each joint weighted by its effort noise and the uncertainty of its friction
+(``--arm-calibration FILE``: the calibration's residual and friction; else the robot's effort
+table). Such a motion moves more than the wrist, whose small levers show the payload to the
+joints poorly.
+
+``--shake 0.5`` (or ``1``) designs a short shake instead: the same kind of motion, half a second
+(or one second) long, within the same limits, at rest at both ends; for an F/T sensor or, with
+``--for joint-torques``, for the joint torques. ``benchmarks/short_shake.py`` shows what it gives.
+
 ``--for calibration`` designs the motion for calibrating the unloaded arm instead (``payload-estimator
 calibrate``, the node's ``~/calibrate``): longer (30 s by default), every joint through both
 directions and a wide range of speeds, poses spread, maximising what the calibration learns about
@@ -44,8 +55,11 @@ from payload_estimator.commands.common import (
 
 __all__ = ["add_parser", "run", "PURPOSES"]
 
-PURPOSES = ("payload", "calibration")
-"""What ``--for`` designs a motion for: the payload's parameters, or a calibration of the unloaded arm."""
+PURPOSES = ("payload", "joint-torques", "calibration")
+"""What ``--for`` designs a motion for: the payload's parameters with an F/T sensor or through the joint torques,
+or a calibration of the unloaded arm."""
+SHAKES = ("0.5", "1")
+"""The lengths of ``--shake``, s."""
 
 MAX_DT_S = 0.01
 """Largest time step of a written trajectory, s."""
@@ -82,8 +96,15 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--for", dest="purpose", choices=PURPOSES, default="payload",
-                   help="payload: a short motion for the payload's parameters (default); calibration: a long one "
-                        "for calibrating the unloaded arm (inertial parameters, joint friction)")
+                   help="payload: a short motion for the payload's parameters, seen by an F/T sensor (default); "
+                        "joint-torques: the same, seen through the joint torques (no F/T sensor); calibration: a "
+                        "long one for calibrating the unloaded arm (inertial parameters, joint friction)")
+    p.add_argument("--shake", choices=SHAKES, metavar="SECONDS",
+                   help=f"a short shake of {' or '.join(SHAKES)} s instead of a motion of --duration "
+                        "(--for payload or joint-torques)")
+    p.add_argument("--arm-calibration", metavar="FILE",
+                   help="--for joint-torques: the arm's calibration (payload-estimator calibrate): its residual "
+                        "and friction weigh the joints (default: the robot's effort noise and friction)")
     p.add_argument("--robot", choices=ROBOT_NAMES, default="panda", help="a built-in robot (default panda)")
     p.add_argument("--urdf", metavar="FILE", help="any arm's URDF instead of a built-in robot (needs --tcp-frame "
                                                   "and --start)")
@@ -192,28 +213,63 @@ def _write_csv(out: Path, trajectory: Any, joint_names: tuple[str, ...], dt: flo
     write_trajectory_csv(out, joint_names, t, trajectory(t)[0])
 
 
+def _joint_torque_noise(args: argparse.Namespace, arm: Any) -> Any:
+    """``--for joint-torques``: the noise per joint (``--arm-calibration``, the robot's effort table or a default)."""
+    from payload_estimator.errors import CalibrationError
+    from payload_estimator.excitation.information import JointTorqueNoise
+    from payload_estimator.robots import get_robot
+
+    if args.arm_calibration:
+        from payload_estimator.pipeline.arm_model import ArmCalibration
+
+        try:
+            cal = ArmCalibration.load(args.arm_calibration)
+            cal.check_matches("" if args.urdf else args.robot, arm.joint_names)
+        except CalibrationError as exc:
+            raise CommandError(f"--arm-calibration {args.arm_calibration}: {exc}") from None
+        return JointTorqueNoise.from_calibration(cal)
+    if args.urdf:
+        return JointTorqueNoise.default(arm.n_joints)
+    return JointTorqueNoise.for_robot(get_robot(args.robot))
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``excite`` with the parsed ``args``; return the exit status."""
     if args.purpose == "calibration":
         return _run_calibration(args)
-    from payload_estimator.excitation.design import design_excitation, predict_uncertainty
+    from payload_estimator.excitation.design import design_excitation, design_shake, predict_uncertainty
     from payload_estimator.excitation.limits import ExcitationError, MotionLimits
     from payload_estimator.outputs.report import excitation_table
 
+    joint_torques = args.purpose == "joint-torques"
+    if args.arm_calibration and not joint_torques:
+        raise CommandError("--arm-calibration applies to --for joint-torques")
+    if joint_torques and args.no_bias:
+        raise CommandError("--no-bias applies to an F/T sensor: through the joint torques the calibration knows "
+                           "the offsets")
+    if args.shake and args.duration is not None:
+        raise CommandError("--shake sets the duration: leave out --duration")
     out = check_out_file(args.out) if args.out else None
     payload = _payload(args.payload) if args.payload else None
     name, kin, arm, start = _arm(args)
+    noise = _joint_torque_noise(args, arm) if joint_torques else None
+    offsets = not args.no_bias and not joint_torques
     limits = _limits(args, MotionLimits().duration)
     try:
-        design = design_excitation(kin, arm, start, limits, seed=args.seed, estimate_offsets=not args.no_bias)
+        if args.shake:
+            design = design_shake(kin, arm, start, float(args.shake), limits, seed=args.seed, estimate_offsets=offsets,
+                                  joint_torques=noise)
+        else:
+            design = design_excitation(kin, arm, start, limits, seed=args.seed, estimate_offsets=offsets,
+                                       joint_torques=noise)
     except ExcitationError as exc:
         raise CommandError(str(exc)) from None
     summary: dict[str, Any] = {"robot": name, **design.summary()}
     if payload is not None:
         label, params = payload
         summary["predicted_payload"] = {"payload": label, **predict_uncertainty(
-            design.trajectory, kin, params, estimate_offsets=not args.no_bias).summary()}
-    summary["paper004"] = _paper004(args, name, kin, arm, start, limits, payload)
+            design.trajectory, kin, params, estimate_offsets=offsets, joint_torques=noise).summary()}
+    summary["paper004"] = _paper004(args, name, kin, arm, start, design.limits, payload, noise)
     return _emit(args, out, summary, design, excitation_table)
 
 
@@ -222,7 +278,8 @@ def _run_calibration(args: argparse.Namespace) -> int:
     from payload_estimator.excitation.calibration import CALIBRATION_DURATION_S, design_calibration_motion
     from payload_estimator.excitation.limits import ExcitationError
 
-    for option, given in (("--payload", args.payload), ("--no-bias", args.no_bias)):
+    for option, given in (("--payload", args.payload), ("--no-bias", args.no_bias), ("--shake", args.shake),
+                          ("--arm-calibration", args.arm_calibration)):
         if given:
             raise CommandError(f"{option} applies to --for payload: a calibration motion is for the unloaded arm")
     out = check_out_file(args.out) if args.out else None
@@ -285,7 +342,7 @@ def _thesis(args: argparse.Namespace, name: str, kin: Any, arm: Any, start: Any,
 
 
 def _paper004(args: argparse.Namespace, name: str, kin: Any, arm: Any, start: Any, limits: Any,
-              payload: tuple[str, Any] | None) -> dict[str, Any] | None:
+              payload: tuple[str, Any] | None, joint_torques: Any = None) -> dict[str, Any] | None:
     """Return Nadeau et al.'s wrist sinusoids of the same duration from the same start, for comparison.
 
     Built-in robots at home only: that is where they are defined."""
@@ -304,10 +361,11 @@ def _paper004(args: argparse.Namespace, name: str, kin: Any, arm: Any, start: An
     except (RuntimeError, ValueError):
         return None
     check = check_trajectory(paper, kin, arm, start, limits)
+    offsets = not args.no_bias and joint_torques is None
     out: dict[str, Any] = {"ok": check.ok, "violations": list(check.violations),
-                           "predicted_nominal": predict_uncertainty(paper, kin, estimate_offsets=not args.no_bias)
-                           .summary()}
+                           "predicted_nominal": predict_uncertainty(paper, kin, estimate_offsets=offsets,
+                                                                    joint_torques=joint_torques).summary()}
     if payload is not None:
-        out["predicted_payload"] = predict_uncertainty(paper, kin, payload[1],
-                                                       estimate_offsets=not args.no_bias).summary()
+        out["predicted_payload"] = predict_uncertainty(paper, kin, payload[1], estimate_offsets=offsets,
+                                                       joint_torques=joint_torques).summary()
     return out

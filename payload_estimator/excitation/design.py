@@ -9,6 +9,18 @@ the whole, and its first half so that the information comes early) and weighs th
 moment beyond the inertia (:data:`_MASS_COM_WEIGHT`). The names of the three modules it is made
 of are importable from here.
 
+**For joint torques** (``joint_torques=``: a :class:`~payload_estimator.excitation.information.JointTorqueNoise`),
+the information is the payload's as the joint torques see it, ``-S^-1/2 J^T Y`` per sample (see
+:mod:`~payload_estimator.excitation.information`), and the mass and first moment weigh ten times more
+(``_JOINT_TORQUE_MASS_COM_WEIGHT``): the motion moves the joints whose efforts are least noisy
+relative to the payload's lever on them, usually more than the wrist.
+
+**A short shake** (:func:`design_shake`, :data:`SHAKE_DURATIONS`): the same family cut to half a second
+or one second, the lowest harmonics only (up to :data:`SHAKE_MAX_FREQUENCY_HZ`), a start/stop blend
+of a quarter of the motion: a fixed-length primitive (as Baek et al.'s, "Online Learning-Based
+Inertial Parameter Identification of Unknown Object for Model-Based Control of Wheeled Humanoids",
+shake an object for 0.5 s), designed for the information like any motion and within the same limits.
+
 Units: rad, s, m, kg, N, N·m. Frames: ``phi`` about the origin of the kinematics' frame (the
 TCP: the flange or the sensor), in its axes.
 """
@@ -29,9 +41,12 @@ from payload_estimator.excitation.fourier import MAX_FREQUENCY_HZ, FourierExcita
 from payload_estimator.excitation.information import (
     DESIGN_FORCE_STD,
     DESIGN_TORQUE_STD,
+    JointTorqueNoise,
     PredictedUncertainty,
     channel_weights,
     information_matrix,
+    joint_torque_information,
+    joint_torque_rows,
     log_det,
     nominal_payload,
     parameter_scale,
@@ -49,6 +64,8 @@ __all__ = [
     "ExcitationDesign",
     "PredictedUncertainty",
     "design_excitation",
+    "design_shake",
+    "JointTorqueNoise",
     "FourierSearch",
     "check_start",
     "fit_to_limits",
@@ -60,12 +77,25 @@ __all__ = [
     "nominal_payload",
     "MAX_FREQUENCY_HZ",
     "MIN_DURATION_S",
+    "SHAKE_DURATIONS",
+    "SHAKE_MAX_FREQUENCY_HZ",
     "DESIGN_FORCE_STD",
     "DESIGN_TORQUE_STD",
 ]
 
 MIN_DURATION_S = 2.0
 """Shortest motion designed, s: two start/stop blends and at least one period of the series."""
+_JOINT_TORQUE_MASS_COM_WEIGHT = 5.0
+"""The same weight for a design for joint torques: through them the inertia is hardly identifiable (the
+arm's own inertia errors mask it), mass and COM are what counts. On the xArm 6 (3 calibrated arms unlike
+their URDF, club hammer, 15 s, WLS) the worst COM error was 12.3 mm with 0.5 and 2.9 mm with 5 (the
+xArm 7's was 6.8 mm with 0.5; with 5, 19 mm: see ``benchmarks/joint_torques.py``)."""
+SHAKE_DURATIONS = (0.5, 1.0)
+"""Lengths of the short shakes :func:`design_shake` designs, s."""
+SHAKE_MAX_FREQUENCY_HZ = 3.0
+"""Highest harmonic of a shake, Hz: one harmonic (2.7 Hz) in half a second, two (1.3 and 2.7 Hz) in one."""
+_SHAKE_DESIGN_RATE_HZ = 60.0
+"""A shake's information is evaluated at this rate during the search, Hz (30 samples in half a second)."""
 _WINDOWS = ((1.0, 0.5), (0.5, 0.5))
 """(fraction of the motion from its start, weight) of the information windows the score adds up:
 the whole motion, and its first half, so that the information comes early (the node stops the
@@ -92,6 +122,9 @@ class ExcitationDesign:
         predicted: Cramér–Rao uncertainty for the nominal payload.
         seed: the seed of the optimisation's starting points.
         design_time_s: wall time of the design, s.
+        joint_torques: designed for the payload seen through the joint torques with this noise (None: an
+            F/T sensor).
+        kind: "designed" (:func:`design_excitation`) or "shake" (:func:`design_shake`).
     """
 
     trajectory: FourierExcitation
@@ -105,10 +138,20 @@ class ExcitationDesign:
     predicted: PredictedUncertainty
     seed: int
     design_time_s: float
+    joint_torques: JointTorqueNoise | None = None
+    kind: str = "designed"
+
+    @property
+    def wrench_source(self) -> str:
+        """What the motion is designed for: "ft_sensor" or "joint_torques"."""
+        return "ft_sensor" if self.joint_torques is None else "joint_torques"
 
     def summary(self) -> dict[str, Any]:
         """Plain values for printing and JSON."""
         return {
+            "motion": self.kind,
+            "designed_for": self.wrench_source,
+            **({} if self.joint_torques is None else {"joint_torque_noise": self.joint_torques.summary()}),
             **motion_summary(self.trajectory, self.joint_names, self.q_start, self.check, self.limits),
             "log_det_information": self.log_det,
             "scaled_condition_number": self.condition_number,
@@ -139,8 +182,11 @@ class _PayloadInformationSearch(FourierSearch):
 
     def __init__(self, kin: SensorKinematics, arm: ArmLimits, q_start: np.ndarray, limits: MotionLimits,
                  ramp: float, harmonics: np.ndarray, force_std: float, torque_std: float,
-                 estimate_offsets: bool, payload: InertialParameters) -> None:
-        super().__init__(kin, arm, q_start, limits, ramp, harmonics)
+                 estimate_offsets: bool, payload: InertialParameters, design_rate_hz: float | None = None) -> None:
+        if design_rate_hz is None:
+            super().__init__(kin, arm, q_start, limits, ramp, harmonics)
+        else:
+            super().__init__(kin, arm, q_start, limits, ramp, harmonics, design_rate_hz)
         self.w = channel_weights(force_std, torque_std)
         self.estimate_offsets = estimate_offsets
         self.scale = parameter_scale(payload)
@@ -213,6 +259,69 @@ class _PayloadInformationSearch(FourierSearch):
         return grad
 
 
+class _JointTorqueInformationSearch(_PayloadInformationSearch):
+    """The payload design for joint torques: the rows ``-S^-1/2 J^T Y`` in place of the wrench's."""
+
+    def __init__(self, kin: SensorKinematics, arm: ArmLimits, q_start: np.ndarray, limits: MotionLimits,
+                 ramp: float, harmonics: np.ndarray, noise: JointTorqueNoise, estimate_offsets: bool,
+                 payload: InertialParameters, design_rate_hz: float | None = None) -> None:
+        super().__init__(kin, arm, q_start, limits, ramp, harmonics, DESIGN_FORCE_STD, DESIGN_TORQUE_STD,
+                         estimate_offsets, payload, design_rate_hz)
+        if noise.std.size != arm.n_joints:
+            raise ExcitationError(f"the joint-torque noise has {noise.std.size} joints, the arm {arm.n_joints}")
+        self.noise = noise
+
+    mass_com_weight = _JOINT_TORQUE_MASS_COM_WEIGHT
+
+    def rows(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, motion: Any = None) -> np.ndarray:
+        """(N, n, 10) the whitened rows of the scaled parameters."""
+        return joint_torque_rows(self.kin, q, dq, ddq, self.noise, motion) * self.scale
+
+    def windows(self, R: np.ndarray) -> list[tuple[float, slice, np.ndarray, np.ndarray]]:
+        """Each window's (weight, samples, (centred) rows, Gram) (:data:`_WINDOWS`)."""
+        out = []
+        for fraction, weight in _WINDOWS:
+            window = slice(0, max(int(round(fraction * len(R))), 2))
+            Rw = R[window]
+            if self.estimate_offsets:
+                Rw = Rw - Rw.mean(axis=0)
+            out.append((weight, window, Rw, np.einsum("nki,nkj->ij", Rw, Rw)))
+        return out
+
+    def score(self, x: np.ndarray) -> tuple[float, np.ndarray | None]:
+        """As the F/T design's, with the joint-torque rows."""
+        found = self.admissible(x)
+        if found is None:
+            return -1e9, None
+        C, motion = found
+        R = self.rows(*self.design_states(C), motion)
+        return sum(weight * log_det(M) + self.mass_com_weight * (log_det(M) - log_det(M[4:, 4:]))
+                   for weight, _, _, M in self.windows(R)), C
+
+    def gradient(self, C: np.ndarray) -> np.ndarray:
+        """(2H, n) gradient of the score by ``C``: by the rows, then finite differences of the rows by each state."""
+        states = list(self.design_states(C))
+        R = self.rows(*states)
+        E = np.zeros_like(R)
+        for weight, window, Rw, M in self.windows(R):
+            try:
+                G = (weight + self.mass_com_weight) * np.linalg.inv(M)
+                G[4:, 4:] -= self.mass_com_weight * np.linalg.inv(M[4:, 4:])
+            except np.linalg.LinAlgError:
+                return np.zeros_like(C)
+            E[window] += 2.0 * Rw @ G
+        grad = np.zeros_like(C)
+        step = 1e-6
+        for which, basis in enumerate(self.Bd):
+            by_state = np.empty((len(R), self.n))
+            for j in range(self.n):
+                moved = [x.copy() if i == which else x for i, x in enumerate(states)]
+                moved[which][:, j] += step
+                by_state[:, j] = np.sum((self.rows(*moved) - R) / step * E, axis=(1, 2))
+            grad += basis.T @ by_state
+        return grad
+
+
 def _validate_start(arm: ArmLimits, q_start: np.ndarray, limits: MotionLimits) -> np.ndarray:
     """(n,) the start as an array; ``ExcitationError`` if it is not a finite pose inside the limits' margin."""
     q = np.asarray(q_start, dtype=float).reshape(-1)
@@ -233,12 +342,13 @@ def _validate_start(arm: ArmLimits, q_start: np.ndarray, limits: MotionLimits) -
     return q
 
 
-def check_start(kin: SensorKinematics, arm: ArmLimits, q_start: np.ndarray, limits: MotionLimits) -> np.ndarray:
+def check_start(kin: SensorKinematics, arm: ArmLimits, q_start: np.ndarray, limits: MotionLimits,
+                min_duration: float = MIN_DURATION_S) -> np.ndarray:
     """Return the (n,) start of a motion to design, checked.
 
     The kinematics and the limits name the same joints, the start is inside the limits'
-    margin, the duration at least :data:`MIN_DURATION_S`, and the start pose itself keeps the
-    clearances.
+    margin, the duration at least ``min_duration`` (:data:`MIN_DURATION_S`), and the start pose
+    itself keeps the clearances.
 
     Raises:
         ExcitationError: one of those fails (one line).
@@ -246,10 +356,12 @@ def check_start(kin: SensorKinematics, arm: ArmLimits, q_start: np.ndarray, limi
     if tuple(kin.joint_names) != tuple(arm.joint_names):
         raise ExcitationError("the kinematics and the limits must name the same joints in the same order")
     q0 = _validate_start(arm, q_start, limits)
-    if limits.duration < MIN_DURATION_S:
+    if limits.duration < min_duration:
+        shakes = " or ".join(f"{d:g}" for d in SHAKE_DURATIONS)
         raise ExcitationError(f"a motion of {limits.duration:g} s is too short to move safely: "
-                              f"at least {MIN_DURATION_S:g} s")
-    rest = check_trajectory(FourierExcitation(q0, np.zeros((2, arm.n_joints)), limits.duration, 0.5),
+                              f"at least {min_duration:g} s (or a shake of {shakes} s)")
+    rest = check_trajectory(FourierExcitation(q0, np.zeros((2, arm.n_joints)), limits.duration,
+                                              min(0.5, 0.5 * limits.duration)),
                             kin, arm, q0, limits, rate_hz=10.0)
     if not rest.ok:
         raise ExcitationError(f"the start pose itself is unsafe: {rest.violations[0]}")
@@ -287,6 +399,7 @@ def design_excitation(
     force_std: float = DESIGN_FORCE_STD,
     torque_std: float = DESIGN_TORQUE_STD,
     payload: InertialParameters | None = None,
+    joint_torques: JointTorqueNoise | None = None,
 ) -> ExcitationDesign:
     """Design the most informative admissible motion from ``q_start`` (see the module docstring).
 
@@ -301,6 +414,9 @@ def design_excitation(
         force_std: force noise per axis that weighs the information, N.
         torque_std: torque noise per axis that weighs the information, N·m.
         payload: what the design is scored and predicted for (:func:`nominal_payload`).
+        joint_torques: design for the payload seen through the joint torques with this noise per joint
+            (``estimate_offsets`` then means an offset per joint; the node's joint-torque mode has
+            none: the calibration knows them). None: for an F/T sensor.
 
     Raises:
         ExcitationError: the start is outside the limits or within their margin, the duration is
@@ -310,11 +426,56 @@ def design_excitation(
     started = time.perf_counter()
     limits = MotionLimits() if limits is None else limits
     q0 = check_start(kin, arm, q_start, limits)
-    payload = payload or nominal_payload()
     ramp = min(0.5, 0.2 * limits.duration)
-    harmonics = fourier_harmonics(limits.duration, ramp)
-    problem = _PayloadInformationSearch(kin, arm, q0, limits, ramp, harmonics, force_std, torque_std,
-                                        estimate_offsets, payload)
+    return _design(kin, arm, q0, limits, seed, estimate_offsets, force_std, torque_std, payload, joint_torques,
+                   ramp, fourier_harmonics(limits.duration, ramp), None, "designed", started)
+
+
+def design_shake(
+    kin: SensorKinematics,
+    arm: ArmLimits,
+    q_start: np.ndarray,
+    duration: float = SHAKE_DURATIONS[0],
+    limits: MotionLimits | None = None,
+    seed: int = 0,
+    estimate_offsets: bool = True,
+    payload: InertialParameters | None = None,
+    joint_torques: JointTorqueNoise | None = None,
+) -> ExcitationDesign:
+    """Design a short shake of ``duration`` (one of :data:`SHAKE_DURATIONS`) from ``q_start``.
+
+    The motion family of :func:`design_excitation` cut short (module docstring): it starts and
+    ends at rest at ``q_start``, within every limit of ``limits`` (whose own duration is replaced),
+    and is the most informative such shake for an F/T sensor or, with ``joint_torques``, for the
+    joint torques. Arguments as :func:`design_excitation`'s.
+
+    Raises:
+        ExcitationError: ``duration`` is not a shake's, or as :func:`design_excitation`.
+    """
+    started = time.perf_counter()
+    if not any(abs(duration - d) < 1e-9 for d in SHAKE_DURATIONS):
+        raise ExcitationError(f"a shake lasts {' or '.join(f'{d:g}' for d in SHAKE_DURATIONS)} s, got {duration:g}")
+    limits = (MotionLimits() if limits is None else limits).with_overrides(duration=float(duration))
+    q0 = check_start(kin, arm, q_start, limits, min_duration=min(SHAKE_DURATIONS))
+    ramp = 0.25 * limits.duration
+    harmonics = fourier_harmonics(limits.duration, ramp, SHAKE_MAX_FREQUENCY_HZ)
+    return _design(kin, arm, q0, limits, seed, estimate_offsets, DESIGN_FORCE_STD, DESIGN_TORQUE_STD, payload,
+                   joint_torques, ramp, harmonics, _SHAKE_DESIGN_RATE_HZ, "shake", started)
+
+
+def _design(kin: SensorKinematics, arm: ArmLimits, q0: np.ndarray, limits: MotionLimits, seed: int,
+            estimate_offsets: bool, force_std: float, torque_std: float, payload: InertialParameters | None,
+            joint_torques: JointTorqueNoise | None, ramp: float, harmonics: np.ndarray,
+            design_rate_hz: float | None, kind: str, started: float) -> ExcitationDesign:
+    """The search, the check on the sampled motion and the design's figures (a checked start ``q0``)."""
+    payload = payload or nominal_payload()
+    problem: _PayloadInformationSearch
+    if joint_torques is None:
+        problem = _PayloadInformationSearch(kin, arm, q0, limits, ramp, harmonics, force_std, torque_std,
+                                            estimate_offsets, payload, design_rate_hz)
+    else:
+        problem = _JointTorqueInformationSearch(kin, arm, q0, limits, ramp, harmonics, joint_torques,
+                                                estimate_offsets, payload, design_rate_hz)
 
     best_C = problem.search(seed)
     if best_C is None:
@@ -322,7 +483,10 @@ def design_excitation(
     trajectory, check = fit_to_limits(FourierExcitation(q0, best_C, limits.duration, ramp, harmonics,
                                                         arm.joint_names), kin, arm, q0, limits)
     t = trajectory_grid(limits.duration, 100.0)
-    M = information_matrix(kin, *trajectory(t), force_std, torque_std, estimate_offsets)
+    if joint_torques is None:
+        M = information_matrix(kin, *trajectory(t), force_std, torque_std, estimate_offsets)
+    else:
+        M = joint_torque_information(kin, *trajectory(t), joint_torques, estimate_offsets)
     scale = parameter_scale(payload)
     return ExcitationDesign(
         trajectory=trajectory,
@@ -333,7 +497,10 @@ def design_excitation(
         check=check,
         log_det=log_det(M * np.outer(scale, scale)),
         condition_number=scaled_condition_number(M, payload),
-        predicted=predict_uncertainty(trajectory, kin, payload, force_std, torque_std, estimate_offsets),
+        predicted=predict_uncertainty(trajectory, kin, payload, force_std, torque_std, estimate_offsets,
+                                      joint_torques=joint_torques),
         seed=int(seed),
         design_time_s=time.perf_counter() - started,
+        joint_torques=joint_torques,
+        kind=kind,
     )

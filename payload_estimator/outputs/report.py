@@ -116,6 +116,15 @@ def excitation_table(summary: dict[str, Any]) -> Table:
     ``summary`` is ``ExcitationDesign.summary()`` plus ``payload-estimator excite``'s comparison
     with Nadeau et al.'s wrist sinusoids (the ``paper004`` trajectory)."""
     table = _motion_table("Identification motion", summary)
+    if summary.get("motion") == "shake":
+        table.add_row("kind", f"a {summary['duration_s']:g} s shake")
+    if summary.get("designed_for") == "joint_torques":
+        noise = summary["joint_torque_noise"]
+        std = ", ".join(f"{(e * e + f * f) ** 0.5:.2f}" for e, f in zip(noise["effort_std_n_m"],
+                                                                      noise["friction_std_n_m"]))
+        table.add_row("designed for", f"joint torques ({noise['source']}: {std} N·m)")
+    else:
+        table.add_row("designed for", "an F/T sensor")
     table.add_row("scaled condition number", f"{summary['scaled_condition_number']:.0f}")
     table.add_row("all limits respected", "yes" if summary["ok"] else "NO")
 

@@ -71,7 +71,7 @@ class IdentifyAction:
         try:
             request = goal_handle.request
             goal = IdentifyGoal(float(request.duration), float(request.max_tcp_speed), bool(request.apply),
-                                bool(request.dry_run))
+                                bool(request.dry_run), str(getattr(request, "motion", "")))
             outcome = self.run.execute(goal, goal_handle)
         except Exception as exc:  # noqa: BLE001 - a bug must not take the node down
             self._report("running ~/identify", exc)

@@ -12,8 +12,12 @@ to where it started:
   (:func:`~payload_estimator.excitation.design_excitation`; arm limits from the
   robot preset when the joints are the preset's, else from the URDF), with the
   settings' motion limits and the goal's overrides, sampled into the points sent
-  to the controller. Slow (an optimisation): the node runs it in the action's
-  own thread, never in its processing loop;
+  to the controller. With ``wrench_source: joint_torques`` it is designed for the
+  payload as the joint torques see it (:func:`joint_torque_noise`: the arm
+  calibration's residual and friction), else for the F/T sensor; the goal's
+  ``motion`` asks for a short shake instead (:func:`parse_motion`). Slow (an
+  optimisation): the node runs it in the action's own thread, never in its
+  processing loop;
 * :func:`return_move`: the minimum-jerk motion back to the start after the
   identification motion was stopped, within every limit.
 
@@ -34,17 +38,20 @@ import numpy as np
 import yaml
 from scipy.spatial.transform import Rotation
 
+from payload_estimator.errors import CalibrationError
 from payload_estimator.excitation import (
     ArmLimits,
     ExcitationError,
     MotionLimits,
     design_excitation,
 )
+from payload_estimator.excitation.design import SHAKE_DURATIONS, design_shake
+from payload_estimator.excitation.information import JointTorqueNoise
 from payload_estimator.excitation.trajectory import JointTrajectory, MinJerkSegments, sample_points
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.stream import JOINTS
 from payload_estimator.robots import ROBOTS
-from payload_estimator.settings import Settings
+from payload_estimator.settings import Settings, WrenchSource
 
 __all__ = [
     "IdentifyGoal",
@@ -52,6 +59,9 @@ __all__ = [
     "IdentifyPlan",
     "refusal",
     "plan_identification",
+    "parse_motion",
+    "joint_torque_noise",
+    "MOTIONS",
     "motion_limits",
     "joint_reading",
     "newest_joint_reading",
@@ -62,6 +72,9 @@ __all__ = [
 MIN_RETURN_S = 0.5
 """Shortest motion back to the start, s."""
 _TCP_TARGET_FRACTION = 0.95  # the motion back keeps this fraction of max_tcp_speed
+MOTIONS = ("designed", *(f"shake {d:g}" for d in SHAKE_DURATIONS))
+"""The goal's ``motion``: the motion designed for ``duration`` (also ""), or a short shake of 0.5 s or 1 s
+("shake" alone: 0.5 s)."""
 
 
 # ------------------------------------------------------------------ values
@@ -74,12 +87,15 @@ class IdentifyGoal:
         max_tcp_speed: the flange's top speed, m/s (0: the settings' ``identify_max_tcp_speed``).
         apply: hand a converged estimate over (``~/apply``).
         dry_run: design and check the motion only.
+        motion: "" or "designed": the designed motion; "shake 0.5", "shake 1" (or "shake"): a short shake
+            (:data:`MOTIONS`, :func:`parse_motion`).
     """
 
     duration: float = 0.0
     max_tcp_speed: float = 0.0
     apply: bool = False
     dry_run: bool = False
+    motion: str = ""
 
 
 @dataclass(frozen=True)
@@ -220,6 +236,53 @@ def motion_limits(settings: Settings, goal: IdentifyGoal) -> MotionLimits:
     return configured.with_overrides(duration=goal.duration, max_tcp_speed=goal.max_tcp_speed)
 
 
+def parse_motion(text: str) -> float | None:
+    """Return the shake's duration a goal's ``motion`` asks for (s), or None for the designed motion.
+
+    Raises:
+        ExcitationError: not one of :data:`MOTIONS` (one line).
+    """
+    words = " ".join(str(text).lower().replace("_", " ").replace("-", " ").split())
+    if words in ("", "designed"):
+        return None
+    if words == "shake":
+        return SHAKE_DURATIONS[0]
+    if words.startswith("shake "):
+        try:
+            seconds = float(words.split(" ", 1)[1].rstrip("s").strip())
+        except ValueError:
+            seconds = math.nan
+        for d in SHAKE_DURATIONS:
+            if abs(seconds - d) < 1e-9:
+                return d
+    raise ExcitationError(f"unknown motion {text!r}: one of {', '.join(repr(m) for m in MOTIONS)} (or empty)")
+
+
+def joint_torque_noise(settings: Settings, joint_names: Sequence[str]) -> JointTorqueNoise | None:
+    """Return what the joint torques' payload residual is uncertain by, or None for an F/T sensor's source.
+
+    With ``wrench_source: joint_torques``: the residual and friction of the arm calibration the settings
+    name (``arm_calibration``), else the robot preset's effort noise and friction, else a default per joint.
+
+    Raises:
+        ExcitationError: the arm calibration is missing or another arm's (one line).
+    """
+    if settings.wrench_source is not WrenchSource.JOINT_TORQUES:
+        return None
+    from payload_estimator.pipeline.sources import load_arm_calibration
+
+    try:
+        calibration = load_arm_calibration(settings, tuple(joint_names))
+    except CalibrationError as exc:
+        raise ExcitationError(str(exc)) from None
+    if calibration is not None:
+        return JointTorqueNoise.from_calibration(calibration)
+    spec = ROBOTS.get(settings.robot)
+    if spec is not None and tuple(spec.joint_names) == tuple(joint_names):
+        return JointTorqueNoise.for_robot(spec)
+    return JointTorqueNoise.default(len(joint_names))
+
+
 def _arm(settings: Settings, urdf: str, flange: str, joint_names: tuple[str, ...]
          ) -> tuple[SensorKinematics, ArmLimits]:
     """The flange kinematics of the robot description in use, and the arm limits.
@@ -242,15 +305,28 @@ def plan_identification(settings: Settings, goal: IdentifyGoal, urdf: str, flang
                         joint_names: Sequence[str], q_start: np.ndarray) -> IdentifyPlan:
     """Design and check the identification motion from ``q_start`` (module docstring).
 
+    For the settings' wrench source (:func:`joint_torque_noise`), the goal's ``motion``
+    (:func:`parse_motion`: the designed motion of the goal's or the settings' duration, or a shake).
+
     Raises:
         ExcitationError: why no safe motion can be designed (a start outside or within the margin of a
             limit, a duration too short ...), or which check the designed motion fails.
     """
     names = tuple(joint_names)
+    shake = parse_motion(goal.motion)
+    if shake is not None and goal.duration:
+        raise ExcitationError(f"a shake lasts {shake:g} s: leave the goal's duration at 0")
     kin, arm = _arm(settings, urdf, flange, names)
     limits = motion_limits(settings, goal)
-    design = design_excitation(kin, arm, np.asarray(q_start, dtype=float), limits=limits, seed=0,
-                               estimate_offsets=settings.estimate_bias)
+    noise = joint_torque_noise(settings, names)
+    q0 = np.asarray(q_start, dtype=float)
+    if shake is not None:
+        design = design_shake(kin, arm, q0, shake, limits, seed=0, estimate_offsets=settings.estimates_offsets,
+                              joint_torques=noise)
+        limits = design.limits
+    else:
+        design = design_excitation(kin, arm, q0, limits=limits, seed=0, estimate_offsets=settings.estimates_offsets,
+                                   joint_torques=noise)
     if not design.check.ok:
         raise ExcitationError("the designed motion fails its checks: " + "; ".join(design.check.violations))
     t, q, dq, ddq = sample_points(design.trajectory, settings.identify_point_spacing)
