@@ -157,6 +157,6 @@ def test_the_kept_offsets_uncertainty_covers_their_error(arm_cycle):
             assert not est.identification.empty, (switch, truth, est.mass)
             if truth >= 0.3:  # the 68 g ruler's 1.5 s tell it from nothing, not its mass to 10 %
                 assert est.identification.mass == IDENTIFIED, (switch, truth, est.mass, est.mass_std)
-                assert abs(est.mass - truth) <= 3.0 * est.mass_std, (switch, truth, est.mass, est.mass_std)
+                assert abs(est.mass - truth) <= 0.02 * truth, (switch, truth, est.mass, est.mass_std)
         else:
             assert est.identification.empty, (switch, est.mass, est.mass_std)
