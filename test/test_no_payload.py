@@ -160,3 +160,34 @@ def test_the_kept_offsets_uncertainty_covers_their_error(arm_cycle):
                 assert abs(est.mass - truth) <= 0.02 * truth, (switch, truth, est.mass, est.mass_std)
         else:
             assert est.identification.empty, (switch, est.mass, est.mass_std)
+
+
+def test_drifting_offsets_are_known_at_the_newest_sample_to_their_lag():
+    """A window that removes only its mean gives the offsets of its middle: with the sensor drifting
+    0.02 N/s per axis over 6 s, they lag the newest sample by 0.06 N. The estimate's offset covariance
+    covers that lag, and its drift rate is the slope (what a tracker carries over after a change)."""
+    from dataclasses import replace
+
+    from payload_estimator.core.estimators import make_estimator
+    from payload_estimator.core.noise import get_noise
+    from payload_estimator.sim.payloads import get_payload
+    from payload_estimator.sim.wrist import WristTrajectory, simulate_wrist
+
+    rate = np.array([0.02, -0.02, 0.02, 0.0, 0.0, 0.0])
+    offset0 = np.array([0.5, -0.3, 0.2, 0.01, 0.02, -0.01])
+    samples, _ = simulate_wrist(get_payload("claw_hammer").params, WristTrajectory(0.6), duration=6.0,
+                                noise=get_noise("moderate"), rng=np.random.default_rng(1))
+    drift = offset0 + np.outer(samples.t - samples.t[0], rate)
+    samples = replace(samples, wrench_in_sensor=samples.wrench_in_sensor + drift)
+    estimator = make_estimator("wls", bias=True, offset_window_s=10.0)
+    estimator.update(samples)
+    est = estimator.estimate()
+    assert est.bias is not None and est.bias_covariance is not None and est.bias_rate is not None
+    # the slope of the residuals at the estimate: the part of the drift the mass and COM did not take up
+    assert np.all(np.sign(est.bias_rate[:3]) == np.sign(rate[:3]))
+    assert np.all(np.abs(est.bias_rate[:3]) >= 0.5 * np.abs(rate[:3]))
+    assert np.all(np.abs(est.bias_rate[:3]) <= 1.5 * np.abs(rate[:3]))
+    error = est.bias[:3] - drift[-1, :3]
+    assert np.all(np.abs(error) > 0.03)  # the window's mean: the offsets of 3 s ago
+    std = np.sqrt(np.diag(est.bias_covariance)[:3])
+    assert np.all(np.abs(error) <= 3.0 * std), (error, std)

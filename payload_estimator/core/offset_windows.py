@@ -60,7 +60,8 @@ from payload_estimator.core.statistics import (
     extended_rows,
 )
 
-__all__ = ["WindowedStatistics", "current_offsets", "current_offsets_covariance", "DEFAULT_WINDOW_S", "LINE_AFTER",
+__all__ = ["WindowedStatistics", "current_offsets", "current_offsets_covariance", "current_offsets_rate",
+           "DEFAULT_WINDOW_S", "LINE_AFTER",
            "LINE_KEEPS", "MIN_BATCHES", "MAX_BATCHES", "BATCH_S"]
 
 DEFAULT_WINDOW_S = 10.0
@@ -569,6 +570,23 @@ class WindowedStatistics(RegressorStatistics):
 
         The line (or mean) that the open window's residuals at ``phi`` follow, at its newest sample."""
         return current_offsets([self], phi)
+
+
+def current_offsets_rate(statistics: list[WindowedStatistics], phi: np.ndarray) -> np.ndarray:
+    """Return the (6,) slope of the line through the open windows' residuals at ``phi``, N/s and N·m/s.
+
+    How fast the offsets drift, as the newest window shows it; zeros where its times determine no line."""
+    held = [(s._open, s._open.t0) for s in statistics if s._open.stats.weight_sum > 0.0 and s._open.t0 is not None]
+    if not held:
+        return np.zeros(6)
+    origin = min(t0 for _, t0 in held)  # as current_offsets pools them
+    W = sum(w.stats.weight_sum for w, _ in held)
+    mean_t = sum(w.stats.time_sum + (t0 - origin) * w.stats.weight_sum for w, t0 in held) / W
+    span = max(w.span_s() + t0 - origin for w, t0 in held)
+    if not span - mean_t > 1e-6:
+        return np.zeros(6)
+    # the line at the newest sample less the mean (the line at the mean time)
+    return (current_offsets(statistics, phi, share=1.0) - current_offsets(statistics, phi, share=0.0)) / (span - mean_t)
 
 
 def current_offsets_covariance(statistics: list[WindowedStatistics], phi: np.ndarray,

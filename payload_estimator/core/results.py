@@ -133,6 +133,8 @@ class Estimate:
         model_fit: whether the model explains the data.
         bias_covariance: (6, 6) covariance of ``bias``, N² and (N·m)², or None when unknown (or
             offsets not estimated); what a payload tracker carries over to the next payload.
+        bias_rate: (6,) N/s and N·m/s, how fast ``bias`` drifts as the newest offset window shows
+            it, or None (offsets not estimated, or constant over the run).
         physically_consistent: see :func:`~payload_estimator.core.inertia.check_physical_consistency`.
     """
 
@@ -149,6 +151,7 @@ class Estimate:
     identification: Identification = field(default_factory=Identification)
     model_fit: ModelFit = field(default_factory=ModelFit)
     bias_covariance: np.ndarray | None = None
+    bias_rate: np.ndarray | None = None
     physically_consistent: bool = field(init=False)
 
     def __post_init__(self) -> None:

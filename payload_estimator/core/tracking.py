@@ -209,7 +209,8 @@ class PayloadTracker:
         self.offsets_found_t: float | None = None
         """s, the sample time they were found at (None: never, or estimated by the current estimator)."""
         self.offsets_drift_rate: np.ndarray | None = None
-        """(6,) N/s and N·m/s: how fast the offsets moved between the last two times they were found."""
+        """(6,) N/s and N·m/s: how fast the offsets moved between the last two times they were found (the first
+        time: the slope of the line their window's residuals follow, :attr:`Estimate.bias_rate`)."""
         self._segment_t: float | None = None
         self.events: list[TrackEvent] = []
         self.counts = TrackingCounts()
@@ -336,9 +337,10 @@ class PayloadTracker:
         """(6, 6) N², (N·m)²: how uncertain the kept offsets are for the current payload's data, or None.
 
         Their covariance when they were found (:attr:`Estimate.bias_covariance` of the estimate they came
-        from), and the drift since: the rate they moved at between the last two times they were found
-        (:attr:`offsets_drift_rate`), over the time from then to the middle of the current payload's data,
-        on each axis. None while the estimator finds the offsets itself, or none are kept."""
+        from), and the drift since: the rate they moved at between the last two times they were found, the
+        first time their window's slope (:attr:`offsets_drift_rate`), over the time from then to the middle
+        of the current payload's data, on each axis. None while the estimator finds the offsets itself, or
+        none are kept."""
         if self.estimator.with_bias or not np.any(self.offsets_in_sensor):
             return None
         cov = np.array(self.offsets_covariance, dtype=float)
@@ -598,6 +600,8 @@ class PayloadTracker:
         self.offsets_in_sensor = self.offsets_in_sensor + self._offsets_added
         if previous_t is not None and t_found - previous_t > 1.0:
             self.offsets_drift_rate = np.abs(self.offsets_in_sensor - previous) / (t_found - previous_t)
+        elif est.bias_rate is not None and np.all(np.isfinite(est.bias_rate)):
+            self.offsets_drift_rate = np.abs(np.asarray(est.bias_rate, dtype=float))  # the first: the window's line
         cov = est.bias_covariance
         self.offsets_covariance = (np.zeros((6, 6)) if cov is None or not np.all(np.isfinite(cov))
                                    else np.array(cov, dtype=float))

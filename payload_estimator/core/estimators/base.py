@@ -44,7 +44,12 @@ from payload_estimator.core.estimators.uncertainty import (
     sandwich,
 )
 from payload_estimator.core.inertia import InertialParameters
-from payload_estimator.core.offset_windows import WindowedStatistics, current_offsets, current_offsets_covariance
+from payload_estimator.core.offset_windows import (
+    WindowedStatistics,
+    current_offsets,
+    current_offsets_covariance,
+    current_offsets_rate,
+)
 from payload_estimator.core.point_masses import SampledShape
 from payload_estimator.core.regressor import N_PARAMS, regressor_noise_gram
 from payload_estimator.core.results import Estimate
@@ -490,6 +495,7 @@ class Estimator(abc.ABC):
             model_fit=model_fit(stats, sol.theta, self.with_bias, weights, sol.information, unconstrained, data,
                                 empty=identification.empty),
             bias_covariance=self._offsets_covariance(sol.theta, sol.covariance),
+            bias_rate=self._offsets_rate(sol.theta),
         )
 
     def _kept_offsets_term(self, stats: RegressorStatistics | None, weights: np.ndarray | None) -> np.ndarray | None:
@@ -502,6 +508,13 @@ class Estimator(abc.ABC):
             return None
         term = K @ np.asarray(S, dtype=float) @ K.T
         return 0.5 * (term + term.T)
+
+    def _offsets_rate(self, theta: np.ndarray) -> np.ndarray | None:
+        """(6,) how fast :meth:`_offsets` drift in the newest window, or None (no ``bias``, no windows)."""
+        windowed = [s for s in self._statistics() if isinstance(s, WindowedStatistics)]
+        if not self.with_bias or not windowed:
+            return None
+        return current_offsets_rate(windowed, theta[:N_PARAMS])
 
     def _offsets_covariance(self, theta: np.ndarray, covariance: np.ndarray | None) -> np.ndarray | None:
         """(6, 6) covariance of :meth:`_offsets` (None without ``bias``, or when unknown)."""
