@@ -24,8 +24,9 @@ def test_the_tests_never_write_into_the_users_cache():
 
 
 def test_an_empty_gripper_has_no_centre_of_mass_to_print():
-    """PMD on an empty gripper (the wrench is noise only) puts the mass on its bound, 0: the table says the
-    COM is none instead of printing m c / m = 0 / 0 as nan."""
+    """PMD on an empty gripper (the wrench is noise only) puts the mass on its bound, 0, and the data say
+    zero within grams: no payload. The table says the COM and inertia do not apply instead of printing
+    m c / m = 0 / 0 as nan."""
     import numpy as np
 
     from payload_estimator.core.estimators import make_estimator
@@ -46,4 +47,5 @@ def test_an_empty_gripper_has_no_centre_of_mass_to_print():
     console.print(estimate_table(estimate))
     text = console.file.getvalue()
     assert estimate.mass == 0.0 and not np.any(np.isfinite(estimate.com))  # this seed's noise: on the bound
-    assert text.count("none (no mass)") == 3 and "nan" not in text
+    assert estimate.identification.empty
+    assert text.count("n/a (no payload)") == 9 and "nan" not in text

@@ -5,7 +5,9 @@ controller, a URDF, a gravity-compensation filter): it is determined by the data
 (:class:`~payload_estimator.core.results.Identification`; the inertia may come
 from PMD's shape prior), its reported uncertainty is within bounds, it has
 stayed steady for a while, the estimate is physically consistent and the model
-explains the data (:class:`~payload_estimator.core.results.ModelFit`).
+explains the data (:class:`~payload_estimator.core.results.ModelFit`). An empty gripper
+(:attr:`~payload_estimator.core.results.Identification.empty`) converges on no payload once it has
+read as none for the window.
 Which quantities are handed over is :attr:`ConvergenceCriteria.inertia`: mass
 and COM always, the inertia tensor when the target takes it.
 """
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from payload_estimator.core.estimators.rating import NO_PAYLOAD_MASS_STD_KG, NO_PAYLOAD_SIGMAS
 from payload_estimator.core.results import Estimate
 
 __all__ = ["ConvergenceCriteria", "ConvergenceMonitor"]
@@ -104,6 +107,8 @@ class ConvergenceMonitor:
             return self._set(False, f"{estimate.samples_used} of {c.min_samples} samples")
         if estimate.model_fit.checked and not estimate.model_fit.good:
             return self._set(False, f"model fit poor: {estimate.model_fit.cause}")
+        if estimate.identification.empty:
+            return self._no_payload(c)
         missing = estimate.identification.missing(inertia=c.inertia)
         if missing:
             return self._set(False, f"not identified from the data: {', '.join(missing)} "
@@ -144,6 +149,19 @@ class ConvergenceMonitor:
             if change > k * c.inertia_rel:
                 return self._set(False, f"inertia still moving ({100 * change:.0f} % in {c.window_s:.1f} s)")
         return self._set(True, "converged")
+
+    def _no_payload(self, c: ConvergenceCriteria) -> bool:
+        """Decide for an empty gripper (:attr:`Identification.empty`): converged on no payload once so for the window.
+
+        Every mass in the window within :data:`NO_PAYLOAD_SIGMAS` times :data:`NO_PAYLOAD_MASS_STD_KG` of
+        zero (there is no COM or inertia to settle)."""
+        span = min(self._history[-1][0] - self._history[0][0], c.window_s)
+        if span < 0.9 * c.window_s:
+            return self._set(False, f"no payload for {span:.1f} of {c.window_s:.1f} s")
+        masses = np.array([h[1] for h in self._history])
+        if np.max(np.abs(masses)) > NO_PAYLOAD_SIGMAS * NO_PAYLOAD_MASS_STD_KG:
+            return self._set(False, "mass still moving towards no payload")
+        return self._set(True, "converged: no payload")
 
     def _set(self, value: bool, reason: str) -> bool:
         self.converged = value

@@ -60,8 +60,9 @@ from payload_estimator.core.statistics import (
     extended_rows,
 )
 
-__all__ = ["WindowedStatistics", "current_offsets", "DEFAULT_WINDOW_S", "LINE_AFTER", "LINE_KEEPS", "MIN_BATCHES",
-           "MAX_BATCHES", "BATCH_S"]
+__all__ = ["WindowedStatistics", "current_offsets", "current_offsets_covariance", "current_offsets_rate",
+           "DEFAULT_WINDOW_S", "LINE_AFTER",
+           "LINE_KEEPS", "MIN_BATCHES", "MAX_BATCHES", "BATCH_S"]
 
 DEFAULT_WINDOW_S = 10.0
 """s: the default window: a period of the slowest reorientation an ordinary motion makes (0.1 Hz);
@@ -572,6 +573,44 @@ class WindowedStatistics(RegressorStatistics):
         return current_offsets([self], phi)
 
 
+def current_offsets_rate(statistics: list[WindowedStatistics], phi: np.ndarray) -> np.ndarray:
+    """Return the (6,) slope of the line through the open windows' residuals at ``phi``, N/s and N·m/s.
+
+    How fast the offsets drift, as the newest window shows it; zeros where its times determine no line."""
+    held = [(s._open, s._open.t0) for s in statistics if s._open.stats.weight_sum > 0.0 and s._open.t0 is not None]
+    if not held:
+        return np.zeros(6)
+    origin = min(t0 for _, t0 in held)  # as current_offsets pools them
+    W = sum(w.stats.weight_sum for w, _ in held)
+    mean_t = sum(w.stats.time_sum + (t0 - origin) * w.stats.weight_sum for w, t0 in held) / W
+    span = max(w.span_s() + t0 - origin for w, t0 in held)
+    if not span - mean_t > 1e-6:
+        return np.zeros(6)
+    # the line at the newest sample less the mean (the line at the mean time)
+    return (current_offsets(statistics, phi, share=1.0) - current_offsets(statistics, phi, share=0.0)) / (span - mean_t)
+
+
+def current_offsets_covariance(statistics: list[WindowedStatistics], phi: np.ndarray,
+                               phi_covariance: np.ndarray | None) -> np.ndarray:
+    """Return the (6, 6) covariance of :func:`current_offsets` at ``phi``, N² and (N·m)².
+
+    Two parts. The offsets are the residuals' mean (or line) at ``phi``, linear in ``phi``: its
+    uncertainty ``phi_covariance`` (10, 10) moves them by ``J C J^T``, ``J`` their derivative by
+    ``phi``. And a window that removes only its mean (the first of an estimate, or one not yet long
+    enough for a line) gives the offsets of its middle, not of its newest sample: a drifting offset has
+    moved on since. The line through the same residuals, at the newest sample, shows how far; that
+    difference ``d`` enters as ``d d^T`` (direction kept, as a bias)."""
+    zero = np.zeros(N_PARAMS)
+    base = current_offsets(statistics, zero)
+    out = np.zeros((6, 6))
+    if phi_covariance is not None and np.all(np.isfinite(phi_covariance)):
+        J = np.stack([current_offsets(statistics, np.eye(N_PARAMS)[j]) - base for j in range(N_PARAMS)], axis=1)
+        out += J @ np.asarray(phi_covariance, dtype=float)[:N_PARAMS, :N_PARAMS] @ J.T
+    lag = current_offsets(statistics, phi, share=1.0) - current_offsets(statistics, phi)
+    out += np.outer(lag, lag)
+    return 0.5 * (out + out.T)
+
+
 def _line_map(E: np.ndarray, order: int) -> np.ndarray:
     """Return ``L`` (20, 20): an extended feature row less each column's fitted mean (1) or line (2) in time (0: as is).
 
@@ -607,12 +646,15 @@ def _larger(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     return B if np.trace(B) > np.trace(A) else A
 
 
-def current_offsets(statistics: list[WindowedStatistics], phi: np.ndarray) -> np.ndarray:
+def current_offsets(statistics: list[WindowedStatistics], phi: np.ndarray, share: float | None = None) -> np.ndarray:
     """Return the (6,) offsets at the newest sample that statistics of the same samples agree on.
 
     An estimator may keep its samples in several statistics (PMD: the reduced and the full model, with
     complementary weights): their open windows' residuals at ``phi`` are pooled, and the line (or the
-    mean) they follow is evaluated at the newest sample, N and N·m; zeros before any sample."""
+    mean) they follow is evaluated at the newest sample, N and N·m; zeros before any sample.
+
+    ``share``: how far the line counts rather than the mean (None: as far as the windows' projection
+    goes, :meth:`_OpenWindow.line_share`; 1: the line, wherever the window's times determine one)."""
     v = np.r_[-np.asarray(phi, dtype=float)[:N_PARAMS], 1.0]
     held = [(s._open, s._open.t0) for s in statistics if s._open.stats.weight_sum > 0.0 and s._open.t0 is not None]
     W = T1 = T2 = 0.0
@@ -626,7 +668,8 @@ def current_offsets(statistics: list[WindowedStatistics], phi: np.ndarray) -> np
         T2 += raw.time_sq + 2.0 * d * raw.time_sum + d * d * raw.weight_sum
         S += raw.data_sum @ v
         U += raw.time_data @ v + d * (raw.data_sum @ v)
-    share = min((s._open.share for s in statistics), default=0.0)
+    if share is None:
+        share = min((s._open.share for s in statistics), default=0.0)
     span = max((w.span_s() + t0 - origin for w, t0 in held), default=0.0)
     if W <= 0.0:
         return np.zeros(6)

@@ -11,7 +11,7 @@ import numpy as np
 
 from payload_estimator.core.inertia import InertialParameters, check_physical_consistency
 
-__all__ = ["Estimate", "Identification", "ModelFit", "IDENTIFIED", "FROM_PRIOR", "NOT_IDENTIFIED",
+__all__ = ["Estimate", "Identification", "ModelFit", "IDENTIFIED", "FROM_PRIOR", "NOT_IDENTIFIED", "NOT_APPLICABLE",
            "com_covariance", "inertia_com_covariance"]
 
 IDENTIFIED = "identified"
@@ -20,6 +20,8 @@ FROM_PRIOR = "prior"
 """The data do not, and the value comes from the estimator's prior (PMD: the shape, uniform density)."""
 NOT_IDENTIFIED = "not identified"
 """The data do not, and there is no prior: the value means nothing (a minimum-norm solution)."""
+NOT_APPLICABLE = "not applicable"
+"""There is no payload (:attr:`Identification.empty`): it has no COM and no inertia."""
 
 
 @dataclass(frozen=True)
@@ -31,11 +33,25 @@ class Identification:
         com: the same for each COM axis (x, y, z of the estimate's frame). A payload
             held in one orientation shows its mass and the two COM components across
             gravity only.
+
+    An empty gripper (:func:`~payload_estimator.core.estimators.rating.no_payload`: the mass is
+    zero within its uncertainty, and that uncertainty is small in absolute terms) has its mass
+    :data:`IDENTIFIED` (as zero) and its COM and inertia :data:`NOT_APPLICABLE`.
     """
 
     mass: str = IDENTIFIED
     com: tuple[str, str, str] = (IDENTIFIED, IDENTIFIED, IDENTIFIED)
     inertia: str = IDENTIFIED
+
+    @classmethod
+    def no_payload(cls) -> Identification:
+        """An empty gripper: the mass identified as zero, no COM and no inertia to speak of."""
+        return cls(IDENTIFIED, (NOT_APPLICABLE, NOT_APPLICABLE, NOT_APPLICABLE), NOT_APPLICABLE)
+
+    @property
+    def empty(self) -> bool:
+        """The data say there is no payload (the gripper is empty)."""
+        return self.mass == IDENTIFIED and all(c == NOT_APPLICABLE for c in self.com)
 
     @property
     def mass_and_com(self) -> bool:
@@ -45,14 +61,14 @@ class Identification:
     def missing(self, inertia: bool = True) -> list[str]:
         """The quantities the data do not determine (``inertia``: count the inertia too)."""
         out = [] if self.mass == IDENTIFIED else ["mass"]
-        out += [f"COM {axis}" for axis, c in zip("xyz", self.com) if c != IDENTIFIED]
+        out += [f"COM {axis}" for axis, c in zip("xyz", self.com) if c not in (IDENTIFIED, NOT_APPLICABLE)]
         if inertia and self.inertia == NOT_IDENTIFIED:
             out.append("inertia")
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready dictionary: ``mass``, ``com`` (three labels) and ``inertia``."""
-        return {"mass": self.mass, "com": list(self.com), "inertia": self.inertia}
+        """Return a JSON-ready dictionary: ``mass``, ``com`` (three labels), ``inertia`` and ``empty``."""
+        return {"mass": self.mass, "com": list(self.com), "inertia": self.inertia, "empty": self.empty}
 
 
 @dataclass(frozen=True)
@@ -116,6 +132,10 @@ class Estimate:
             and ``point_masses`` (n,), kg (what the rviz markers draw).
         identification: which quantities the data determine.
         model_fit: whether the model explains the data.
+        bias_covariance: (6, 6) covariance of ``bias``, N² and (N·m)², or None when unknown (or
+            offsets not estimated); what a payload tracker carries over to the next payload.
+        bias_rate: (6,) N/s and N·m/s, how fast ``bias`` drifts as the newest offset window shows
+            it, or None (offsets not estimated, or constant over the run).
         physically_consistent: see :func:`~payload_estimator.core.inertia.check_physical_consistency`.
     """
 
@@ -131,6 +151,8 @@ class Estimate:
     extras: Mapping[str, np.ndarray] = field(default_factory=dict)
     identification: Identification = field(default_factory=Identification)
     model_fit: ModelFit = field(default_factory=ModelFit)
+    bias_covariance: np.ndarray | None = None
+    bias_rate: np.ndarray | None = None
     physically_consistent: bool = field(init=False)
 
     def __post_init__(self) -> None:
@@ -214,9 +236,9 @@ class Estimate:
             return float(x) if np.isfinite(x) else None
 
         ident = self.identification
-        com: Any = [float(c) if status != NOT_IDENTIFIED and np.isfinite(c) else None
+        com: Any = [float(c) if status not in (NOT_IDENTIFIED, NOT_APPLICABLE) and np.isfinite(c) else None
                     for c, status in zip(self.com, ident.com)]
-        inertia_known = ident.inertia != NOT_IDENTIFIED
+        inertia_known = ident.inertia not in (NOT_IDENTIFIED, NOT_APPLICABLE)
         return {
             "estimator": self.estimator,
             "mass": self.mass if ident.mass != NOT_IDENTIFIED else None,
@@ -234,6 +256,7 @@ class Estimate:
             "residual_rms": arr(self.residual_rms),
             "condition_number": num(self.condition_number),
             "samples_used": int(self.samples_used),
+            "no_payload": ident.empty,
             "inertia_identifiable": bool(self.inertia_identifiable),
             "physically_consistent": bool(self.physically_consistent),
             "dynamism": num(self.dynamism),

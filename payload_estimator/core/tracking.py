@@ -209,6 +209,14 @@ class PayloadTracker:
         self._free: tuple[Estimator, Estimator | None] | None = None
         self.offsets_in_sensor = np.zeros(6)
         """F/T offsets subtracted before the estimator (found before the last change)."""
+        self.offsets_covariance = np.zeros((6, 6))
+        """(6, 6) N², (N·m)²: the uncertainty of :attr:`offsets_in_sensor` when they were found."""
+        self.offsets_found_t: float | None = None
+        """s, the sample time they were found at (None: never, or estimated by the current estimator)."""
+        self.offsets_drift_rate: np.ndarray | None = None
+        """(6,) N/s and N·m/s: how fast the offsets moved between the last two times they were found (the first
+        time: the slope of the line their window's residuals follow, :attr:`Estimate.bias_rate`)."""
+        self._segment_t: float | None = None
         self.events: list[TrackEvent] = []
         self.counts = TrackingCounts()
         self._rejected_before = 0
@@ -271,7 +279,14 @@ class PayloadTracker:
         """Start afresh (a new payload the caller knows of): the offsets are estimated again."""
         self._start_estimator(self.bias)
         self.offsets_in_sensor = np.zeros(6)
+        self._forget_offsets()
+        self.offsets_drift_rate = None
         self._last_t = None
+
+    def _forget_offsets(self) -> None:
+        """No offsets kept: their uncertainty and age go with them."""
+        self.offsets_covariance = np.zeros((6, 6))
+        self.offsets_found_t = None
 
     def _start_estimator(self, bias: bool) -> None:
         """Start a fresh estimator and wrench predictor for a new payload: only the kinematic noise is kept."""
@@ -323,9 +338,33 @@ class PayloadTracker:
         return TrackingState(c.changes, c.contacts, c.held_out_samples, self.contact,
                              changes[-1].t_start if changes else None)
 
+    def kept_offsets_covariance(self) -> np.ndarray | None:
+        """(6, 6) N², (N·m)²: how uncertain the kept offsets are for the current payload's data, or None.
+
+        Their covariance when they were found (:attr:`Estimate.bias_covariance` of the estimate they came
+        from), and the drift since: the rate they moved at between the last two times they were found, the
+        first time their window's slope (:attr:`offsets_drift_rate`), over the time from then to the middle
+        of the current payload's data, on each axis. None while the estimator finds the offsets itself, or
+        none are kept."""
+        if self.estimator.with_bias or not np.any(self.offsets_in_sensor):
+            return None
+        cov = np.array(self.offsets_covariance, dtype=float)
+        if self.offsets_drift_rate is not None and self.offsets_found_t is not None and self._last_t is not None:
+            start = self._segment_t if self._segment_t is not None else self.offsets_found_t
+            age = max(0.5 * (start + self._last_t) - self.offsets_found_t, 0.0)
+            cov += np.diag((self.offsets_drift_rate * age) ** 2)
+        return cov
+
     def estimate(self) -> Estimate:
-        """Return the current payload's estimate; its offsets are the kept ones plus any the estimator finds."""
-        est = self.estimator.estimate()
+        """Return the current payload's estimate; its offsets are the kept ones plus any the estimator finds.
+
+        Its covariance includes the kept offsets' uncertainty (:meth:`kept_offsets_covariance`): after a
+        change, nothing in the first seconds of data tells an error of theirs from a mass."""
+        self.estimator.kept_offsets_covariance = self.kept_offsets_covariance()
+        try:
+            est = self.estimator.estimate()
+        finally:
+            self.estimator.kept_offsets_covariance = None
         if self.bias and np.any(self.offsets_in_sensor):
             found = np.zeros(6) if est.bias is None else np.asarray(est.bias, dtype=float)
             est = replace(est, bias=self.offsets_in_sensor + found)
@@ -476,9 +515,14 @@ class PayloadTracker:
         try:
             if not offsets_moved((free if predictor is None else predictor).estimate(), kept):
                 return False
-            # an estimator with a prior (PMD) takes over only once it sees it too (one solve)
-            if predictor is not None and not offsets_moved(free.estimate(), self.estimator.estimate()):
-                return False
+            # an estimator with a prior (PMD) takes over only once it sees it too (one solve), where it
+            # can tell: at its mass bound (an empty gripper) it has no covariance, and the least-squares
+            # estimates beside it judge alone
+            if predictor is not None:
+                found, kept_by_prior = free.estimate(), self.estimator.estimate()
+                can_tell = found.covariance is not None and kept_by_prior.covariance is not None
+                if can_tell and not offsets_moved(found, kept_by_prior):
+                    return False
         except (InsufficientData, ValueError, ArithmeticError, np.linalg.LinAlgError):
             return False
         self._rejected_before += self.estimator.rejected_samples
@@ -552,6 +596,23 @@ class PayloadTracker:
         settled = samples.select(samples.t >= fit.onset + self._detector.settled_s - 1e-9)
         return self._restart(settled, fit.onset, t_now, float(fit.delta[0]))
 
+    def _keep_offsets(self, est: Estimate, t_found: float) -> None:
+        """Keep the offsets ``est`` found (added to those kept before), with their uncertainty and drift rate.
+
+        ``t_found``: s, where the data they were found from end (the change's start)."""
+        assert est.bias is not None
+        previous, previous_t = self.offsets_in_sensor.copy(), self.offsets_found_t
+        self._offsets_added = np.asarray(est.bias, dtype=float)
+        self.offsets_in_sensor = self.offsets_in_sensor + self._offsets_added
+        if previous_t is not None and t_found - previous_t > 1.0:
+            self.offsets_drift_rate = np.abs(self.offsets_in_sensor - previous) / (t_found - previous_t)
+        elif est.bias_rate is not None and np.all(np.isfinite(est.bias_rate)):
+            self.offsets_drift_rate = np.abs(np.asarray(est.bias_rate, dtype=float))  # the first: the window's line
+        cov = est.bias_covariance
+        self.offsets_covariance = (np.zeros((6, 6)) if cov is None or not np.all(np.isfinite(cov))
+                                   else np.array(cov, dtype=float))
+        self.offsets_found_t = float(t_found)
+
     def _offset_shift(self, samples: SensorSamples, fit: ChangeFit, t_start: float,
                       t_now: float) -> TrackEvent | None:
         """Absorb a step of the wrench right after an input break into the kept offsets.
@@ -588,15 +649,16 @@ class PayloadTracker:
             samples = replace(samples, wrench_in_sensor=samples.wrench_in_sensor + self.offsets_in_sensor)
             self._offsets_added = -self.offsets_in_sensor
             self.offsets_in_sensor = np.zeros(6)
+            self._forget_offsets()
         elif keep_offsets and self.estimator.with_bias:
             try:
                 est = self._judge_by().estimate()
                 if est.bias is not None and mass_known(est):
-                    self._offsets_added = np.asarray(est.bias, dtype=float)
-                    self.offsets_in_sensor = self.offsets_in_sensor + self._offsets_added
+                    self._keep_offsets(est, t_start)
                     samples = replace(samples, wrench_in_sensor=samples.wrench_in_sensor - self._offsets_added)
             except (InsufficientData, ValueError, ArithmeticError, np.linalg.LinAlgError):
                 pass
+        self._segment_t = t_start
         self._start_estimator(self.bias and not np.any(self.offsets_in_sensor))
         event = TrackEvent(CHANGE, t_start, t_now, mass_change)
         self.events.append(event)

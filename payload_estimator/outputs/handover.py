@@ -4,8 +4,9 @@ A URDF ``<inertial>`` fragment, a ``SetLoad``/``SetTcpLoad``/gravity-compensatio
 request and a ``--json`` status of ``"ok"`` all tell someone to trust the
 numbers. :func:`check_handover` is the only place that decides whether they may:
 
-* never (not even forced): non-finite values, a mass that is not positive, or
-  one beyond the robot's payload limit;
+* never (not even forced): non-finite values, no payload (an empty gripper, its
+  mass zero within its uncertainty), a mass that is not positive, or one beyond
+  the robot's payload limit;
 * not without ``force``: a physically inconsistent estimate (when the inertia is
   handed over), a model that does
   not fit the data, a mass or COM component the data do not determine, an
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from payload_estimator.core.estimators.rating import no_payload_text
 from payload_estimator.core.results import Estimate
 
 __all__ = ["Handover", "check_handover"]
@@ -78,6 +80,9 @@ def check_handover(
     params = estimate.params
     if not np.all(np.isfinite(params.phi)):
         return Handover(False, False, ("the estimate has non-finite values",), hard=True)
+    if estimate.identification.empty:
+        return Handover(False, False, (f"no payload: the gripper is empty ({no_payload_text(estimate)})",),
+                        hard=True)
     if params.mass <= 0.0:
         return Handover(False, False, (f"the estimated mass {params.mass:.4g} kg is not positive",), hard=True)
     if params.mass > max_mass:

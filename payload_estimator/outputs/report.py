@@ -7,8 +7,9 @@ from typing import Any
 import numpy as np
 from rich.table import Table
 
+from payload_estimator.core.estimators.rating import no_payload_text
 from payload_estimator.core.inertia import InertialParameters
-from payload_estimator.core.results import FROM_PRIOR, NOT_IDENTIFIED, Estimate
+from payload_estimator.core.results import FROM_PRIOR, NOT_APPLICABLE, NOT_IDENTIFIED, Estimate
 
 __all__ = ["estimate_table", "quality_table", "excitation_table", "calibration_motion_table"]
 
@@ -33,6 +34,8 @@ def estimate_table(estimate: Estimate, truth: InertialParameters | None = None, 
             cells.append(format(true, fmt) if true is not None else "")
         if status == NOT_IDENTIFIED:  # the number would mean nothing: say so
             cells += ["not identified", ""]
+        elif status == NOT_APPLICABLE:  # no payload: no COM, no inertia
+            cells += ["n/a (no payload)", ""]
         elif not np.isfinite(est):  # a COM m c / m with no mass: there is none to show
             cells += ["none (no mass)", ""]
         else:
@@ -41,7 +44,8 @@ def estimate_table(estimate: Estimate, truth: InertialParameters | None = None, 
         table.add_row(*cells)
 
     ident = estimate.identification
-    row("mass (kg)", truth.mass if truth else None, estimate.mass, estimate.mass_std, ".4f", ident.mass)
+    row("mass (kg)" + (", no payload" if ident.empty else ""), truth.mass if truth else None, estimate.mass,
+        estimate.mass_std, ".4f", ident.mass)
     for i, axis in enumerate("xyz"):
         row(f"COM {axis} (mm)", 1e3 * truth.com[i] if truth else None, 1e3 * estimate.com[i],
             1e3 * estimate.com_std[i], "+.1f", ident.com[i])
@@ -69,7 +73,11 @@ def quality_table(estimate: Estimate) -> Table:
     if estimate.bias is not None:
         table.add_row("F/T offset force (N)", _vec(estimate.bias[:3], 1.0, 3))
         table.add_row("F/T offset torque (N m)", _vec(estimate.bias[3:], 1.0, 4))
-    table.add_row("inertia identifiable", "yes" if estimate.inertia_identifiable else "no (prior-driven)")
+    ident = estimate.identification
+    if ident.empty:
+        table.add_row("payload", f"none: the gripper is empty ({no_payload_text(estimate)})")
+    table.add_row("inertia identifiable", "not applicable (no payload)" if ident.empty
+                  else "yes" if estimate.inertia_identifiable else "no (prior-driven)")
     missing = estimate.identification.missing()
     table.add_row("not identified", ", ".join(missing) if missing else "none")
     fit = estimate.model_fit
@@ -77,7 +85,8 @@ def quality_table(estimate: Estimate) -> Table:
     figures = (f" (persistence {fit.persistence:.1f}" + excess
                + ")") if fit.checked else ""
     table.add_row("model fit", ("POOR" if fit.label == "poor" else fit.label) + figures)
-    table.add_row("physically consistent", "yes" if estimate.physically_consistent else "NO")
+    table.add_row("physically consistent", "not applicable (no payload)" if ident.empty
+                  else "yes" if estimate.physically_consistent else "NO")
     return table
 
 

@@ -44,7 +44,12 @@ from payload_estimator.core.estimators.uncertainty import (
     sandwich,
 )
 from payload_estimator.core.inertia import InertialParameters
-from payload_estimator.core.offset_windows import WindowedStatistics, current_offsets
+from payload_estimator.core.offset_windows import (
+    WindowedStatistics,
+    current_offsets,
+    current_offsets_covariance,
+    current_offsets_rate,
+)
 from payload_estimator.core.point_masses import SampledShape
 from payload_estimator.core.regressor import N_PARAMS, regressor_noise_gram
 from payload_estimator.core.results import Estimate
@@ -68,6 +73,7 @@ __all__ = [
     "IDENTIFIABLE_REL_STD",
     "channel_weights_from_std",
     "check_forgetting",
+    "offset_sensitivity",
     "KinematicNoise",
     "correlation_factors",
     "sandwich",
@@ -266,6 +272,19 @@ class KinematicNoise:
         return sum((D for D, _ in terms), np.zeros_like(terms[0][0])) if terms else None
 
 
+def offset_sensitivity(stats: RegressorStatistics, channel_weights: np.ndarray | None) -> np.ndarray | None:
+    """Return ``K`` (10, 6): how far a constant offset in every sample moves a least-squares estimate.
+
+    ``K = A_pp^+ A_pb``: the normal equations' cross block of the parameters and the offsets, over the
+    parameters' own. With offsets per window, a window that removes its offsets' mean or line does not
+    see one: only the first window of an estimate whose offsets were known (subtracted) does. None when
+    the statistics are not finite."""
+    A = stats.normal_equations(True, channel_weights).A
+    if not np.all(np.isfinite(A)):
+        return None
+    return pinv_psd(A[:N_PARAMS, :N_PARAMS]) @ A[:N_PARAMS, N_PARAMS:]
+
+
 def check_forgetting(forgetting: float) -> float:
     """A per-sample forgetting factor, validated to lie in (0, 1]."""
     if not 0.0 < forgetting <= 1.0:
@@ -342,6 +361,12 @@ class Estimator(abc.ABC):
         """Small batches gathered (:meth:`update`): a row per sample, the stamp then the 18 values, copied (the
         caller may reuse its arrays)."""
         self._n_pending = 0
+        self.kept_offsets_covariance: np.ndarray | None = None
+        """(6, 6) N² and (N·m)²: the uncertainty of offsets subtracted from the samples before they came
+        (a payload tracker's kept ones, estimated over the previous payloads), for an estimator that does
+        not estimate them. Their error moves the estimate as a constant offset in its samples would
+        (:func:`offset_sensitivity`): the estimate's covariance, and what :func:`identify` and
+        :func:`model_fit` judge by, include it. None: exact."""
 
     @property
     def samples_used(self) -> int:
@@ -446,10 +471,19 @@ class Estimator(abc.ABC):
         params = InertialParameters(sol.theta[:N_PARAMS])
         stats, weights, unconstrained = self._fit_inputs()
         data = data_covariance(sol.information) if np.all(np.isfinite(sol.information)) else None
+        covariance = None if sol.covariance is None else sol.covariance[:N_PARAMS, :N_PARAMS]
+        kept = self._kept_offsets_term(stats, weights)
+        if kept is not None:
+            covariance = None if covariance is None else covariance + kept
+            if data is not None:
+                data = (data[0] + kept, data[1], data[2])
+        identification = identify(sol.information, params, self.has_prior, data, unconstrained)
+        if identification.empty and covariance is None and data is not None:
+            covariance = np.array(data[0])  # at its bound (no payload) a prior holds nothing: the data's own
         return Estimate(
             estimator=self.name,
             params=params,
-            covariance=None if sol.covariance is None else sol.covariance[:N_PARAMS, :N_PARAMS],
+            covariance=covariance,
             bias=self._offsets(sol.theta),
             residual_rms=np.sqrt(np.clip(sol.residual_ss, 0.0, None) / max(sol.weight_sum, 1e-300)),
             condition_number=scaled_condition_number(sol.normal_matrix),
@@ -457,9 +491,41 @@ class Estimator(abc.ABC):
             inertia_identifiable=inertia_identifiable(sol.information, params),
             dynamism=self.mean_dynamism,
             extras=dict(sol.extras),
-            identification=identify(sol.information, params, self.has_prior, data),
-            model_fit=model_fit(stats, sol.theta, self.with_bias, weights, sol.information, unconstrained, data),
+            identification=identification,
+            model_fit=model_fit(stats, sol.theta, self.with_bias, weights, sol.information, unconstrained, data,
+                                empty=identification.empty),
+            bias_covariance=self._offsets_covariance(sol.theta, sol.covariance),
+            bias_rate=self._offsets_rate(sol.theta),
         )
+
+    def _kept_offsets_term(self, stats: RegressorStatistics | None, weights: np.ndarray | None) -> np.ndarray | None:
+        """(10, 10) what the kept offsets' uncertainty adds to the covariance (``K S K^T``), or None."""
+        S = self.kept_offsets_covariance
+        if self.with_bias or S is None or stats is None:
+            return None
+        K = offset_sensitivity(stats, weights)
+        if K is None:
+            return None
+        term = K @ np.asarray(S, dtype=float) @ K.T
+        return 0.5 * (term + term.T)
+
+    def _offsets_rate(self, theta: np.ndarray) -> np.ndarray | None:
+        """(6,) how fast :meth:`_offsets` drift in the newest window, or None (no ``bias``, no windows)."""
+        windowed = [s for s in self._statistics() if isinstance(s, WindowedStatistics)]
+        if not self.with_bias or not windowed:
+            return None
+        return current_offsets_rate(windowed, theta[:N_PARAMS])
+
+    def _offsets_covariance(self, theta: np.ndarray, covariance: np.ndarray | None) -> np.ndarray | None:
+        """(6, 6) covariance of :meth:`_offsets` (None without ``bias``, or when unknown)."""
+        if not self.with_bias or covariance is None:
+            return None
+        windowed = [s for s in self._statistics() if isinstance(s, WindowedStatistics)]
+        if windowed:
+            return current_offsets_covariance(windowed, theta[:N_PARAMS], covariance[:N_PARAMS, :N_PARAMS])
+        if covariance.shape[0] >= N_PARAMS + 6:
+            return np.array(covariance[N_PARAMS:N_PARAMS + 6, N_PARAMS:N_PARAMS + 6])
+        return None
 
     def _new_statistics(self) -> RegressorStatistics:
         """Empty statistics for this estimator's samples: with offsets per window when ``offset_window_s``.

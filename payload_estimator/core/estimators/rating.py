@@ -15,7 +15,15 @@ import numpy as np
 from payload_estimator.core.estimators.linear_algebra import pinv_psd, scaled_eigh
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.regressor import N_PARAMS
-from payload_estimator.core.results import FROM_PRIOR, IDENTIFIED, NOT_IDENTIFIED, Identification, ModelFit
+from payload_estimator.core.results import (
+    FROM_PRIOR,
+    IDENTIFIED,
+    NOT_IDENTIFIED,
+    Estimate,
+    Identification,
+    ModelFit,
+)
+from payload_estimator.core.samples import STANDARD_GRAVITY
 from payload_estimator.core.statistics import WRENCH_COLUMN, RegressorStatistics
 
 __all__ = [
@@ -31,6 +39,11 @@ __all__ = [
     "RESIDUAL_SHARE_LIMIT",
     "EXCESS_LIMIT",
     "MIN_FIT_BLOCKS",
+    "NO_PAYLOAD_SIGMAS",
+    "NO_PAYLOAD_FORCE_STD_N",
+    "NO_PAYLOAD_MASS_STD_KG",
+    "no_payload",
+    "no_payload_text",
 ]
 
 IDENTIFIABLE_REL_STD = 0.25
@@ -50,6 +63,17 @@ model."""
 EXCESS_LIMIT = 6.0
 """Model fit is poor when a constrained estimate is this far (chi-square per unknown) from the
 unconstrained fit (chosen with ``benchmarks/model_fit.py``)."""
+NO_PAYLOAD_SIGMAS = 3.0
+"""An estimate whose mass is within this many standard deviations of zero (the unconstrained fit's
+too, for an estimator that bounds the mass, PMD) is no payload, an empty gripper ..."""
+NO_PAYLOAD_FORCE_STD_N = 0.1
+"""... when that standard deviation's weight is below this, N: the force noise of one sample of a
+collaborative robot's wrist sensor (Nadeau et al.'s Table II, moderate: 0.1 N, the Robotiq FT-300). A
+mass known that well, and zero within it, weighs less than the sensor can tell in one sample: no payload
+(:data:`NO_PAYLOAD_MASS_STD_KG`, about 10 g). The relative criterion (:data:`IDENTIFIED_MASS_REL_STD`)
+can never call a zero mass identified; this absolute one does."""
+NO_PAYLOAD_MASS_STD_KG = NO_PAYLOAD_FORCE_STD_N / STANDARD_GRAVITY
+"""kg: :data:`NO_PAYLOAD_FORCE_STD_N` over standard gravity (0.0102 kg)."""
 MIN_FIT_BLOCKS = 8
 """Long blocks needed before the model fit is judged (4 s of data)."""
 _INERTIA_SCALE_FLOOR_M = 0.02
@@ -81,8 +105,29 @@ def data_covariance(information: np.ndarray) -> DataCovariance:
     return cov, V[:, ~seen], d
 
 
+def no_payload(masses: list[float], mass_std: float) -> bool:
+    """Tell whether the data say there is no payload (an empty gripper): the one place of that criterion.
+
+    Args:
+        masses: kg, the estimate's mass, and for an estimator that bounds it (PMD, at zero) the
+            unconstrained fit's of the same data too: each must be zero within
+            :data:`NO_PAYLOAD_SIGMAS` standard deviations.
+        mass_std: kg, the mass's standard deviation; at most :data:`NO_PAYLOAD_MASS_STD_KG`.
+    """
+    if not (np.isfinite(mass_std) and 0.0 <= mass_std <= NO_PAYLOAD_MASS_STD_KG):
+        return False
+    return all(np.isfinite(m) and abs(m) <= NO_PAYLOAD_SIGMAS * mass_std for m in masses)
+
+
+def no_payload_text(estimate: Estimate) -> str:
+    """The figures behind an estimate read as no payload: its mass and standard deviation in grams."""
+    return (f"mass {1e3 * estimate.mass:+.1f} ± {1e3 * estimate.mass_std:.1f} g, zero within "
+            f"{NO_PAYLOAD_SIGMAS:g} std")
+
+
 def identify(
-    information: np.ndarray, params: InertialParameters, has_prior: bool, data: DataCovariance | None = None
+    information: np.ndarray, params: InertialParameters, has_prior: bool, data: DataCovariance | None = None,
+    unconstrained: np.ndarray | None = None,
 ) -> Identification:
     """Which quantities the data determine (:class:`~payload_estimator.core.results.Identification`).
 
@@ -93,9 +138,13 @@ def identify(
     the inertia as :func:`inertia_identifiable`. A payload held still shows ``m g`` and
     ``m c x g``: the COM along gravity and the inertia are not seen. What is not identified
     comes from the prior when the estimator has one (``has_prior``), else from nothing.
+
+    A mass zero within its uncertainty, that uncertainty within :data:`NO_PAYLOAD_MASS_STD_KG`
+    (:func:`no_payload`; ``unconstrained``, the least-squares fit of an estimator that bounds the mass,
+    zero within it too), is no payload: :meth:`Identification.no_payload`.
     """
     otherwise = FROM_PRIOR if has_prior else NOT_IDENTIFIED
-    if not np.all(np.isfinite(information)) or not np.isfinite(params.mass) or params.mass <= 0.0:
+    if not np.all(np.isfinite(information)) or not np.isfinite(params.mass):
         return Identification(otherwise, (otherwise, otherwise, otherwise), otherwise)
     cov, null, d = data_covariance(information) if data is None else data
 
@@ -105,10 +154,16 @@ def identify(
             return float("inf")
         return float(np.sqrt(max(grad @ cov @ grad, 0.0)))
 
-    m, c = params.mass, params.com
     grad_m = np.zeros(N_PARAMS)
     grad_m[0] = 1.0
-    mass = IDENTIFIED if std(grad_m) < IDENTIFIED_MASS_REL_STD * m else otherwise
+    mass_std = std(grad_m)
+    masses = [params.mass] + ([float(unconstrained[0])] if unconstrained is not None else [])
+    if no_payload(masses, mass_std):
+        return Identification.no_payload()
+    if params.mass <= 0.0:
+        return Identification(otherwise, (otherwise, otherwise, otherwise), otherwise)
+    m, c = params.mass, params.com
+    mass = IDENTIFIED if mass_std < IDENTIFIED_MASS_REL_STD * m else otherwise
     com = []
     for i in range(3):
         g = np.zeros(N_PARAMS)
@@ -126,6 +181,7 @@ def model_fit(
     information: np.ndarray,
     unconstrained: np.ndarray | None = None,
     data: DataCovariance | None = None,
+    empty: bool = False,
 ) -> ModelFit:
     """Test whether the model explains the data (:class:`~payload_estimator.core.results.ModelFit`).
 
@@ -142,6 +198,11 @@ def model_fit(
       truth (a shape that contains the payload), poor above :data:`EXCESS_LIMIT`.
 
     Judged only after :data:`MIN_FIT_BLOCKS` long blocks (4 s of data).
+
+    An empty gripper (``empty``, :func:`no_payload`) is not judged by persistence: what it measures
+    is the sensor's offsets and their drift, all of it (the share of the wrench is 100 % whatever
+    its size), which no payload model is to explain; its uncertainty carries them. The excess still
+    counts (a bounded mass held far from what the data show).
     """
     if stats is None or not np.all(np.isfinite(theta)):
         return ModelFit()
@@ -164,7 +225,7 @@ def model_fit(
         diff = (theta - x_ls)[:4]
         excess = float(diff @ pinv_psd(block) @ diff) / 4.0
     causes = []
-    if persistence > PERSISTENCE_LIMIT and share > RESIDUAL_SHARE_LIMIT:
+    if persistence > PERSISTENCE_LIMIT and share > RESIDUAL_SHARE_LIMIT and not empty:
         causes.append(
             f"the residuals ({100 * share:.0f} % of the wrench) follow the motion ({persistence:.1f}x longer "
             "than noise): the payload may be "
