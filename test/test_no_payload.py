@@ -124,7 +124,8 @@ def arm_cycle():
 def test_the_kept_offsets_uncertainty_covers_their_error(arm_cycle):
     """WLS through the robot pipeline: after the last release, the mass (truth 0) is within 3 std
     once the kept offsets' uncertainty is in the std, and would not be without it; each held payload
-    of the cycle is still identified as a payload (never "empty") 1.5 s after its grasp."""
+    of the cycle is still identified as a payload (never "empty") 1.5 s after its grasp, and each empty
+    gripper within 3 std of nothing."""
     from payload_estimator.core.tracking import CHANGE, PayloadTracker
     from payload_estimator.pipeline.playback import play
     from payload_estimator.sim.run_settings import recording_from_run, stream_for_run
@@ -158,8 +159,10 @@ def test_the_kept_offsets_uncertainty_covers_their_error(arm_cycle):
             if truth >= 0.3:  # the 68 g ruler's 1.5 s tell it from nothing, not its mass to 10 %
                 assert est.identification.mass == IDENTIFIED, (switch, truth, est.mass, est.mass_std)
                 assert abs(est.mass - truth) <= 0.02 * truth, (switch, truth, est.mass, est.mass_std)
-        else:
-            assert est.identification.empty, (switch, est.mass, est.mass_std)
+        else:  # within 3 std of nothing; "empty" when that std is small, which offsets kept since a short
+            # segment long before (a load transfer taken as two changes) may not allow 1.5 s after it
+            assert abs(est.mass) <= 3.0 * est.mass_std, (switch, est.mass, est.mass_std)
+            assert est.identification.empty or est.mass_std > NO_PAYLOAD_MASS_STD_KG, (switch, est.mass_std)
 
 
 def test_drifting_offsets_are_known_at_the_newest_sample_to_their_lag():
@@ -181,7 +184,8 @@ def test_drifting_offsets_are_known_at_the_newest_sample_to_their_lag():
     samples = replace(samples, wrench_in_sensor=samples.wrench_in_sensor + drift)
     estimator = make_estimator("wls", bias=True, offset_window_s=10.0)
     estimator.update(samples)
-    est = estimator.estimate()
+    assert estimator.estimate().bias_covariance is None  # asked for by a tracker at a change only
+    est = estimator.estimate(offsets_uncertainty=True)
     assert est.bias is not None and est.bias_covariance is not None and est.bias_rate is not None
     # the slope of the residuals at the estimate: the part of the drift the mass and COM did not take up
     assert np.all(np.sign(est.bias_rate[:3]) == np.sign(rate[:3]))

@@ -133,9 +133,10 @@ class Estimate:
         identification: which quantities the data determine.
         model_fit: whether the model explains the data.
         bias_covariance: (6, 6) covariance of ``bias``, N² and (N·m)², or None when unknown (or
-            offsets not estimated); what a payload tracker carries over to the next payload.
+            offsets not estimated, or not asked for: ``Estimator.estimate(offsets_uncertainty=True)``);
+            what a payload tracker carries over to the next payload.
         bias_rate: (6,) N/s and N·m/s, how fast ``bias`` drifts as the newest offset window shows
-            it, or None (offsets not estimated, or constant over the run).
+            it, or None (offsets not estimated, constant over the run, or not asked for).
         physically_consistent: see :func:`~payload_estimator.core.inertia.check_physical_consistency`.
     """
 

@@ -652,7 +652,7 @@ class PayloadTracker:
             self._forget_offsets()
         elif keep_offsets and self.estimator.with_bias:
             try:
-                est = self._judge_by().estimate()
+                est = self._judge_by().estimate(offsets_uncertainty=True)
                 if est.bias is not None and mass_known(est):
                     self._keep_offsets(est, t_start)
                     samples = replace(samples, wrench_in_sensor=samples.wrench_in_sensor - self._offsets_added)

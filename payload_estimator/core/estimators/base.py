@@ -457,8 +457,14 @@ class Estimator(abc.ABC):
             if isinstance(stats, WindowedStatistics):
                 stats.new_window()
 
-    def estimate(self) -> Estimate:
-        """The current estimate; raises :class:`InsufficientData` before any sample."""
+    def estimate(self, offsets_uncertainty: bool = False) -> Estimate:
+        """The current estimate; raises :class:`InsufficientData` before any sample.
+
+        Args:
+            offsets_uncertainty: also give the offsets' covariance and drift rate
+                (:attr:`Estimate.bias_covariance`, :attr:`Estimate.bias_rate`): what a payload tracker
+                keeps at a change; not at every estimate (they cost a fraction of a millisecond).
+        """
         self._flush()
         if self._n_seen == 0:
             raise InsufficientData(f"{self.name}: no samples yet")
@@ -494,8 +500,8 @@ class Estimator(abc.ABC):
             identification=identification,
             model_fit=model_fit(stats, sol.theta, self.with_bias, weights, sol.information, unconstrained, data,
                                 empty=identification.empty),
-            bias_covariance=self._offsets_covariance(sol.theta, sol.covariance),
-            bias_rate=self._offsets_rate(sol.theta),
+            bias_covariance=self._offsets_covariance(sol.theta, sol.covariance) if offsets_uncertainty else None,
+            bias_rate=self._offsets_rate(sol.theta) if offsets_uncertainty else None,
         )
 
     def _kept_offsets_term(self, stats: RegressorStatistics | None, weights: np.ndarray | None) -> np.ndarray | None:
