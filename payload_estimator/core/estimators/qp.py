@@ -65,6 +65,9 @@ EPS = 1e-5
 """OSQP's absolute and relative tolerance: it has only to find the support (which points carry
 mass); :meth:`LiftedPointMassQP._refine` then solves exactly on it."""
 REFINE_STEPS = 200
+REFINE_STEPS_WITHIN_BUDGET = 64
+"""Steps the refinement takes whatever the solve's time budget (each costs ``O(n p²)``, well under a
+millisecond for a few hundred points); beyond them, only while the budget lasts."""
 REFINE_MASS_SHIFT = 0.05
 """The refinement polishes what the data determine weakly (the inertia); it may not move the total of the
 point masses by more than this share. Where the data leave a direction flat (a robot at rest with the F/T
@@ -532,8 +535,8 @@ class LiftedPointMassQP:
             q: (n_variables,) the objective's linear term.
             M: (p, n + nb) ``L^T T``, the constraint block of the masses and offsets.
             x: (n_variables,) the solver's answer.
-            deadline: ``time.perf_counter()`` after which no further step starts (every step's point is
-                feasible, so the last one is kept).
+            deadline: ``time.perf_counter()`` after which no further step starts beyond the first
+                :data:`REFINE_STEPS_WITHIN_BUDGET` (every step's point is feasible, so the last one is kept).
             converged: the solver met its tolerances at ``x`` (then the refinement may not move the total
                 mass by more than :data:`REFINE_MASS_SHIFT`; an iterate stopped at a limit it may).
 
@@ -549,8 +552,8 @@ class LiftedPointMassQP:
         support = u > _SUPPORT_TOL * max(float(u.max()), 1e-300)
         # the feasible point the steps start from: OSQP's, on its support
         y_u, y_s = np.where(support, np.clip(u, 0.0, None), 0.0), x[n:nx].copy()
-        for _ in range(REFINE_STEPS):
-            if time.perf_counter() > deadline:
+        for step in range(REFINE_STEPS):
+            if step >= REFINE_STEPS_WITHIN_BUDGET and time.perf_counter() > deadline:
                 break
             try:
                 new_u, new_s = problem.solve(support)
