@@ -17,9 +17,10 @@ We solve the squared form of Problem 1, a quadratic program:
                       + lambda sum_g sum_{i in g} ((m_i - mean_g m) / m_bar)²
                       + mu sum_g n_g ((mean_g m - mean m) / m_bar)²
 
-with ``|r|²_C = sum_k c_k r_k²`` a per-channel weighting (the inverse noise
-variance of each wrench channel, estimated from the residuals by default, or
-uniform as in Nadeau et al.), ``beta`` the optional F/T offsets and ``m_bar`` the
+with ``|r|²_C = sum_k c_k r_k²`` a per-channel weighting (by default the inverse
+noise variance of each wrench channel *as measured*: the wrench's own noise plus the
+accelerations' through the regressor, or what unconstrained least squares leaves where
+that is more; or uniform as in Nadeau et al.), ``beta`` the optional F/T offsets and ``m_bar`` the
 mean point mass of a uniform body of the mass ``m_ls`` that unconstrained least
 squares gives on the same data (it sets units only). The points fall into
 density groups ``g`` of ``n_g`` points: the parts of a shape made of parts
@@ -182,9 +183,10 @@ class PointMassDiscretization(Estimator):
             points); see :func:`point_mass_matrix`.
         part_coupling: ``mu / lambda``, the weak preference for equal density across
             groups (it picks the most uniform of the solutions the data cannot tell apart).
-        channel_std: ``"auto"`` (estimate each channel's residual std from the
-            data and weight by its inverse variance), None (uniform weights, as
-            in Nadeau et al.) or (6,) known stds (N, N·m).
+        channel_std: ``"auto"`` (weight each channel by the inverse of its measured noise
+            variance, :meth:`_noise_weights`: never by the residuals of PMD's own fit, whose
+            misfit the prior causes), None (uniform weights, as in Nadeau et al.) or (6,) known
+            stds (N, N·m).
         dynamism_scales: ``(n1, n2, n3)`` of eq. (4).
         bias: also estimate the six F/T offsets.
         solver: ``"osqp"`` (persistent, warm-started OSQP workspace) or any
@@ -199,7 +201,7 @@ class PointMassDiscretization(Estimator):
         kinematic_noise: noise of the measured accelerations, compensated in the data
             term (:class:`~payload_estimator.core.estimators.base.KinematicNoise`):
             ``"auto"`` (default), None or ``(lin_acc_std, ang_acc_std)``.
-        iteration_budget: OSQP iterations one estimate may spend over its one or two solves (0: no
+        iteration_budget: OSQP iterations one estimate may spend on its solve (0: no
             budget). A warm-started re-solve needs a few dozen; the first solves, or a sudden change of
             the data, may need hundreds: with a budget those continue over the next estimates from where
             it stopped them, while each keeps the last estimate that converged (the stream sets
