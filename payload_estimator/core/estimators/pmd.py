@@ -539,7 +539,10 @@ class PointMassDiscretization(Estimator):
         stats = self._combined_stats()
         mean_square = stats.gram[:, WRENCH_COLUMN, WRENCH_COLUMN] / max(stats.weight_sum, 1e-300)
         # forces and torques apart (N², N²·m²), a channel that reads zero as its group's largest does
-        force_floor = SIGNAL_VARIANCE_FLOOR * max(float(mean_square[:3].max()), 1e-300)
+        signal = float(np.max(mean_square)) if np.all(np.isfinite(mean_square)) else 0.0
+        if not signal > 1e-100:  # nothing left to weigh (a frozen wrench, its offsets estimated)
+            return np.ones(6)
+        force_floor = SIGNAL_VARIANCE_FLOOR * max(float(mean_square[:3].max()), 1e-100)
         # a torque's floor at least a force's times (1 m)²: noise-free data at rest (mass and offsets one flat
         # valley) weighted 1e4 more in torques than in forces leave OSQP's answer anywhere along the valley
         torque_floor = max(SIGNAL_VARIANCE_FLOOR * float(mean_square[3:].max()), force_floor * 1.0)
