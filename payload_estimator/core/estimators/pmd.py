@@ -565,7 +565,12 @@ class PointMassDiscretization(Estimator):
         # What least squares leaves: the noise, plus what the noise model leaves out (gyro noise, noise
         # correlated across channels; on slow motion the modelled torque noise falls 2-3x short),
         # never a misfit of the prior's making (least squares has none).
-        H, h = self._objective(self._initial_weights() if var is None else weights_of(var))
+        # Plain least squares (no errors-in-variables correction, which inflates the fit and its raw
+        # residuals where the accelerations' noise is most of the data): the smallest residuals any
+        # payload leaves.
+        w0 = self._initial_weights() if var is None else weights_of(var)
+        H = sum(stats_k.normal_equations(self.with_bias, w0).A for stats_k in (self.stats_reduced, self.stats_full))
+        h = sum(stats_k.normal_equations(self.with_bias, w0).c for stats_k in (self.stats_reduced, self.stats_full))
         x_ls, _ = solve_psd(H, h)
         residual = channel_variances(stats, x_ls, self.with_bias)
         return weights_of(residual if var is None else np.maximum(var, residual))
