@@ -569,8 +569,9 @@ class PointMassDiscretization(Estimator):
         # residuals where the accelerations' noise is most of the data): the smallest residuals any
         # payload leaves.
         w0 = self._initial_weights() if var is None else weights_of(var)
-        H = sum(stats_k.normal_equations(self.with_bias, w0).A for stats_k in (self.stats_reduced, self.stats_full))
-        h = sum(stats_k.normal_equations(self.with_bias, w0).c for stats_k in (self.stats_reduced, self.stats_full))
+        ne_reduced = self.stats_reduced.normal_equations(self.with_bias, w0)
+        ne_full = self.stats_full.normal_equations(self.with_bias, w0)
+        H, h = ne_reduced.A + ne_full.A, ne_reduced.c + ne_full.c
         x_ls, _ = solve_psd(H, h)
         residual = channel_variances(stats, x_ls, self.with_bias)
         return weights_of(residual if var is None else np.maximum(var, residual))

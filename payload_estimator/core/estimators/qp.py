@@ -552,8 +552,8 @@ class LiftedPointMassQP:
         support = u > _SUPPORT_TOL * max(float(u.max()), 1e-300)
         # the feasible point the steps start from: OSQP's, on its support
         y_u, y_s = np.where(support, np.clip(u, 0.0, None), 0.0), x[n:nx].copy()
-        for step in range(REFINE_STEPS):
-            if step >= REFINE_STEPS_WITHIN_BUDGET and time.perf_counter() > deadline:
+        for taken in range(REFINE_STEPS):
+            if taken >= REFINE_STEPS_WITHIN_BUDGET and time.perf_counter() > deadline:
                 break
             try:
                 new_u, new_s = problem.solve(support)
