@@ -224,6 +224,11 @@ class KinematicNoise:
         self._supplied = None
         self._whitened = False
 
+    @property
+    def whitened(self) -> bool:
+        """Samples with their own wrench information arrived: their rows have unit noise already."""
+        return self._whitened
+
     def std(self) -> tuple[float, float] | None:
         """``(lin_acc_std, ang_acc_std)``, or None when there is nothing to compensate."""
         if self._whitened:

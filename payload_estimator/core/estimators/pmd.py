@@ -17,9 +17,10 @@ We solve the squared form of Problem 1, a quadratic program:
                       + lambda sum_g sum_{i in g} ((m_i - mean_g m) / m_bar)²
                       + mu sum_g n_g ((mean_g m - mean m) / m_bar)²
 
-with ``|r|²_C = sum_k c_k r_k²`` a per-channel weighting (the inverse noise
-variance of each wrench channel, estimated from the residuals by default, or
-uniform as in Nadeau et al.), ``beta`` the optional F/T offsets and ``m_bar`` the
+with ``|r|²_C = sum_k c_k r_k²`` a per-channel weighting (by default the inverse
+noise variance of each wrench channel *as measured*: the wrench's own noise plus the
+accelerations' through the regressor, or what unconstrained least squares leaves where
+that is more; or uniform as in Nadeau et al.), ``beta`` the optional F/T offsets and ``m_bar`` the
 mean point mass of a uniform body of the mass ``m_ls`` that unconstrained least
 squares gives on the same data (it sets units only). The points fall into
 density groups ``g`` of ``n_g`` points: the parts of a shape made of parts
@@ -74,10 +75,12 @@ from payload_estimator.core.estimators.uncertainty import drift_covariance
 from payload_estimator.core.regressor import (
     N_BIAS,
     N_PARAMS,
+    regressor_noise_gram,
     samples_features,
     whitened_rows,
 )
 from payload_estimator.core.samples import STANDARD_GRAVITY, SensorSamples
+from payload_estimator.core.signal_noise import SignalNoise
 from payload_estimator.core.statistics import WRENCH_COLUMN, RegressorStatistics
 from payload_estimator.errors import ConfigurationError
 
@@ -120,9 +123,14 @@ good as least squares', where the same stiffness on a single envelope or a bound
 real tools do not fill uniformly, costs mass and COM accuracy."""
 PART_COUPLING = 0.01
 """``mu / lambda``: how weakly PMD prefers equal density across density groups."""
-MIN_SOLVE_ITERATIONS = 25
-"""A second solve (the re-weighting) starts only with this many iterations of the budget left (OSQP checks
-its termination every 25)."""
+RELATIVE_VARIANCE_FLOOR = 1e-6
+"""A channel's noise variance counts as at least this share of the largest one's (a channel measured
+noise-free cannot take all the weight)."""
+SIGNAL_VARIANCE_FLOOR = 1e-12
+"""... and as at least this share of the largest mean square of its kind (forces, torques; a torque's at least a
+force's times (1 m)²): noise-free data keep finite weights, and the prior's pull, relative to the data's, about
+this small (on noise-free workshop tools after 1000 samples, 1e-6 left up to 1.7 % inertia error with the
+tools' own clouds, 1e-12 at most 0.8 %)."""
 DENSITY_SPREAD = 1.0
 """Relative std of the density of each eighth of the shape in PMD's covariance (the prior a
 real, non-uniform object needs: a steel head on a wooden handle is ~5x the mean density, a
@@ -175,9 +183,10 @@ class PointMassDiscretization(Estimator):
             points); see :func:`point_mass_matrix`.
         part_coupling: ``mu / lambda``, the weak preference for equal density across
             groups (it picks the most uniform of the solutions the data cannot tell apart).
-        channel_std: ``"auto"`` (estimate each channel's residual std from the
-            data and weight by its inverse variance), None (uniform weights, as
-            in Nadeau et al.) or (6,) known stds (N, N·m).
+        channel_std: ``"auto"`` (weight each channel by the inverse of its measured noise
+            variance, :meth:`_noise_weights`: never by the residuals of PMD's own fit, whose
+            misfit the prior causes), None (uniform weights, as in Nadeau et al.) or (6,) known
+            stds (N, N·m).
         dynamism_scales: ``(n1, n2, n3)`` of eq. (4).
         bias: also estimate the six F/T offsets.
         solver: ``"osqp"`` (persistent, warm-started OSQP workspace) or any
@@ -192,7 +201,7 @@ class PointMassDiscretization(Estimator):
         kinematic_noise: noise of the measured accelerations, compensated in the data
             term (:class:`~payload_estimator.core.estimators.base.KinematicNoise`):
             ``"auto"`` (default), None or ``(lin_acc_std, ang_acc_std)``.
-        iteration_budget: OSQP iterations one estimate may spend over its one or two solves (0: no
+        iteration_budget: OSQP iterations one estimate may spend on its solve (0: no
             budget). A warm-started re-solve needs a few dozen; the first solves, or a sudden change of
             the data, may need hundreds: with a budget those continue over the next estimates from where
             it stopped them, while each keeps the last estimate that converged (the stream sets
@@ -291,7 +300,14 @@ class PointMassDiscretization(Estimator):
         self.stats_full = self._new_statistics()
         self._force_norm_sum = 0.0
         self._gravity_norm_sum = 0.0
+        self._force_noise = SignalNoise()
+        self._torque_noise = SignalNoise()
         self._weights: np.ndarray | None = None
+        """The channel weights of the last solve."""
+        self._weights_key: tuple | None = None
+        """The state of the data :attr:`_weights` were measured at."""
+        self._phi_prev: np.ndarray | None = None
+        """The last estimate's ``phi``: where the regressor's noise is evaluated for the next weights."""
         self.masses: np.ndarray = np.zeros(len(points))
         self.last_solve_status: str = "not solved"
         self.last_solve_iterations = 0
@@ -331,6 +347,9 @@ class PointMassDiscretization(Estimator):
         self._combined = None
         self._force_norm_sum += float(np.linalg.norm(samples.wrench_in_sensor[:, :3], axis=1).sum())
         self._gravity_norm_sum += float(np.linalg.norm(samples.gravity_in_sensor, axis=1).sum())
+        if self.auto_weights:
+            self._force_noise.update(samples.wrench_in_sensor[:, :3])
+            self._torque_noise.update(samples.wrench_in_sensor[:, 3:])
 
     def _statistics(self) -> list[RegressorStatistics]:
         return [self.stats_reduced, self.stats_full]
@@ -342,7 +361,11 @@ class PointMassDiscretization(Estimator):
         self._force_norm_sum = 0.0
         self._gravity_norm_sum = 0.0
         self._qp.reset()
+        self._force_noise.reset()
+        self._torque_noise.reset()
         self._weights = None
+        self._weights_key = None
+        self._phi_prev = None
         self.masses = np.zeros(self.n_points)
         self.last_solve_status = "not solved"
         self._fit = None
@@ -405,9 +428,16 @@ class PointMassDiscretization(Estimator):
         return result.x
 
     def _solve(self) -> Solution:
-        weights = self._fixed_weights if self._fixed_weights is not None else self._weights
-        if weights is None:
-            weights = self._initial_weights()
+        if self._fixed_weights is not None:
+            weights = self._fixed_weights
+        else:
+            # once per state of the data: solves on the same data (the division's) share them
+            key = (self.stats_full.n_samples, self.stats_full.weight_sum, self.stats_reduced.weight_sum,
+                   self._force_noise.n_differences, self.kinematic_noise.std())
+            if self._weights is None or self._weights_key != key:
+                self._weights, self._weights_key = self._noise_weights(), key
+            weights = self._weights
+        self._weights = weights
         budget = [float(self.iteration_budget or np.inf), self.time_budget_s or np.inf]  # 0: none
         self.last_solve_iterations = 0
         H, h = self._objective(weights)
@@ -416,22 +446,6 @@ class PointMassDiscretization(Estimator):
         n = self.n_points
         good: tuple[np.ndarray, np.ndarray] | None = (
             (np.clip(x[:n], 0.0, None) * self.cell_share * m_bar, x[n:]) if self.last_solve_converged else None)
-        if self.auto_weights and good is not None:
-            # Re-weight each channel by the residual variance at this solution (one pass; never
-            # from an iterate the solver stopped at, whose residuals say nothing of the noise).
-            new_weights = 1.0 / self._residual_variances(x, m_bar)
-            if (self._weights is None or not np.allclose(new_weights, weights, rtol=0.2)) \
-                    and budget[0] >= MIN_SOLVE_ITERATIONS and budget[1] > 0.0:
-                first = (H, h, m_bar, self._terms, self._x_ls)
-                H, h = self._objective(new_weights)
-                m_bar = self._mass_scale(H, h) / self.n_points
-                x = self._solve_qp(H, h, m_bar, budget)
-                if self.last_solve_converged:
-                    weights = new_weights
-                    good = (np.clip(x[:n], 0.0, None) * self.cell_share * m_bar, x[n:])
-                else:  # the budget ran out: this estimate is the first solve's (the next continues)
-                    H, h, m_bar, self._terms, self._x_ls = first
-            self._weights = new_weights
         if good is not None:
             self._last_good = good
         else:
@@ -444,6 +458,7 @@ class PointMassDiscretization(Estimator):
         u = masses / (self.cell_share * m_bar)
         self.masses = masses.copy()
         phi = self.P @ self.masses
+        self._phi_prev = phi
         beta = offsets if self.with_bias else None
         theta = phi if beta is None else np.r_[phi, beta]
         # The data's information about theta, as least squares with these weights would have it
@@ -482,27 +497,88 @@ class PointMassDiscretization(Estimator):
             return None, None, None
         return self._combined_stats(), self._fit[0], self._fit[1]
 
-    def _initial_weights(self) -> np.ndarray:
-        """Before any residual is known: torques count as forces at a 0.1 m lever arm."""
-        return np.array([1.0, 1.0, 1.0, 100.0, 100.0, 100.0])
+    def wrench_noise_std(self) -> np.ndarray | None:
+        """Return the (6,) noise std of ``[fx, fy, fz, tx, ty, tz]`` measured from the wrench (N, N·m).
 
-    def _residual_variances(self, x: np.ndarray, m_bar: float) -> np.ndarray:
-        """Return the (6,) residual variance per channel of Problem 1 at the QP's ``x = [u; beta]``.
+        Forces and torques pooled apart (:class:`~payload_estimator.core.signal_noise.SignalNoise`);
+        None until it can be measured."""
+        force, torque = self._force_noise.std(), self._torque_noise.std()
+        if not (np.isfinite(force) and np.isfinite(torque)):
+            return None
+        return np.r_[np.full(3, force), np.full(3, torque)]
 
-        With the QP's weights, per sample, so that ``lambda`` keeps its meaning whatever the
-        sampling."""
-        n = self.n_points
-        theta = self.P_cells @ (np.clip(x[:n], 0.0, None) * m_bar)
-        if self.with_bias:
-            theta = np.r_[theta, x[n:]]
+    def channel_noise_variance(self, phi: np.ndarray | None = None) -> np.ndarray | None:
+        """Return the (6,) equation-error variance the measured noise predicts for each channel's rows at ``phi``.
+
+        ``sigma_wk² + phi^T G_k phi``: the wrench's noise plus the accelerations' noise through the
+        regressor (:func:`~payload_estimator.core.regressor.regressor_noise_gram`), as for
+        :class:`~payload_estimator.core.estimators.rtls.RecursiveTotalLeastSquares`; None until the wrench
+        noise is measured."""
+        sigma_w = self.wrench_noise_std()
+        if sigma_w is None:
+            return None
+        var = sigma_w**2
+        std = self.kinematic_noise.std()
+        if phi is not None and std is not None:
+            var = var + np.einsum("i,kij,j->k", phi, regressor_noise_gram(std[0], std[1]), phi)
+        return var
+
+    def _noise_weights(self) -> np.ndarray:
+        """Return the (6,) channel weights: the inverse of each channel's noise variance, as measured.
+
+        From the measured wrench and acceleration noise at the last estimate (:meth:`channel_noise_variance`),
+        never from the residuals of PMD's own fit: those hold the misfit the prior causes, and weights
+        read from them would let the prior keep it however much data come (a fixed point short of
+        the truth). With the data weighted by their noise, the data term grows with every sample
+        while the prior stays, so its pull fades as informative data accumulate. Rows whitened by
+        their own wrench information (joint torques) have unit noise. Before the noise can be
+        measured (a few samples), the residuals of unconstrained least squares (which the prior
+        does not touch) stand in."""
+        if self.kinematic_noise.whitened:
+            return np.ones(6)
         stats = self._combined_stats()
-        # At most the channel's own mean square: what a fit of nothing leaves. A poor solution
-        # must not make the data weightless against the regulariser.
-        variances = channel_variances(stats, theta, self.with_bias)
-        if stats.weight_sum > 0:
-            mean_square = stats.gram[:, WRENCH_COLUMN, WRENCH_COLUMN] / stats.weight_sum
-            variances = np.minimum(variances, np.maximum(mean_square, 1e-12))
-        return variances
+        mean_square = stats.gram[:, WRENCH_COLUMN, WRENCH_COLUMN] / max(stats.weight_sum, 1e-300)
+        # forces and torques apart (N², N²·m²), a channel that reads zero as its group's largest does
+        signal = float(np.max(mean_square)) if np.all(np.isfinite(mean_square)) else 0.0
+        if not signal > 1e-100:  # nothing left to weigh (a frozen wrench, its offsets estimated)
+            return np.ones(6)
+        force_floor = SIGNAL_VARIANCE_FLOOR * max(float(mean_square[:3].max()), 1e-100)
+        # a torque's floor at least a force's times (1 m)²: noise-free data at rest (mass and offsets one flat
+        # valley) weighted 1e4 more in torques than in forces leave OSQP's answer anywhere along the valley
+        torque_floor = max(SIGNAL_VARIANCE_FLOOR * float(mean_square[3:].max()), force_floor * 1.0)
+        signal_floor = np.r_[np.full(3, force_floor), np.full(3, torque_floor)]
+
+        def weights_of(var: np.ndarray) -> np.ndarray:
+            var = np.where(np.isfinite(var), var, 0.0)
+            floor = np.maximum(RELATIVE_VARIANCE_FLOOR * float(np.max(var)), signal_floor)
+            return 1.0 / np.maximum(var, floor)
+
+        phi = self._phi_prev
+        modelled = self.channel_noise_variance()
+        if phi is None and modelled is not None:
+            # Before any estimate: the uniform body of the least-squares mass, whose inertia the
+            # accelerations' noise multiplies (least squares' own inertia may be wild on slow motion).
+            H, h = self._objective(weights_of(modelled))
+            mass = self._mass_scale(H, h)
+            phi = self.P_cells @ np.full(self.n_points, mass / float(self.cell_share.sum()))
+        var = self.channel_noise_variance(phi)
+        # What least squares leaves: the noise, plus what the noise model leaves out (gyro noise, noise
+        # correlated across channels; on slow motion the modelled torque noise falls 2-3x short),
+        # never a misfit of the prior's making (least squares has none).
+        # Plain least squares (no errors-in-variables correction, which inflates the fit and its raw
+        # residuals where the accelerations' noise is most of the data): the smallest residuals any
+        # payload leaves.
+        w0 = self._initial_weights() if var is None else weights_of(var)
+        ne_reduced = self.stats_reduced.normal_equations(self.with_bias, w0)
+        ne_full = self.stats_full.normal_equations(self.with_bias, w0)
+        H, h = ne_reduced.A + ne_full.A, ne_reduced.c + ne_full.c
+        x_ls, _ = solve_psd(H, h)
+        residual = channel_variances(stats, x_ls, self.with_bias)
+        return weights_of(residual if var is None else np.maximum(var, residual))
+
+    def _initial_weights(self) -> np.ndarray:
+        """Before any noise is known: torques count as forces at a 0.1 m lever arm."""
+        return np.array([1.0, 1.0, 1.0, 100.0, 100.0, 100.0])
 
     def _combined_stats(self) -> RegressorStatistics:
         """Both models' statistics together (kept until the next sample: read several times a solve)."""

@@ -64,7 +64,15 @@ physically consistent) and says so in its status; the next solve starts from it.
 EPS = 1e-5
 """OSQP's absolute and relative tolerance: it has only to find the support (which points carry
 mass); :meth:`LiftedPointMassQP._refine` then solves exactly on it."""
-REFINE_STEPS = 8
+REFINE_STEPS = 200
+REFINE_STEPS_WITHIN_BUDGET = 64
+"""Steps the refinement takes whatever the solve's time budget (each costs ``O(n p²)``, well under a
+millisecond for a few hundred points); beyond them, only while the budget lasts."""
+REFINE_MASS_SHIFT = 0.05
+"""The refinement polishes what the data determine weakly (the inertia); it may not move the total of the
+point masses by more than this share. Where the data leave a direction flat (a robot at rest with the F/T
+offsets unknown: mass and offsets cannot be told apart), the exact solve on the support is at the mercy of
+rounding and lands anywhere along it, where OSQP's answer stays near the regulariser's anchor."""
 _REFINEMENT_ROUNDS = 3
 _SUPPORT_TOL = 1e-6
 MASS_ANCHOR = 1e-2
@@ -253,6 +261,8 @@ class LiftedPointMassQP:
         self._x: np.ndarray | None = None
         self._y: np.ndarray | None = None
         self._m_bar = 0.0
+        self._deadline = np.inf
+        """``time.perf_counter()`` after which the refinement starts no further step (the solve's budget)."""
         self.set_groups(groups)
 
     def set_groups(self, groups: np.ndarray | None) -> None:
@@ -420,6 +430,12 @@ class LiftedPointMassQP:
         q[n + nb + self.n_groups] = -2.0 * MASS_ANCHOR * regularization * n / scale
         P_values = self._objective_values(regularization / scale, coupling / scale)
         A_values = self._constraint_values(M)
+        if self._x is None:
+            # A cold start from the uniform body of the reference mass (u = 1), not from u = 0: on
+            # noise-free data the data term dwarfs the regulariser, and from zero OSQP could meet its
+            # tolerances at an empty payload after one check (the whole body's mass lost).
+            self._x = self._warm_start(np.r_[np.ones(n), np.zeros(nb)])
+            self._m_bar = m_bar
         if self._x is not None:
             # The warm start in this solve's units: masses rescaled by the new m_bar, z consistent.
             x = self._x.copy()
@@ -430,6 +446,8 @@ class LiftedPointMassQP:
             self._x = x
         self._m_bar = m_bar
         t0 = time.perf_counter()
+        # a budget given for this solve bounds the refinement's steps too (without one, only their count)
+        self._deadline = np.inf if time_limit is None else t0 + max(float(time_limit), 1e-3)
         if self.solver == "osqp":
             limits = (self.settings["max_iter"] if max_iter is None else max(int(max_iter), 1),
                       self.settings["time_limit"] if time_limit is None else max(float(time_limit), 1e-3))
@@ -491,19 +509,23 @@ class LiftedPointMassQP:
             self._x = previous
             return QPResult(previous[: self.n + self.nb].copy(), status, int(res.info.iter), False)
         x = res.x
-        refined = self._refine(P_values, q, M, x) if self.refine else None  # also from a limit's iterate
+        refined = (self._refine(P_values, q, M, x, self._deadline, converged)  # also from a limit's iterate
+                   if self.refine else None)
         if refined is not None:
             x = refined
         self._x, self._y = x.copy(), res.y.copy()
         return QPResult(x[: self.n + self.nb].copy(), status, int(res.info.iter), converged)
 
-    def _refine(self, P_values: np.ndarray, q: np.ndarray, M: np.ndarray, x: np.ndarray) -> np.ndarray | None:
+    def _refine(self, P_values: np.ndarray, q: np.ndarray, M: np.ndarray, x: np.ndarray,
+                deadline: float = np.inf, converged: bool = True) -> np.ndarray | None:
         """The exact minimiser on the support OSQP found, or None when it is no better.
 
         With the points of zero mass held at zero, the problem is an equality-constrained least
-        squares (:meth:`_SupportProblem.solve`). Points whose mass comes out negative leave the
-        support and it is solved again; points held at zero whose gradient pulls them below it
-        join it (a primal active-set method, at most :data:`REFINE_STEPS` solves). Accepted only
+        squares (:meth:`_SupportProblem.solve`). From OSQP's point on its support, each step goes
+        towards the support's minimiser as far as every mass stays non-negative, and the points that
+        reach zero leave the support; at the minimiser, points held at zero whose gradient pulls them
+        below it join it (a primal active-set method, at most :data:`REFINE_STEPS` solves, within the
+        solve's time budget if it has one; every step's point is feasible and lowers the objective). Accepted only
         when the objective does not rise. OSQP stops at a tolerance relative to the whole problem,
         which leaves the weakly determined inertia directions short of the optimum (noise-free
         data: 9.6 % inertia error where the exact optimum is at 0.2 %).
@@ -513,6 +535,10 @@ class LiftedPointMassQP:
             q: (n_variables,) the objective's linear term.
             M: (p, n + nb) ``L^T T``, the constraint block of the masses and offsets.
             x: (n_variables,) the solver's answer.
+            deadline: ``time.perf_counter()`` after which no further step starts beyond the first
+                :data:`REFINE_STEPS_WITHIN_BUDGET` (every step's point is feasible, so the last one is kept).
+            converged: the solver met its tolerances at ``x`` (then the refinement may not move the total
+                mass by more than :data:`REFINE_MASS_SHIFT`; an iterate stopped at a limit it may).
 
         Returns:
             (n_variables,) the refined primal vector (``z`` consistent with it), or None.
@@ -524,30 +550,49 @@ class LiftedPointMassQP:
             return None
         u = x[:n]
         support = u > _SUPPORT_TOL * max(float(u.max()), 1e-300)
-        y_u, y_s = np.zeros(n), np.zeros(nx - n)
-        for _ in range(REFINE_STEPS):
+        # the feasible point the steps start from: OSQP's, on its support
+        y_u, y_s = np.where(support, np.clip(u, 0.0, None), 0.0), x[n:nx].copy()
+        for taken in range(REFINE_STEPS):
+            if taken >= REFINE_STEPS_WITHIN_BUDGET and time.perf_counter() > deadline:
+                break
             try:
-                y_u, y_s = problem.solve(support)
+                new_u, new_s = problem.solve(support)
             except np.linalg.LinAlgError:
                 return None
-            if not (np.all(np.isfinite(y_u)) and np.all(np.isfinite(y_s))):
+            if not (np.all(np.isfinite(new_u)) and np.all(np.isfinite(new_s))):
                 return None
-            negative = y_u < 0.0
-            if np.any(negative):  # leave the support
-                support &= ~negative
+            step = new_u - y_u
+            blocking = support & (new_u < 0.0) & (step < 0.0)
+            if np.any(blocking):
+                # Step towards the support's minimiser as far as every mass stays non-negative; the
+                # points that reach zero first leave the support (a primal active-set step: the
+                # objective falls at every step, where dropping every negative point at once can cycle).
+                ratios = y_u[blocking] / -step[blocking]
+                alpha = float(np.clip(ratios.min(), 0.0, 1.0))
+                y_u = np.clip(y_u + alpha * step, 0.0, None)
+                y_s = y_s + alpha * (new_s - y_s)
+                leaving = np.zeros(n, dtype=bool)
+                leaving[np.flatnonzero(blocking)[ratios <= alpha * (1.0 + 1e-9)]] = True
+                support &= ~leaving
+                y_u[~support] = 0.0
                 continue
+            y_u, y_s = np.where(support, new_u, 0.0), new_s
             # Held at zero but pulling below it (negative gradient): join the support.
             gradient = problem.gradient(y_u, y_s)
             scale = float(np.max(np.abs(gradient))) if n else 0.0
             joining = ~support & (gradient < -_SUPPORT_TOL * max(scale, 1e-300))
             if not np.any(joining):
                 break
-            support |= joining
-        else:  # out of steps: the last point made feasible; the objective decides
-            y_u = np.clip(y_u, 0.0, None)
+            # the one pulling hardest (Lawson and Hanson's rule: all at once may have to leave again one by one)
+            support[np.flatnonzero(joining)[np.argmin(gradient[joining])]] = True
         before = problem.objective(x[:n], x[n:nx])
         if problem.objective(y_u, y_s) > before + 1e-12 * abs(before):
             return None
+        mass_row = self.P_points[0]  # each point's mass per unit u (its share of the volume)
+        total = float(mass_row @ np.clip(u, 0.0, None))
+        if converged and abs(float(mass_row @ y_u) - total) > REFINE_MASS_SHIFT * total:
+            return None  # a direction the data leave flat (module constant): OSQP's, held by the anchor
+
         y = np.r_[y_u, y_s]
         return np.r_[y, problem.C_u @ y_u + problem.C_s @ y_s]
 
@@ -570,7 +615,7 @@ class LiftedPointMassQP:
             sol = solve_problem(problem, solver=name, initvals=self._x, **options)
         if sol.x is None or not np.all(np.isfinite(sol.x)):
             raise RuntimeError(f"PMD: {name} found no solution")
-        refined = self._refine(P_values, q, M, sol.x) if self.refine else None
+        refined = self._refine(P_values, q, M, sol.x, self._deadline, bool(sol.found)) if self.refine else None
         x = sol.x if refined is None else refined
         self._x = x.copy()
         info = sol.extras.get("info") if isinstance(sol.extras, dict) else None

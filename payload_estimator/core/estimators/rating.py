@@ -30,6 +30,7 @@ __all__ = [
     "identify",
     "model_fit",
     "inertia_identifiable",
+    "shape_misfit",
     "data_covariance",
     "DataCovariance",
     "IDENTIFIABLE_REL_STD",
@@ -233,11 +234,52 @@ def model_fit(
             "wrong, or the F/T offset drifts fast (re-zero the sensor and reset)"
         )
     if np.isfinite(excess) and excess > EXCESS_LIMIT:
+        cov, _, _ = data_covariance(information) if data is None else data
+        direction = shape_misfit(theta, unconstrained, cov) if unconstrained is not None else ""
         causes.append(
-            f"the shape cannot hold the payload the data show (excess {excess:.1f}): it is too small, misplaced "
-            "or turned; check --shape and its pose in the sensor frame, or estimate without a shape (wls)"
+            f"the shape cannot hold the payload the data show (excess {excess:.1f}): "
+            f"{direction or 'it is too small, misplaced or turned'}; check --shape and its pose in the sensor "
+            "frame, or estimate without a shape (wls)"
         )
     return ModelFit(True, not causes, persistence, excess, "; ".join(causes))
+
+
+def shape_misfit(theta: np.ndarray, unconstrained: np.ndarray, covariance: np.ndarray) -> str:
+    """Say which way a shape fails to hold the payload: where the data put the mass that it cannot.
+
+    ``theta`` is the constrained estimate (PMD's, inside the shape), ``unconstrained`` the
+    least-squares fit of the same data and ``covariance`` the data's covariance of the unknowns
+    (phi first). The centre of mass each implies is compared axis by axis; the differences more
+    than three standard deviations (of the least-squares COM) and 1 mm are named, largest first:
+    a COM the data put beyond the shape along ``+x`` means the shape is too short towards ``+x``
+    or shifted towards ``-x``. A mass the shape's fit moves by more than three standard deviations
+    is named too. Empty when nothing stands out (the misfit is in directions the data see only
+    together).
+    """
+    m_ls, m_fit = float(unconstrained[0]), float(theta[0])
+    if not (m_ls > 0.0 and m_fit > 0.0 and np.all(np.isfinite(unconstrained[:4])) and np.all(np.isfinite(theta[:4]))):
+        return ""
+    c_ls, c_fit = unconstrained[1:4] / m_ls, theta[1:4] / m_fit
+    # the COM's std from the first moment's and the mass's (first order)
+    J = np.zeros((3, 4))
+    J[:, 0] = -c_ls / m_ls
+    J[:, 1:] = np.eye(3) / m_ls
+    std = np.sqrt(np.clip(np.diag(J @ covariance[:4, :4] @ J.T), 0.0, None))
+    delta = c_ls - c_fit
+    beyond = [(abs(float(d)), axis, float(d)) for axis, (d, s) in enumerate(zip(delta, std))
+              if abs(d) > 3.0 * s and abs(d) > 1e-3]
+    said = []
+    for _, axis, d in sorted(beyond, reverse=True):
+        name = "xyz"[axis]
+        sign, other = ("+", "-") if d > 0 else ("-", "+")
+        said.append(f"the data put the centre of mass {1e3 * abs(d):.0f} mm further along {sign}{name} than the "
+                    f"shape can (too small towards {sign}{name}, or shifted towards {other}{name})")
+    mass_std = float(np.sqrt(max(covariance[0, 0], 0.0)))
+    if abs(m_fit - m_ls) > 3.0 * mass_std and abs(m_fit - m_ls) > 1e-3 * m_ls:
+        more = "less" if m_fit < m_ls else "more"
+        said.append(f"to fit it, the estimate takes {100 * abs(m_fit - m_ls) / m_ls:.1f} % {more} mass than the "
+                    f"data show ({m_ls:.3f} kg)")
+    return "; ".join(said)
 
 
 def inertia_identifiable(
