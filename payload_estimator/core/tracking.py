@@ -516,11 +516,12 @@ class PayloadTracker:
             if not offsets_moved((free if predictor is None else predictor).estimate(), kept):
                 return False
             # an estimator with a prior (PMD) takes over only once it sees it too (one solve), where it
-            # can tell: at its mass bound (an empty gripper) it has no covariance, and the least-squares
-            # estimates beside it judge alone
+            # can tell: at its mass bound (an empty gripper) it has no covariance, or none that tells the
+            # offsets from a mass, and the least-squares estimates beside it judge alone
             if predictor is not None:
                 found, kept_by_prior = free.estimate(), self.estimator.estimate()
-                can_tell = found.covariance is not None and kept_by_prior.covariance is not None
+                can_tell = (found.covariance is not None and kept_by_prior.covariance is not None
+                            and not (found.identification.empty or kept_by_prior.identification.empty))
                 if can_tell and not offsets_moved(found, kept_by_prior):
                     return False
         except (InsufficientData, ValueError, ArithmeticError, np.linalg.LinAlgError):

@@ -70,7 +70,8 @@ REFINE_STEPS_WITHIN_BUDGET = 64
 millisecond for a few hundred points); beyond them, only while the budget lasts."""
 REFINE_MASS_SHIFT = 0.05
 """The refinement polishes what the data determine weakly (the inertia); it may not move the total of the
-point masses by more than this share. Where the data leave a direction flat (a robot at rest with the F/T
+point masses by more than this share (of the reference body's mass at least: from nothing, an empty
+gripper's, it may go to exactly nothing). Where the data leave a direction flat (a robot at rest with the F/T
 offsets unknown: mass and offsets cannot be told apart), the exact solve on the support is at the mercy of
 rounding and lands anywhere along it, where OSQP's answer stays near the regulariser's anchor."""
 _REFINEMENT_ROUNDS = 3
@@ -590,7 +591,7 @@ class LiftedPointMassQP:
             return None
         mass_row = self.P_points[0]  # each point's mass per unit u (its share of the volume)
         total = float(mass_row @ np.clip(u, 0.0, None))
-        if converged and abs(float(mass_row @ y_u) - total) > REFINE_MASS_SHIFT * total:
+        if converged and abs(float(mass_row @ y_u) - total) > REFINE_MASS_SHIFT * max(total, REFINE_MASS_SHIFT):
             return None  # a direction the data leave flat (module constant): OSQP's, held by the anchor
 
         y = np.r_[y_u, y_s]
