@@ -108,14 +108,15 @@ pipeline's 10 Hz low-pass: ~0.02 s), short enough for the regressor to stay near
 SLOW_BLOCK = 0.5
 """Long block (s): residuals that stay correlated this long are model error, not noise."""
 BLOCK_SECONDS = (CORRELATION_BLOCK, SLOW_BLOCK)
-ANALYSIS_KEPT_GROWTH = 0.05
-"""A correlation analysis is kept while the samples grew by at most this share since it was made ...
-(its factors are ratios that settle as the data accumulate; the next estimate, a turn later, asks
-again: an analysis costs about a third of a millisecond, three of them each estimate) ..."""
+KEPT_GROWTH = 0.05
+"""What an estimate measures of the data's noise (a correlation analysis here, PMD's channel weights) is
+kept while the samples grew by at most this share since it was measured ... (ratios and variances that
+settle as the data accumulate; the next estimate, a turn later, asks again: a correlation analysis costs
+about a third of a millisecond, three of them each estimate) ..."""
 ANALYSIS_KEPT_SHIFT = 0.01
 """... and the unknowns it is asked at moved each channel's residual sum of squares by at most this
 share (their own residuals: a tenth of the residual RMS), the channel weights by at most
-:data:`ANALYSIS_KEPT_GROWTH`."""
+:data:`KEPT_GROWTH`."""
 
 
 @dataclass(frozen=True)
@@ -189,7 +190,7 @@ class RegressorStatistics:
         """The last :meth:`correlation_analysis` and its arguments (an estimate asks several times)."""
         self._kept_analysis: tuple[bool, np.ndarray, np.ndarray, int, float, Correlation] | None = None
         """``(with_bias, weights, x, n_samples, weight_sum, analysis)`` of the last analysis made, kept
-        across new samples (:data:`ANALYSIS_KEPT_GROWTH`); forgotten by :meth:`reset` and :meth:`decay`."""
+        across new samples (:data:`KEPT_GROWTH`); forgotten by :meth:`reset` and :meth:`decay`."""
         self._blocks = tuple(BlockSums(length, _N_BLOCK) for length in BLOCK_SECONDS)
         self._feature_gram: np.ndarray | None = np.zeros((_N_FEATURE_ROW, _N_FEATURE_ROW))
         self._t0: float | None = None
@@ -644,7 +645,7 @@ class RegressorStatistics:
     ) -> Correlation:
         """See :meth:`_correlation_analysis`; the last answer is kept until the statistics change.
 
-        A later one, of a few more samples (:data:`ANALYSIS_KEPT_GROWTH`) at unknowns that fit them
+        A later one, of a few more samples (:data:`KEPT_GROWTH`) at unknowns that fit them
         nearly as well (:data:`ANALYSIS_KEPT_SHIFT`) with the same channel weights, is the kept one, its
         persistent residuals' score scaled to the samples now held."""
         self._ready()
@@ -654,6 +655,12 @@ class RegressorStatistics:
             self._analysis = (key, self._kept_or_new_analysis(np.asarray(x, dtype=float), with_bias, channel_weights))
         return self._analysis[1]
 
+    def carry_analysis(self, earlier: RegressorStatistics) -> None:
+        """Keep ``earlier``'s correlation analysis (these statistics: ``earlier``'s with samples added).
+
+        For a sum rebuilt after new samples; :meth:`correlation_analysis` judges whether it still holds."""
+        self._kept_analysis = earlier._kept_analysis
+
     def _kept_or_new_analysis(
         self, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray | None
     ) -> Correlation:
@@ -662,8 +669,8 @@ class RegressorStatistics:
         kept = self._kept_analysis
         if kept is not None:
             bias0, c0, x0, n0, w0, analysis = kept
-            if (bias0 == with_bias and x0.shape == x.shape and np.allclose(c0, c, rtol=ANALYSIS_KEPT_GROWTH, atol=0.0)
-                    and n0 <= self.n_samples <= (1.0 + ANALYSIS_KEPT_GROWTH) * n0 and w0 > 0.0):
+            if (bias0 == with_bias and x0.shape == x.shape and np.allclose(c0, c, rtol=KEPT_GROWTH, atol=0.0)
+                    and n0 <= self.n_samples <= (1.0 + KEPT_GROWTH) * n0 and w0 > 0.0):
                 step = x - x0
                 moved = np.einsum("i,kij,j->k", step, self.channel_gram(with_bias), step)
                 rss = np.clip(self.channel_residuals(x, with_bias), 0.0, None)

@@ -81,7 +81,7 @@ from payload_estimator.core.regressor import (
 )
 from payload_estimator.core.samples import STANDARD_GRAVITY, SensorSamples
 from payload_estimator.core.signal_noise import SignalNoise
-from payload_estimator.core.statistics import WRENCH_COLUMN, RegressorStatistics
+from payload_estimator.core.statistics import KEPT_GROWTH, WRENCH_COLUMN, RegressorStatistics
 from payload_estimator.errors import ConfigurationError
 
 __all__ = [
@@ -304,8 +304,8 @@ class PointMassDiscretization(Estimator):
         self._torque_noise = SignalNoise()
         self._weights: np.ndarray | None = None
         """The channel weights of the last solve."""
-        self._weights_key: tuple | None = None
-        """The state of the data :attr:`_weights` were measured at."""
+        self._weights_key: int | None = None
+        """The samples held when :attr:`_weights` were measured."""
         self._phi_prev: np.ndarray | None = None
         """The last estimate's ``phi``: where the regressor's noise is evaluated for the next weights."""
         self.masses: np.ndarray = np.zeros(len(points))
@@ -318,6 +318,7 @@ class PointMassDiscretization(Estimator):
         """Least squares on the last data term :meth:`_mass_scale` saw."""
         self._terms: list[tuple[RegressorStatistics, np.ndarray, np.ndarray]] = []
         self._combined: RegressorStatistics | None = None
+        self._combined_stale = False
 
     @property
     def n_points(self) -> int:
@@ -344,7 +345,7 @@ class PointMassDiscretization(Estimator):
         self.stats_reduced.add(Y_reduced, wrench, (1.0 - w) ** 2, t=samples.t, features=reduced)
         Y, wrench, features = whitened_rows(samples, samples_features(samples))
         self.stats_full.add(Y, wrench, w**2, t=samples.t, features=features)
-        self._combined = None
+        self._combined_stale = True
         self._force_norm_sum += float(np.linalg.norm(samples.wrench_in_sensor[:, :3], axis=1).sum())
         self._gravity_norm_sum += float(np.linalg.norm(samples.gravity_in_sensor, axis=1).sum())
         if self.auto_weights:
@@ -431,11 +432,12 @@ class PointMassDiscretization(Estimator):
         if self._fixed_weights is not None:
             weights = self._fixed_weights
         else:
-            # once per state of the data: solves on the same data (the division's) share them
-            key = (self.stats_full.n_samples, self.stats_full.weight_sum, self.stats_reduced.weight_sum,
-                   self._force_noise.n_differences, self.kinematic_noise.std())
-            if self._weights is None or self._weights_key != key:
-                self._weights, self._weights_key = self._noise_weights(), key
+            # measured again once the samples grew by more than KEPT_GROWTH: solves on the same data (the
+            # division's) and the estimates of the next few turns share them
+            n = self.stats_full.n_samples + self.stats_reduced.n_samples
+            n0 = self._weights_key
+            if self._weights is None or n0 is None or not n0 <= n <= (1.0 + KEPT_GROWTH) * n0 or n == 0:
+                self._weights, self._weights_key = self._noise_weights(), n
             weights = self._weights
         self._weights = weights
         budget = [float(self.iteration_budget or np.inf), self.time_budget_s or np.inf]  # 0: none
@@ -582,10 +584,13 @@ class PointMassDiscretization(Estimator):
 
     def _combined_stats(self) -> RegressorStatistics:
         """Both models' statistics together (kept until the next sample: read several times a solve)."""
-        if self._combined is None:
-            self._combined = RegressorStatistics()
-            self._combined += self.stats_reduced
-            self._combined += self.stats_full
+        if self._combined is None or self._combined_stale:
+            combined = RegressorStatistics()
+            combined += self.stats_reduced
+            combined += self.stats_full
+            if self._combined is not None:
+                combined.carry_analysis(self._combined)
+            self._combined, self._combined_stale = combined, False
         return self._combined
 
     def _inertia_scale(self, m_bar: float) -> float:
