@@ -164,8 +164,7 @@ class _SupportProblem:
     def gradient(self, y_u: np.ndarray, y_s: np.ndarray) -> np.ndarray:
         """(n,) the objective's gradient by the point masses at ``y = [y_u; y_s]``."""
         gradient = self.diag_u * y_u + self.q_u + 2.0 * self.C_u.T @ (self.C_u @ y_u + self.C_s @ y_s)
-        np.add.at(gradient, self.c_rows, self.c_vals * y_s[self.c_cols])
-        return gradient
+        return gradient + np.bincount(self.c_rows, self.c_vals * y_s[self.c_cols], minlength=gradient.shape[0])
 
     def solve(self, support: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Return the unconstrained minimiser ``(y_u (n,), y_s (k,))`` with the points outside ``support`` at zero.
@@ -207,6 +206,8 @@ class _SupportProblem:
             r_s = b_s - (A_us.T @ x_u + A_ss @ y_s)
             d_u, d_s = block_solve(r_u, r_s)
             x_u, y_s = x_u + d_u, y_s + d_s
+            if np.max(np.abs(d_u), initial=0.0) <= 1e-14 * np.max(np.abs(x_u), initial=0.0):
+                break  # nothing left to win back (noisy data: the first round already)
         y_u = np.zeros(n)
         y_u[S] = x_u
         return y_u, y_s
