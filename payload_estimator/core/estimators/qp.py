@@ -264,6 +264,10 @@ class LiftedPointMassQP:
         self._y: np.ndarray | None = None
         self._m_bar = 0.0
         self._deadline = np.inf
+        self._support: np.ndarray | None = None
+        """The points that carried mass at the last refined answer: where the next refinement starts
+        (OSQP's tolerance leaves traces of mass on points the exact answer leaves empty; each would
+        cost the active set one step to drop)."""
         """``time.perf_counter()`` after which the refinement starts no further step (the solve's budget)."""
         self.set_groups(groups)
 
@@ -552,6 +556,8 @@ class LiftedPointMassQP:
             return None
         u = x[:n]
         support = u > _SUPPORT_TOL * max(float(u.max()), 1e-300)
+        if self._support is not None and self._support.shape == support.shape and np.any(self._support & support):
+            support &= self._support  # the last answer's support, where OSQP too puts mass
         # the feasible point the steps start from: OSQP's, on its support
         y_u, y_s = np.where(support, np.clip(u, 0.0, None), 0.0), x[n:nx].copy()
         for taken in range(REFINE_STEPS):
@@ -595,6 +601,7 @@ class LiftedPointMassQP:
         if converged and abs(float(mass_row @ y_u) - total) > REFINE_MASS_SHIFT * max(total, REFINE_MASS_SHIFT):
             return None  # a direction the data leave flat (module constant): OSQP's, held by the anchor
 
+        self._support = support.copy()
         y = np.r_[y_u, y_s]
         return np.r_[y, problem.C_u @ y_u + problem.C_s @ y_s]
 
