@@ -65,9 +65,11 @@ EPS = 1e-5
 """OSQP's absolute and relative tolerance: it has only to find the support (which points carry
 mass); :meth:`LiftedPointMassQP._refine` then solves exactly on it."""
 REFINE_STEPS = 200
-REFINE_STEPS_WITHIN_BUDGET = 64
-"""Steps the refinement takes whatever the solve's time budget (each costs ``O(n p²)``, well under a
-millisecond for a few hundred points); beyond them, only while the budget lasts."""
+REFINE_STEPS_WITHIN_BUDGET = 8
+"""Steps the refinement takes whatever the solve's time budget (each costs ``O(n p²)``, a quarter of a
+millisecond with 1000 points); beyond them, only while the budget lasts (a recording's estimates have
+none: every step). From the last answer's support a step or two suffice; a support far off (a robot at
+rest, a flat direction) takes dozens, which a live estimate leaves to the next one."""
 REFINE_MASS_SHIFT = 0.05
 """The refinement polishes what the data determine weakly (the inertia); it may not move the total of the
 point masses by more than this share (of the reference body's mass at least: from nothing, an empty
@@ -509,7 +511,11 @@ class LiftedPointMassQP:
         if not usable:
             previous = self._x
             self.reset()
-            self._workspace = None  # a failed solve may leave the workspace in any state: set up anew
+            if "non convex" not in status:
+                # a failed solve may leave the workspace in any state: set up anew; a factorisation that
+                # found the matrix indefinite (rounding, on data that fit exactly) is redone by the next
+                # update of the data, which costs a fraction of a new set-up (~15 ms with 1000 points)
+                self._workspace = None
             if previous is None:
                 raise RuntimeError(f"PMD: OSQP failed ({status})")
             self._x = previous
