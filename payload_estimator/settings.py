@@ -231,7 +231,8 @@ class Settings:
     payload_shape: str = _p(
         "box:0.1,0.1,0.1@0,0,0.05",
         "payload shape for PMD in the sensor frame: box:SX,SY,SZ@X,Y,Z[,R,P,Y], cylinder:R,H@..., "
-        "sphere:R@X,Y,Z, mesh:FILE[*SCALE]@...; join parts with +; or points:FILE, a point cloud of rows "
+        "sphere:R@X,Y,Z, mesh:FILE[*SCALE]@... (mesh:FILE#K one body of several), meshparts:FILE[*SCALE]@... "
+        "(each body a part); join parts with +; or points:FILE, a point cloud of rows "
         "x,y,z[,part[,volume]] (estimate --points)")
     point_density: float = _p(0.04, "point masses per cm³ filling the shape (Nadeau et al.: 0.04)", check=_positive)
     max_points: int = _p(1000, "cap on the number of point masses", check=_positive)

@@ -248,3 +248,51 @@ def test_a_stopped_division_is_tried_again_once_the_data_have_doubled():
     est.update(samples.select(slice(300, 400)))
     est.estimate()
     assert Counting.attempts == 2 and len(est.primitives) == 1
+
+
+def _body(shape):
+    """A primitive solid as a closed triangle mesh in the sensor frame (what a CAD export of it holds)."""
+    import trimesh
+
+    if isinstance(shape, Box):
+        mesh = trimesh.creation.box(extents=shape.size)
+    else:
+        mesh = trimesh.creation.cylinder(radius=shape.radius, height=shape.height, sections=96)
+    mesh.apply_translation(shape.xyz)
+    return mesh
+
+
+def test_a_mesh_of_several_bodies_gives_each_body_its_own_density(tmp_path):
+    """A CAD export of the claw hammer as one STL holding two bodies (handle and head): ``meshparts:``
+    makes each body a part, which then gets its own density, as the union of primitives does; the
+    same file as ``mesh:`` is one density. ``mesh:FILE#K`` names one body, and a union of mesh files
+    (``mesh:A+mesh:B``) splits at the kinds, not at a ``+`` in a file name."""
+    import trimesh
+
+    from payload_estimator.core.shapes import Mesh, format_shape_spec, parse_shape_spec
+    from payload_estimator.errors import ShapeError
+
+    tool = get_tool("ws_claw_hammer")
+    stl = tmp_path / "claw+hammer.stl"
+    trimesh.util.concatenate([_body(p.shape) for p in tool.parts]).export(stl)
+    shape = parse_shape_spec(f"meshparts:{stl}")
+    assert isinstance(shape, Union) and len(shape.parts) == 2
+    volumes = [p.volume for p in shape.parts]  # the largest first: the handle, then the head
+    assert volumes == pytest.approx([tool.parts[0].shape.volume, tool.parts[1].shape.volume], rel=0.01)
+    assert parse_shape_spec(format_shape_spec(shape)).volume == pytest.approx(shape.volume)
+    assert isinstance(parse_shape_spec(f"mesh:{stl}"), Mesh)
+    assert parse_shape_spec(f"mesh:{stl}#1").volume == pytest.approx(volumes[1])
+    union = parse_shape_spec(f"mesh:{stl}#0+mesh:{stl}#1@0,0,0")
+    assert isinstance(union, Union) and len(union.parts) == 2
+    for bad in (f"mesh:{stl}#2", f"mesh:{stl}#x"):
+        with pytest.raises(ShapeError, match="#"):
+            parse_shape_spec(bad)
+
+    sampled = sample_parts(shape)
+    est = ESTIMATORS["pmd"].create(sampled)
+    est.update(_motion(tool, speed=1.5))
+    e = est.estimate()
+    density = [est.masses[sampled.part == k].sum() / sampled.volume[sampled.part == k].sum() for k in (0, 1)]
+    assert density[1] / density[0] > 4.0  # the steel head (the smaller body) against the wooden handle
+    err = _errors(e, tool)
+    assert err.inertia < 0.1 and err.com < 0.01 and err.mass < 0.01

@@ -63,7 +63,8 @@ def add_shape_arguments(p: argparse.ArgumentParser) -> None:
         "--shape",
         help=(
             "payload shape for pmd, sensor frame, m and rad: box:SX,SY,SZ[@X,Y,Z[,R,P,Y]], "
-            "cylinder:R,H[@...], sphere:R[@X,Y,Z], mesh:FILE[*SCALE][@...]; join parts with +"
+            "cylinder:R,H[@...], sphere:R[@X,Y,Z], mesh:FILE[*SCALE][@...], meshparts:FILE[*SCALE][@...] "
+            "(each body of the file a part); join parts with +"
         ),
     )
     g.add_argument("--points", metavar="FILE",

@@ -9,6 +9,8 @@ in rad, poses in the sensor frame (URDF roll, pitch, yaw).
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from payload_estimator.core.point_masses import (
@@ -82,11 +84,14 @@ def parse_shape_spec(spec: str) -> Shape:
         cylinder:RADIUS,HEIGHT[@...]        (axis along the shape's z)
         sphere:RADIUS[@X,Y,Z]
         mesh:FILE[*SCALE][@...]             (SCALE converts file units to m)
-        SPEC+SPEC+...                        (union of parts)
+        mesh:FILE#K[*SCALE][@...]           (the K-th body of a file of several, the largest 0)
+        meshparts:FILE[*SCALE][@...]        (every body of the file, each a part)
+        SPEC+SPEC+...                        (union of parts; a part begins with its kind)
     """
     spec = spec.strip()
-    if "+" in spec and not spec.startswith("mesh:"):
-        return Union(parts=tuple(parse_shape_spec(s) for s in spec.split("+")))
+    pieces = _PART_START.split(spec)
+    if len(pieces) > 1:
+        return Union(parts=tuple(part for piece in pieces for part in _parts(parse_shape_spec(piece))))
     kind, sep, rest = spec.partition(":")
     if not sep:
         raise ShapeError(f"shape {spec!r}: expected KIND:PARAMS, e.g. box:0.1,0.04,0.2@0,0,0.1")
@@ -108,11 +113,23 @@ def parse_shape_spec(spec: str) -> Shape:
         if len(vals) != 1:
             raise ShapeError(f"sphere needs a radius, got {body!r}")
         return Sphere(xyz=xyz, rpy=rpy, radius=vals[0])
-    if kind == "mesh":
+    if kind in ("mesh", "meshparts"):
         path, star, scale_text = body.rpartition("*") if "*" in body else (body, "", "")
         scale = _floats(scale_text, "mesh scale")[0] if star else 1.0
-        return Mesh.from_file(path, xyz=xyz, rpy=rpy, scale=scale)
-    raise ShapeError(f"unknown shape kind {kind!r}: use box, cylinder, sphere or mesh")
+        if kind == "mesh":
+            return Mesh.from_file(path, xyz=xyz, rpy=rpy, scale=scale)
+        bodies = Mesh.parts_from_file(path, xyz=xyz, rpy=rpy, scale=scale)
+        return bodies[0] if len(bodies) == 1 else Union(parts=tuple(bodies))
+    raise ShapeError(f"unknown shape kind {kind!r}: use box, cylinder, sphere, mesh or meshparts")
+
+
+_PART_START = re.compile(r"\+(?=\s*(?:box|cylinder|sphere|mesh|meshparts):)", re.IGNORECASE)
+"""Where a union's next part begins: a ``+`` before a kind (a file name may hold a ``+`` of its own)."""
+
+
+def _parts(shape: Shape) -> tuple[Shape, ...]:
+    """A union's parts, or the shape itself (a union of unions is one union)."""
+    return shape.parts if isinstance(shape, Union) else (shape,)
 
 
 def _num(x: float) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -222,9 +222,20 @@ class Mesh(Shape):
         rpy: tuple[float, float, float] = (0.0, 0.0, 0.0),
         scale: float = 1.0,
     ) -> Mesh:
-        """Load a mesh file; ``scale`` converts its units to m (0.001 for mm)."""
+        """Load a mesh file; ``scale`` converts its units to m (0.001 for mm).
+
+        ``FILE#K`` (no such file, but ``FILE`` is one) is the ``K``-th of its bodies (:meth:`parts_from_file`)."""
         import trimesh
 
+        name, hash_, index = str(path).rpartition("#")
+        if hash_ and not Path(path).exists() and Path(name).is_file():
+            if not index.isdigit():
+                raise ShapeError(f"{path}: a body of {name} is FILE#K with K a whole number, got {index!r}")
+            parts = cls.parts_from_file(name, xyz, rpy, scale)
+            if int(index) >= len(parts):
+                raise ShapeError(f"{path}: {name} has {len(parts)} bod{'y' if len(parts) == 1 else 'ies'} "
+                                 f"(#0 to #{len(parts) - 1})")
+            return parts[int(index)]
         path = Path(path)
         expected = f"expected a triangle mesh file: {MESH_FORMATS}"
         if path.is_dir():
@@ -246,6 +257,26 @@ class Mesh(Shape):
             mesh = mesh.copy()
             mesh.apply_scale(scale)
         return cls(xyz=float_triple(xyz), rpy=float_triple(rpy), mesh=mesh, source=str(path))
+
+    @classmethod
+    def parts_from_file(
+        cls,
+        path: str | Path,
+        xyz: tuple[float, float, float] = (0.0, 0.0, 0.0),
+        rpy: tuple[float, float, float] = (0.0, 0.0, 0.0),
+        scale: float = 1.0,
+    ) -> list[Mesh]:
+        """Load a mesh file made of several bodies: each connected component one mesh, the largest first.
+
+        A part's :attr:`source` is ``FILE#K`` (``K`` its place in that order), which :meth:`from_file`
+        reads back as that part alone."""
+        whole = cls.from_file(path, xyz, rpy, scale)
+        bodies = [b for b in whole._solid.split(only_watertight=False) if len(b.faces)]
+        if len(bodies) <= 1:
+            return [replace(whole, source=f"{whole.source}#0")]
+        parts = [cls(xyz=whole.xyz, rpy=whole.rpy, mesh=b, source="") for b in bodies]
+        parts.sort(key=lambda m: -m.volume)
+        return [replace(m, source=f"{whole.source}#{k}") for k, m in enumerate(parts)]
 
     @property
     def _solid(self) -> trimesh.Trimesh:
