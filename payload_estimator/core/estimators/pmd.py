@@ -66,12 +66,11 @@ from payload_estimator.core.estimators.base import (
     compensate_regressor_noise,
     correlation_factors,
     pinv_psd,
-    sandwich,
     scaled_eigh,
     solve_psd,
 )
 from payload_estimator.core.estimators.qp import LiftedPointMassQP
-from payload_estimator.core.estimators.uncertainty import drift_covariance
+from payload_estimator.core.estimators.uncertainty import drift_covariance, sandwich_information
 from payload_estimator.core.regressor import (
     N_BIAS,
     N_PARAMS,
@@ -467,8 +466,8 @@ class PointMassDiscretization(Estimator):
         # (sandwich: correlated channels and samples, noisy regressor), model by model: the
         # reduced model's residuals in dynamic samples are its own error, not the full model's.
         (stats_r, A_r, _), (stats_f, A_f, _) = self._terms
-        information = (sandwich(stats_r, theta, self.with_bias, weights, A_r)[1]
-                       + sandwich(stats_f, theta, self.with_bias, weights, A_f)[1])
+        information = (sandwich_information(stats_r, theta, self.with_bias, weights, A_r)
+                       + sandwich_information(stats_f, theta, self.with_bias, weights, A_f))
         self._fit = (weights, self._x_ls)
         covariance = self._posterior_covariance(information, u, m_bar)
         if covariance is not None:

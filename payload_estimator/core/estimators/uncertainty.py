@@ -25,6 +25,7 @@ __all__ = [
     "compensate_regressor_noise",
     "correlation_factors",
     "sandwich",
+    "sandwich_information",
     "channel_variances",
 ]
 
@@ -116,6 +117,28 @@ def sandwich(
     inverse noise variances, nor that the regressor was exact: the residuals carry the
     regressor's noise too.
     """
+    S, tau = _score_covariance(stats, x, with_bias, channel_weights)
+    A_inv = pinv_psd(A)
+    cov = A_inv @ S @ A_inv + drift_covariance(stats, x, with_bias, channel_weights, A, tau)
+    return 0.5 * (cov + cov.T), _information(A, S)
+
+
+def sandwich_information(
+    stats: RegressorStatistics, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray, A: np.ndarray
+) -> np.ndarray:
+    """The information ``A S^+ A`` of :func:`sandwich` alone (what an estimator with a prior combines with it)."""
+    return _information(A, _score_covariance(stats, x, with_bias, channel_weights)[0])
+
+
+def _information(A: np.ndarray, S: np.ndarray) -> np.ndarray:
+    information = A @ pinv_psd(S) @ A
+    return 0.5 * (information + information.T)
+
+
+def _score_covariance(
+    stats: RegressorStatistics, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(S, tau)``: the score's covariance of :func:`sandwich` and the correlation factors it holds."""
     analysis = stats.correlation_analysis(x, with_bias, channel_weights)
     tau = _factors(analysis.tau_short)
     S = stats.score_covariance(x, with_bias, channel_weights, tau)
@@ -129,10 +152,7 @@ def sandwich(
     S_batches = batches(x, with_bias, channel_weights) if batches is not None else None
     if S_batches is not None:
         S = _at_least(S, S_batches)
-    A_inv = pinv_psd(A)
-    cov = A_inv @ S @ A_inv + drift_covariance(stats, x, with_bias, channel_weights, A, tau)
-    information = A @ pinv_psd(S) @ A
-    return 0.5 * (cov + cov.T), 0.5 * (information + information.T)
+    return S, tau
 
 
 def _at_least(S: np.ndarray, other: np.ndarray) -> np.ndarray:
