@@ -106,6 +106,23 @@ _MASS_COM_WEIGHT = 0.5
 from the F/T offsets, which matter most for light payloads."""
 
 
+def _window_terms(rows: np.ndarray, estimate_offsets: bool, channel_weights: np.ndarray | None = None,
+                  ) -> list[tuple[float, slice, np.ndarray, np.ndarray]]:
+    """Each window's terms (:data:`_WINDOWS`), for the F/T and the joint-torque designs alike.
+
+    Each is (weight, samples, the rows (N, k, 10), centred when the offsets are unknowns, and their Gram
+    with ``channel_weights`` (k,), default 1)."""
+    out = []
+    for fraction, weight in _WINDOWS:
+        window = slice(0, max(int(round(fraction * len(rows))), 2))
+        R = rows[window]
+        if estimate_offsets:
+            R = R - R.mean(axis=0)
+        weighted = R if channel_weights is None else R * channel_weights[None, :, None]
+        out.append((weight, window, R, np.einsum("nki,nkj->ij", R, weighted)))
+    return out
+
+
 # -------------------------------------------------------------------- design
 @dataclass(frozen=True, eq=False)
 class ExcitationDesign:
@@ -211,14 +228,7 @@ class _PayloadInformationSearch(FourierSearch):
         Each is (weight, samples, scaled and centred regressors (k, 6, 10), their weighted Gram
         (10, 10))."""
         Y_all = (features @ FEATURE_MATRIX).reshape(-1, 6, N_PARAMS) * self.scale
-        out = []
-        for fraction, weight in _WINDOWS:
-            window = slice(0, max(int(round(fraction * len(Y_all))), 2))
-            Y = Y_all[window]
-            if self.estimate_offsets:
-                Y = Y - Y.mean(axis=0)
-            out.append((weight, window, Y, np.einsum("nki,nkj->ij", Y, Y * self.w[None, :, None])))
-        return out
+        return _window_terms(Y_all, self.estimate_offsets, self.w)
 
     def gradient(self, C: np.ndarray) -> np.ndarray:
         """(2H, n) gradient of the log det by the coefficients ``C`` (no re-scaling).
@@ -279,14 +289,7 @@ class _JointTorqueInformationSearch(_PayloadInformationSearch):
 
     def windows(self, R: np.ndarray) -> list[tuple[float, slice, np.ndarray, np.ndarray]]:
         """Each window's (weight, samples, (centred) rows, Gram) (:data:`_WINDOWS`)."""
-        out = []
-        for fraction, weight in _WINDOWS:
-            window = slice(0, max(int(round(fraction * len(R))), 2))
-            Rw = R[window]
-            if self.estimate_offsets:
-                Rw = Rw - Rw.mean(axis=0)
-            out.append((weight, window, Rw, np.einsum("nki,nkj->ij", Rw, Rw)))
-        return out
+        return _window_terms(R, self.estimate_offsets)
 
     def score(self, x: np.ndarray) -> tuple[float, np.ndarray | None]:
         """As the F/T design's, with the joint-torque rows."""
