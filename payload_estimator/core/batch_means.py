@@ -9,6 +9,9 @@ residuals stay correlated.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from payload_estimator.core.regressor import N_BIAS, N_PARAMS
@@ -33,15 +36,54 @@ class BlockSums:
 
     def __init__(self, length_s: float, width: int, channels: int | None = 6) -> None:
         self.length_s = float(length_s)
+        self._make: Callable[[], BlockSums] | None = None
         lead = () if channels is None else (channels,)
         self.gram = np.zeros((*lead, width, width))
         self.n_blocks = 0.0
         self._key: float | None = None
         self._carry = np.zeros((*lead, width))
 
+    _STATE = ("gram", "n_blocks", "_key", "_carry")
+    """What a deferred instance computes when first read."""
+
+    @classmethod
+    def deferred(cls, length_s: float, make: Callable[[], BlockSums], n_held: float) -> BlockSums:
+        """Block sums that ``make()`` computes when they are first read (merged, mapped or read).
+
+        For a projection the next read may not need (a correlation analysis kept from an earlier
+        estimate reads none): what ``make`` uses must not change afterwards. ``n_held``: the
+        :attr:`n_held` of what it makes."""
+        out = cls.__new__(cls)
+        out.length_s = float(length_s)
+        out._make = _once(make)
+        out._n_held = float(n_held)
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        # only for an attribute not set: a deferred instance's state, computed now
+        if name in BlockSums._STATE and self.__dict__.get("_make") is not None:
+            made = self._make()._copy()  # its own arrays: others may share what make() gave
+            self._make = None
+            for field in BlockSums._STATE:
+                setattr(self, field, getattr(made, field))
+            return getattr(self, name)
+        raise AttributeError(name)
+
+    def _as_thunk(self) -> Callable[[], BlockSums]:
+        """These block sums as they are now, to be computed later (a copy unless already deferred)."""
+        if self._make is not None:
+            return self._make
+        frozen = BlockSums.__new__(BlockSums)
+        frozen.length_s, frozen._make = self.length_s, None
+        frozen.gram, frozen.n_blocks, frozen._key, frozen._carry = (
+            self.gram.copy(), self.n_blocks, self._key, self._carry.copy())
+        return lambda: frozen
+
     @property
     def n_held(self) -> float:
-        """Blocks held, the open one (still filling) included."""
+        """Blocks held, the open one (still filling) included (a deferred instance knows it uncomputed)."""
+        if self._make is not None:
+            return self._n_held
         return self.n_blocks + (1.0 if self._key is not None else 0.0)
 
     def reset(self) -> None:
@@ -87,11 +129,34 @@ class BlockSums:
         self._carry *= np.sqrt(factor)
 
     def merge(self, other: BlockSums) -> None:
-        """Add ``other``'s blocks (its open block counted as closed)."""
+        """Add ``other``'s blocks (its open block counted as closed); deferred when either is."""
+        if self._make is not None or other._make is not None:
+            mine, theirs = self._as_thunk(), other._as_thunk()
+
+            def merged() -> BlockSums:
+                out = mine()._copy()
+                out.merge(theirs())
+                return out
+
+            self._defer(merged, self.n_held + other.n_held)
+            return
         self.gram += other.gram
         self.n_blocks += other.n_blocks
         if other._key is not None:
             self._close(other._carry)
+
+    def _defer(self, make: Callable[[], BlockSums], n_held: float) -> None:
+        """Become ``make()``'s block sums (``n_held`` of them), computed when first read."""
+        for field in BlockSums._STATE:
+            self.__dict__.pop(field, None)
+        self._make = _once(make)
+        self._n_held = float(n_held)
+
+    def _copy(self) -> BlockSums:
+        out = BlockSums.__new__(BlockSums)
+        out.length_s, out._make = self.length_s, None
+        out.gram, out.n_blocks, out._key, out._carry = self.gram.copy(), self.n_blocks, self._key, self._carry.copy()
+        return out
 
     def gram_with_open_block(self) -> np.ndarray:
         """(6, width, width) the Gram of the block sums, the open block's counted as closed."""
@@ -103,7 +168,10 @@ class BlockSums:
         """Return the per-channel block sums of rows ``r @ Q[k]`` from these shared rows ``r``.
 
         ``Q`` (6, width, width_k) maps a shared row to each channel's row (the blocks, their count
-        and the open block are the same)."""
+        and the open block are the same); deferred when these are."""
+        if self._make is not None:
+            source = self._make
+            return BlockSums.deferred(self.length_s, lambda: source().mapped(Q), self._n_held)
         out = BlockSums(self.length_s, Q.shape[2])
         out.gram = Q.transpose(0, 2, 1) @ self.gram @ Q
         out.n_blocks = self.n_blocks
@@ -132,6 +200,18 @@ class BlockSums:
             total = total + np.einsum("ki,ki->k", V, self._carry) ** 2
             n += 1.0
         return total, n
+
+
+def _once(make: Callable[[], BlockSums]) -> Callable[[], BlockSums]:
+    """``make``, computed at its first call only (whoever reads the result copies what it changes)."""
+    made: list[BlockSums] = []
+
+    def once() -> BlockSums:
+        if not made:
+            made.append(make())
+        return made[0]
+
+    return once
 
 
 class WhiteNoiseResiduals:

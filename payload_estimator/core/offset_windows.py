@@ -103,8 +103,9 @@ class _OpenWindow:
         """... and the line's share of it (:meth:`line_share`)."""
         self.sub: dict[float, list[Any]] = {}
         """Short batches (:data:`BATCH_S`): key -> raw sums [G (6, 11, 11), S (6, 11), U (6, 11), W, T1, T2]."""
-        self.sub_grams: list[np.ndarray] = []
-        """The short batches' data Grams (6, 11, 11) as the last projection left them."""
+        self._sub_grams: list[np.ndarray] | None = []
+        self._sub_make: Any = None
+        """What computes :attr:`sub_grams` when they are first read (None: they are at hand)."""
         self.features = True
         """While every batch came with its features, the short batches and blocks are kept as extended
         feature rows (:func:`~payload_estimator.core.statistics.extended_rows`), mapped to the channels
@@ -112,6 +113,17 @@ class _OpenWindow:
         sqrt-weighted rows."""
         self.feature_sub: dict[float, np.ndarray] = {}
         self.feature_blocks: list[dict[float, np.ndarray]] = [{} for _ in BLOCK_SECONDS]
+
+    @property
+    def sub_grams(self) -> list[np.ndarray]:
+        """The short batches' data Grams (6, 11, 11) as the last projection left them."""
+        if self._sub_grams is None:
+            self._sub_grams, self._sub_make = self._sub_make(), None
+        return self._sub_grams
+
+    @sub_grams.setter
+    def sub_grams(self, grams: list[np.ndarray]) -> None:
+        self._sub_grams, self._sub_make = grams, None
 
     def add(self, Y: np.ndarray | None, wrench: np.ndarray, weights: np.ndarray | None, t: np.ndarray,
             features: np.ndarray | None) -> None:
@@ -314,22 +326,14 @@ class _OpenWindow:
         assert E is not None
         maps = [(weight, _line_map(E, order)) for weight, order in mix if weight > 0.0]
         extended = sum(weight * (L @ E @ L.T) for weight, L in maps)
-        P = CHANNEL_ROW_MAP
-        self.sub_grams = []
-        for E_b in self.feature_sub.values():
-            projected = sum(weight * (L @ E_b @ L.T) for weight, L in maps)
-            self.sub_grams.append(P.transpose(0, 2, 1) @ projected @ P)
-        blocks = []
-        for which, length in enumerate(BLOCK_SECONDS):
-            out = BlockSums(length, N_FEATURE_ROW, channels=None)
-            held = self.feature_blocks[which]
-            if held:
-                V = np.array(list(held.values()))
-                for weight, L in maps:
-                    projected = (V @ L.T)[:, :N_FEATURE_ROW]
-                    out.gram += weight * (projected.T @ projected)
-                out.n_blocks = float(len(V))
-            blocks.append(out)
+        # The short batches and the blocks only a new correlation analysis or the batches' covariance
+        # reads (most estimates keep the last ones): projected when first read. The held sums are
+        # replaced, never changed in place, as samples come: the lists taken now stay as they are.
+        self._sub_grams = None
+        self._sub_make = lambda held=list(self.feature_sub.values()): _projected_sub_grams(held, maps)
+        blocks = [BlockSums.deferred(length, lambda held=list(self.feature_blocks[which].values()), length=length:
+                                     _projected_blocks(held, maps, length), len(self.feature_blocks[which]))
+                  for which, length in enumerate(BLOCK_SECONDS)]
         return RegressorStatistics.from_extended(extended, blocks, self.stats)
 
     def _projection(self, order: int) -> tuple[RegressorStatistics, list[np.ndarray]]:
@@ -377,6 +381,8 @@ class _OpenWindow:
             return 0.0
         timing = 1.0 if window_s is None else float(np.clip((self.span_s() / window_s - LINE_AFTER)
                                                             / (1.0 - LINE_AFTER), 0.0, 1.0))
+        if timing <= 0.0:
+            return 0.0
         kept = self._line_keeps()
         return timing * float(np.clip((kept - LINE_KEEPS) / (0.75 - LINE_KEEPS), 0.0, 1.0))
 
@@ -609,6 +615,24 @@ def current_offsets_covariance(statistics: list[WindowedStatistics], phi: np.nda
     lag = current_offsets(statistics, phi, share=1.0) - current_offsets(statistics, phi)
     out += np.outer(lag, lag)
     return 0.5 * (out + out.T)
+
+
+def _projected_sub_grams(held: list[np.ndarray], maps: list[tuple[float, np.ndarray]]) -> list[np.ndarray]:
+    """The short batches' per-channel data Grams (6, 11, 11) from their extended Grams, the window's lines off."""
+    P = CHANNEL_ROW_MAP
+    return [P.transpose(0, 2, 1) @ sum(weight * (L @ E_b @ L.T) for weight, L in maps) @ P for E_b in held]
+
+
+def _projected_blocks(held: list[np.ndarray], maps: list[tuple[float, np.ndarray]], length: float) -> BlockSums:
+    """Shared block sums of the extended rows ``held`` (each (20,)), the window's lines off (closed, all of them)."""
+    out = BlockSums(length, N_FEATURE_ROW, channels=None)
+    if held:
+        V = np.array(held)
+        for weight, L in maps:
+            projected = (V @ L.T)[:, :N_FEATURE_ROW]
+            out.gram += weight * (projected.T @ projected)
+        out.n_blocks = float(len(V))
+    return out
 
 
 def _line_map(E: np.ndarray, order: int) -> np.ndarray:

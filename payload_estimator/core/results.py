@@ -272,6 +272,9 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 
 _ENTRIES = ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))
 _PHI_INDEX = {(0, 0): 4, (0, 1): 5, (0, 2): 6, (1, 1): 7, (1, 2): 8, (2, 2): 9}
+_ENTRY_ROWS = np.array([i for i, _ in _ENTRIES])
+_ENTRY_COLS = np.array([j for _, j in _ENTRIES])
+_ENTRY_PHI = np.array([_PHI_INDEX[entry] for entry in _ENTRIES])
 
 
 def com_covariance(phi: np.ndarray, covariance: np.ndarray) -> np.ndarray:
@@ -307,13 +310,13 @@ def _inertia_com_jacobian(phi: np.ndarray) -> np.ndarray:
     """
     m, h = float(phi[0]), np.asarray(phi[1:4], dtype=float)
     S = float(h @ h) * np.eye(3) - np.outer(h, h)
+    # dS_ij / dh_k = 2 h_k delta_ij - delta_ik h_j - h_i delta_jk, for the six entries at once
+    rows, cols = _ENTRY_ROWS, _ENTRY_COLS
+    eye = np.eye(3)
+    dS = (2.0 * (rows == cols)[:, None] * h[None, :]
+          - eye[rows] * h[cols][:, None] - h[rows][:, None] * eye[cols])  # (6, 3): entry by h_k
     Jac = np.zeros((6, 10))
-    for row, (i, j) in enumerate(_ENTRIES):
-        Jac[row, _PHI_INDEX[(i, j)]] = 1.0
-        Jac[row, 0] = S[i, j] / m**2
-        for k in range(3):
-            e = np.zeros(3)
-            e[k] = 1.0
-            dS = 2.0 * h[k] * np.eye(3) - np.outer(e, h) - np.outer(h, e)
-            Jac[row, 1 + k] = -dS[i, j] / m
+    Jac[np.arange(6), _ENTRY_PHI] = 1.0
+    Jac[:, 0] = S[rows, cols] / m**2
+    Jac[:, 1:4] = -dS / m
     return Jac

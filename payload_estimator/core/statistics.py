@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from typing import Any
+
 import numpy as np
 
 from payload_estimator.core.batch_means import BlockSums, WhiteNoiseResiduals, block_vectors
@@ -188,9 +190,10 @@ class RegressorStatistics:
         self._gram: np.ndarray | None = None
         self._analysis: tuple[bytes, Correlation] | None = None
         """The last :meth:`correlation_analysis` and its arguments (an estimate asks several times)."""
-        self._kept_analysis: tuple[bool, np.ndarray, np.ndarray, int, float, Correlation] | None = None
-        """``(with_bias, weights, x, n_samples, weight_sum, analysis)`` of the last analysis made, kept
-        across new samples (:data:`KEPT_GROWTH`); forgotten by :meth:`reset` and :meth:`decay`."""
+        self._kept_analysis: tuple[bool, np.ndarray, np.ndarray, int, float, Correlation, dict] | None = None
+        """``(with_bias, weights, x, n_samples, weight_sum, analysis, derived)`` of the last analysis made, kept
+        across new samples (:data:`KEPT_GROWTH`); forgotten by :meth:`reset` and :meth:`decay`. ``derived``:
+        what was computed from it and lives as long as it (:meth:`kept_derived`)."""
         self._blocks = tuple(BlockSums(length, _N_BLOCK) for length in BLOCK_SECONDS)
         self._feature_gram: np.ndarray | None = np.zeros((_N_FEATURE_ROW, _N_FEATURE_ROW))
         self._t0: float | None = None
@@ -668,7 +671,7 @@ class RegressorStatistics:
         c = np.ones(6) if channel_weights is None else np.asarray(channel_weights, dtype=float)
         kept = self._kept_analysis
         if kept is not None:
-            bias0, c0, x0, n0, w0, analysis = kept
+            bias0, c0, x0, n0, w0, analysis, _ = kept
             if (bias0 == with_bias and x0.shape == x.shape and np.allclose(c0, c, rtol=KEPT_GROWTH, atol=0.0)
                     and n0 <= self.n_samples <= (1.0 + KEPT_GROWTH) * n0 and w0 > 0.0):
                 step = x - x0
@@ -677,8 +680,17 @@ class RegressorStatistics:
                 if np.all(moved <= ANALYSIS_KEPT_SHIFT * rss):
                     return replace(analysis, slow_score=analysis.slow_score * (self.weight_sum / w0))
         analysis = self._correlation_analysis(x, with_bias, channel_weights)
-        self._kept_analysis = (with_bias, c.copy(), x.copy(), self.n_samples, self.weight_sum, analysis)
+        self._kept_analysis = (with_bias, c.copy(), x.copy(), self.n_samples, self.weight_sum, analysis, {})
         return analysis
+
+    def kept_derived(self) -> dict[str, Any] | None:
+        """What a reader derived from the kept correlation analysis and keeps as long as it (None: none kept).
+
+        The dict lives exactly as long as the analysis :meth:`correlation_analysis` last returned (a new
+        analysis starts an empty one): e.g. the score's covariance, kept with the weight sum it was
+        measured at and scaled to the samples now held. Ask :meth:`correlation_analysis` first."""
+        kept = self._kept_analysis
+        return None if kept is None else kept[6]
 
     def _correlation_analysis(
         self, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray | None = None

@@ -22,7 +22,7 @@ def scaled_eigh(A: np.ndarray, rcond: float = 1e-10) -> tuple[np.ndarray, np.nda
     """
     d = np.sqrt(np.clip(np.diag(A), 0.0, None))
     d[d == 0.0] = 1.0
-    As = A / np.outer(d, d)
+    As = A / d[:, None] / d[None, :]
     lam, V = np.linalg.eigh(0.5 * (As + As.T))
     seen = lam > rcond * max(lam[-1], 0.0) if lam[-1] > 0 else np.zeros_like(lam, bool)
     return d, lam, V, seen
@@ -39,7 +39,7 @@ def pinv_psd(A: np.ndarray, rcond: float = 1e-10) -> np.ndarray:
     """Pseudo-inverse of a symmetric PSD matrix (Jacobi-scaled, eigenvalue cutoff ``rcond``)."""
     d, lam, V, keep = scaled_eigh(A, rcond)
     inv = (V[:, keep] / lam[keep]) @ V[:, keep].T
-    return inv / np.outer(d, d)
+    return inv / d[:, None] / d[None, :]
 
 
 def scaled_condition_number(A: np.ndarray) -> float:

@@ -117,30 +117,41 @@ def sandwich(
     inverse noise variances, nor that the regressor was exact: the residuals carry the
     regressor's noise too.
     """
-    S, tau = _score_covariance(stats, x, with_bias, channel_weights)
+    S, tau, S_inv = _score_covariance(stats, x, with_bias, channel_weights)
     A_inv = pinv_psd(A)
     cov = A_inv @ S @ A_inv + drift_covariance(stats, x, with_bias, channel_weights, A, tau)
-    return 0.5 * (cov + cov.T), _information(A, S)
+    return 0.5 * (cov + cov.T), _information(A, S_inv)
 
 
 def sandwich_information(
     stats: RegressorStatistics, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray, A: np.ndarray
 ) -> np.ndarray:
     """The information ``A S^+ A`` of :func:`sandwich` alone (what an estimator with a prior combines with it)."""
-    return _information(A, _score_covariance(stats, x, with_bias, channel_weights)[0])
+    return _information(A, _score_covariance(stats, x, with_bias, channel_weights)[2])
 
 
-def _information(A: np.ndarray, S: np.ndarray) -> np.ndarray:
-    information = A @ pinv_psd(S) @ A
+def _information(A: np.ndarray, S_inv: np.ndarray) -> np.ndarray:
+    information = A @ S_inv @ A
     return 0.5 * (information + information.T)
+
 
 
 def _score_covariance(
     stats: RegressorStatistics, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(S, tau)``: the score's covariance of :func:`sandwich` and the correlation factors it holds."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(S, tau, S^+)``: the score's covariance of :func:`sandwich`, the correlation factors it holds, its inverse.
+
+    Measured once per correlation analysis (kept while the samples grew little and the estimate
+    moved little, :data:`~payload_estimator.core.statistics.KEPT_GROWTH`) and channel weights, then
+    scaled to the samples held: the score's covariance grows with them as the data's information does."""
     analysis = stats.correlation_analysis(x, with_bias, channel_weights)
     tau = _factors(analysis.tau_short)
+    weights = np.asarray(channel_weights, dtype=float)
+    derived = stats.kept_derived()
+    kept = None if derived is None else derived.get("score_covariance")
+    if kept is not None and kept[0] > 0.0 and np.array_equal(kept[3], weights):
+        grown = stats.weight_sum / kept[0]
+        return kept[1] * grown, tau, kept[2] / grown
     S = stats.score_covariance(x, with_bias, channel_weights, tau)
     if stats.n_blocks(1) >= MIN_FIT_BLOCKS:
         S = S + analysis.slow_score
@@ -152,7 +163,10 @@ def _score_covariance(
     S_batches = batches(x, with_bias, channel_weights) if batches is not None else None
     if S_batches is not None:
         S = _at_least(S, S_batches)
-    return S, tau
+    S_inv = pinv_psd(S)
+    if derived is not None:
+        derived["score_covariance"] = (stats.weight_sum, S, S_inv, weights.copy())
+    return S, tau, S_inv
 
 
 def _at_least(S: np.ndarray, other: np.ndarray) -> np.ndarray:
