@@ -41,6 +41,7 @@ Conventions: sample time in s, the statistics' own per-sample weights, channels 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -330,10 +331,9 @@ class _OpenWindow:
         # reads (most estimates keep the last ones): projected when first read. The held sums are
         # replaced, never changed in place, as samples come: the lists taken now stay as they are.
         self._sub_grams = None
-        self._sub_make = lambda held=list(self.feature_sub.values()): _projected_sub_grams(held, maps)
-        blocks = [BlockSums.deferred(length, lambda held=list(self.feature_blocks[which].values()), length=length:
-                                     _projected_blocks(held, maps, length), len(self.feature_blocks[which]))
-                  for which, length in enumerate(BLOCK_SECONDS)]
+        self._sub_make = partial(_projected_sub_grams, list(self.feature_sub.values()), maps)
+        blocks = [BlockSums.deferred(length, partial(_projected_blocks, list(held.values()), maps, length), len(held))
+                  for held, length in zip(self.feature_blocks, BLOCK_SECONDS)]
         return RegressorStatistics.from_extended(extended, blocks, self.stats)
 
     def _projection(self, order: int) -> tuple[RegressorStatistics, list[np.ndarray]]:

@@ -25,7 +25,6 @@ sums for good.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-
 from typing import Any
 
 import numpy as np
