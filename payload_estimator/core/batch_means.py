@@ -61,8 +61,9 @@ class BlockSums:
 
     def __getattr__(self, name: str) -> Any:
         # only for an attribute not set: a deferred instance's state, computed now
-        if name in BlockSums._STATE and self.__dict__.get("_make") is not None:
-            made = self._make()._copy()  # its own arrays: others may share what make() gave
+        make = self.__dict__.get("_make")
+        if name in BlockSums._STATE and make is not None:
+            made = make()._copy()  # its own arrays: others may share what make() gave
             self._make = None
             for field in BlockSums._STATE:
                 setattr(self, field, getattr(made, field))
