@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from payload_estimator.core.batch_means import BlockSums
 from payload_estimator.core.offset_windows import WindowedStatistics
 
