@@ -22,6 +22,7 @@ Each other convention has exactly one pair of conversion functions here:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TypedDict
 
 import numpy as np
@@ -139,13 +140,22 @@ class InertialParameters:
     @property
     def inertia_com(self) -> np.ndarray:
         """Inertia tensor about the COM, frame axes, kg·m² (3x3)."""
+        return self._inertia_com.copy()
+
+    def principal_moments(self) -> np.ndarray:
+        """Eigenvalues of the inertia about the COM, ascending, kg·m²."""
+        return self._principal_moments.copy()
+
+    @cached_property
+    def _inertia_com(self) -> np.ndarray:
+        # computed once (phi cannot change; an estimate's readers ask often); readers get copies
         if self.mass == 0.0:
             return self.inertia_origin
         return self.inertia_origin - _shift_term(self.mass, self.com)
 
-    def principal_moments(self) -> np.ndarray:
-        """Eigenvalues of the inertia about the COM, ascending, kg·m²."""
-        return np.linalg.eigvalsh(self.inertia_com)
+    @cached_property
+    def _principal_moments(self) -> np.ndarray:
+        return np.linalg.eigvalsh(self._inertia_com)
 
     # ------------------------------------------------------------- operations
     def __add__(self, other: InertialParameters) -> InertialParameters:
