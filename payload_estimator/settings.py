@@ -100,8 +100,9 @@ class MotionSource(_Choice):
 WRENCH_SOURCES = tuple(source.value for source in WrenchSource)
 MOTION_SOURCES = tuple(source.value for source in MotionSource)
 APPLY_TARGETS = ("none", "franka", "xarm", "ur", "gravity_compensation")
-TARGETS_WITHOUT_INERTIA = ("xarm", "ur", "gravity_compensation")
-"""Apply targets that take mass and COM only (``SetTcpLoad``; ``SetPayload``; ``tool.mass``, ``tool.CoG``)."""
+TARGETS_WITHOUT_INERTIA = ("xarm", "gravity_compensation")
+"""Apply targets that take mass and COM only (``SetTcpLoad``; ``tool.mass``, ``tool.CoG``). UR's ``SetPayload``
+takes the inertia too (ur_msgs 2.6 on), so ``ur`` waits for it as ``franka`` does."""
 CONVERGE_ON = ("auto", "all", "mass_com")
 EFFORT_UNITS = ("torque", "current")
 """What the joint states' efforts are (the setting ``effort_unit``)."""
@@ -249,7 +250,7 @@ class Settings:
     # ---------------------------------------------------------- convergence
     converge_on: str = _p(
         "auto", "what must be identified, certain and steady before the estimate counts as converged (and "
-        "~/apply sends it): all (mass, COM and inertia), mass_com, or auto (mass_com for the xarm, ur and "
+        "~/apply sends it): all (mass, COM and inertia), mass_com, or auto (mass_com for the xarm and "
         "gravity_compensation targets, which take no inertia; all otherwise)", CONVERGE_ON)
     max_mass_rel_std: float = _p(0.02, "converged needs the mass's standard deviation below this fraction of it")
     max_com_std: float = _p(0.005, "converged needs each COM component's standard deviation below this, m")

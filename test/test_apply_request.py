@@ -41,18 +41,58 @@ def test_xarm_request_in_mm():
     assert np.allclose(req.fields["center_of_gravity"], [0.0, 10.0, 160.0])
 
 
-def test_ur_request_in_the_tool_flange_frame_without_inertia():
-    """ur_robot_driver's SetPayload: kg and a Vector3 in m, the mass and COM only (converge_on auto: mass_com)."""
+def test_ur_request_in_the_tool_flange_frame_with_inertia():
+    """ur_robot_driver's SetPayload (ur_msgs 2.4 on): kg, a Vector3 in m and the inertia matrix's entries about the
+    COM in the flange's axes, which are optional (an older SetPayload has none); the inertia must be identified
+    (converge_on auto: all), as for Franka's SetLoad."""
     s = settings_for_robot("ur10e")
-    req, _ = build_apply_request(s, _out())
+    out = _out()
+    inertia = np.array([[3e-3, 1e-4, -2e-4], [1e-4, 4e-3, 3e-4], [-2e-4, 3e-4, 2e-3]])
+    turn = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])  # flange axes: sensor's turned 90° about z
+    params = InertialParameters.from_mass_com_inertia(0.8, np.array([0.0, 0.01, 0.06]), inertia)
+    out = replace(out, estimate=replace(out.estimate, params=params),
+                  params_in_flange=params.transformed(turn, np.array([0.0, 0.0, 0.1])))
+    req, _ = build_apply_request(s, out)
     assert req.service_type == "ur_msgs/srv/SetPayload" and req.package == "ur_msgs"
     assert req.service_name == "/io_and_status_controller/set_payload"
     assert np.isclose(req.fields["mass"], 0.8)
-    assert req.fields["center_of_gravity"] == {"x": 0.0, "y": 0.01, "z": 0.16}
-    assert not s.converge_on_inertia
+    assert np.allclose(list(req.fields["center_of_gravity"].values()), [-0.01, 0.0, 0.16])
+    assert list(req.fields["center_of_gravity"]) == ["x", "y", "z"]
+    expected = turn @ inertia @ turn.T  # about the COM, flange axes: the translation does not enter
+    got = {k: req.fields[k] for k in ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")}
+    assert np.allclose(list(got.values()), [expected[0, 0], expected[1, 1], expected[2, 2], expected[0, 1],
+                                            expected[0, 2], expected[1, 2]])
+    assert np.isclose(got["ixy"], -1e-4) and np.isclose(got["ixx"], 4e-3)  # matrix entries, not products
+    assert req.optional == ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")
+    assert yaml.safe_load(req.to_yaml()) == req.fields
+    assert s.converge_on_inertia
     no_inertia = _with(_out(), identification=Identification(inertia=NOT_IDENTIFIED))
-    assert build_apply_request(s, no_inertia)[0] is not None
+    req, why = build_apply_request(s, no_inertia)
+    assert req is None and "inertia" in why
+    assert build_apply_request(s, _with(_out(), identification=Identification(inertia=FROM_PRIOR)))[0] is not None
     assert build_apply_request(settings_for_robot("ur5e"), _out(mass=5.5), force=True)[0] is None  # 5 kg rated
+
+
+def test_ur_request_for_each_definition_of_set_payload():
+    """The installed SetPayload decides: before ur_msgs 2.6 (mass and center_of_gravity) the inertia is left
+    out, and said so; 2.6 takes every field; 3 (Rolling: one geometry_msgs/Inertia) gets them in ``payload``.
+    Franka's request has nothing optional; a type with none of the layouts gets the fields as they are,
+    for the message filling to name what is missing."""
+    req, _ = build_apply_request(settings_for_robot("ur5e"), _out())
+    inertia = ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")
+    old = ("mass", "center_of_gravity")
+    fields, left_out = req.fields_for(old)
+    assert left_out == list(inertia)
+    assert fields == {"mass": req.fields["mass"], "center_of_gravity": req.fields["center_of_gravity"]}
+    assert req.fields_for((*old, *inertia, "transition_time")) == (req.fields, [])
+    fields, left_out = req.fields_for(("payload", "transition_time"))
+    assert left_out == [] and list(fields) == ["payload"]
+    payload = fields["payload"]
+    assert payload["m"] == req.fields["mass"] and payload["com"] == req.fields["center_of_gravity"]
+    assert {k: payload[k] for k in inertia} == {k: req.fields[k] for k in inertia}
+    assert req.fields_for(("weight",)) == (req.fields, [])
+    franka, _ = build_apply_request(settings_for_robot("panda"), _out())
+    assert franka.fields_for(old) == (franka.fields, [])
 
 
 def test_gravity_compensation_parameters_in_the_sensor_frame():

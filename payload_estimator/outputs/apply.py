@@ -8,7 +8,10 @@ Targets (``apply_target``):
 * ``xarm``: ``xarm_msgs/srv/SetTcpLoad`` on ``xarm_set_tcp_load_service``:
   ``weight`` (kg), ``center_of_gravity`` ([x, y, z] mm, flange frame).
 * ``ur``: ``ur_msgs/srv/SetPayload`` on ``ur_set_payload_service``:
-  ``mass`` (kg), ``center_of_gravity`` (``{x, y, z}`` m, tool flange frame ``tool0``).
+  ``mass`` (kg), ``center_of_gravity`` (``{x, y, z}`` m, tool flange frame ``tool0``),
+  ``ixx`` ... ``iyz`` (about the COM, flange axes, kg m²; ur_msgs 2.6 on: an older
+  ``SetPayload`` has no such fields, and they are left out; ur_msgs 3's, which has
+  one ``geometry_msgs/Inertia payload`` instead, gets them there).
 * ``gravity_compensation``: ``rcl_interfaces/srv/SetParameters`` on
   ``<gravity_compensation_node>/set_parameters`` with ``tool.mass`` (kg) and
   ``tool.CoG`` ([x, y, z] m, in the sensor frame, which must be the filter's
@@ -22,6 +25,7 @@ ROS shell only fills the message and calls the service.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,8 +33,10 @@ import yaml
 
 from payload_estimator.outputs.handover import check_handover
 from payload_estimator.outputs.robot_load import (
+    UR_INERTIA_FIELDS,
     franka_set_load_fields,
     gravity_compensation_parameters,
+    ur_inertia_payload_fields,
     ur_set_payload_fields,
     xarm_set_tcp_load_fields,
 )
@@ -59,17 +65,43 @@ class ApplyRequest:
         service_type: ``"pkg/srv/Type"``.
         service_name: where to send it.
         fields: the request's fields (nested dictionaries and lists).
+        optional: names of top-level fields that older definitions of the service type lack;
+            they are left out when the installed type has no such field (ur_msgs before 2.6
+            has no inertia in ``SetPayload``).
+        alternatives: the same request for other definitions of the type, tried in turn when the
+            installed one lacks a field of ``fields`` that is not optional (ur_msgs 3's ``SetPayload``).
     """
 
     target: str
     service_type: str
     service_name: str
     fields: dict[str, Any]
+    optional: tuple[str, ...] = ()
+    alternatives: tuple[dict[str, Any], ...] = ()
 
     def to_yaml(self) -> str:
         """The request as YAML, headed by a comment with the type and the service."""
         body = yaml.safe_dump(self.fields, default_flow_style=None, sort_keys=False, width=1000)
         return f"# {self.service_type} on {self.service_name}\n{body}"
+
+    def fields_for(self, has: Iterable[str]) -> tuple[dict[str, Any], list[str]]:
+        """The fields for the installed definition of the type, and the optional ones left out.
+
+        ``fields`` less the optional fields the type lacks; if it lacks one that is not optional, the
+        first of ``alternatives`` it has every field of; else ``fields`` (filling then names the
+        missing field).
+
+        Args:
+            has: the field names of the installed request type (``get_fields_and_field_types()``).
+        """
+        names = set(has)
+        if not set(self.fields) - set(self.optional) <= names:
+            for alternative in self.alternatives:
+                if set(alternative) <= names:
+                    return alternative, []
+            return self.fields, []
+        left_out = [name for name in self.optional if name in self.fields and name not in names]
+        return {k: v for k, v in self.fields.items() if k not in left_out}, left_out
 
     @property
     def package(self) -> str:
@@ -87,7 +119,7 @@ def build_apply_request(settings: Any, out: Any, force: bool = False) -> tuple[A
         force: apply even if not converged, not physically consistent, poorly fitting or
             not identified (never beyond the mass limit, never non-finite):
             :func:`~payload_estimator.outputs.handover.check_handover`, with the inertia
-            required for the targets that take it (``franka``).
+            required for the targets that take it (``franka``, ``ur``).
 
     Returns:
         ``(request, reason)``: the request and why it may be sent (``"converged, physically
@@ -104,6 +136,8 @@ def build_apply_request(settings: Any, out: Any, force: bool = False) -> tuple[A
                            max_mass=settings.max_payload_mass, force=force)
     if not check:
         return None, "; ".join(check.reasons) + ("" if check.hard else " (force: true overrides)")
+    optional: tuple[str, ...] = ()
+    alternatives: tuple[dict[str, Any], ...] = ()
     if target == "franka":
         fields = franka_set_load_fields(out.params_in_flange)
         name = settings.franka_set_load_service
@@ -113,6 +147,7 @@ def build_apply_request(settings: Any, out: Any, force: bool = False) -> tuple[A
     elif target == "ur":
         fields = ur_set_payload_fields(out.params_in_flange)
         name = settings.ur_set_payload_service
+        optional, alternatives = UR_INERTIA_FIELDS, (ur_inertia_payload_fields(fields),)
     else:
         node = settings.gravity_compensation_node.rstrip("/")
         if not node:
@@ -126,5 +161,5 @@ def build_apply_request(settings: Any, out: Any, force: bool = False) -> tuple[A
             ]
         }
         name = f"{node}/set_parameters"
-    return ApplyRequest(target, SERVICE_TYPES[target], name, fields), (
+    return ApplyRequest(target, SERVICE_TYPES[target], name, fields, optional, alternatives), (
         check.status if check.forced else "converged, physically consistent, identified and fitting")

@@ -32,8 +32,8 @@ ROS 2 driver (``ur_robot_driver``: ``/joint_states`` from the joint state
 broadcaster, the e-Series' built-in force/torque sensor on
 ``/force_torque_sensor_broadcaster/wrench`` in ``tool0``, the
 ``scaled_joint_trajectory_controller``), the preset (the built-in F/T sensor; ``~/apply`` calls the driver's
-``/io_and_status_controller/set_payload``, ``ur_msgs/srv/SetPayload``: mass and centre of gravity), a
-joint-effort model of our own (:data:`UR_EFFORTS`) and ``ur_description``'s joint names.
+``/io_and_status_controller/set_payload``, ``ur_msgs/srv/SetPayload``: mass, centre of gravity and, with
+ur_msgs 2.6 on, the inertia), a joint-effort model of our own (:data:`UR_EFFORTS`) and ``ur_description``'s joint names.
 The driver's joint-state efforts are the motor currents (A): the preset says
 ``effort_unit: current``, and as UR publishes no torque constants, the joint-torque
 variant needs ``torque_constants`` or ``calibrate --effort-scale``; the simulator

@@ -1,11 +1,11 @@
 """``~/apply``: hand the estimate to the robot or to a gravity-compensation filter.
 
-The robot takes it through Franka's ``SetLoad`` or the xArm's ``set_tcp_load``,
+The robot takes it through Franka's ``SetLoad``, the xArm's ``set_tcp_load`` or UR's ``SetPayload``,
 a filter as its ``tool.mass`` and ``tool.CoG`` through ``SetParameters``. What
 is sent, and whether it may be, is decided ROS-free
 (:meth:`payload_estimator.supervision.supervisor.Supervisor.apply`, with
 :mod:`payload_estimator.outputs.apply`); this module only fills the request and
-calls the service. ``franka_msgs`` and ``xarm_msgs`` are optional: they are
+calls the service. ``franka_msgs``, ``xarm_msgs`` and ``ur_msgs`` are optional: they are
 imported when first needed, and without them ``~/apply`` answers with the
 missing package's name (``dry_run`` still returns the request).
 
@@ -101,8 +101,9 @@ class RobotBridge:
         if not client.wait_for_service(timeout_sec=SERVICE_WAIT_S):
             return False, f"service {request.service_name} ({request.service_type}) is not available"
         message = srv_type.Request()
+        fields, left_out = request.fields_for(message.get_fields_and_field_types())
         try:
-            fill_message(message, request.fields)
+            fill_message(message, fields)
         except (AttributeError, TypeError, ValueError, AssertionError) as exc:
             return False, f"cannot fill {request.service_type}: {exc}"
         # call_async and a bounded wait (what Jazzy's Client.call(timeout_sec) does; Humble's has no timeout):
@@ -119,4 +120,5 @@ class RobotBridge:
         response = future.result()
         ok, said = _answer(request.target, response)
         verdict = "applied" if ok else "rejected"
-        return ok, f"{verdict} by {request.service_name}: {said}"
+        note = f" (this {request.package} has no {', '.join(left_out)}: not sent)" if left_out else ""
+        return ok, f"{verdict} by {request.service_name}: {said}{note}"

@@ -1,25 +1,31 @@
 """~/apply against the robot vendors' real service types, end to end: sim_demo.launch.py (the simulated
-Panda, then the xArm 7, holding a claw hammer; no rviz), the estimator, and a stand-in for the robot.
+Panda, the xArm 7, then the UR5e, holding a claw hammer; no rviz), the estimator, and a stand-in for the robot.
 
 The robot is the only stand-in: its driver needs the arm itself (franka_hardware talks to libfranka
-and the controller, xarm_api to the xArm's controller over TCP), so a service server of the real type
-(``franka_msgs/srv/SetLoad``, ``xarm_msgs/srv/SetTcpLoad``, built from the vendors' sources: franka_ros2's
-``humble`` branch and xarm_ros2's branch of the distribution, as docs/ros.md's "The robots' interface packages"
+and the controller, xarm_api to the xArm's controller over TCP, ur_robot_driver to the UR controller over
+RTDE), so a service server of the real type (``franka_msgs/srv/SetLoad``, ``xarm_msgs/srv/SetTcpLoad``,
+``ur_msgs/srv/SetPayload``, built from the vendors' sources: franka_ros2's ``humble`` branch, xarm_ros2's
+branch of the distribution and ur_msgs' ROS 2 branch, as docs/ros.md's "The robots' interface packages"
 says) takes its place, under the name the driver advertises:
 
 * franka_ros2 (franka_hardware/src/franka_param_service_server.cpp): a node ``service_server``
   serving ``~/set_load``, i.e. ``/service_server/set_load``;
 * xarm_ros2 (xarm_api/src/xarm_driver.cpp and xarm_driver_service.cpp): the node ``ufactory_driver``
   serves ``set_tcp_load`` on a sub-node ``hw_ns`` (``xarm`` for the xArm 5/6/7, ``ufactory`` for the
-  Lite 6 and 850), i.e. ``/xarm/set_tcp_load``, once ``services.set_tcp_load`` is enabled.
+  Lite 6 and 850), i.e. ``/xarm/set_tcp_load``, once ``services.set_tcp_load`` is enabled;
+* Universal_Robots_ROS2_Driver (ur_controllers/src/gpio_controller.cpp): the controller
+  ``io_and_status_controller`` (a node of that name) serves ``~/set_payload``, i.e.
+  ``/io_and_status_controller/set_payload``.
 
 Every field the stand-in receives is checked against the simulator's truth (``/payload_sim/truth``,
 in the sensor frame, moved into the flange frame with the simulator's tf): Franka's mass (kg),
 center_of_mass (m) and load_inertia (about the COM, column-major 3x3, kg m²), all in the flange frame;
-xArm's weight (kg) and center_of_gravity (mm, flange frame). A robot refusing (Franka: moving; xArm:
-a non-zero ret) is reported by ~/apply as a failure with the robot's words.
+xArm's weight (kg) and center_of_gravity (mm, flange frame); UR's mass (kg), center_of_gravity (m) and,
+where ur_msgs has them (2.6 on), ixx ... iyz (about the COM, flange axes, kg m²), all in ``tool0``, with
+transition_time zero. A robot refusing (Franka: moving; xArm: a non-zero ret; UR: success false) is
+reported by ~/apply as a failure with the robot's words.
 
-A run whose vendor package is not installed is skipped (the other still runs). Launched by
+A run whose vendor package is not installed is skipped (the others still run). Launched by
 ``colcon test`` (add_launch_test, ROS_DOMAIN_ID isolated) or by hand:
 ``launch_test test/ros/test_vendor_apply_launch.py``. The estimate must come within so many seconds of the
 motion the simulator published (its joint states' stamps, ros_helpers.StampMonitor), whatever the machine's speed.
@@ -64,10 +70,10 @@ from payload_estimator.settings import settings_for_robot  # noqa: E402
 from payload_estimator.srv import ApplyEstimate  # noqa: E402
 
 PAYLOAD = "claw_hammer"
-VENDOR_PACKAGE = {"panda": "franka_msgs", "xarm7": "xarm_msgs"}
+VENDOR_PACKAGE = {"panda": "franka_msgs", "xarm7": "xarm_msgs", "ur5e": "ur_msgs"}
 CONVERGED_WITHIN_MOTION_S = 20.0
 """Sample time the simulator published, from its first joint state to the one the estimate ~/apply may
-send (Franka: mass, COM and inertia converged; xArm: mass and COM) is stamped with, s; 2-3 s seen."""
+send (Franka, UR: mass, COM and inertia converged; xArm: mass and COM) is stamped with, s; 2-3 s seen."""
 WAIT_GUARD_S = 150.0
 """Wall seconds the test waits for it at most, divided by the simulator's real-time factor."""
 MASS_REL_TOL = 0.02
@@ -80,7 +86,7 @@ least certain part: 7-12 % in the runs seen; cf. max_inertia_rel_std, 25 % of th
 
 
 @pytest.mark.launch_test
-@launch_testing.parametrize("robot", ["panda", "xarm7"])
+@launch_testing.parametrize("robot", ["panda", "xarm7", "ur5e"])
 def generate_test_description(robot):
     if importlib.util.find_spec(VENDOR_PACKAGE[robot]) is None:
         raise unittest.SkipTest(f"{VENDOR_PACKAGE[robot]} is not installed (/opt/ros2_build/build_vendor_msgs.sh)")
@@ -106,6 +112,11 @@ class FakeRobot:
 
             self.node = rclpy.create_node("service_server", context=context)  # franka_param_service_server.cpp
             self.node.create_service(SetLoad, "~/set_load", self._franka)
+        elif robot == "ur5e":
+            from ur_msgs.srv import SetPayload
+
+            self.node = rclpy.create_node("io_and_status_controller", context=context)  # gpio_controller.cpp
+            self.node.create_service(SetPayload, "~/set_payload", self._ur)
         else:
             from xarm_msgs.srv import SetTcpLoad
 
@@ -115,6 +126,11 @@ class FakeRobot:
     def _franka(self, request, response):
         self.requests.append(request)
         response.success, response.error = self.answers.pop(0) if self.answers else (True, "")
+        return response
+
+    def _ur(self, request, response):
+        self.requests.append(request)
+        response.success = self.answers.pop(0) if self.answers else True
         return response
 
     def _xarm(self, request, response):
@@ -229,13 +245,14 @@ class TestVendorApply(SpinningTestCase, unittest.TestCase):
         fake = self.robots[robot]
         mass, com, inertia = self._truth_in_flange(self._ready_to_apply(robot))
 
-        # the robot refuses first (Franka: moving; xArm: an error code): a failure, in the robot's words
-        fake.answers.append((False, "command rejected: robot is moving") if robot == "panda"
-                            else (9, "state is not ready to move"))
+        # the robot refuses first (Franka: moving; xArm: an error code; UR: success false): a failure, in the
+        # robot's words
+        fake.answers.append({"panda": (False, "command rejected: robot is moving"),
+                             "xarm7": (9, "state is not ready to move"), "ur5e": False}[robot])
         refused = self._apply()
         self.assertFalse(refused.success, refused.message)
         self.assertIn("rejected by", refused.message)
-        self.assertIn("robot is moving" if robot == "panda" else "ret 9", refused.message)
+        self.assertIn({"panda": "robot is moving", "xarm7": "ret 9", "ur5e": "refused"}[robot], refused.message)
         self.assertEqual(len(fake.requests), 1)
 
         applied = self._apply()
@@ -259,6 +276,30 @@ class TestVendorApply(SpinningTestCase, unittest.TestCase):
             self.assertGreater(np.linalg.eigvalsh(got_inertia).min(), 0.0)
             np.testing.assert_allclose(request["load_inertia"], sent.load_inertia, rtol=1e-9)
             np.testing.assert_allclose(request["center_of_mass"], sent.center_of_mass, rtol=1e-9)
+        elif robot == "ur5e":
+            self.assertEqual(applied.message, "applied by /io_and_status_controller/set_payload: success")
+            self.assertTrue(applied.request.startswith(
+                "# ur_msgs/srv/SetPayload on /io_and_status_controller/set_payload"))
+            cog = sent.center_of_gravity  # geometry_msgs/Vector3, m
+            got_com = np.array([cog.x, cog.y, cog.z])
+            print(f"{robot}: SetPayload mass {sent.mass:.4f} kg (truth {mass:.4f}), center_of_gravity "
+                  f"{np.round(got_com, 4).tolist()} m (truth {np.round(com, 4).tolist()})")
+            self.assertLess(abs(sent.mass - mass), MASS_REL_TOL * mass)
+            np.testing.assert_allclose(got_com, com, atol=COM_TOL_M)
+            np.testing.assert_allclose(request["center_of_gravity"]["x"], cog.x, rtol=1e-12)
+            self.assertAlmostEqual(request["mass"], sent.mass, places=5)  # float32 on the wire
+            if hasattr(sent, "ixx"):  # ur_msgs 2.6 on: the inertia about the COM in the flange's axes
+                got_inertia = np.array([[sent.ixx, sent.ixy, sent.ixz], [sent.ixy, sent.iyy, sent.iyz],
+                                        [sent.ixz, sent.iyz, sent.izz]])
+                print(f"{robot}: SetPayload inertia diag {np.round(np.diag(got_inertia), 5).tolist()} (truth "
+                      f"{np.round(np.diag(inertia), 5).tolist()}) kg m2, products "
+                      f"{np.round([sent.ixy, sent.ixz, sent.iyz], 6).tolist()} (truth "
+                      f"{np.round([inertia[0, 1], inertia[0, 2], inertia[1, 2]], 6).tolist()}), largest entry "
+                      f"error {np.max(np.abs(got_inertia - inertia)):.2e}")
+                np.testing.assert_allclose(got_inertia, inertia, atol=INERTIA_TOL * np.linalg.eigvalsh(inertia).max())
+                self.assertGreater(np.linalg.eigvalsh(got_inertia).min(), 0.0)
+                self.assertEqual(request["ixy"], sent.ixy)
+                self.assertEqual((sent.transition_time.sec, sent.transition_time.nanosec), (0, 0))  # at once
         else:
             self.assertIn("applied by /xarm/set_tcp_load", applied.message)
             self.assertTrue(applied.request.startswith("# xarm_msgs/srv/SetTcpLoad on /xarm/set_tcp_load"))
