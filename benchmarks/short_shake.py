@@ -171,28 +171,43 @@ def shakes(args: argparse.Namespace) -> None:
           "(mean absolute) |" + " - |" * len(args.payloads))
 
 
-def identify(args: argparse.Namespace) -> None:
-    """~/identify's motion on the xArm 6 in joint-torque mode: designed for the F/T sensor vs for the joint torques."""
-    robot, payload = "xarm6", _payload("ws_club_hammer")
+IDENTIFY_MOTIONS = ("ft", "jt", "thesis")
+"""``--identify-motions``: designed for an F/T sensor (what ``~/identify`` ran before), what ``~/identify`` runs with
+``wrench_source: joint_torques`` now, and Lambert's all-joint sinusoids from home (other frequencies than the
+calibration's)."""
+_IDENTIFY_LABELS = {"ft": "designed for an F/T sensor (before)", "jt": "designed for the joint torques",
+                    "thesis": "Lambert's all-joint sinusoids"}
+
+
+def _identify_motion(robot: str, kind: str, seconds: float):
+    """The ``kind`` (:data:`IDENTIFY_MOTIONS`) of ``seconds`` from home on ``robot``."""
     spec = get_robot(robot)
     kin, arm, start = flange_kinematics(robot), ArmLimits.from_robot(spec), np.asarray(spec.q_home)
-    limits = MotionLimits(duration=args.identify_s)
-    motions = {
-        "designed for an F/T sensor (before)": design_excitation(kin, arm, start, limits).trajectory,
-        "designed for the joint torques (now)": design_excitation(
-            kin, arm, start, limits, estimate_offsets=False, joint_torques=JointTorqueNoise.for_robot(spec)).trajectory,
-    }
+    limits = MotionLimits(duration=seconds)
+    if kind == "ft":
+        return design_excitation(kin, arm, start, limits).trajectory
+    if kind == "thesis":
+        return make_trajectory("thesis", spec, duration=seconds, seed=7)
+    return design_excitation(kin, arm, start, limits, estimate_offsets=False,  # what ~/identify runs for them
+                             joint_torques=JointTorqueNoise.for_robot(spec)).trajectory
+
+
+def identify(args: argparse.Namespace) -> None:
+    """~/identify's motion in joint-torque mode on each robot: the F/T design, the joint-torque one, Lambert's."""
+    payload = _payload("ws_club_hammer")
     seeds = range(args.identify_seeds)
-    calibrations = {seed: _calibrate(robot, args.calibration_s, seed, 0.0) for seed in seeds}
-    print(f"\n## ~/identify's motion on the xArm 6, joint torques (calibrated), club hammer, {args.identify_s:g} s, "
+    print(f"\n## ~/identify's motion, joint torques (calibrated), club hammer, {args.identify_s:g} s from home, "
           f"{args.identify_seeds} arms, WLS: mean (worst)\n")
-    print("| motion | mass % | COM mm |")
-    print("|---|---|---|")
-    for label, trajectory in motions.items():
-        rows = [_run(robot, trajectory, args.identify_s, payload, "joint_torques", seed, calibrations[seed], 0.0, "wls")
-                for seed in seeds]
-        print(f"| {label} | {_cell([r['mass_pct'] for r in rows], '{:.2f}')} | "
-              f"{_cell([r['com_mm'] for r in rows], '{:.2f}')} |")
+    print("| robot | motion | mass % | COM mm |")
+    print("|---|---|---|---|")
+    for robot in args.identify_robots:
+        calibrations = {seed: _calibrate(robot, args.calibration_s, seed, 0.0) for seed in seeds}
+        for kind in args.identify_motions:
+            trajectory = _identify_motion(robot, kind, args.identify_s)
+            rows = [_run(robot, trajectory, args.identify_s, payload, "joint_torques", seed, calibrations[seed], 0.0,
+                         "wls") for seed in seeds]
+            print(f"| {robot} | {_IDENTIFY_LABELS[kind]} | {_cell([r['mass_pct'] for r in rows], '{:.2f}')} | "
+                  f"{_cell([r['com_mm'] for r in rows], '{:.2f}')} |", flush=True)
 
 
 def main() -> None:
@@ -212,12 +227,18 @@ def main() -> None:
     ap.add_argument("--identify", action="store_true", help="also ~/identify's motion on the xArm 6 (joint torques)")
     ap.add_argument("--identify-s", type=float, default=15.0, help="s of ~/identify's motion (default 15)")
     ap.add_argument("--identify-seeds", type=int, default=3, help="arms for --identify (default 3)")
+    ap.add_argument("--identify-robots", nargs="+", default=["xarm6", "panda", "xarm7"],
+                    help="robots for --identify (default xarm6 panda xarm7)")
+    ap.add_argument("--identify-motions", nargs="+", choices=IDENTIFY_MOTIONS, default=list(IDENTIFY_MOTIONS),
+                    help="motions for --identify (default all)")
+    ap.add_argument("--identify-only", action="store_true", help="--identify without the shakes' table")
     args = ap.parse_args()
     if args.quick:
         args.robots, args.payloads, args.seeds, args.calibration_s = ["panda", "xarm7"], ["ws_club_hammer"], 1, 15.0
     started = time.perf_counter()
-    shakes(args)
-    if args.identify:
+    if not args.identify_only:
+        shakes(args)
+    if args.identify or args.identify_only:
         identify(args)
     print(f"\n({time.perf_counter() - started:.0f} s)")
 
