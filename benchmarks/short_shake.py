@@ -26,11 +26,14 @@ Payloads: the workshop's file (0.22 kg, steel blade in a wooden handle), club ha
 on a wooden handle) and the catalogue's drill (1.55 kg). Mean absolute mass error (kg, and %), mean
 and worst COM distance (mm), over payloads and seeds.
 
-``--identify`` also runs the ``~/identify`` motion (``--identify-s``, 15 s by default, from home) on the
-xArm 6 in joint-torque mode: designed for an F/T sensor (what ``~/identify`` ran before) against designed
-for the joint torques (what it runs now with ``wrench_source: joint_torques``), 3 arms, the club hammer.
+``--identify`` also runs the ``~/identify`` motion (``--identify-s``, 15 s by default, from home) in joint-torque
+mode on each of ``--identify-robots`` (``--identify-only``: without the shakes): designed for an F/T sensor (what
+``~/identify`` ran before), the motion it runs now with ``wrench_source: joint_torques`` (all-joint sinusoids,
+the joint-torque criterion picking the frequencies' assignment) and Lambert's own sinusoids, ``--identify-seeds``
+calibrated arms, ``--identify-payloads`` (the club hammer by default).
 
 Run:  python benchmarks/short_shake.py [--seeds 3] [--robots panda xarm7] [--quick] [--identify]
+          [--identify-only --identify-seeds 6 --identify-robots xarm6 panda xarm7]
 """
 
 from __future__ import annotations
@@ -194,20 +197,22 @@ def _identify_motion(robot: str, kind: str, seconds: float):
 
 def identify(args: argparse.Namespace) -> None:
     """~/identify's motion in joint-torque mode on each robot: the F/T design, the joint-torque one, Lambert's."""
-    payload = _payload("ws_club_hammer")
     seeds = range(args.identify_seeds)
-    print(f"\n## ~/identify's motion, joint torques (calibrated), club hammer, {args.identify_s:g} s from home, "
+    print(f"\n## ~/identify's motion, joint torques (calibrated), {args.identify_s:g} s from home, "
           f"{args.identify_seeds} arms, WLS: mean (worst)\n")
-    print("| robot | motion | mass % | COM mm |")
-    print("|---|---|---|---|")
+    print("| robot | payload | motion | mass % | COM mm |")
+    print("|---|---|---|---|---|")
     for robot in args.identify_robots:
         calibrations = {seed: _calibrate(robot, args.calibration_s, seed, 0.0) for seed in seeds}
-        for kind in args.identify_motions:
-            trajectory = _identify_motion(robot, kind, args.identify_s)
-            rows = [_run(robot, trajectory, args.identify_s, payload, "joint_torques", seed, calibrations[seed], 0.0,
-                         "wls") for seed in seeds]
-            print(f"| {robot} | {_IDENTIFY_LABELS[kind]} | {_cell([r['mass_pct'] for r in rows], '{:.2f}')} | "
-                  f"{_cell([r['com_mm'] for r in rows], '{:.2f}')} |", flush=True)
+        motions = {kind: _identify_motion(robot, kind, args.identify_s) for kind in args.identify_motions}
+        for name in args.identify_payloads:
+            payload = _payload(name)
+            for kind, trajectory in motions.items():
+                rows = [_run(robot, trajectory, args.identify_s, payload, "joint_torques", seed, calibrations[seed],
+                             0.0, "wls") for seed in seeds]
+                print(f"| {robot} | {name} {payload.params.mass:.2f} kg | {_IDENTIFY_LABELS[kind]} | "
+                      f"{_cell([r['mass_pct'] for r in rows], '{:.2f}')} | "
+                      f"{_cell([r['com_mm'] for r in rows], '{:.2f}')} |", flush=True)
 
 
 def main() -> None:
@@ -231,6 +236,8 @@ def main() -> None:
                     help="robots for --identify (default xarm6 panda xarm7)")
     ap.add_argument("--identify-motions", nargs="+", choices=IDENTIFY_MOTIONS, default=list(IDENTIFY_MOTIONS),
                     help="motions for --identify (default all)")
+    ap.add_argument("--identify-payloads", nargs="+", default=["ws_club_hammer"],
+                    help="payloads for --identify (default ws_club_hammer)")
     ap.add_argument("--identify-only", action="store_true", help="--identify without the shakes' table")
     args = ap.parse_args()
     if args.quick:
