@@ -290,6 +290,12 @@ def test_identify_for_the_joint_torques_moves_every_joint_in_a_slow_sinusoid_of_
     excursion = np.max(np.abs(nearer.q - near), axis=0)
     assert nearer.summary["ok"] and np.max(nearer.q[:, 0]) <= spec.q_max[0] - plan.limits.position_margin
     assert excursion[0] < 0.05 and np.all(excursion[1:] > excursion[0])
+    # a start from which no all-joint sinusoid keeps the payload clear of the floor and the base: the motion
+    # optimised for the joint torques, within every limit
+    cramped = np.array(spec.q_home) + np.array([0.31, 0.31, 0.02, -0.21, -0.45, -0.12, -0.09])
+    optimised = plan_identification(settings, IdentifyGoal(duration=15.0), robot_urdf("xarm7"), spec.flange_frame,
+                                    spec.joint_names, cramped)
+    assert optimised.summary["ok"] and len(optimised.trajectory.harmonics) != 7
 
 
 def test_identify_for_the_joint_torques_finds_the_club_hammer_on_calibrated_xarm7_arms():

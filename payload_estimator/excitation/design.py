@@ -15,7 +15,8 @@ the information is the payload's as the joint torques see it, ``-S^-1/2 J^T Y`` 
 in a sinusoid of its own frequency, Lambert's all-joint sinusoids (his MIT M.Eng thesis on payload
 identification with a Franka Panda), at the frequencies his motion has once scaled to the TCP's speed limit
 (:data:`_SINUSOID_OMEGA_RANGE`), all scaled together to the largest admissible motion; the joint-torque
-criterion picks among :data:`_SINUSOID_DRAWS` assignments of the frequencies to the joints. Not the optimum
+criterion picks among :data:`_SINUSOID_DRAWS` assignments of the frequencies to the joints (from a start where
+none keeps the payload clear of the floor and the base, the criterion's optimum instead). Not the optimum
 of the criterion: what limits a payload seen through the joint torques is the error of the calibrated arm's
 own model, which the effort noise the criterion weighs does not show, and which a motion concentrated on a
 few joints at high accelerations brings out (the optimised motion's worst COM error on the xArm 7 was 19.6 mm
@@ -354,8 +355,9 @@ def _joint_sinusoids(kin: SensorKinematics, arm: ArmLimits, q0: np.ndarray, limi
     frequencies are in :data:`_SINUSOID_OMEGA_RANGE`, or ``n`` consecutive ones from its lowest when fewer
     are) and the amplitude
     :data:`_SINUSOID_AMPLITUDE` (less where a joint's room to its limits is smaller), all scaled together to
-    the largest admissible motion; the joint-torque criterion picks among the draws. None: no draw is
-    admissible."""
+    the largest admissible motion; the joint-torque criterion picks among the draws. Every joint sets off
+    upwards; only when no such draw is admissible (a start near the floor or the base, say) as many more
+    draws set each joint off either way. None: no draw is admissible (the caller then optimises)."""
     rng = np.random.default_rng(seed)
     omega = 2.0 * np.pi / (limits.duration - ramp)
     lo = max(1, int(np.ceil(_SINUSOID_OMEGA_RANGE[0] / omega)))
@@ -364,12 +366,16 @@ def _joint_sinusoids(kin: SensorKinematics, arm: ArmLimits, q0: np.ndarray, limi
                               np.full(arm.n_joints, limits.max_excursion)])
     amplitude = np.clip(np.minimum(_SINUSOID_AMPLITUDE, 0.95 * room), 0.0, None)  # a joint near a limit moves less
     best: tuple[float, np.ndarray | None, np.ndarray] = (-np.inf, None, np.arange(1, arm.n_joints + 1))
-    for _ in range(_SINUSOID_DRAWS):
+    signs = np.random.default_rng([seed, 1])
+    for draw in range(2 * _SINUSOID_DRAWS):
+        if draw == _SINUSOID_DRAWS and best[1] is not None:
+            break  # the rest (each joint setting off either way) only when no draw going up is admissible
         drawn = rng.choice(np.arange(lo, hi + 1), size=arm.n_joints, replace=False)
         order = np.argsort(drawn)
         harmonics = drawn[order]
+        direction = np.ones(arm.n_joints) if draw < _SINUSOID_DRAWS else signs.choice([-1.0, 1.0], arm.n_joints)
         C = np.zeros((2 * arm.n_joints, arm.n_joints))
-        C[np.arange(arm.n_joints), order] = amplitude[order]  # joint order[i] moves with harmonics[i]
+        C[np.arange(arm.n_joints), order] = (direction * amplitude)[order]  # joint order[i] moves with harmonics[i]
         problem = _JointTorqueInformationSearch(kin, arm, q0, limits, ramp, harmonics, noise, estimate_offsets,
                                                 payload)
         score, admissible = problem.score((C / problem.unit).reshape(-1))
@@ -533,10 +539,13 @@ def _design(kin: SensorKinematics, arm: ArmLimits, q0: np.ndarray, limits: Motio
         problem = _JointTorqueInformationSearch(kin, arm, q0, limits, ramp, harmonics, joint_torques,
                                                 estimate_offsets, payload, design_rate_hz)
 
+    best_C = None
     if joint_torques is not None and kind == "designed":
-        best_C, harmonics = _joint_sinusoids(kin, arm, q0, limits, seed, estimate_offsets, payload, joint_torques,
-                                             ramp)
-    else:
+        found, sinusoids = _joint_sinusoids(kin, arm, q0, limits, seed, estimate_offsets, payload, joint_torques,
+                                            ramp)
+        if found is not None:
+            best_C, harmonics = found, sinusoids
+    if best_C is None:  # for an F/T sensor, a shake, or no admissible sinusoids from this start: the optimum
         best_C = problem.search(seed)
     if best_C is None:
         raise ExcitationError("no admissible motion was found: relax the limits (TCP speed, clearances)")
