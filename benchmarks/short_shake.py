@@ -30,7 +30,8 @@ and worst COM distance (mm), over payloads and seeds.
 mode on each of ``--identify-robots`` (``--identify-only``: without the shakes): designed for an F/T sensor (what
 ``~/identify`` ran before), the motion it runs now with ``wrench_source: joint_torques`` (all-joint sinusoids,
 the joint-torque criterion picking the frequencies' assignment) and Lambert's own sinusoids, ``--identify-seeds``
-calibrated arms, ``--identify-payloads`` (the club hammer by default).
+calibrated arms, ``--identify-payloads`` (the club hammer by default), from home or ``--identify-starts``
+starts drawn around it.
 
 Run:  python benchmarks/short_shake.py [--seeds 3] [--robots panda xarm7] [--quick] [--identify]
           [--identify-only --identify-seeds 6 --identify-robots xarm6 panda xarm7]
@@ -45,7 +46,13 @@ from collections import defaultdict
 import numpy as np
 
 from payload_estimator.core.inertia import InertialParameters
-from payload_estimator.excitation import ArmLimits, MotionLimits, design_excitation, flange_kinematics
+from payload_estimator.excitation import (
+    ArmLimits,
+    ExcitationError,
+    MotionLimits,
+    design_excitation,
+    flange_kinematics,
+)
 from payload_estimator.excitation.design import design_shake
 from payload_estimator.excitation.information import JointTorqueNoise
 from payload_estimator.pipeline.arm_dynamics import calibrate_arm, joint_recording
@@ -182,14 +189,32 @@ _IDENTIFY_LABELS = {"ft": "designed for an F/T sensor (before)", "jt": "designed
                     "thesis": "Lambert's all-joint sinusoids"}
 
 
-def _identify_motion(robot: str, kind: str, seconds: float):
-    """The ``kind`` (:data:`IDENTIFY_MOTIONS`) of ``seconds`` from home on ``robot``."""
+def _identify_starts(robot: str, count: int, seconds: float) -> list[np.ndarray]:
+    """Home (``count`` 0), or ``count`` starts up to 0.5 rad per joint from it (those the F/T design can leave)."""
     spec = get_robot(robot)
-    kin, arm, start = flange_kinematics(robot), ArmLimits.from_robot(spec), np.asarray(spec.q_home)
+    home = np.asarray(spec.q_home, dtype=float)
+    if count == 0:
+        return [home]
+    kin, arm, rng, starts = flange_kinematics(robot), ArmLimits.from_robot(spec), np.random.default_rng(5), []
+    while len(starts) < count:
+        q0 = home + rng.uniform(-0.5, 0.5, home.size)
+        try:
+            design_excitation(kin, arm, q0, MotionLimits(duration=seconds))
+        except ExcitationError:
+            continue
+        starts.append(q0)
+    return starts
+
+
+def _identify_motion(robot: str, kind: str, seconds: float, start: np.ndarray | None = None):
+    """The ``kind`` (:data:`IDENTIFY_MOTIONS`) of ``seconds`` from ``start`` (default home) on ``robot``."""
+    spec = get_robot(robot)
+    kin, arm = flange_kinematics(robot), ArmLimits.from_robot(spec)
+    start = np.asarray(spec.q_home if start is None else start, dtype=float)
     limits = MotionLimits(duration=seconds)
     if kind == "ft":
         return design_excitation(kin, arm, start, limits).trajectory
-    if kind == "thesis":
+    if kind == "thesis":  # (from home only)
         return make_trajectory("thesis", spec, duration=seconds, seed=7)
     return design_excitation(kin, arm, start, limits, estimate_offsets=False,  # what ~/identify runs for them
                              joint_torques=JointTorqueNoise.for_robot(spec)).trajectory
@@ -198,21 +223,25 @@ def _identify_motion(robot: str, kind: str, seconds: float):
 def identify(args: argparse.Namespace) -> None:
     """~/identify's motion in joint-torque mode on each robot: the F/T design, the joint-torque one, Lambert's."""
     seeds = range(args.identify_seeds)
-    print(f"\n## ~/identify's motion, joint torques (calibrated), {args.identify_s:g} s from home, "
+    print(f"\n## ~/identify's motion, joint torques (calibrated), {args.identify_s:g} s, "
           f"{args.identify_seeds} arms, WLS: mean (worst)\n")
-    print("| robot | payload | motion | mass % | COM mm |")
-    print("|---|---|---|---|---|")
+    print("| robot | start - home, rad | payload | motion | mass % | COM mm |")
+    print("|---|---|---|---|---|---|")
     for robot in args.identify_robots:
         calibrations = {seed: _calibrate(robot, args.calibration_s, seed, 0.0) for seed in seeds}
-        motions = {kind: _identify_motion(robot, kind, args.identify_s) for kind in args.identify_motions}
-        for name in args.identify_payloads:
-            payload = _payload(name)
-            for kind, trajectory in motions.items():
-                rows = [_run(robot, trajectory, args.identify_s, payload, "joint_torques", seed, calibrations[seed],
-                             0.0, "wls") for seed in seeds]
-                print(f"| {robot} | {name} {payload.params.mass:.2f} kg | {_IDENTIFY_LABELS[kind]} | "
-                      f"{_cell([r['mass_pct'] for r in rows], '{:.2f}')} | "
-                      f"{_cell([r['com_mm'] for r in rows], '{:.2f}')} |", flush=True)
+        home = np.asarray(get_robot(robot).q_home)
+        for start in _identify_starts(robot, args.identify_starts, args.identify_s):
+            kinds = [k for k in args.identify_motions if k != "thesis" or args.identify_starts == 0]
+            motions = {kind: _identify_motion(robot, kind, args.identify_s, start) for kind in kinds}
+            where = "home" if args.identify_starts == 0 else str(np.round(start - home, 2).tolist())
+            for name in args.identify_payloads:
+                payload = _payload(name)
+                for kind, trajectory in motions.items():
+                    rows = [_run(robot, trajectory, args.identify_s, payload, "joint_torques", seed,
+                                 calibrations[seed], 0.0, "wls") for seed in seeds]
+                    print(f"| {robot} | {where} | {name} {payload.params.mass:.2f} kg | {_IDENTIFY_LABELS[kind]} | "
+                          f"{_cell([r['mass_pct'] for r in rows], '{:.2f}')} | "
+                          f"{_cell([r['com_mm'] for r in rows], '{:.2f}')} |", flush=True)
 
 
 def main() -> None:
@@ -238,6 +267,8 @@ def main() -> None:
                     help="motions for --identify (default all)")
     ap.add_argument("--identify-payloads", nargs="+", default=["ws_club_hammer"],
                     help="payloads for --identify (default ws_club_hammer)")
+    ap.add_argument("--identify-starts", type=int, default=0,
+                    help="--identify from this many starts up to 0.5 rad per joint off home (default 0: home)")
     ap.add_argument("--identify-only", action="store_true", help="--identify without the shakes' table")
     args = ap.parse_args()
     if args.quick:
