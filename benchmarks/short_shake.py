@@ -26,11 +26,15 @@ Payloads: the workshop's file (0.22 kg, steel blade in a wooden handle), club ha
 on a wooden handle) and the catalogue's drill (1.55 kg). Mean absolute mass error (kg, and %), mean
 and worst COM distance (mm), over payloads and seeds.
 
-``--identify`` also runs the ``~/identify`` motion (``--identify-s``, 15 s by default, from home) on the
-xArm 6 in joint-torque mode: designed for an F/T sensor (what ``~/identify`` ran before) against designed
-for the joint torques (what it runs now with ``wrench_source: joint_torques``), 3 arms, the club hammer.
+``--identify`` also runs the ``~/identify`` motion (``--identify-s``, 15 s by default, from home) in joint-torque
+mode on each of ``--identify-robots`` (``--identify-only``: without the shakes): designed for an F/T sensor (what
+``~/identify`` ran before), the motion it runs now with ``wrench_source: joint_torques`` (all-joint sinusoids,
+the joint-torque criterion picking the frequencies' assignment) and Lambert's own sinusoids, ``--identify-seeds``
+calibrated arms, ``--identify-payloads`` (the club hammer by default), from home or ``--identify-starts``
+starts drawn around it.
 
 Run:  python benchmarks/short_shake.py [--seeds 3] [--robots panda xarm7] [--quick] [--identify]
+          [--identify-only --identify-seeds 6 --identify-robots xarm6 panda xarm7]
 """
 
 from __future__ import annotations
@@ -42,7 +46,13 @@ from collections import defaultdict
 import numpy as np
 
 from payload_estimator.core.inertia import InertialParameters
-from payload_estimator.excitation import ArmLimits, MotionLimits, design_excitation, flange_kinematics
+from payload_estimator.excitation import (
+    ArmLimits,
+    ExcitationError,
+    MotionLimits,
+    design_excitation,
+    flange_kinematics,
+)
 from payload_estimator.excitation.design import design_shake
 from payload_estimator.excitation.information import JointTorqueNoise
 from payload_estimator.pipeline.arm_dynamics import calibrate_arm, joint_recording
@@ -171,28 +181,67 @@ def shakes(args: argparse.Namespace) -> None:
           "(mean absolute) |" + " - |" * len(args.payloads))
 
 
-def identify(args: argparse.Namespace) -> None:
-    """~/identify's motion on the xArm 6 in joint-torque mode: designed for the F/T sensor vs for the joint torques."""
-    robot, payload = "xarm6", _payload("ws_club_hammer")
+IDENTIFY_MOTIONS = ("ft", "jt", "thesis")
+"""``--identify-motions``: designed for an F/T sensor (what ``~/identify`` ran before), what ``~/identify`` runs with
+``wrench_source: joint_torques`` now, and Lambert's all-joint sinusoids from home (other frequencies than the
+calibration's)."""
+_IDENTIFY_LABELS = {"ft": "designed for an F/T sensor (before)", "jt": "designed for the joint torques",
+                    "thesis": "Lambert's all-joint sinusoids"}
+
+
+def _identify_starts(robot: str, count: int, seconds: float) -> list[np.ndarray]:
+    """Home (``count`` 0), or ``count`` starts up to 0.5 rad per joint from it (those the F/T design can leave)."""
     spec = get_robot(robot)
-    kin, arm, start = flange_kinematics(robot), ArmLimits.from_robot(spec), np.asarray(spec.q_home)
-    limits = MotionLimits(duration=args.identify_s)
-    motions = {
-        "designed for an F/T sensor (before)": design_excitation(kin, arm, start, limits).trajectory,
-        "designed for the joint torques (now)": design_excitation(
-            kin, arm, start, limits, estimate_offsets=False, joint_torques=JointTorqueNoise.for_robot(spec)).trajectory,
-    }
+    home = np.asarray(spec.q_home, dtype=float)
+    if count == 0:
+        return [home]
+    kin, arm, rng, starts = flange_kinematics(robot), ArmLimits.from_robot(spec), np.random.default_rng(5), []
+    while len(starts) < count:
+        q0 = home + rng.uniform(-0.5, 0.5, home.size)
+        try:
+            design_excitation(kin, arm, q0, MotionLimits(duration=seconds))
+        except ExcitationError:
+            continue
+        starts.append(q0)
+    return starts
+
+
+def _identify_motion(robot: str, kind: str, seconds: float, start: np.ndarray | None = None):
+    """The ``kind`` (:data:`IDENTIFY_MOTIONS`) of ``seconds`` from ``start`` (default home) on ``robot``."""
+    spec = get_robot(robot)
+    kin, arm = flange_kinematics(robot), ArmLimits.from_robot(spec)
+    start = np.asarray(spec.q_home if start is None else start, dtype=float)
+    limits = MotionLimits(duration=seconds)
+    if kind == "ft":
+        return design_excitation(kin, arm, start, limits).trajectory
+    if kind == "thesis":  # (from home only)
+        return make_trajectory("thesis", spec, duration=seconds, seed=7)
+    return design_excitation(kin, arm, start, limits, estimate_offsets=False,  # what ~/identify runs for them
+                             joint_torques=JointTorqueNoise.for_robot(spec)).trajectory
+
+
+def identify(args: argparse.Namespace) -> None:
+    """~/identify's motion in joint-torque mode on each robot: the F/T design, the joint-torque one, Lambert's."""
     seeds = range(args.identify_seeds)
-    calibrations = {seed: _calibrate(robot, args.calibration_s, seed, 0.0) for seed in seeds}
-    print(f"\n## ~/identify's motion on the xArm 6, joint torques (calibrated), club hammer, {args.identify_s:g} s, "
+    print(f"\n## ~/identify's motion, joint torques (calibrated), {args.identify_s:g} s, "
           f"{args.identify_seeds} arms, WLS: mean (worst)\n")
-    print("| motion | mass % | COM mm |")
-    print("|---|---|---|")
-    for label, trajectory in motions.items():
-        rows = [_run(robot, trajectory, args.identify_s, payload, "joint_torques", seed, calibrations[seed], 0.0, "wls")
-                for seed in seeds]
-        print(f"| {label} | {_cell([r['mass_pct'] for r in rows], '{:.2f}')} | "
-              f"{_cell([r['com_mm'] for r in rows], '{:.2f}')} |")
+    print("| robot | start - home, rad | payload | motion | mass % | COM mm |")
+    print("|---|---|---|---|---|---|")
+    for robot in args.identify_robots:
+        calibrations = {seed: _calibrate(robot, args.calibration_s, seed, 0.0) for seed in seeds}
+        home = np.asarray(get_robot(robot).q_home)
+        for start in _identify_starts(robot, args.identify_starts, args.identify_s):
+            kinds = [k for k in args.identify_motions if k != "thesis" or args.identify_starts == 0]
+            motions = {kind: _identify_motion(robot, kind, args.identify_s, start) for kind in kinds}
+            where = "home" if args.identify_starts == 0 else str(np.round(start - home, 2).tolist())
+            for name in args.identify_payloads:
+                payload = _payload(name)
+                for kind, trajectory in motions.items():
+                    rows = [_run(robot, trajectory, args.identify_s, payload, "joint_torques", seed,
+                                 calibrations[seed], 0.0, "wls") for seed in seeds]
+                    print(f"| {robot} | {where} | {name} {payload.params.mass:.2f} kg | {_IDENTIFY_LABELS[kind]} | "
+                          f"{_cell([r['mass_pct'] for r in rows], '{:.2f}')} | "
+                          f"{_cell([r['com_mm'] for r in rows], '{:.2f}')} |", flush=True)
 
 
 def main() -> None:
@@ -212,12 +261,22 @@ def main() -> None:
     ap.add_argument("--identify", action="store_true", help="also ~/identify's motion on the xArm 6 (joint torques)")
     ap.add_argument("--identify-s", type=float, default=15.0, help="s of ~/identify's motion (default 15)")
     ap.add_argument("--identify-seeds", type=int, default=3, help="arms for --identify (default 3)")
+    ap.add_argument("--identify-robots", nargs="+", default=["xarm6", "panda", "xarm7"],
+                    help="robots for --identify (default xarm6 panda xarm7)")
+    ap.add_argument("--identify-motions", nargs="+", choices=IDENTIFY_MOTIONS, default=list(IDENTIFY_MOTIONS),
+                    help="motions for --identify (default all)")
+    ap.add_argument("--identify-payloads", nargs="+", default=["ws_club_hammer"],
+                    help="payloads for --identify (default ws_club_hammer)")
+    ap.add_argument("--identify-starts", type=int, default=0,
+                    help="--identify from this many starts up to 0.5 rad per joint off home (default 0: home)")
+    ap.add_argument("--identify-only", action="store_true", help="--identify without the shakes' table")
     args = ap.parse_args()
     if args.quick:
         args.robots, args.payloads, args.seeds, args.calibration_s = ["panda", "xarm7"], ["ws_club_hammer"], 1, 15.0
     started = time.perf_counter()
-    shakes(args)
-    if args.identify:
+    if not args.identify_only:
+        shakes(args)
+    if args.identify or args.identify_only:
         identify(args)
     print(f"\n({time.perf_counter() - started:.0f} s)")
 

@@ -91,7 +91,7 @@ def test_the_joint_torque_information_is_the_wrench_seen_through_the_jacobian():
     assert np.linalg.norm(J.T @ Y @ phi) > 0.1  # a 1 kg payload loads the joints by more than 0.1 N·m
 
 
-def test_the_joint_torque_design_sees_the_payload_better_through_the_joints_than_the_ft_design(xarm6_designs):
+def test_the_joint_torque_motion_sees_the_payload_better_through_the_joints_than_the_ft_design(xarm6_designs):
     kin, arm, noise, ft, jt = xarm6_designs
     assert ft.check.ok and jt.check.ok
     assert jt.wrench_source == "joint_torques" and ft.wrench_source == "ft_sensor"
@@ -104,8 +104,10 @@ def test_the_joint_torque_design_sees_the_payload_better_through_the_joints_than
     # mass and first moment, the inertia a nuisance (what joint torques identify; the design weighs them most)
     schur = {name: M[:4, :4] - M[:4, 4:] @ np.linalg.solve(M[4:, 4:], M[4:, :4]) for name, M in info.items()}
     mass_com = {name: np.linalg.eigvalsh(S) for name, S in schur.items()}
-    assert np.sum(np.log(mass_com["jt"])) > np.sum(np.log(mass_com["ft"])) + 1.0  # > 2.7x the volume
-    assert mass_com["jt"][0] > 2.0 * mass_com["ft"][0]
+    # (the all-joint sinusoids are not the criterion's optimum, which gave 2.7 times the F/T design's volume but
+    # brought out the arm model's errors: still more than it, in every direction of mass and COM)
+    assert np.sum(np.log(mass_com["jt"])) > np.sum(np.log(mass_com["ft"])) + 0.2  # > 1.2x the volume
+    assert mass_com["jt"][0] > 1.2 * mass_com["ft"][0]
     assert mass_com["jt"][-1] / mass_com["jt"][0] < mass_com["ft"][-1] / mass_com["ft"][0]
     assert jt.summary()["designed_for"] == "joint_torques" and "joint_torque_noise" in jt.summary()
 
@@ -261,3 +263,74 @@ def test_excite_for_joint_torques_weighs_the_joints_by_an_arm_calibration(tmp_pa
     assert main(["excite", "--robot", "xarm7", "--for", "joint-torques", "--arm-calibration", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "xarm6" in err
+
+
+def test_identify_for_the_joint_torques_moves_every_joint_in_a_slow_sinusoid_of_its_own():
+    """The joint-torque motion is Lambert-like: each joint one harmonic of its own, slow, within every limit."""
+    spec = get_robot("xarm7")
+    settings = settings_for_robot("xarm7", wrench_source=WrenchSource.JOINT_TORQUES, arm_calibration="",
+                                  estimate_bias=False)
+    plan = plan_identification(settings, IdentifyGoal(duration=15.0), robot_urdf("xarm7"), spec.flange_frame,
+                               spec.joint_names, np.array(spec.q_home))
+    trajectory = plan.trajectory
+    H = len(trajectory.harmonics)
+    C = trajectory.coefficients
+    assert H == 7 and len(set(trajectory.harmonics.tolist())) == 7
+    assert np.allclose(C[H:], 0.0)  # sines only: each joint leaves the start and comes back to it
+    assert np.all(np.count_nonzero(C[:H], axis=0) == 1) and np.all(np.count_nonzero(C[:H], axis=1) == 1)
+    assert np.all(np.abs(C[:H]).max(axis=0) > 0.05)  # every joint moves, by more than 0.05 rad
+    assert np.max(trajectory.omega * trajectory.harmonics) < 3.5  # slow: below 3.5 rad/s
+    assert plan.summary["ok"] and plan.summary["designed_for"] == "joint_torques"
+    assert np.allclose(plan.q[[0, -1]], spec.q_home, atol=1e-8) and np.allclose(plan.dq[[0, -1]], 0.0, atol=1e-9)
+    # a start nearer a joint's limit: that joint moves less, the motion stays admissible
+    near = np.array(spec.q_home, dtype=float)
+    near[0] = spec.q_max[0] - plan.limits.position_margin - 0.05
+    nearer = plan_identification(settings, IdentifyGoal(duration=15.0), robot_urdf("xarm7"), spec.flange_frame,
+                                 spec.joint_names, near)
+    excursion = np.max(np.abs(nearer.q - near), axis=0)
+    assert nearer.summary["ok"] and np.max(nearer.q[:, 0]) <= spec.q_max[0] - plan.limits.position_margin
+    assert excursion[0] < 0.05 and np.all(excursion[1:] > excursion[0])
+    # a start from which no all-joint sinusoid keeps the payload clear of the floor and the base: the motion
+    # optimised for the joint torques, within every limit
+    cramped = np.array(spec.q_home) + np.array([0.31, 0.31, 0.02, -0.21, -0.45, -0.12, -0.09])
+    optimised = plan_identification(settings, IdentifyGoal(duration=15.0), robot_urdf("xarm7"), spec.flange_frame,
+                                    spec.joint_names, cramped)
+    assert optimised.summary["ok"] and len(optimised.trajectory.harmonics) != 7
+
+
+def test_identify_for_the_joint_torques_finds_the_club_hammer_on_calibrated_xarm7_arms():
+    """~/identify's 15 s joint-torque motion on 2 simulated xArm 7 arms unlike their URDF, each calibrated unloaded.
+
+    The motion optimised for the joint torques put the club hammer's COM 19.6 mm off on one of 6 such arms,
+    the F/T sensor's design 11.5 mm; the all-joint sinusoids keep it within 8 mm and the mass within 2 %."""
+    from payload_estimator.pipeline.arm_dynamics import calibrate_arm, joint_recording
+    from payload_estimator.pipeline.kinematics import SensorKinematics
+    from payload_estimator.pipeline.sources.joint_effort import JointEfforts
+    from payload_estimator.sim.efforts import ArmMismatch, EffortModel
+    from payload_estimator.sim.mujoco_sim import NO_PAYLOAD
+    from payload_estimator.sim.trajectories import make_trajectory
+
+    spec = get_robot("xarm7")
+    settings = settings_for_robot("xarm7", wrench_source=WrenchSource.JOINT_TORQUES, arm_calibration="",
+                                  estimate_bias=False)
+    plan = plan_identification(settings, IdentifyGoal(duration=15.0), robot_urdf("xarm7"), spec.flange_frame,
+                               spec.joint_names, np.array(spec.q_home))
+    hammer = get_tool("ws_club_hammer")
+    for seed in (0, 5):  # the arms where the optimised motion was worst (19.6 and 11.9 mm; now 1.5 and 0.5)
+        unloaded = simulate(robot="xarm7", payload=NO_PAYLOAD, trajectory=make_trajectory("thesis", spec, duration=30.0,
+                                                                                          seed=1000 + seed),
+                            duration=30.0, noise="moderate", seed=1000 + seed, imu=False,
+                            efforts=EffortModel.for_robot("xarm7", seed=seed), arm_mismatch=ArmMismatch(seed=seed))
+        kin = SensorKinematics(unloaded.urdf, unloaded.sensor_frame, unloaded.joint_names)
+        calibration, _ = calibrate_arm(kin, joint_recording(unloaded.joint_t, unloaded.joint_q, unloaded.joint_effort),
+                                       robot="xarm7")
+        run = simulate(robot="xarm7", payload=hammer, trajectory=plan.trajectory, duration=15.3, noise="moderate",
+                       seed=seed, imu=False, efforts=EffortModel.for_robot("xarm7", seed=seed),
+                       arm_mismatch=ArmMismatch(seed=seed))
+        stream = stream_for_run(run, None, estimator="wls", track_payload=False,
+                                wrench_source=WrenchSource.JOINT_TORQUES, wrench=JointEfforts(calibration))
+        play(stream, recording_from_run(run))
+        assert stream.last is not None
+        found, truth = stream.last.estimate.params, InertialParameters(run.payload_phi)
+        assert abs(found.mass - truth.mass) / truth.mass < 0.02
+        assert 1000.0 * np.linalg.norm(found.com - truth.com) < 8.0

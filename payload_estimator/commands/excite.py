@@ -17,11 +17,12 @@ your own controller. Any arm: ``--urdf FILE --tcp-frame FRAME`` (with ``--start`
 and jerks then get conservative defaults).
 
 ``--for joint-torques`` designs for a robot without an F/T sensor (the node's ``wrench_source:
-joint_torques``): the information is the payload's as the joint torques see it, through the
-Jacobian's transpose, each joint weighted by its effort noise and the uncertainty of its friction
-(``--arm-calibration FILE``: the calibration's residual and friction; else the robot's effort
-table). Such a motion moves more than the wrist, whose small levers show the payload to the
-joints poorly.
+joint_torques``): every joint moves in a slow sinusoid of its own frequency (0.4 to 2.3 rad/s, as
+Lambert's all-joint sinusoids once scaled to the TCP speed limit), the payload's information as
+the joint torques see it (through the Jacobian's transpose, each joint weighted by its effort noise
+and the uncertainty of its friction: ``--arm-calibration FILE``, the calibration's residual and
+friction, else the robot's effort table) picking which joint gets which frequency. A motion
+optimised for that information alone brings out the calibrated arm model's own errors.
 
 ``--shake 0.5`` (or ``1``) designs a short shake instead: the same kind of motion, half a second
 (or one second) long, within the same limits, at rest at both ends; for an F/T sensor or, with

@@ -11,9 +11,18 @@ of are importable from here.
 
 **For joint torques** (``joint_torques=``: a :class:`~payload_estimator.excitation.information.JointTorqueNoise`),
 the information is the payload's as the joint torques see it, ``-S^-1/2 J^T Y`` per sample (see
-:mod:`~payload_estimator.excitation.information`), and the mass and first moment weigh ten times more
-(``_JOINT_TORQUE_MASS_COM_WEIGHT``): the motion moves the joints whose efforts are least noisy
-relative to the payload's lever on them, usually more than the wrist.
+:mod:`~payload_estimator.excitation.information`), and the motion is drawn from another family: every joint
+in a sinusoid of its own frequency, Lambert's all-joint sinusoids (his MIT M.Eng thesis on payload
+identification with a Franka Panda), at the frequencies his motion has once scaled to the TCP's speed limit
+(:data:`_SINUSOID_OMEGA_RANGE`), all scaled together to the largest admissible motion; the joint-torque
+criterion picks among :data:`_SINUSOID_DRAWS` assignments of the frequencies to the joints (from a start where
+none keeps the payload clear of the floor and the base, the criterion's optimum instead). Not the optimum
+of the criterion: what limits a payload seen through the joint torques is the error of the calibrated arm's
+own model, which the effort noise the criterion weighs does not show, and which a motion concentrated on a
+few joints at high accelerations brings out (the optimised motion's worst COM error on the xArm 7 was 19.6 mm
+against 4.0 mm for these sinusoids; see :data:`_SINUSOID_OMEGA_RANGE`). A short shake for joint torques is
+still optimised (mass and first moment weighing ``_JOINT_TORQUE_MASS_COM_WEIGHT``): half a second leaves no
+room for slow sinusoids.
 
 **A short shake** (:func:`design_shake`, :data:`SHAKE_DURATIONS`): the same family cut to half a second
 or one second, the lowest harmonics only (up to :data:`SHAKE_MAX_FREQUENCY_HZ`), a start/stop blend
@@ -86,10 +95,22 @@ __all__ = [
 MIN_DURATION_S = 2.0
 """Shortest motion designed, s: two start/stop blends and at least one period of the series."""
 _JOINT_TORQUE_MASS_COM_WEIGHT = 5.0
-"""The same weight for a design for joint torques: through them the inertia is hardly identifiable (the
-arm's own inertia errors mask it), mass and COM are what counts. On the xArm 6 (3 calibrated arms unlike
-their URDF, club hammer, 15 s, WLS) the worst COM error was 12.3 mm with 0.5 and 2.9 mm with 5 (the
-xArm 7's was 6.8 mm with 0.5; with 5, 19 mm: see ``benchmarks/joint_torques.py``)."""
+"""The same weight for a shake designed for joint torques: through them the inertia is hardly identifiable
+(the arm's own inertia errors mask it), mass and COM are what counts. (When it also designed the 15 s
+motion, on the xArm 6 (3 calibrated arms unlike their URDF, club hammer, WLS) the worst COM error was
+12.3 mm with 0.5 and 2.9 mm with 5; the xArm 7's 6.8 mm with 0.5 and 19 mm with 5.)"""
+_SINUSOID_OMEGA_RANGE = (0.4, 2.3)
+"""Frequencies of the all-joint sinusoids a motion for joint torques has, rad/s: Lambert's 1 to 5 rad/s
+(at 0.3 rad) once his motion is scaled to the 0.25 m/s TCP limit (amplitude and frequency by ``sqrt(s)``,
+``s`` about 0.2 on the Panda and the xArms), rounded to the series' harmonics. Slow on purpose: higher
+frequencies excite the arm's own inertia, which the calibration knows least. Measured (``python
+benchmarks/short_shake.py --identify-only --identify-seeds 6``: 6 calibrated arms unlike their URDF, club
+hammer, 15 s from home, WLS), COM error mean (worst), mm: with 1 to 5 rad/s the xArm 7's 5.0 (10.3) and
+the Panda's 2.1 (6.8); with these, 2.0 (4.0) and 1.9 (3.0)."""
+_SINUSOID_AMPLITUDE = 0.3
+"""Their amplitude before the scaling to the limits, rad (Lambert's); a joint nearer a limit moves less."""
+_SINUSOID_DRAWS = 8
+"""Assignments of the frequencies to the joints the joint-torque criterion picks from."""
 SHAKE_DURATIONS = (0.5, 1.0)
 """Lengths of the short shakes :func:`design_shake` designs, s."""
 SHAKE_MAX_FREQUENCY_HZ = 3.0
@@ -325,6 +346,44 @@ class _JointTorqueInformationSearch(_PayloadInformationSearch):
         return grad
 
 
+def _joint_sinusoids(kin: SensorKinematics, arm: ArmLimits, q0: np.ndarray, limits: MotionLimits, seed: int,
+                     estimate_offsets: bool, payload: InertialParameters, noise: JointTorqueNoise, ramp: float,
+                     ) -> tuple[np.ndarray | None, np.ndarray]:
+    """The best of :data:`_SINUSOID_DRAWS` all-joint sinusoids for the joint torques: (coefficients, harmonics).
+
+    Each draw gives every joint a sinusoid of its own harmonic (distinct numbers, drawn among those whose
+    frequencies are in :data:`_SINUSOID_OMEGA_RANGE`, or ``n`` consecutive ones from its lowest when fewer
+    are) and the amplitude
+    :data:`_SINUSOID_AMPLITUDE` (less where a joint's room to its limits is smaller), all scaled together to
+    the largest admissible motion; the joint-torque criterion picks among the draws. Every joint sets off
+    upwards; only when no such draw is admissible (a start near the floor or the base, say) as many more
+    draws set each joint off either way. None: no draw is admissible (the caller then optimises)."""
+    rng = np.random.default_rng(seed)
+    omega = 2.0 * np.pi / (limits.duration - ramp)
+    lo = max(1, int(np.ceil(_SINUSOID_OMEGA_RANGE[0] / omega)))
+    hi = max(lo + arm.n_joints - 1, int(np.floor(_SINUSOID_OMEGA_RANGE[1] / omega)))
+    room = np.minimum.reduce([arm.q_max - limits.position_margin - q0, q0 - arm.q_min - limits.position_margin,
+                              np.full(arm.n_joints, limits.max_excursion)])
+    amplitude = np.clip(np.minimum(_SINUSOID_AMPLITUDE, 0.95 * room), 0.0, None)  # a joint near a limit moves less
+    best: tuple[float, np.ndarray | None, np.ndarray] = (-np.inf, None, np.arange(1, arm.n_joints + 1))
+    signs = np.random.default_rng([seed, 1])
+    for draw in range(2 * _SINUSOID_DRAWS):
+        if draw == _SINUSOID_DRAWS and best[1] is not None:
+            break  # the rest (each joint setting off either way) only when no draw going up is admissible
+        drawn = rng.choice(np.arange(lo, hi + 1), size=arm.n_joints, replace=False)
+        order = np.argsort(drawn)
+        harmonics = drawn[order]
+        direction = np.ones(arm.n_joints) if draw < _SINUSOID_DRAWS else signs.choice([-1.0, 1.0], arm.n_joints)
+        C = np.zeros((2 * arm.n_joints, arm.n_joints))
+        C[np.arange(arm.n_joints), order] = (direction * amplitude)[order]  # joint order[i] moves with harmonics[i]
+        problem = _JointTorqueInformationSearch(kin, arm, q0, limits, ramp, harmonics, noise, estimate_offsets,
+                                                payload)
+        score, admissible = problem.score((C / problem.unit).reshape(-1))
+        if admissible is not None and score > best[0]:
+            best = (score, admissible, harmonics)
+    return best[1], best[2]
+
+
 def _validate_start(arm: ArmLimits, q_start: np.ndarray, limits: MotionLimits) -> np.ndarray:
     """(n,) the start as an array; ``ExcitationError`` if it is not a finite pose inside the limits' margin."""
     q = np.asarray(q_start, dtype=float).reshape(-1)
@@ -417,9 +476,9 @@ def design_excitation(
         force_std: force noise per axis that weighs the information, N.
         torque_std: torque noise per axis that weighs the information, N·m.
         payload: what the design is scored and predicted for (:func:`nominal_payload`).
-        joint_torques: design for the payload seen through the joint torques with this noise per joint
-            (``estimate_offsets`` then means an offset per joint; the node's joint-torque mode has
-            none: the calibration knows them). None: for an F/T sensor.
+        joint_torques: design for the payload seen through the joint torques with this noise per joint:
+            all-joint sinusoids (module docstring; ``estimate_offsets`` then means an offset per joint; the
+            node's joint-torque mode has none: the calibration knows them). None: for an F/T sensor.
 
     Raises:
         ExcitationError: the start is outside the limits or within their margin, the duration is
@@ -480,7 +539,14 @@ def _design(kin: SensorKinematics, arm: ArmLimits, q0: np.ndarray, limits: Motio
         problem = _JointTorqueInformationSearch(kin, arm, q0, limits, ramp, harmonics, joint_torques,
                                                 estimate_offsets, payload, design_rate_hz)
 
-    best_C = problem.search(seed)
+    best_C = None
+    if joint_torques is not None and kind == "designed":
+        found, sinusoids = _joint_sinusoids(kin, arm, q0, limits, seed, estimate_offsets, payload, joint_torques,
+                                            ramp)
+        if found is not None:
+            best_C, harmonics = found, sinusoids
+    if best_C is None:  # for an F/T sensor, a shake, or no admissible sinusoids from this start: the optimum
+        best_C = problem.search(seed)
     if best_C is None:
         raise ExcitationError("no admissible motion was found: relax the limits (TCP speed, clearances)")
     trajectory, check = fit_to_limits(FourierExcitation(q0, best_C, limits.duration, ramp, harmonics,

@@ -12,9 +12,13 @@ to where it started:
   (:func:`~payload_estimator.excitation.design_excitation`; arm limits from the
   robot preset when the joints are the preset's, else from the URDF), with the
   settings' motion limits and the goal's overrides, sampled into the points sent
-  to the controller. With ``wrench_source: joint_torques`` it is designed for the
-  payload as the joint torques see it (:func:`joint_torque_noise`: the arm
-  calibration's residual and friction), else for the F/T sensor; the goal's
+  to the controller. With ``wrench_source: joint_torques`` it is the all-joint
+  sinusoids the design picks for the payload as the joint torques see it
+  (:func:`joint_torque_noise`: the arm calibration's residual and friction;
+  slow sinusoids on every joint keep the calibrated arm model's own error low:
+  on 6 simulated xArm 7 arms the worst COM error of the club hammer after 15 s
+  was 19.6 mm with the motion optimised for the joint torques, 11.5 mm with the
+  F/T sensor's, 4.0 mm with these), else for the F/T sensor; the goal's
   ``motion`` asks for a short shake instead (:func:`parse_motion`). Slow (an
   optimisation): the node runs it in the action's own thread, never in its
   processing loop;
