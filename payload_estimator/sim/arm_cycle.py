@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from payload_estimator.sim.stepper import WorkSchedule
     from payload_estimator.sim.trajectories import PickAndPlace
 
-__all__ = ["ArmCycle", "arm_work_cycle", "ARM_CYCLE_PAYLOADS", "box_around"]
+__all__ = ["ArmCycle", "arm_work_cycle", "ARM_CYCLE_PAYLOADS", "STATION_ARC_M", "box_around"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,6 +95,16 @@ Then the cordless drill (1.55 kg) and the 316 g ``hammer`` of Nadeau et al.'s mo
 object; the ruler is a light one."""
 
 
+STATION_ARC_M = 0.22
+"""How far the flange travels from home to the pick and to the place at most, m, along its arc about the base.
+
+The same work on every arm: the Panda, the FR3 and the xArms keep their 0.6 rad of base swing (18 to 22 cm),
+the longer UR5e and UR10e turn their bases 0.35 and 0.25 rad. At 0.6 rad the UR10e carried its parts 52 cm
+each way under the 0.25 m/s TCP cap, a cycle of 24 s instead of 13 to 14 with its wrist level for up to 10 s
+at a time, the F/T offsets' whole window (``offset_window_s``): the offsets kept between its tilts drifted
+unseen, and the tracking figures were the slow cycle's, not the arm's."""
+
+
 def box_around(names: tuple[str, ...], margin: float = 0.01) -> Box:
     """Return the box around the envelopes of catalogue payloads or workshop tools, ``margin`` m more on each side.
 
@@ -119,7 +129,8 @@ def arm_work_cycle(robot: str | RobotSpec = "panda", seed: int = 0, payloads: tu
     """Picks and places, one catalogue payload per pick-and-place cycle, with contacts.
 
     The arm repeats :class:`~payload_estimator.sim.trajectories.PickAndPlace` (its carry tilts
-    the wrist by ``carry_tilt``; the gripper dwells ``dwell`` s at the pick and at the place).
+    the wrist by ``carry_tilt``; the gripper dwells ``dwell`` s at the pick and at the place; the pick
+    and the place are at most :data:`STATION_ARC_M` from home, so every arm carries its parts alike).
     The gripper closes on payload ``k`` a quarter into the ``k``-th pick's dwell and opens three
     quarters into the place's dwell; it is empty in between. Contacts (the same kinds as
     :func:`default_cycle`):
@@ -144,10 +155,10 @@ def arm_work_cycle(robot: str | RobotSpec = "panda", seed: int = 0, payloads: tu
         raise ValueError("a work cycle needs at least one payload")
     rng = np.random.default_rng(seed)
     spec = resolve_robot(robot)
-    one = PickAndPlace(spec, dwell=dwell, carry_tilt=carry_tilt)
+    one = PickAndPlace(spec, dwell=dwell, carry_tilt=carry_tilt, station_arc=STATION_ARC_M)
     period = one.cycle_duration
     duration = period * len(payloads)
-    trajectory = PickAndPlace(spec, duration=duration, dwell=dwell, carry_tilt=carry_tilt)
+    trajectory = PickAndPlace(spec, duration=duration, dwell=dwell, carry_tilt=carry_tilt, station_arc=STATION_ARC_M)
     (p0, p1), (q0, q1) = one.pick_dwell, one.place_dwell
     empty = InertialParameters.zero()
     changes: list[tuple[float, InertialParameters]] = []

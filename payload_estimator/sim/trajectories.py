@@ -393,14 +393,19 @@ class PickAndPlace:
     ``wrist_turn`` (the wrist rotates during the transfer); ``pick`` and
     ``place`` are ``drop`` metres lower, found by inverse kinematics. Each
     segment is long enough for the TCP and joint speed limits (at least
-    ``min_segment`` s).
+    ``min_segment`` s). With ``station_arc`` the base turns less on an arm whose
+    flange is far from the base frame's z axis at home: the flange travels at most
+    ``station_arc`` m along its arc from home to above-pick (and to above-place),
+    so a long arm carries its parts no farther, and so no slower, than a short one.
 
     Args:
         spec: the robot.
         duration: total length, s; the cycle repeats (``None``: one cycle).
         base_swing: rad. wrist_turn: rad. drop: m. dwell: s. min_segment: s. carry_tilt: rad.
+        station_arc: m, or None (the base turns by ``base_swing`` whatever the arm's reach).
 
     Attributes:
+        base_swing: rad, how far the base turns from home to above-pick (``station_arc`` applied).
         waypoints: (W, n) the joint configurations of one cycle, rad.
         segment_durations: (W - 1,) s.
         cycle_duration: s.
@@ -420,8 +425,15 @@ class PickAndPlace:
         dwell: float = 0.4,
         min_segment: float = 0.8,
         carry_tilt: float = 0.0,
+        station_arc: float | None = None,
     ) -> None:
         q_home = np.array(spec.q_home, dtype=float)
+        if station_arc is not None:
+            _, p_home = _flange_pose(spec, q_home[None, :])
+            radius = float(np.hypot(p_home[0], p_home[1]))  # from the base frame's z axis (the base joint's), m
+            if radius * abs(base_swing) > station_arc:
+                base_swing = float(np.copysign(station_arc / radius, base_swing))
+        self.base_swing = float(base_swing)
         above_pick = q_home.copy()
         above_pick[0] += base_swing
         above_place = q_home.copy()
