@@ -200,23 +200,23 @@ class ArmStepper:
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(dq_c, ddq_c, d_tau, sensordata)`` of a step from ``dq_before`` to ``dq_after`` (module docstring).
 
-        ``d_tau``: the change of the torque the rigid arm needs, from the engine's state speed to
-        ``dq_c``. The contact forces (``xfrc_applied``) are the step's, still in :attr:`data`."""
-        arm, s = self.arm, self._scratch
+        ``d_tau``: the change of the torque the rigid arm needs, from the engine's state speed to ``dq_c``
+        (the same positions and acceleration: the change of the bias forces less the passive ones, which
+        :attr:`data` still holds at the engine's speed after ``mj_step2``). The contact forces
+        (``xfrc_applied``) are the step's, still in :attr:`data`."""
+        arm, s, d = self.arm, self._scratch, self.data
         m, dadr = arm.model, arm.dof_adr
         dq_c = 0.5 * (dq_before + dq_after)
         ddq_c = (dq_after - dq_before) / m.opt.timestep
-        s.qpos[:] = self.data.qpos  # every other coordinate (none on a plain arm) as the engine has it
+        s.qpos[:] = d.qpos  # every other coordinate (none on a plain arm) as the engine has it
         s.qpos[arm.qpos_adr] = q
         s.qvel[:] = 0.0
         s.qacc[:] = 0.0
-        s.xfrc_applied[:] = self.data.xfrc_applied
-        s.qvel[dadr], s.qacc[dadr] = dq_before, ddq_c
+        s.xfrc_applied[:] = d.xfrc_applied
+        s.qvel[dadr], s.qacc[dadr] = dq_c, ddq_c
         mujoco.mj_inverse(m, s)
-        at_engine_speed = s.qfrc_inverse[dadr].copy()
-        s.qvel[dadr] = dq_c
-        mujoco.mj_inverse(m, s)
-        return dq_c, ddq_c, s.qfrc_inverse[dadr] - at_engine_speed, s.sensordata.copy()
+        d_tau = (s.qfrc_bias[dadr] - s.qfrc_passive[dadr]) - (d.qfrc_bias[dadr] - d.qfrc_passive[dadr])
+        return dq_c, ddq_c, d_tau, s.sensordata.copy()
 
     def reset(self, q: np.ndarray, dq: np.ndarray) -> None:
         """Put the arm at ``q`` (n,) rad with speed ``dq`` (n,) rad/s."""
