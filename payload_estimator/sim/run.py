@@ -60,7 +60,9 @@ class SimulatedRun:
             (about the origin of S).
         true_ft_bias: (M, 6) the offset added to each wrench sample.
         true_q, true_dq, true_ddq: (N, n) the simulator's joint state and
-            acceleration at ``joint_t``, noise-free.
+            acceleration at ``joint_t``, noise-free: the positions, and the speed and acceleration of
+            the smooth motion through them (their central and second differences at the physics
+            rate, :mod:`payload_estimator.sim.stepper`).
         true_wrench_in_sensor: (M, 6) noise-free, bias-free wrench.
         true_joint_torque: (N, n) the motors' torque (rigid body, payload and friction), N·m.
         true_joint_friction: (N, n) its part against friction (same sign as the speed), N·m;
