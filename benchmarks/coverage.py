@@ -24,7 +24,7 @@ overconfident, below: conservative). ``ident.`` is the share of runs in
 which the data (or, for PMD, the shape) determined the quantity; only those
 runs count, as only those values are handed over.
 
-Run:  python benchmarks/coverage.py [--seeds 20] [--pipeline-seeds 4] [--joint-torques-seeds 3] [--c1 3]
+Run:  python benchmarks/coverage.py [--seeds 20] [--pipeline-seeds 4] [--joint-torques-seeds 3] [--c1 1]
       [--skip-pipeline]
 """
 

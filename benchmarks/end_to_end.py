@@ -9,7 +9,7 @@ et al.'s metrics after 2, 5 and 10 s of motion, averaged over payloads and
 seeds. The last table is the pipeline's throughput (alignment + filtering +
 kinematics + statistics + estimates at 10 Hz), in input samples per second.
 
-Run:  python benchmarks/end_to_end.py [--robots panda xarm7] [--seeds 2] [--trajectory paper004] [--c1 3]
+Run:  python benchmarks/end_to_end.py [--robots panda xarm7] [--seeds 2] [--trajectory paper004] [--c1 1]
 """
 
 from __future__ import annotations

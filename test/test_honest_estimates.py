@@ -226,4 +226,4 @@ def test_one_c1_default_everywhere(capsys):
         assert parser.get_default("c1") is None
         help_text = " ".join(parser.format_help().split())
         defaults.add(float(help_text.split("(see pmd.C1_DEFAULT) (default ")[1].split(")")[0]))
-    assert defaults == {3.0}
+    assert defaults == {1.0}
