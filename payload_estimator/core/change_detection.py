@@ -215,7 +215,7 @@ class ChangeDetector:
         phi, bias, C, _ = self.reference
         Y = samples_regressor(samples)
         r = samples.wrench_in_sensor - Y @ phi - bias - self.drift
-        return r, np.einsum("nki,ij,nlj->nkl", Y, C, Y) + self.noise_covariance()
+        return r, (Y @ C) @ Y.transpose(0, 2, 1) + self.noise_covariance()  # Y C Y^T per sample
 
     def d2(self, samples: SensorSamples) -> np.ndarray | None:
         """(n,) each sample's ``d² = r^T R^-1 r`` (0 for a non-finite one), or None without a reference."""
