@@ -26,9 +26,10 @@ __all__ = ["ProcessingLoop", "loop_period", "LOOP_PERIOD_S"]
 LOOP_PERIOD_S = PROCESS_PERIOD_S
 """Longest period of the node's loop, s: one Driver turn (50 ms of input), or less to publish faster than
 ``1 / LOOP_PERIOD_S``. The Driver processes by the inputs' stamps whatever a turn holds, so the estimate
-does not depend on the period. Each turn costs the stream a fixed share: at 1 kHz + 1 kHz the whole
-process took 33 % of a core with 10 ms turns, 26 % with 20 ms, 23 % with 40 ms and 21 % with 50 ms
-(benchmarks/node_cpu.py, an idle 2-core machine, when the Driver still split a turn into 10 ms ones)."""
+does not depend on the period. Each turn costs the stream a fixed share, so longer turns cost less: at
+1 kHz + 1 kHz the whole process took 33 % of a core with 10 ms turns, 26 % with 20 ms, 23 % with 40 ms
+and 21 % with 50 ms (benchmarks/node_cpu.py ``loop_period_s=...``, an idle 2-core machine; measured on an
+older release whose estimates cost more, so the shares are higher than today's, their order the same)."""
 
 
 def loop_period(settings: Any, longest_s: float = LOOP_PERIOD_S) -> float:
