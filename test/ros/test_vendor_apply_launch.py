@@ -89,7 +89,7 @@ least certain part: 7-12 % in the runs seen; cf. max_inertia_rel_std, 25 % of th
 @launch_testing.parametrize("robot", ["panda", "xarm7", "ur5e"])
 def generate_test_description(robot):
     if importlib.util.find_spec(VENDOR_PACKAGE[robot]) is None:
-        raise unittest.SkipTest(f"{VENDOR_PACKAGE[robot]} is not installed (docs/ros.md: the robots' interface packages)")
+        raise unittest.SkipTest(f"{VENDOR_PACKAGE[robot]} is not installed (docs/ros.md: interface packages)")
     share = get_package_share_directory("payload_estimator")
     demo = launch.actions.IncludeLaunchDescription(
         PythonLaunchDescriptionSource(os.path.join(share, "launch", "sim_demo.launch.py")),
