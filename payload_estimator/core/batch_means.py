@@ -74,10 +74,7 @@ class BlockSums:
         """These block sums as they are now, to be computed later (a copy unless already deferred)."""
         if self._make is not None:
             return self._make
-        frozen = BlockSums.__new__(BlockSums)
-        frozen.length_s, frozen._make = self.length_s, None
-        frozen.gram, frozen.n_blocks, frozen._key, frozen._carry = (
-            self.gram.copy(), self.n_blocks, self._key, self._carry.copy())
+        frozen = self._copy()
         return lambda: frozen
 
     @property

@@ -157,8 +157,7 @@ def _score_covariance(
         S = S + analysis.slow_score
     # Residuals at the variance floor at least, channel by channel: data that fit exactly (a
     # frozen, repeated message) must give a large but finite information, not an overflow.
-    w = np.asarray(channel_weights, dtype=float)
-    S = S + _VARIANCE_FLOOR * np.tensordot(w * w, stats.channel_gram(with_bias), axes=1)
+    S = S + _VARIANCE_FLOOR * np.tensordot(weights * weights, stats.channel_gram(with_bias), axes=1)
     batches = getattr(stats, "batch_score_covariance", None)
     S_batches = batches(x, with_bias, channel_weights) if batches is not None else None
     if S_batches is not None:
