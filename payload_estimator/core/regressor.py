@@ -278,9 +278,19 @@ def regressor_noise_gram(lin_acc_std: float, ang_acc_std: float, reduced: bool =
     ``a`` noise only. Gravity (from the orientation) and the F/T offset columns are taken as exact;
     noise in ``omega`` is not modelled (gyro and encoder rates are orders of magnitude cleaner).
     """
-    var = np.r_[np.full(3, float(lin_acc_std) ** 2), np.full(3, 0.0 if reduced else float(ang_acc_std) ** 2)]
-    K = _K[:6].reshape(6, 6, N_PARAMS)  # feature, channel, parameter
+    lin, ang = float(lin_acc_std) ** 2, 0.0 if reduced else float(ang_acc_std) ** 2
+    var = np.array([lin, lin, lin, ang, ang, ang])
+    outer = _NOISE_OUTER_REDUCED if reduced else _NOISE_OUTER
+    return (var @ outer).reshape(6, N_PARAMS, N_PARAMS)
+
+
+def _noise_outer(reduced: bool) -> np.ndarray:
+    """(6, 6 * 10 * 10) ``K_fki K_fkj`` per acceleration feature ``f``: :func:`regressor_noise_gram`'s terms."""
+    K = _K[:6].reshape(6, 6, N_PARAMS).copy()  # feature, channel, parameter
     if reduced:
-        K = K.copy()
         K[:, :, 4:] = 0.0  # the reduced regressor has no inertia columns
-    return np.einsum("f,fki,fkj->kij", var, K, K)
+    return np.einsum("fki,fkj->fkij", K, K).reshape(6, -1)
+
+
+_NOISE_OUTER = _noise_outer(False)
+_NOISE_OUTER_REDUCED = _noise_outer(True)

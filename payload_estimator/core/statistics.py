@@ -602,7 +602,8 @@ class RegressorStatistics:
         """``sum_k c_k M_k``: the Gram of all channels, each weighted by ``c_k`` (default 1)."""
         if channel_weights is None:
             return self.gram.sum(axis=0)
-        return np.tensordot(np.asarray(channel_weights, dtype=float), self.gram, axes=1)
+        M = self.gram
+        return (np.asarray(channel_weights, dtype=float) @ M.reshape(6, -1)).reshape(M.shape[1:])
 
     def normal_equations(
         self, with_bias: bool, channel_weights: np.ndarray | None = None
@@ -671,7 +672,8 @@ class RegressorStatistics:
         kept = self._kept_analysis
         if kept is not None:
             bias0, c0, x0, n0, w0, analysis, _ = kept
-            if (bias0 == with_bias and x0.shape == x.shape and np.allclose(c0, c, rtol=KEPT_GROWTH, atol=0.0)
+            same_weights = bool(np.all(np.abs(c0 - c) <= KEPT_GROWTH * np.abs(c)))  # np.allclose, rtol only
+            if (bias0 == with_bias and x0.shape == x.shape and same_weights
                     and n0 <= self.n_samples <= (1.0 + KEPT_GROWTH) * n0 and w0 > 0.0):
                 step = x - x0
                 moved = np.einsum("i,kij,j->k", step, self.channel_gram(with_bias), step)

@@ -69,6 +69,7 @@ from payload_estimator.core.estimators.base import (
     scaled_eigh,
     solve_psd,
 )
+from payload_estimator.core.estimators.linear_algebra import eigh
 from payload_estimator.core.estimators.qp import LiftedPointMassQP
 from payload_estimator.core.estimators.uncertainty import drift_covariance, sandwich_information
 from payload_estimator.core.regressor import (
@@ -657,10 +658,10 @@ class PointMassDiscretization(Estimator):
         # What no arrangement of these points shows: the mass within each point's cell, and a
         # density that varies within the eighths. Each inertia entry gets its own spread.
         S0[4:, 4:] += np.eye(6) * (SHAPE_INERTIA_SPREAD * self._inertia_scale(m_bar)) ** 2
-        lam_S, U = np.linalg.eigh(0.5 * (S0 + S0.T))
+        lam_S, U = eigh(0.5 * (S0 + S0.T))
         R = U * np.sqrt(np.clip(lam_S, 0.0, None))
         M = R.T @ H @ R
-        lam, V = np.linalg.eigh(0.5 * (M + M.T))
+        lam, V = eigh(0.5 * (M + M.T))
         W = R @ V
         cov = (W / np.maximum(lam + 1.0, 1.0)) @ W.T
         return 0.5 * (cov + cov.T)

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import lapack
 
 from payload_estimator.core.estimators.base import scaled_eigh
 
@@ -81,6 +82,8 @@ _REFINED = 1e-9
 """A round of iterative refinement that moved no mass by more than this share of the largest is the last
 (on noisy data the first round's correction is 1e-10 to 1e-8 of the masses: no estimate shows it)."""
 _SUPPORT_TOL = 1e-6
+EXACT_ON_SUPPORT = "solved exactly on the last support"
+"""The status of a solve that the last answer's support answered exactly (no OSQP iteration)."""
 MASS_ANCHOR = 1e-2
 """``lambda`` times this pulls the common level ``w`` towards 1 (the reference body's mass): nothing
 where the data hold the mass, but a problem whose data cannot tell the mass from the F/T offsets
@@ -187,19 +190,19 @@ class _SupportProblem:
         P_us[position[c_rows[inside]], c_cols[inside]] = c_vals[inside]
         C = self.C_u[:, S]
         d_inv = 1.0 / diag_u[S]
-        capacitance = 0.5 * np.eye(p) + (C * d_inv) @ C.T
+        capacitance = _cholesky(0.5 * np.eye(p) + (C * d_inv) @ C.T)
 
         def apply_inverse(X: np.ndarray) -> np.ndarray:
             """``(D + 2 C^T C)^-1 X`` (Woodbury)."""
             Y = d_inv * X if X.ndim == 1 else d_inv[:, None] * X
-            return Y - (d_inv * (C.T @ np.linalg.solve(capacitance, C @ Y)).T).T
+            return Y - (d_inv * (C.T @ _cholesky_solve(capacitance, C @ Y)).T).T
 
         A_us = P_us + 2.0 * C.T @ self.C_s
         A_ss = self.P_ss + 2.0 * self.C_s.T @ self.C_s
-        schur = A_ss - A_us.T @ apply_inverse(A_us)
+        schur = _cholesky(A_ss - A_us.T @ apply_inverse(A_us))
 
         def block_solve(r_u: np.ndarray, r_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            d_s = np.linalg.solve(schur, r_s - A_us.T @ apply_inverse(r_u))
+            d_s = _cholesky_solve(schur, r_s - A_us.T @ apply_inverse(r_u))
             return apply_inverse(r_u - A_us @ d_s), d_s
 
         b_u, b_s = -self.q_u[S], -self.q_s
@@ -216,6 +219,25 @@ class _SupportProblem:
         y_u = np.zeros(n)
         y_u[S] = x_u
         return y_u, y_s
+
+
+def _cholesky(A: np.ndarray) -> np.ndarray:
+    """The lower Cholesky factor of a symmetric positive definite ``A``; ``LinAlgError`` when it is not.
+
+    LAPACK's ``dpotrf`` without numpy's or scipy's checks: :meth:`_SupportProblem.solve` solves with
+    it many times."""
+    factor, info = lapack.dpotrf(A, lower=1, clean=0)
+    if info != 0:
+        raise np.linalg.LinAlgError("not positive definite")
+    return factor
+
+
+def _cholesky_solve(factor: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``A^-1 b`` from :func:`_cholesky`'s factor of ``A`` (``b`` a vector or a matrix)."""
+    x, info = lapack.dpotrs(factor, b, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError("singular")
+    return x
 
 
 class LiftedPointMassQP:
@@ -478,6 +500,11 @@ class LiftedPointMassQP:
         import osqp
 
         ws = self._workspace
+        if ws is not None and not self._cold and self.refine:
+            exact = self._exact_on_last_support(P_values, q, M)
+            if exact is not None:
+                self._x = exact
+                return QPResult(exact[: self.n + self.nb].copy(), EXACT_ON_SUPPORT, 0, True)
         t_update = time.perf_counter()
         if ws is not None and self._cold:  # set up before any solve, or reset: start afresh
             ws.update(q=q, Px=P_values, Ax=A_values)
@@ -530,6 +557,49 @@ class LiftedPointMassQP:
             x = refined
         self._x, self._y = x.copy(), res.y.copy()
         return QPResult(x[: self.n + self.nb].copy(), status, int(res.info.iter), converged)
+
+    def _exact_on_last_support(self, P_values: np.ndarray, q: np.ndarray, M: np.ndarray) -> np.ndarray | None:
+        """The minimiser, when the last answer's support still holds it; else None (OSQP must search).
+
+        The QP is strictly convex, so a point that meets its optimality conditions is its minimiser:
+        on the last support, the exact solve's masses are non-negative, and no point held at zero
+        is pulled below it (its gradient is not negative beyond :data:`_SUPPORT_TOL` of the largest).
+        Between two estimates a few tenths of a second apart the support rarely changes, and this
+        costs one solve of :meth:`_SupportProblem.solve` where OSQP's update and iterations cost
+        several. As for :meth:`_refine`, the total mass may not move by more than
+        :data:`REFINE_MASS_SHIFT` from the last answer's (a flat direction: OSQP's answer instead).
+
+        Args:
+            P_values: CSC data of the objective's Hessian (:meth:`_objective_values`).
+            q: (n_variables,) the objective's linear term.
+            M: (p, n + nb) ``L^T T``, the constraint block of the masses and offsets.
+
+        Returns:
+            (n_variables,) the primal vector (``z`` consistent with it), or None.
+        """
+        support, x_last = self._support, self._x
+        n = self.n
+        if support is None or x_last is None or support.shape != (n,) or not support.any():
+            return None
+        nx = n + self.nb + self.n_groups + 1
+        problem = _SupportProblem.from_objective(P_values, self._P_coordinates, q, M, n, nx)
+        if problem is None:
+            return None
+        try:
+            y_u, y_s = problem.solve(support)
+        except np.linalg.LinAlgError:
+            return None
+        if not (np.all(np.isfinite(y_u)) and np.all(np.isfinite(y_s))) or np.any(y_u[support] < 0.0):
+            return None
+        gradient = problem.gradient(y_u, y_s)
+        scale = float(np.max(np.abs(gradient)))
+        if np.any(gradient[~support] < -_SUPPORT_TOL * max(scale, 1e-300)):
+            return None
+        mass_row = self.P_points[0]
+        total = float(mass_row @ np.clip(x_last[:n], 0.0, None))  # in this solve's units (rescaled)
+        if abs(float(mass_row @ y_u) - total) > REFINE_MASS_SHIFT * max(total, REFINE_MASS_SHIFT):
+            return None
+        return np.r_[y_u, y_s, problem.C_u @ y_u + problem.C_s @ y_s]
 
     def _refine(self, P_values: np.ndarray, q: np.ndarray, M: np.ndarray, x: np.ndarray,
                 deadline: float = np.inf, converged: bool = True) -> np.ndarray | None:

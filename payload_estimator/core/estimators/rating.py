@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from payload_estimator.core.estimators.linear_algebra import pinv_psd, scaled_eigh
+from payload_estimator.core.estimators.linear_algebra import eigh, pinv_psd, scaled_eigh
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.regressor import N_PARAMS
 from payload_estimator.core.results import (
@@ -303,7 +303,7 @@ def inertia_identifiable(
     if np.any(d[4:N_PARAMS] == 0.0):
         return False
     d[d == 0.0] = 1.0
-    lam, V = np.linalg.eigh(information / np.outer(d, d))
+    lam, V = eigh(information / np.outer(d, d))
     if lam[0] <= max(lam[-1], 0.0) * 1e-12:
         return False
     cov = (V / lam) @ V.T / np.outer(d, d)

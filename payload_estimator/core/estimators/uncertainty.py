@@ -12,8 +12,9 @@
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import lapack
 
-from payload_estimator.core.estimators.linear_algebra import pinv_psd, scaled_eigh
+from payload_estimator.core.estimators.linear_algebra import eigh, pinv_psd, scaled_eigh
 from payload_estimator.core.estimators.rating import MIN_FIT_BLOCKS
 from payload_estimator.core.regressor import N_PARAMS
 from payload_estimator.core.statistics import RegressorStatistics
@@ -73,11 +74,24 @@ def compensate_regressor_noise(A: np.ndarray, noise: np.ndarray, floor: float = 
     W = V[:, keep] / np.sqrt(lam[keep])  # A^-1/2 on its range
     Ns = noise / np.outer(d, d)
     M = np.eye(int(keep.sum())) - W.T @ Ns @ W
-    mu, U = np.linalg.eigh(0.5 * (M + M.T))
-    M = (U * np.clip(mu, floor, 1.0)) @ U.T
+    M = 0.5 * (M + M.T)
+    if not _within(M, floor):
+        mu, U = eigh(M)
+        M = (U * np.clip(mu, floor, 1.0)) @ U.T
     R = V[:, keep] * np.sqrt(lam[keep])  # A^1/2 on its range
     out = R @ M @ R.T
     return 0.5 * (out + out.T) * np.outer(d, d)
+
+
+def _within(M: np.ndarray, floor: float) -> bool:
+    """Whether the symmetric ``M``'s eigenvalues all lie in ``[floor, 1]`` (what clipping would leave alone).
+
+    ``M - floor I`` and ``(1 + 1e-12) I - M`` positive definite: two Cholesky factorisations, a
+    fraction of an eigendecomposition (``M`` is ``I`` less a PSD noise term: its eigenvalues reach 1
+    along what the noise does not touch, the offsets)."""
+    eye = np.eye(M.shape[0])
+    return (lapack.dpotrf(M - floor * eye, lower=1)[1] == 0
+            and lapack.dpotrf((1.0 + 1e-12) * eye - M, lower=1)[1] == 0)
 
 
 def correlation_factors(
@@ -179,7 +193,7 @@ def _at_least(S: np.ndarray, other: np.ndarray) -> np.ndarray:
     root = V * np.sqrt(lam)[None, :]  # S / (d d^T) = root root^T
     inv_root = V / np.sqrt(lam)[None, :]
     M = inv_root.T @ (other / np.outer(d, d)) @ inv_root
-    mu, U = np.linalg.eigh(0.5 * (M + M.T))
+    mu, U = eigh(0.5 * (M + M.T))
     raised = root @ U @ np.diag(np.maximum(mu, 1.0)) @ U.T @ root.T
     return np.outer(d, d) * 0.5 * (raised + raised.T)
 
