@@ -46,7 +46,7 @@ from collections import defaultdict
 import numpy as np
 
 from payload_estimator.core.inertia import InertialParameters
-from payload_estimator.core.metrics import paper_errors
+from payload_estimator.core.metrics import mean_and_worst, paper_errors
 from payload_estimator.excitation import (
     ArmLimits,
     MotionLimits,
@@ -144,13 +144,6 @@ def _motion(robot: str, kind: str, duration: float, q_start: np.ndarray | None =
                              MotionLimits(duration=duration), seed=0).trajectory
 
 
-def _cell(values: list) -> str:
-    v = np.asarray(values, dtype=float)
-    if np.all(np.isnan(v)):
-        return "no estimate"
-    return f"{np.nanmean(v):.2f} ({np.nanmax(v):.2f})"
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=3, help="arms (mismatch and noise seeds) per robot (default 3)")
@@ -228,8 +221,8 @@ def main() -> None:
     verdicts = []
     for (robot, payload_name, motion, method, source), rows in results.items():
         mass, com, inertia = ([r[k] for r in rows] for k in ("mass", "com_mm", "inertia"))
-        print(f"| {robot} | {payload_name} | {motion} | {method.upper()} | {labels[source]} | {_cell(mass)} | "
-              f"{_cell(com)} | {_cell(inertia)} |")
+        print(f"| {robot} | {payload_name} | {motion} | {method.upper()} | {labels[source]} | {mean_and_worst(mass)} | "
+              f"{mean_and_worst(com)} | {mean_and_worst(inertia)} |")
         if robot in TARGET and source == "calibrated" and payload_name == "ws_club_hammer":
             m_max, c_max = TARGET[robot]
             worst_m, worst_c = float(np.nanmax(mass)), float(np.nanmax(com))
@@ -274,8 +267,8 @@ def singular(args: argparse.Namespace) -> None:
                     res[rows].append(_estimate(run, payload, "wls", "calibrated", cal, joint_space_rows=rows))
             for rows, name in ((True, "joint-space rows"), (False, "pseudo-inverse wrench")):
                 r = res[rows]
-                print(f"| {robot} | {label} | {min(sv_min):.3f} | {name} | {_cell([x['mass'] for x in r])} | "
-                      f"{_cell([x['com_mm'] for x in r])} | {_cell([x['inertia'] for x in r])} |")
+                print(f"| {robot} | {label} | {min(sv_min):.3f} | {name} | {mean_and_worst([x['mass'] for x in r])} | "
+                      f"{mean_and_worst([x['com_mm'] for x in r])} | {mean_and_worst([x['inertia'] for x in r])} |")
 
 
 if __name__ == "__main__":

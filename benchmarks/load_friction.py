@@ -31,7 +31,7 @@ from collections import defaultdict
 import numpy as np
 
 from payload_estimator.core.inertia import InertialParameters
-from payload_estimator.core.metrics import paper_errors
+from payload_estimator.core.metrics import mean_and_worst, paper_errors
 from payload_estimator.pipeline.arm_dynamics import calibrate_arm, joint_recording
 from payload_estimator.pipeline.joint_torques import payload_torques
 from payload_estimator.pipeline.kinematics import SensorKinematics
@@ -69,13 +69,6 @@ def _estimate(run, payload, calibration) -> dict:
     z = np.nan if cov is None else abs(final.estimate.params.mass - truth.mass) / np.sqrt(max(cov[0, 0], 1e-300))
     return {"mass": err.mass, "com_mm": 1000.0 * float(np.linalg.norm(final.estimate.params.com - truth.com)),
             "inertia": err.inertia, "z": float(z)}
-
-
-def _cell(values: list) -> str:
-    v = np.asarray(values, dtype=float)
-    if np.all(np.isnan(v)):
-        return "no estimate"
-    return f"{np.nanmean(v):.2f} ({np.nanmax(v):.2f})"
 
 
 def main() -> None:
@@ -141,7 +134,7 @@ def main() -> None:
     print("| robot | simulator load friction | calibration | mass % | COM mm | inertia % | mass error / std |")
     print("|---|---|---|---|---|---|---|")
     for (robot, mu, kind), rows in results.items():
-        cells = [_cell([r[k] for r in rows]) for k in ("mass", "com_mm", "inertia", "z")]
+        cells = [mean_and_worst([r[k] for r in rows]) for k in ("mass", "com_mm", "inertia", "z")]
         print(f"| {robot} | {'mu ' + format(mu, 'g') if mu else 'off'} | {kind} | {' | '.join(cells)} |")
 
 

@@ -25,7 +25,7 @@ import scipy.linalg
 
 from payload_estimator.core.inertia import InertialParameters, pseudo_inertia
 
-__all__ = ["ErrorMetrics", "paper_errors", "geodesic_distance"]
+__all__ = ["ErrorMetrics", "paper_errors", "geodesic_distance", "mean_and_worst"]
 
 _UPPER = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
 
@@ -93,3 +93,13 @@ def geodesic_distance(a: InertialParameters, b: InertialParameters) -> float:
         return float("inf")
     lam = scipy.linalg.eigh(Pb, Pa, eigvals_only=True)
     return float(np.sqrt(np.sum(np.log(lam) ** 2)))
+
+
+def mean_and_worst(errors: list) -> str:
+    """A benchmark table's cell of error figures: ``"mean (worst)"`` to two decimals, runs without one (NaN) left out.
+
+    ``"no estimate"`` when no run has one."""
+    v = np.asarray(errors, dtype=float)
+    if v.size == 0 or np.all(np.isnan(v)):
+        return "no estimate"
+    return f"{np.nanmean(v):.2f} ({np.nanmax(v):.2f})"
