@@ -21,7 +21,7 @@ with ``|r|²_C = sum_k c_k r_k²`` a per-channel weighting (by default the inver
 noise variance of each wrench channel *as measured*: the wrench's own noise plus the
 accelerations' through the regressor, or what unconstrained least squares leaves where
 that is more; or uniform as in Nadeau et al.; the reduced model's rows count for less where they fit
-worse than the full model's, :meth:`PointMassDiscretization._reduced_weights`), ``beta`` the optional F/T
+worse than the full model's, :meth:`PointMassDiscretization._reduced_share`), ``beta`` the optional F/T
 offsets and ``m_bar`` the
 mean point mass of a uniform body of the mass ``m_ls`` that unconstrained least
 squares gives on the same data (it sets units only). The points fall into
@@ -112,7 +112,7 @@ model's error is a bias that no amount of data removes while its rows keep their
 MuJoCo data of eight hand tools (``benchmarks/real_objects.py``) it left PMD's inertia 1.3 % off at
 c1 = 3 and 0.6 % at c1 = 1 (0.3 % at c1 = 0.03), with moderate and high noise c1 = 1 was as good or
 slightly better, and the coverage and end-to-end benchmarks did not tell c1 = 1 from 3. Its rows are
-now weighted down by their misfit (:meth:`PointMassDiscretization._reduced_weights`): 0.1 % at c1 = 1
+now weighted down by their misfit (:meth:`PointMassDiscretization._reduced_share`): 0.1 % at c1 = 1
 on the same noise-free data."""
 C1_PAPER = 300.0
 """Nadeau et al.'s ``c1`` for their simulations (eq. 9), for comparing with their Table III.
@@ -326,7 +326,7 @@ class PointMassDiscretization(Estimator):
         """Least squares on the last data term :meth:`_mass_scale` saw."""
         self._terms: list[tuple[RegressorStatistics, np.ndarray, np.ndarray]] = []
         self.reduced_weights = np.ones(6)
-        """The reduced model's channel weights in the last data term (:meth:`_reduced_weights`)."""
+        """The reduced model's channel weights in the last data term (:meth:`_reduced_share`)."""
         self._combined: RegressorStatistics | None = None
         self._combined_stale = False
 
@@ -405,14 +405,16 @@ class PointMassDiscretization(Estimator):
 
         Each ``A`` is compensated for the noise in its regressor (the reduced model's ``g - a``
         carries the ``a`` noise only, and none with Nadeau et al.'s ``g``). The reduced model's rows
-        are weighted by the inverse of their own error (:meth:`_reduced_weights`), kept in
+        are weighted by the inverse of their own error (:meth:`_reduced_share`), kept in
         :attr:`reduced_weights`."""
         full = self._data_term(self.stats_full, False, channel_weights)
         reduced = self._data_term(self.stats_reduced, True, channel_weights)
-        weights = self._reduced_weights(channel_weights, reduced, full)
-        if np.any(weights != channel_weights):
-            reduced = self._data_term(self.stats_reduced, True, weights)
-        self.reduced_weights = weights
+        share = self._reduced_share(channel_weights, reduced, full)
+        if share != 1.0:
+            # the data term is linear in the channel weights, its noise compensation too (scale-invariant
+            # in the metric of A): the reduced model's term at weights * share is share times this one
+            reduced = (reduced[0], share * reduced[1], share * reduced[2])
+        self.reduced_weights = channel_weights * share
         return [reduced, full]
 
     def _data_term(self, stats: RegressorStatistics, reduced: bool,
@@ -426,9 +428,9 @@ class PointMassDiscretization(Estimator):
                 A = compensate_regressor_noise(A, np.tensordot(channel_weights, noise, axes=1))
         return stats, A, ne.c
 
-    def _reduced_weights(self, channel_weights: np.ndarray, reduced: tuple[RegressorStatistics, np.ndarray, np.ndarray],
-                         full: tuple[RegressorStatistics, np.ndarray, np.ndarray]) -> np.ndarray:
-        """Return the (6,) channel weights of the reduced model's rows: less where they fit worse than the full's.
+    def _reduced_share(self, channel_weights: np.ndarray, reduced: tuple[RegressorStatistics, np.ndarray, np.ndarray],
+                       full: tuple[RegressorStatistics, np.ndarray, np.ndarray]) -> float:
+        """Return the share (<= 1) of ``channel_weights`` the reduced model's rows get: less where they fit worse.
 
         ``channel_weights`` are the inverse of each channel's noise variance. The reduced (gravity-only)
         model's rows err by that noise plus what the model leaves out (the payload's rotation: ``w x (w x c)``,
@@ -443,17 +445,16 @@ class PointMassDiscretization(Estimator):
         ``benchmarks/real_objects.py``)."""
         (stats_r, A_r, c_r), (stats_f, A_f, c_f) = reduced, full
         if not (stats_r.weight_sum > 0.0 and stats_f.weight_sum > 0.0):
-            return channel_weights
+            return 1.0
         x, _ = solve_psd(A_r + A_f, c_r + c_f)
         # mean squares per unit of sample weight (the fit's few unknowns are shared by both models)
         error_r = np.clip(stats_r.channel_residuals(x, self.with_bias), 0.0, None) / stats_r.weight_sum
         error_f = np.clip(stats_f.channel_residuals(x, self.with_bias), 0.0, None) / stats_f.weight_sum
         if not (np.all(np.isfinite(error_r)) and np.all(np.isfinite(error_f))):
-            return channel_weights
+            return 1.0
         # in the channels' noise units: one share for the whole model, whose channels keep their balance
         misfit_r, misfit_f = float(channel_weights @ error_r), float(channel_weights @ error_f)
-        share = misfit_f / misfit_r if misfit_r > misfit_f else 1.0
-        return channel_weights * share
+        return misfit_f / misfit_r if misfit_r > misfit_f else 1.0
 
     def _objective(self, channel_weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``H`` (p x p) and ``h`` (p,) of the data term in ``theta = [phi; beta]``."""
