@@ -7,7 +7,8 @@ from PMD's shape prior), its reported uncertainty is within bounds, it has
 stayed steady for a while, the estimate is physically consistent and the model
 explains the data (:class:`~payload_estimator.core.results.ModelFit`). Steady means that, over the
 window, each quantity moved less than a fixed tolerance *or* less than the uncertainty the estimates
-reported said it might (:data:`STEADY_SIGMAS` of their standard deviations): an estimate still gaining
+reported said it might (:data:`STEADY_SIGMAS` of their standard deviations, the current one's and the
+earlier ones'): an estimate still gaining
 information moves by about the uncertainty it loses, and an uncertainty bound wider than the
 tolerance would otherwise call "still moving" what the estimate itself reports as that uncertain. An
 empty gripper
@@ -68,15 +69,15 @@ STAY_FACTOR = 1.5
 """Once converged, an estimate stays so until its uncertainty or its movement exceeds this many times the
 bound that converging took (hysteresis: an estimate at the edge of a bound does not flicker)."""
 STEADY_SIGMAS = 2.0
-"""A quantity is steady when, over the window, the current estimate stays within this many of each earlier
-estimate's standard deviations of it (component by component), even if it moved more than the fixed
-tolerance. An honest estimate moves, as data come, by about the uncertainty it loses (at most its
-standard deviation): e.g. on the default demo (PMD, 10 s), the inertia about the COM, its standard
-deviation 16-22 % of the mean principal moment, moved 18 % in the last second when the motion's final
-angular accelerations came, less than one standard deviation, and with the fixed 10 % alone the
-estimate never counted as converged. Twice (three times once converged, :data:`STAY_FACTOR`) its
-standard deviation is more than such a move: an estimate that moves further moves more than it said
-it might."""
+"""A quantity is steady when, over the window, the current estimate stays within this many standard
+deviations of each earlier estimate (component by component; the smaller of the two estimates' standard
+deviations), even if it moved more than the fixed tolerance. An honest estimate moves, as data come, by
+about the uncertainty it loses: on the default demo (PMD, 10 s), the stop's angular accelerations moved
+Ixx and Iyy about the COM by 18 % of the mean principal moment in the last second, 1.4 of their
+standard deviations at most (14-22 % of it), and with the fixed 10 % alone the demo ended "still
+moving". Twice (three times once converged, :data:`STAY_FACTOR`) the standard deviation is more than
+such a move; an estimate that moves further moved more than it said it might, or now claims to know
+better than the move it just made."""
 
 
 class ConvergenceMonitor:
@@ -216,11 +217,14 @@ class _Entry:
 
 
 def _sigmas_moved(values: np.ndarray, stds: np.ndarray) -> np.ndarray:
-    """Per component, the largest ``|x_now - x_h| / std_h`` over the window's estimates ``h``.
+    """Per component, the largest ``|x_now - x_h| / min(std_h, std_now)`` over the window's estimates ``h``.
 
-    ``values``, ``stds``: (n, k), oldest first, the current estimate last. NaN where an earlier estimate's
-    standard deviation is unknown or zero (then only the fixed tolerance can call it steady)."""
+    The move in the smaller of the two standard deviations: neither the earlier estimate nor the current
+    one may have claimed to know the quantity better than the move shows. ``values``, ``stds``: (n, k),
+    oldest first, the current estimate last. NaN where a standard deviation is unknown or zero (then only
+    the fixed tolerance can call it steady)."""
     moved = np.abs(values - values[-1])
+    stds = np.minimum(stds, stds[-1])
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(stds > 0.0, moved / stds, np.nan)
     ratio = np.where(moved == 0.0, 0.0, ratio)  # not moved at all: steady whatever the std
