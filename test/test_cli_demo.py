@@ -33,6 +33,23 @@ def test_demo_json_summary_and_outputs(tmp_path, capsys):
     assert "<inertial>" in fragment and "panda_link8" in fragment
 
 
+def test_the_default_demo_converges_within_its_own_run(tmp_path, capsys):
+    """README's first command: the default demo (10 s) ends converged, inertia included. Its inertia moves
+    in the last second (the stop's angular accelerations inform Ixx and Iyy) by less than one of the
+    standard deviations it reported; what "converged" claims holds: each inertia entry within three
+    standard deviations of the truth."""
+    assert main(["demo", "--no-plot", "--out", str(tmp_path), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["duration_s"] == 10.0 and summary["estimator"] == "pmd"
+    assert summary["converged"] and summary["convergence"] == "converged" and summary["status"] == "ok"
+    assert summary["converged_after_s"] < 5.0 and summary["errors_percent"]["inertia"] < 5.0
+    estimate = summary["estimate"]
+    assert estimate["identification"]["inertia"] == "identified"
+    rows, cols = [0, 1, 2, 0, 0, 1], [0, 1, 2, 1, 2, 2]  # xx, yy, zz, xy, xz, yz
+    error = np.abs(np.asarray(estimate["inertia_com"]) - np.asarray(summary["truth"]["inertia_com"]))
+    assert np.all(error[rows, cols] <= 3.0 * np.asarray(estimate["inertia_com_std"]))
+
+
 def test_demo_tables_for_another_robot_and_method(tmp_path, capsys):
     assert main(["demo", "--robot", "xarm7", "--payload", "drill", "--method", "wls", "--duration", "3",
                  "--trajectory", "thesis", "--out", str(tmp_path), "--no-plot"]) == 0
