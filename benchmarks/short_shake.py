@@ -53,6 +53,7 @@ from payload_estimator.excitation import (
     design_excitation,
     flange_kinematics,
 )
+from payload_estimator.excitation.calibration import calibration_limits, design_calibration_motion
 from payload_estimator.excitation.design import design_shake
 from payload_estimator.excitation.information import JointTorqueNoise
 from payload_estimator.pipeline.arm_dynamics import calibrate_arm, joint_recording
@@ -88,16 +89,31 @@ def _efforts(robot: str, scale_error: float, seed: int) -> EffortModel:
     return EffortModel.for_robot(robot, effort_scale_error=scale_error, seed=seed)
 
 
-def _calibrate(robot: str, seconds: float, seed: int, scale_error: float, also=None):
-    """The unloaded arm ``seed``'s calibration on ``seconds`` of Lambert's sinusoids.
+_DESIGNED_CALIBRATION: dict = {}
+
+
+def _calibration_motion(robot: str, seconds: float, seed: int, designed: bool):
+    """Lambert's sinusoids (``seed``), or what ``excite --for calibration`` designs from home (design seed 0)."""
+    spec = get_robot(robot)
+    if not designed:
+        return make_trajectory("thesis", spec, duration=seconds, seed=1000 + seed)
+    if (robot, seconds) not in _DESIGNED_CALIBRATION:
+        _DESIGNED_CALIBRATION[robot, seconds] = design_calibration_motion(
+            flange_kinematics(robot), ArmLimits.from_robot(spec), np.asarray(spec.q_home, dtype=float),
+            calibration_limits(duration=seconds), seed=0).trajectory
+    return _DESIGNED_CALIBRATION[robot, seconds]
+
+
+def _calibrate(robot: str, seconds: float, seed: int, scale_error: float, also=None, designed: bool = False):
+    """The unloaded arm ``seed``'s calibration on ``seconds`` of Lambert's sinusoids (``designed``: of the motion
+    ``excite --for calibration`` designs).
 
     ``also``: ``(trajectory, seconds)`` recorded unloaded too (its own noise draw) and fitted with them; with
     ``seconds`` 0, that recording alone."""
-    spec = get_robot(robot)
     efforts, mismatch = _efforts(robot, scale_error, seed), ArmMismatch(seed=seed)
     runs = []
     if seconds > 0.0:
-        motion = make_trajectory("thesis", spec, duration=seconds, seed=1000 + seed)
+        motion = _calibration_motion(robot, seconds, seed, designed)
         runs.append(simulate(robot=robot, payload=NO_PAYLOAD, trajectory=motion, duration=seconds,
                              noise="moderate", seed=1000 + seed, imu=False, efforts=efforts, arm_mismatch=mismatch))
     if also is not None:
@@ -240,8 +256,9 @@ def identify(args: argparse.Namespace) -> None:
     print("| robot | start - home, rad | payload | motion | mass % | COM mm |")
     print("|---|---|---|---|---|---|")
     for robot in args.identify_robots:
-        calibrations = {seed: _calibrate(robot, args.calibration_s, seed, 0.0) for seed in seeds} \
-            if args.identify_calibration == "thesis" else {}
+        designed = args.identify_calibration == "designed"
+        calibrations = {seed: _calibrate(robot, args.calibration_s, seed, 0.0, designed=designed) for seed in seeds} \
+            if args.identify_calibration in ("thesis", "designed") else {}
         home = np.asarray(get_robot(robot).q_home)
         for start in _identify_starts(robot, args.identify_starts, args.identify_s):
             kinds = [k for k in args.identify_motions if k != "thesis" or args.identify_starts == 0]
@@ -250,7 +267,7 @@ def identify(args: argparse.Namespace) -> None:
             for name in args.identify_payloads:
                 payload = _payload(name)
                 for kind, trajectory in motions.items():
-                    if args.identify_calibration != "thesis":  # the motion recorded unloaded from this start too
+                    if args.identify_calibration in ("identify", "both"):  # this motion recorded unloaded, this start
                         lambert = args.calibration_s if args.identify_calibration == "both" else 0.0
                         calibrations = {seed: _calibrate(robot, lambert, seed, 0.0, (trajectory, args.identify_s))
                                         for seed in seeds}
@@ -286,9 +303,10 @@ def main() -> None:
                     help="payloads for --identify (default ws_club_hammer)")
     ap.add_argument("--identify-starts", type=int, default=0,
                     help="--identify from this many starts up to 0.5 rad per joint off home (default 0: home)")
-    ap.add_argument("--identify-calibration", choices=("thesis", "identify", "both"), default="thesis",
-                    help="--identify's calibration recording: --calibration-s of Lambert's sinusoids (default), the "
-                         "identification motion itself recorded unloaded from the same start (its own noise), or both")
+    ap.add_argument("--identify-calibration", choices=("thesis", "designed", "identify", "both"), default="thesis",
+                    help="--identify's calibration recording: --calibration-s of Lambert's sinusoids (default), of "
+                         "the motion excite --for calibration designs from home, the identification motion itself "
+                         "recorded unloaded from the same start (its own noise), or Lambert's and that one")
     ap.add_argument("--identify-only", action="store_true", help="--identify without the shakes' table")
     args = ap.parse_args()
     if args.quick:
