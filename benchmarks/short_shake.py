@@ -31,7 +31,10 @@ mode on each of ``--identify-robots`` (``--identify-only``: without the shakes):
 ``~/identify`` ran before), the motion it runs now with ``wrench_source: joint_torques`` (all-joint sinusoids,
 the joint-torque criterion picking the frequencies' assignment) and Lambert's own sinusoids, ``--identify-seeds``
 calibrated arms, ``--identify-payloads`` (the club hammer by default), from home or ``--identify-starts``
-starts drawn around it.
+starts drawn around it. ``--identify-calibration designed`` calibrates each arm on ``--calibration-s`` of the
+motion ``excite --for calibration`` designs from home instead of Lambert's sinusoids (whose wrist moves at most
+0.13-0.25 rad/s, slower than ``~/identify``'s motion: the friction is then extrapolated); ``identify`` on the
+identification motion itself recorded unloaded from the same start, ``both`` on Lambert's and that one.
 
 Run:  python benchmarks/short_shake.py [--seeds 3] [--robots panda xarm7] [--quick] [--identify]
           [--identify-only --identify-seeds 6 --identify-robots xarm6 panda xarm7]
