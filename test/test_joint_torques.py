@@ -128,9 +128,10 @@ def test_calibration_file_round_trip_and_checks(tmp_path, xarm_run):
 
 def test_calibration_fits_coulomb_levels_that_differ_with_the_direction():
     # the Panda's friction as Gaz et al. identified it: sigmoids shifted off zero speed, so the Coulomb level
-    # moving one way differs from the other by up to ~20 %, and the friction is 0 at rest. A model of symmetric
-    # levels plus an offset reads the difference as an offset: wrong at rest and at low speed, by 0.16-0.31 N·m
-    # on joints 4-6 here, and by how much in a payload's estimate depends on the motion's share of slow samples
+    # moving one way differs from the other (a direction-dependent part of 2-23 % of the level), and the friction
+    # is 0 at rest. A model of symmetric levels plus an offset reads the difference as an offset: wrong at rest
+    # and at low speed (measured 0.18-0.31 N·m on joints 4-6), and by how much in a payload's estimate depends
+    # on the motion's share of slow samples
     efforts = EffortModel.for_robot("panda").without_noise()
     run = simulate(robot="panda", payload="none", duration=8.0, noise="none", seed=1, trajectory="thesis",
                    efforts=efforts, imu=False)

@@ -16,10 +16,10 @@ Robots*, 2002, ch. 12)::
   joint to joint and robot to robot; ``f_c`` is (n, k)), each with a direction-dependent part
   ``f_a |tanh(v / v_k)|`` (``f_a`` (n, k)): real joints' Coulomb levels differ with the direction (Gaz et
   al.'s sigmoids for the Panda, "Dynamic Identification of the Franka Emika Panda Robot With Retrieval of
-  Feasible Parameters Using Penalty-Based Optimization", by 2-23 % of the level), and a constant
-  offset ``f_o`` (the sensor's zero). The offset holds at rest too, the direction's part only in motion: a
-  model without it reads the asymmetry as an offset, wrong at low speed, and by how much depends on the
-  motion's share of slow samples.
+  Feasible Parameters Using Penalty-Based Optimization": a direction-dependent part of 2-23 % of the
+  level), and a constant offset ``f_o`` (the sensor's zero). The offset holds at rest too, the
+  direction's part only in motion: a model without it reads the asymmetry as an offset, wrong at low
+  speed, and by how much depends on the motion's share of slow samples.
 * load-dependent Coulomb friction (opt-in, ``mu`` 0 unless calibrated with it)::
 
       |tau_load,i| sum_k mu_i,k tanh(dq_i / v_k)
