@@ -31,7 +31,10 @@ mode on each of ``--identify-robots`` (``--identify-only``: without the shakes):
 ``~/identify`` ran before), the motion it runs now with ``wrench_source: joint_torques`` (all-joint sinusoids,
 the joint-torque criterion picking the frequencies' assignment) and Lambert's own sinusoids, ``--identify-seeds``
 calibrated arms, ``--identify-payloads`` (the club hammer by default), from home or ``--identify-starts``
-starts drawn around it.
+starts drawn around it. ``--identify-calibration designed`` calibrates each arm on ``--calibration-s`` of the
+motion ``excite --for calibration`` designs from home instead of Lambert's sinusoids (whose wrist moves at most
+0.13-0.25 rad/s, slower than ``~/identify``'s motion: the friction is then extrapolated); ``identify`` on the
+identification motion itself recorded unloaded from the same start, ``both`` on Lambert's and that one.
 
 Run:  python benchmarks/short_shake.py [--seeds 3] [--robots panda xarm7] [--quick] [--identify]
           [--identify-only --identify-seeds 6 --identify-robots xarm6 panda xarm7]
@@ -53,6 +56,7 @@ from payload_estimator.excitation import (
     design_excitation,
     flange_kinematics,
 )
+from payload_estimator.excitation.calibration import calibration_limits, design_calibration_motion
 from payload_estimator.excitation.design import design_shake
 from payload_estimator.excitation.information import JointTorqueNoise
 from payload_estimator.pipeline.arm_dynamics import calibrate_arm, joint_recording
@@ -88,16 +92,43 @@ def _efforts(robot: str, scale_error: float, seed: int) -> EffortModel:
     return EffortModel.for_robot(robot, effort_scale_error=scale_error, seed=seed)
 
 
-def _calibrate(robot: str, seconds: float, seed: int, scale_error: float):
-    """The unloaded arm ``seed``'s calibration on ``seconds`` of Lambert's sinusoids."""
+_DESIGNED_CALIBRATION: dict = {}
+
+
+def _calibration_motion(robot: str, seconds: float, seed: int, designed: bool):
+    """Lambert's sinusoids (``seed``), or what ``excite --for calibration`` designs from home (design seed 0)."""
     spec = get_robot(robot)
-    motion = make_trajectory("thesis", spec, duration=seconds, seed=1000 + seed)
-    run = simulate(robot=robot, payload=NO_PAYLOAD, trajectory=motion, duration=seconds, noise="moderate",
-                   seed=1000 + seed, imu=False, efforts=_efforts(robot, scale_error, seed),
-                   arm_mismatch=ArmMismatch(seed=seed))
+    if not designed:
+        return make_trajectory("thesis", spec, duration=seconds, seed=1000 + seed)
+    if (robot, seconds) not in _DESIGNED_CALIBRATION:
+        _DESIGNED_CALIBRATION[robot, seconds] = design_calibration_motion(
+            flange_kinematics(robot), ArmLimits.from_robot(spec), np.asarray(spec.q_home, dtype=float),
+            calibration_limits(duration=seconds), seed=0).trajectory
+    return _DESIGNED_CALIBRATION[robot, seconds]
+
+
+def _calibrate(robot: str, seconds: float, seed: int, scale_error: float, also=None, designed: bool = False):
+    """The unloaded arm ``seed``'s calibration on ``seconds`` of Lambert's sinusoids (``designed``: of the motion
+    ``excite --for calibration`` designs).
+
+    ``also``: ``(trajectory, seconds)`` recorded unloaded too (its own noise draw) and fitted with them; with
+    ``seconds`` 0, that recording alone."""
+    efforts, mismatch = _efforts(robot, scale_error, seed), ArmMismatch(seed=seed)
+    runs = []
+    if seconds > 0.0:
+        motion = _calibration_motion(robot, seconds, seed, designed)
+        runs.append(simulate(robot=robot, payload=NO_PAYLOAD, trajectory=motion, duration=seconds,
+                             noise="moderate", seed=1000 + seed, imu=False, efforts=efforts, arm_mismatch=mismatch))
+    if also is not None:
+        runs.append(simulate(robot=robot, payload=NO_PAYLOAD, trajectory=also[0], duration=also[1],
+                             noise="moderate", seed=2000 + seed, imu=False, efforts=efforts, arm_mismatch=mismatch))
+    run = runs[0]
     kin = SensorKinematics(run.urdf, run.sensor_frame, run.joint_names)
-    cal, _ = calibrate_arm(kin, joint_recording(run.joint_t, run.joint_q, run.joint_effort), robot=robot,
-                           effort_scale=scale_error > 0.0)
+    # the recordings one after the other, a gap between them (joint_recording filters each piece alone)
+    t = np.concatenate([r.joint_t + 1000.0 * i for i, r in enumerate(runs)])
+    q = np.concatenate([r.joint_q for r in runs])
+    effort = np.concatenate([r.joint_effort for r in runs])
+    cal, _ = calibrate_arm(kin, joint_recording(t, q, effort), robot=robot, effort_scale=scale_error > 0.0)
     return cal
 
 
@@ -228,7 +259,9 @@ def identify(args: argparse.Namespace) -> None:
     print("| robot | start - home, rad | payload | motion | mass % | COM mm |")
     print("|---|---|---|---|---|---|")
     for robot in args.identify_robots:
-        calibrations = {seed: _calibrate(robot, args.calibration_s, seed, 0.0) for seed in seeds}
+        designed = args.identify_calibration == "designed"
+        calibrations = {seed: _calibrate(robot, args.calibration_s, seed, 0.0, designed=designed) for seed in seeds} \
+            if args.identify_calibration in ("thesis", "designed") else {}
         home = np.asarray(get_robot(robot).q_home)
         for start in _identify_starts(robot, args.identify_starts, args.identify_s):
             kinds = [k for k in args.identify_motions if k != "thesis" or args.identify_starts == 0]
@@ -237,6 +270,10 @@ def identify(args: argparse.Namespace) -> None:
             for name in args.identify_payloads:
                 payload = _payload(name)
                 for kind, trajectory in motions.items():
+                    if args.identify_calibration in ("identify", "both"):  # this motion recorded unloaded, this start
+                        lambert = args.calibration_s if args.identify_calibration == "both" else 0.0
+                        calibrations = {seed: _calibrate(robot, lambert, seed, 0.0, (trajectory, args.identify_s))
+                                        for seed in seeds}
                     rows = [_run(robot, trajectory, args.identify_s, payload, "joint_torques", seed,
                                  calibrations[seed], 0.0, "wls") for seed in seeds]
                     print(f"| {robot} | {where} | {name} {payload.params.mass:.2f} kg | {_IDENTIFY_LABELS[kind]} | "
@@ -269,6 +306,10 @@ def main() -> None:
                     help="payloads for --identify (default ws_club_hammer)")
     ap.add_argument("--identify-starts", type=int, default=0,
                     help="--identify from this many starts up to 0.5 rad per joint off home (default 0: home)")
+    ap.add_argument("--identify-calibration", choices=("thesis", "designed", "identify", "both"), default="thesis",
+                    help="--identify's calibration recording: --calibration-s of Lambert's sinusoids (default), of "
+                         "the motion excite --for calibration designs from home, the identification motion itself "
+                         "recorded unloaded from the same start (its own noise), or Lambert's and that one")
     ap.add_argument("--identify-only", action="store_true", help="--identify without the shakes' table")
     args = ap.parse_args()
     if args.quick:

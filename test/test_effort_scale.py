@@ -101,9 +101,10 @@ def test_effort_scales_on_a_real_shaped_arm_from_the_cli(tmp_path, capsys):
 
 def test_effort_scales_of_an_xarm_with_a_known_payload():
     """xArm 7, current-based efforts (0.3-0.6 N·m noise, 1-3 N·m friction unlike the model), links unlike the URDF,
-    scales off by up to 15 %: with a known payload's recording the scales are found (measured: 2.8 % at worst,
-    four joints within 1 %); joint 1, which neither its links nor the payload load beyond friction, is kept
-    at its first guess and marked not determined."""
+    scales off by up to 15 %: with a known payload's recording the scales are found (measured: 3.8 % at worst,
+    four joints within 1 %), joint 1's too (0.4 %), which neither its links nor the payload load beyond friction:
+    with Coulomb levels of one magnitude both ways its fit moved it more than 30 % and it was kept at its first
+    guess (2.6 % off), marked not determined."""
     from payload_estimator.sim.payloads import get_payload
 
     spec = get_robot("xarm7")
@@ -121,7 +122,7 @@ def test_effort_scales_of_an_xarm_with_a_known_payload():
     cal, fit = calibrate_arm(kin, recs[0], robot="xarm7", effort_scale=True, loaded=recs[1], loaded_torques=tau)
     err = np.abs(cal.effort_scale * efforts.scale - 1.0)
     assert np.all(err < 0.04) and np.count_nonzero(err < 0.01) >= 3, err
-    assert cal.info["effort_scale_determined"][0] is False and all(cal.info["effort_scale_determined"][1:])
+    assert all(cal.info["effort_scale_determined"])
     assert fit.samples == len(recs[0])  # the figures are the unloaded recording's
 
 

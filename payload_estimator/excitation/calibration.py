@@ -277,11 +277,13 @@ def arm_information(
     n = kin.n_joints
     friction = slice(10 * model.n_bodies, None)
     cov = cov_z[friction, friction] * np.outer(model.std[friction], model.std[friction])
-    levels = (model.n_friction - 2 * n) // n  # Coulomb levels per joint, after the n viscous columns
+    from payload_estimator.pipeline.arm_model import COULOMB_VELOCITIES
+
+    levels = len(COULOMB_VELOCITIES)  # Coulomb levels per joint, after the n viscous columns (then their asymmetry)
     coulomb = np.zeros((n, model.n_friction))  # each joint's levels summed: its Coulomb torque at speed
     for i in range(n):
         coulomb[i, n + i * levels:n + (i + 1) * levels] = 1.0
-    viscous_var, offset_var = np.diag(cov)[:n], np.diag(cov)[n + n * levels:]
+    viscous_var, offset_var = np.diag(cov)[:n], np.diag(cov)[n + 2 * n * levels:]
     coulomb_var = np.einsum("ip,pq,iq->i", coulomb, cov, coulomb)
     limit = np.asarray(arm.dq_max, dtype=float) if arm is not None else np.full(n, np.nan)
     return ArmInformation(

@@ -9,7 +9,7 @@ motion excites comes from the data; the combinations no motion of a fixed-base a
 That is what lets a calibration generalise to another motion: the fitted combinations are the
 ones that matter for any motion, the rest is no worse than the vendor's. Everything is linear: the
 fit solves normal equations (sufficient statistics, as in the estimators), with each joint's friction
-kept dissipative at speed (its viscous term and its summed Coulomb levels not negative, a bounded
+kept dissipative at speed (its viscous term and its Coulomb levels at speed, either way, not negative, a bounded
 least squares), so that a speed the calibration did not see cannot turn friction into a motor.
 
 The model and its parameters are :mod:`~payload_estimator.pipeline.arm_model`'s;
@@ -244,10 +244,12 @@ def _consistent_fit(A: np.ndarray, y: np.ndarray, sigma: np.ndarray, x_linear: n
 def _dissipative_coordinates(n_pi: int, n: int, n_s: int, n_load: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Return ``(T, lower)``: ``x = T z`` with ``z >= lower`` exactly when every joint's friction dissipates.
 
-    Dissipating at speed: its viscous coefficient and the sum of its Coulomb levels (the level reached at
-    speed) are not negative. Per joint ``z`` holds the viscous term, every Coulomb level but the last, and
-    their sum in place of the last; the rest of ``x`` is ``z``. Of the ``n_s`` columns after the friction,
-    the first ``n_load`` (each joint's load-dependent Coulomb coefficient) are not negative."""
+    Dissipating at speed: its viscous coefficient and the level reached at speed in either direction (the
+    sum of its Coulomb levels plus, or minus, the sum of their direction-dependent parts) are not negative.
+    Per joint ``z`` holds the viscous term, every Coulomb level and direction-dependent part but the last,
+    and the two levels at speed (forwards, backwards) in place of the last two; the rest of ``x`` is ``z``.
+    Of the ``n_s`` columns after the friction, the first ``n_load`` (each joint's load-dependent Coulomb
+    coefficient) are not negative."""
     k = len(COULOMB_VELOCITIES)
     p = n_pi + FRICTION_TERMS * n + n_s
     T = np.eye(p)
@@ -255,9 +257,14 @@ def _dissipative_coordinates(n_pi: int, n: int, n_s: int, n_load: int = 0) -> tu
     for i in range(n):
         lower[n_pi + i] = 0.0  # viscous
         cols = n_pi + n + i * k + np.arange(k)
-        last = cols[-1]
-        T[last, cols[:-1]] = -1.0  # the last level = the sum - the others
-        lower[last] = 0.0  # the sum
+        parts = n_pi + (1 + k) * n + i * k + np.arange(k)
+        c_last, a_last = cols[-1], parts[-1]
+        # z[c_last] is the level forwards F = sum c + sum a, z[a_last] the level backwards B = sum c - sum a
+        T[c_last, c_last], T[c_last, a_last] = 0.5, 0.5  # the last level = (F + B) / 2 - the others
+        T[c_last, cols[:-1]] = -1.0
+        T[a_last, c_last], T[a_last, a_last] = 0.5, -0.5  # the last part = (F - B) / 2 - the others
+        T[a_last, parts[:-1]] = -1.0
+        lower[c_last] = lower[a_last] = 0.0
     start = n_pi + FRICTION_TERMS * n
     lower[start:start + n_load] = 0.0  # the load-dependent coefficients
     return T, lower
@@ -463,11 +470,21 @@ def calibrate_arm(
     meta.update(info or {})
     calibration = ArmCalibration(
         robot=robot, joint_names=kinematics.joint_names, body_joints=nominal_model.body_joints, body_parameters=pi,
-        viscous=f[:n], coulomb=f[n:-n].reshape(n, len(COULOMB_VELOCITIES)), offset=f[-n:], effort_scale=scale,
-        residual_std=sigma, info=meta, load_friction=mu,
+        viscous=f[:n], coulomb=f[n:n + n * k].reshape(n, k), offset=f[-n:], effort_scale=scale,
+        residual_std=sigma, info=meta, load_friction=mu, coulomb_asymmetry=f[n + n * k:-n].reshape(n, k),
+        speed_range=_speed_range(recording.dq),
     )
     return calibration, _fit_figures(nominal_model, ArmDynamics(kinematics, calibration), figures_recording,
                                      held_out)
+
+
+def _speed_range(dq: np.ndarray) -> np.ndarray:
+    """(2, n) each joint's slowest and fastest speed in ``dq`` (N, n), rad/s, the range its friction is known over.
+
+    A direction a joint hardly moved in (below a tenth of its speed the other way) takes the other's magnitude."""
+    lo, hi = np.minimum(dq.min(axis=0), 0.0), np.maximum(dq.max(axis=0), 0.0)
+    reach = np.maximum(-lo, hi)
+    return np.array([np.where(-lo < 0.1 * reach, -reach, lo), np.where(hi < 0.1 * reach, reach, hi)])
 
 
 def _calibration_rows(nominal_model: ArmDynamics, recording: JointRecording) -> np.ndarray:

@@ -13,7 +13,13 @@ Robots*, 2002, ch. 12)::
 * friction: viscous ``f_v``, Coulomb ``f_c`` through the smooth sign
   ``sgn_e(v) = tanh(v / v_k)`` at each of the :data:`COULOMB_VELOCITIES` (a Coulomb level that sets
   in at several speeds: real joints' transition from sticking to sliding, and Stribeck's dip, differ from
-  joint to joint and robot to robot; ``f_c`` is (n, k)), and a constant offset ``f_o`` (the sensor's zero).
+  joint to joint and robot to robot; ``f_c`` is (n, k)), each with a direction-dependent part
+  ``f_a |tanh(v / v_k)|`` (``f_a`` (n, k)): real joints' Coulomb levels differ with the direction (Gaz et
+  al.'s sigmoids for the Panda, "Dynamic Identification of the Franka Emika Panda Robot With Retrieval of
+  Feasible Parameters Using Penalty-Based Optimization": a direction-dependent part of 2-23 % of the
+  level), and a constant offset ``f_o`` (the sensor's zero). The offset holds at rest too, the
+  direction's part only in motion: a model without it reads the asymmetry as an offset, wrong at low
+  speed, and by how much depends on the motion's share of slow samples.
 * load-dependent Coulomb friction (opt-in, ``mu`` 0 unless calibrated with it)::
 
       |tau_load,i| sum_k mu_i,k tanh(dq_i / v_k)
@@ -68,8 +74,8 @@ __all__ = [
 COULOMB_VELOCITIES = (0.02, 0.1, 0.4)
 """rad/s: the Coulomb terms ``tanh(v / v_k)``: a sharp step, and transitions over 0.1 and 0.4 rad/s."""
 CALIBRATION_FORMAT = "payload_estimator.ArmCalibration/1"
-FRICTION_TERMS = 2 + len(COULOMB_VELOCITIES)
-"""Friction columns per joint: viscous, the Coulomb levels, the offset."""
+FRICTION_TERMS = 2 + 2 * len(COULOMB_VELOCITIES)
+"""Friction columns per joint: viscous, the Coulomb levels, their direction-dependent parts, the offset."""
 
 
 def body_from_pinocchio(p: np.ndarray) -> InertialParameters:
@@ -104,6 +110,10 @@ class ArmCalibration:
         load_friction: (n, k) ``mu``, N·m of Coulomb friction per N·m of load torque, one column per
             :data:`COULOMB_VELOCITIES` (module docstring; their sum is the coefficient at speed); zeros when
             not calibrated.
+        coulomb_asymmetry: (n, k) N·m, the Coulomb levels' direction-dependent parts ``f_a`` (module docstring):
+            a level is ``f_c + f_a`` moving forwards, ``f_c - f_a`` backwards; zeros for files without them.
+        speed_range: (2, n) rad/s, each joint's slowest (most negative) and fastest speed in the recording: the
+            Coulomb terms are evaluated within it (:meth:`ArmDynamics.friction`); empty for files without it.
     """
 
     robot: str
@@ -118,12 +128,26 @@ class ArmCalibration:
     consistent: tuple[bool, ...] = ()
     info: dict[str, Any] = field(default_factory=dict)
     load_friction: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    coulomb_asymmetry: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    speed_range: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
         n, b = len(self.joint_names), len(self.body_joints)
         k = len(COULOMB_VELOCITIES)
         if np.size(self.load_friction) == 0:
             object.__setattr__(self, "load_friction", np.zeros((n, k)))
+        if np.size(self.coulomb_asymmetry) == 0:
+            object.__setattr__(self, "coulomb_asymmetry", np.zeros((n, k)))
+        Ca = np.asarray(self.coulomb_asymmetry, dtype=float)
+        if Ca.shape != (n, k):
+            raise CalibrationError(f"arm calibration: coulomb_asymmetry must be {n} rows of {k} levels")
+        object.__setattr__(self, "coulomb_asymmetry", Ca)
+        if np.size(self.speed_range):
+            V = np.asarray(self.speed_range, dtype=float)
+            if V.shape != (2, n) or not np.all(np.isfinite(V)) or np.any(V[0] > 0.0) or np.any(V[1] < 0.0):
+                raise CalibrationError(f"arm calibration: speed_range must be {n} speeds at or below 0 and {n} at or "
+                                       "above 0 (rad/s)")
+            object.__setattr__(self, "speed_range", V)
         M = np.asarray(self.load_friction, dtype=float)
         if M.shape != (n, k):
             raise CalibrationError(f"arm calibration: load_friction must be {n} rows of {k} levels")
@@ -143,7 +167,7 @@ class ArmCalibration:
                 raise CalibrationError(f"arm calibration: {name} has {v.size} values for {n} joints")
             object.__setattr__(self, name, v)
         values = np.concatenate([P.ravel(), self.viscous, C.ravel(), self.offset, self.effort_scale,
-                                 self.residual_std, M.ravel()])
+                                 self.residual_std, M.ravel(), Ca.ravel()])
         if not np.all(np.isfinite(values)):
             raise CalibrationError("arm calibration: a value is not finite")
         if np.any(self.effort_scale <= 0.0) or np.any(self.residual_std <= 0.0):
@@ -178,6 +202,10 @@ class ArmCalibration:
             "offset": floats(self.offset), "coulomb_velocities": list(COULOMB_VELOCITIES)}
         if np.any(self.load_friction != 0.0):  # written only when calibrated: older readers see the same file
             friction["load"] = [floats(row) for row in self.load_friction]
+        if np.any(self.coulomb_asymmetry != 0.0):  # likewise: files without them read as symmetric levels
+            friction["coulomb_asymmetry"] = [floats(row) for row in self.coulomb_asymmetry]
+        if np.size(self.speed_range):
+            friction["speed_range"] = [floats(row) for row in self.speed_range]
         return {
             "format": CALIBRATION_FORMAT,
             "robot": self.robot,
@@ -226,6 +254,8 @@ class ArmCalibration:
                 consistent=tuple(bool(b.get("consistent", True)) for b in bodies),
                 info=dict(data.get("info") or {}),
                 load_friction=np.asarray(friction.get("load", []), dtype=float),
+                coulomb_asymmetry=np.asarray(friction.get("coulomb_asymmetry", []), dtype=float),
+                speed_range=np.asarray(friction.get("speed_range", []), dtype=float),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise CalibrationError(f"{source}: {exc}") from None
@@ -273,6 +303,8 @@ class ArmDynamics:
             self.parameters = self.nominal.ravel().copy()
             self.viscous = self.offset = np.zeros(n)
             self.coulomb = np.zeros((n, len(COULOMB_VELOCITIES)))
+            self.coulomb_asymmetry = np.zeros((n, len(COULOMB_VELOCITIES)))
+            self.speed_range: np.ndarray | None = None
             self.effort_scale = np.ones(n)
             self.load_friction = np.zeros((n, len(COULOMB_VELOCITIES)))
         else:
@@ -282,6 +314,8 @@ class ArmDynamics:
                                        f"description {list(self.body_joints)}")
             self.parameters = calibration.body_parameters.ravel().copy()
             self.viscous, self.coulomb, self.offset = calibration.viscous, calibration.coulomb, calibration.offset
+            self.coulomb_asymmetry = calibration.coulomb_asymmetry
+            self.speed_range = calibration.speed_range if np.size(calibration.speed_range) else None
             self.effort_scale = calibration.effort_scale
             self.load_friction = calibration.load_friction
 
@@ -316,10 +350,16 @@ class ArmDynamics:
     def friction(self, dq: np.ndarray, effort: np.ndarray | None = None) -> np.ndarray:
         """(N, n) friction and offset torques at joint velocities ``dq`` (N, n), N·m.
 
-        With the reported ``effort`` (N, n) the load-dependent term too (:meth:`load_friction_torques`)."""
+        With the reported ``effort`` (N, n) the load-dependent term too (:meth:`load_friction_torques`). Beyond the
+        speeds the calibration saw (:attr:`ArmCalibration.speed_range`) the Coulomb terms keep their value at its
+        edge and only the viscous term grows: the levels at three speeds, fitted over the speeds seen, would
+        otherwise extrapolate their mix (a level still rising at 0.4 rad/s, an asymmetry) to speeds no data
+        showed."""
         dq = np.atleast_2d(np.asarray(dq, dtype=float))
-        steps = np.tanh(dq[:, :, None] / np.asarray(COULOMB_VELOCITIES))  # (N, n, k)
-        out = self.viscous * dq + np.einsum("nik,ik->ni", steps, self.coulomb) + self.offset
+        seen = dq if self.speed_range is None else np.clip(dq, self.speed_range[0], self.speed_range[1])
+        steps = np.tanh(seen[:, :, None] / np.asarray(COULOMB_VELOCITIES))  # (N, n, k)
+        out = (self.viscous * dq + np.einsum("nik,ik->ni", steps, self.coulomb)
+               + np.einsum("nik,ik->ni", np.abs(steps), self.coulomb_asymmetry) + self.offset)
         if effort is not None and self.load_dependent:
             # what the effort shows beyond the rest of the friction is E = L + m |L| (m = sum_k mu_k tanh(dq / v_k)):
             # the load L itself, |L| = |E| / (1 + m sgn(E)), so the term is not off by mu² |L|
@@ -351,15 +391,20 @@ class ArmDynamics:
 
 
 def friction_regressor(dq: np.ndarray) -> np.ndarray:
-    """(N, n, (2 + k) n) columns ``[viscous (n), Coulomb (n, k) row-major, offset (n)]`` per joint row."""
+    """(N, n, (2 + 2 k) n) columns ``[viscous (n), Coulomb (n, k), asymmetry (n, k), offset (n)]`` per joint row.
+
+    The Coulomb columns ``tanh(dq / v_k)`` and their direction-dependent parts ``|tanh(dq / v_k)|``, each
+    (n, k) row-major."""
     N, n = dq.shape
     k = len(COULOMB_VELOCITIES)
     F = np.zeros((N, n, FRICTION_TERMS * n))
     idx = np.arange(n)
     F[:, idx, idx] = dq
     for j, v in enumerate(COULOMB_VELOCITIES):
-        F[:, idx, n + idx * k + j] = np.tanh(dq / v)
-    F[:, idx, (1 + k) * n + idx] = 1.0
+        step = np.tanh(dq / v)
+        F[:, idx, n + idx * k + j] = step
+        F[:, idx, (1 + k) * n + idx * k + j] = np.abs(step)
+    F[:, idx, (1 + 2 * k) * n + idx] = 1.0
     return F
 
 
