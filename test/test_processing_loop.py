@@ -11,14 +11,21 @@ from types import SimpleNamespace
 import pytest
 
 from payload_estimator.pipeline.driver import SHORTEST_PROCESS_PERIOD_S
-from payload_estimator.supervision.processing_loop import LOOP_PERIOD_S, ProcessingLoop, loop_period
+from payload_estimator.supervision.processing_loop import (
+    LOOP_PERIOD_S,
+    MOVING_LOOP_PERIOD_S,
+    ProcessingLoop,
+    loop_period,
+)
 
 
-def test_the_period_is_50_ms_or_the_publish_period_never_shorter_than_a_driver_turn():
-    assert LOOP_PERIOD_S == pytest.approx(0.05)
+def test_the_period_is_100_ms_or_the_publish_period_50_ms_moving_never_shorter_than_a_driver_turn():
+    assert LOOP_PERIOD_S == pytest.approx(0.1)
     assert loop_period(None) == LOOP_PERIOD_S
     assert loop_period(SimpleNamespace(publish_rate_hz=10.0)) == LOOP_PERIOD_S
     assert loop_period(SimpleNamespace(publish_rate_hz=25.0)) == pytest.approx(0.04)
+    assert loop_period(SimpleNamespace(publish_rate_hz=10.0), moving=True) == MOVING_LOOP_PERIOD_S == 0.05
+    assert loop_period(SimpleNamespace(publish_rate_hz=25.0), moving=True) == pytest.approx(0.04)
     assert loop_period(SimpleNamespace(publish_rate_hz=1000.0)) == SHORTEST_PROCESS_PERIOD_S
     assert loop_period(SimpleNamespace(publish_rate_hz=0.0)) == LOOP_PERIOD_S
     assert loop_period(SimpleNamespace(publish_rate_hz=10.0), longest_s=0.02) == pytest.approx(0.02)

@@ -324,19 +324,24 @@ def test_only_a_live_estimator_stops_at_its_wall_time_budget():
     assert live.time_budget_s == 0.01 and live.iteration_budget == 300
 
 
-def test_a_turn_is_50_ms_of_input_or_the_publish_period_when_shorter(panda_run):
-    """Turns cost the stream a fixed share each: 50 ms of input per turn, shorter only to publish faster."""
+def test_a_turn_is_100_ms_of_input_or_the_publish_period_when_shorter(panda_run):
+    """Turns cost the stream a fixed share each: 100 ms of input per turn, shorter only to publish faster."""
     from payload_estimator.pipeline.driver import PROCESS_PERIOD_S, SHORTEST_PROCESS_PERIOD_S, Driver
 
     stream = _stream(panda_run, method="ols")
-    assert PROCESS_PERIOD_S == pytest.approx(0.05)
+    assert PROCESS_PERIOD_S == pytest.approx(0.1)
     assert Driver(stream, lambda s, items: None, publish_period_s=1.0).process_period_s == PROCESS_PERIOD_S
     assert Driver(stream, lambda s, items: None, publish_period_s=0.04).process_period_s == pytest.approx(0.04)
     fast = Driver(stream, lambda s, items: None, publish_period_s=0.001)
     assert fast.process_period_s == fast.publish_period_s == SHORTEST_PROCESS_PERIOD_S
     turns = []
-    driver = Driver(stream, lambda s, items: turns.append(len(items)), publish_period_s=0.1)
+    driver = Driver(stream, lambda s, items: turns.append(len(items)), publish_period_s=0.05)
     stream.update_estimate = lambda: None  # only the turns matter here
     for k in range(1000):  # 1 s of a 1 kHz input
         driver.push(100.0 + k * 0.001, k)
     assert len(turns) == 19 and set(turns) == {50}  # the 20th turn is due with the next item
+    turns.clear()
+    driver = Driver(stream, lambda s, items: turns.append(len(items)), publish_period_s=0.1)
+    for k in range(1000):
+        driver.push(200.0 + k * 0.001, k)
+    assert len(turns) == 9 and set(turns) == {100}  # one turn per estimate at 10 Hz

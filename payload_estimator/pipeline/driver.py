@@ -1,10 +1,10 @@
-"""The one driver loop: feed what arrived, process every 50 ms, estimate at the publish rate.
+"""The one driver loop: feed what arrived, process every 100 ms, estimate at the publish rate.
 
-The ROS node (its 20 Hz input loop), ``replay`` (a bag in record order) and
+The ROS node (its 10 Hz input loop), ``replay`` (a bag in record order) and
 playback of simulated runs (``demo``, benchmarks) all run a stream the same
 way, through :class:`Driver`:
 
-* a processing turn every ``process_period_s`` (50 ms, or the publish period when shorter) of the
+* a processing turn every ``process_period_s`` (100 ms, or the publish period when shorter) of the
   inputs' clock
   (wall time on the robot, record time in a bag) pushes whatever arrived
   since the last turn into the stream and runs :meth:`EstimationStream.process`;
@@ -32,12 +32,16 @@ from payload_estimator.pipeline.stream import EstimationStream, StreamEstimate
 
 __all__ = ["Driver", "PROCESS_PERIOD_S", "SHORTEST_PROCESS_PERIOD_S", "Feed"]
 
-PROCESS_PERIOD_S = 0.05
-"""Longest time between two processing turns, s: 50 ms of 1 kHz input per turn (the node's loop), shorter
-to publish faster than 20 Hz. The estimates do not depend on it (the stream processes by the inputs'
-stamps; a work cycle's tracking decides by the samples' times), but each turn costs the stream a fixed
-share: at 1 kHz joint states + 1 kHz wrench, the node's pipeline took 9 % of a core with 10 ms turns and
-3.5 % with 50 ms (``benchmarks/node_load.py --period``)."""
+PROCESS_PERIOD_S = 0.1
+"""Longest time between two processing turns, s: 100 ms of 1 kHz input per turn (the node's loop), one turn
+per estimate at the default 10 Hz, shorter to publish faster. An estimate holds every sample that arrived
+before it however the turns split them (the stream processes by the inputs' stamps; a work cycle's
+tracking decides by the samples' times), so a turn per estimate publishes the same estimates, as fresh,
+as two did; only what a turn decides on its batch's samples may fall a turn later (the tracker's
+reference refreshed at the batch's end: estimates within a part in 1e4 of each other). Each turn costs
+the stream a fixed share: at 1 kHz joint states + 1 kHz wrench, the node's pipeline with PMD took 7.8 and
+8.4 % of a core with 50 ms turns, 6.8 and 7.5 % with 100 ms (``benchmarks/node_load.py --period``, two
+runs each, a loaded 2-core machine)."""
 SHORTEST_PROCESS_PERIOD_S = 0.01
 """Shortest time between two processing turns, s: estimates come at most at 100 Hz."""
 
@@ -103,12 +107,14 @@ class Driver:
     def _publish_due(self, t: float) -> bool:
         """Tell whether ``t`` reached the next multiple of the publish period.
 
-        With half a turn's tolerance: record stamps near 1.7e9 s carry rounding far above a
-        nanosecond."""
+        With half the shortest turn's tolerance: record stamps near 1.7e9 s carry rounding far above a
+        nanosecond, and the node loop's turns fall a few milliseconds off the publish grid when it is busy;
+        a turn earlier than that waits for the next (with turns of a whole publish period, one that came
+        half a period early would publish twice in it)."""
         t0, period = self.t0 if self.t0 is not None else t, self.publish_period_s
         if self._next_publish is None:
             self._next_publish = t0 + period
-        tolerance = 0.5 * self.process_period_s
+        tolerance = 0.5 * SHORTEST_PROCESS_PERIOD_S
         if t < self._next_publish - tolerance:
             return False
         self._next_publish = t0 + (math.floor((t - t0 + tolerance) / period) + 1) * period

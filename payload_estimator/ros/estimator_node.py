@@ -3,7 +3,7 @@ r"""The payload estimator node: joint states, a wrist wrench or the joints' effo
 Parameters in (one per :class:`~payload_estimator.settings.Settings` field,
 usually from ``config/<robot>.yaml``); a processing loop in a thread of its own
 (:class:`~payload_estimator.supervision.processing_loop.ProcessingLoop`, every
-50 ms or faster to publish faster than 20 Hz) takes the inputs that arrived in
+100 ms, faster to publish faster than 10 Hz or while ``~/identify`` moves the arm) takes the inputs that arrived in
 bulk, serialised (:class:`~payload_estimator.ros.inputs.InputTaker`), queues them,
 drains the queue into the :class:`~payload_estimator.supervision.supervisor.Supervisor`
 and publishes what it returns::
@@ -205,6 +205,11 @@ class EstimatorNode(Node):
         with self.lock:
             self.supervisor.on_description(msg.data)
 
+    @property
+    def moving_the_arm(self) -> bool:
+        """Whether ``~/identify`` is running (the loop turns faster then: :func:`loop_period`)."""
+        return self._identify.run.session.busy
+
     def process(self) -> None:
         """One turn of the processing loop, holding :attr:`lock`.
 
@@ -333,7 +338,8 @@ def spin_inputs(node: EstimatorNode) -> tuple[Any, threading.Thread]:
                          name="payload_estimator_input_callbacks", daemon=True).start()
         parts.append(executor)
     longest = LOOP_PERIOD_S  # this module's, read when called: benchmarks/node_cpu.py sets it before main()
-    loop = ProcessingLoop(node.process, lambda: loop_period(node.supervisor.settings, longest), node.context.ok,
+    loop = ProcessingLoop(node.process, lambda: loop_period(node.supervisor.settings, longest, node.moving_the_arm),
+                          node.context.ok,
                           take=taker.take if taker.available() else None, on_error=node.errors.report,
                           longest_s=longest)
     thread = threading.Thread(target=loop.run, name="payload_estimator_loop", daemon=True)

@@ -17,7 +17,7 @@ __all__ = ["INPUT_DEPTH", "INPUT_QOS", "LATCHED_QOS", "output_qos"]
 
 INPUT_DEPTH = 1000
 """Messages each input subscription holds until the loop takes them: 1 s of 1 kHz input, far longer
-than a turn (50 ms; a rebuild of the stream, the longest, takes a few hundred ms)."""
+than a turn (100 ms; a rebuild of the stream, the longest, takes a few hundred ms)."""
 
 INPUT_QOS = QoSProfile(
     history=HistoryPolicy.KEEP_LAST, depth=INPUT_DEPTH,

@@ -2,11 +2,11 @@
 
 Every turn takes the inputs that arrived (the node's ``take``: from the middleware into its input
 queue) and runs one turn of the node (``turn``: drain the queue into the supervisor, publish what it
-returns). A turn is due every :func:`loop_period` (at most :data:`LOOP_PERIOD_S`, 50 ms of input, less
-to publish faster than 20 Hz); the Driver processes by the inputs' stamps whatever a turn holds, so
-the estimate does not depend on the period. A turn that ends after the next was due skips the missed
-ones (as an rclpy timer does): after a rebuild of the stream or on a loaded PC there is no burst of
-catching up.
+returns). A turn is due every :func:`loop_period` (at most :data:`LOOP_PERIOD_S`, 100 ms of input, less
+to publish faster than 10 Hz or while ``~/identify`` moves the arm); the Driver processes by the inputs'
+stamps whatever a turn holds, so the estimate does not depend on the period. A turn that ends after
+the next was due skips the missed ones (as an rclpy timer does): after a rebuild of the stream or on a
+loaded PC there is no burst of catching up.
 
 Out of the node's executor, a turn costs no wait-set rebuild and no task: the executor wakes only for
 services, the action, parameters and the 1 Hz diagnostics. Times are the monotonic clock, s.
@@ -21,29 +21,33 @@ from typing import Any
 
 from payload_estimator.pipeline.driver import PROCESS_PERIOD_S, SHORTEST_PROCESS_PERIOD_S
 
-__all__ = ["ProcessingLoop", "loop_period", "LOOP_PERIOD_S"]
+__all__ = ["ProcessingLoop", "loop_period", "LOOP_PERIOD_S", "MOVING_LOOP_PERIOD_S"]
 
 LOOP_PERIOD_S = PROCESS_PERIOD_S
-"""Longest period of the node's loop, s: one Driver turn (50 ms of input), or less to publish faster than
-``1 / LOOP_PERIOD_S``. The Driver processes by the inputs' stamps whatever a turn holds, so the estimate
-does not depend on the period. Each turn costs the stream a fixed share, so longer turns cost less: at
-1 kHz + 1 kHz the whole process took 33 % of a core with 10 ms turns, 26 % with 20 ms, 23 % with 40 ms
-and 21 % with 50 ms (benchmarks/node_cpu.py ``loop_period_s=...``, an idle 2-core machine; measured on an
-older release whose estimates cost more, so the shares are higher than today's, their order the same)."""
+"""Longest period of the node's loop, s: one Driver turn (100 ms of input: one turn per estimate at the
+default 10 Hz), or less to publish faster than ``1 / LOOP_PERIOD_S``. The Driver processes by the inputs'
+stamps whatever a turn holds, so the estimate does not depend on the period. Each turn costs the stream
+a fixed share, so longer turns cost less (:data:`~payload_estimator.pipeline.driver.PROCESS_PERIOD_S`;
+with the whole node under ROS, ``benchmarks/node_cpu.py`` ``--case NAME:loop_period_s=...``)."""
+MOVING_LOOP_PERIOD_S = 0.05
+"""The loop's longest period while ``~/identify`` moves the arm, s: its checks of the motion (the arm
+following the trajectory sent, the wrench within the sensor's range) stop the arm within a turn."""
 
 
-def loop_period(settings: Any, longest_s: float = LOOP_PERIOD_S) -> float:
+def loop_period(settings: Any, longest_s: float = LOOP_PERIOD_S, moving: bool = False) -> float:
     """The loop's period, s: ``longest_s``, or shorter to publish at the settings' ``publish_rate_hz``.
 
-    It is never shorter than the Driver's shortest turn
-    (:data:`~payload_estimator.pipeline.driver.SHORTEST_PROCESS_PERIOD_S`).
+    At most :data:`MOVING_LOOP_PERIOD_S` while the node moves the arm; never shorter than the Driver's
+    shortest turn (:data:`~payload_estimator.pipeline.driver.SHORTEST_PROCESS_PERIOD_S`).
 
     Args:
         settings: the node's settings (None, or no ``publish_rate_hz``: ``longest_s``).
         longest_s: the longest period, s.
+        moving: whether the node moves the arm now (``~/identify``).
     """
     rate = getattr(settings, "publish_rate_hz", 0.0) or 0.0
-    return max(SHORTEST_PROCESS_PERIOD_S, min(longest_s, 1.0 / rate if rate > 0 else longest_s))
+    longest = min(longest_s, MOVING_LOOP_PERIOD_S) if moving else longest_s
+    return max(SHORTEST_PROCESS_PERIOD_S, min(longest, 1.0 / rate if rate > 0 else longest))
 
 
 class ProcessingLoop:

@@ -16,7 +16,7 @@ be tested without ROS:
   (:mod:`payload_estimator.supervision.parameters`);
 * **the processing loop**: :meth:`Supervisor.tick` is called on every turn of
   the node's processing loop (:class:`~payload_estimator.supervision.processing_loop.ProcessingLoop`:
-  every 50 ms, more often to publish faster than 20 Hz) with everything its
+  every 100 ms, more often to publish faster than 10 Hz) with everything its
   input queue held. It runs one :class:`~payload_estimator.pipeline.driver.Driver`
   turn (:func:`~payload_estimator.io.ros_inbound.feed_many`, then
   :meth:`~payload_estimator.pipeline.stream.EstimationStream.process`, which
