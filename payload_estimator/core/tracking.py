@@ -82,6 +82,10 @@ REFRESH_SHARE = 0.05
 moves little in the next 0.1 s; an estimate costs the stream about 1 ms) ..."""
 REFRESH_LONGEST_S = 1.0
 """... and at least after this much (offsets found anew take over within a second)."""
+STEP_S = 0.05
+"""The gate judges a batch in steps of about this much sample time, s (:meth:`PayloadTracker.update`): one
+turn of the stream at its default period (50 ms, ``pipeline.driver.PROCESS_PERIOD_S``); a longer batch, of
+a longer turn or a node that fell behind, is split so that its decisions are those of the turns it holds."""
 MAX_EPISODE_S = 5.0
 """Samples of a contact older than this are dropped from the episode (memory stays bounded)."""
 PERSISTENT_S = 3.0
@@ -372,7 +376,27 @@ class PayloadTracker:
 
     # -------------------------------------------------------------------- intake
     def update(self, samples: SensorSamples) -> list[TrackEvent]:
-        """Take a batch of samples (time-ordered); returns the events decided in it."""
+        """Take a batch of samples (time-ordered); returns the events decided in it.
+
+        A batch longer than :data:`STEP_S` is taken in steps of about that length (equal ones): the gate
+        judges each step's samples against the detector as the steps before left it (its reference,
+        refreshed by the data, and its running residuals), so a node whose turns are longer, or that fell
+        behind and takes a larger batch, decides as one that kept up with the stream's turns."""
+        if len(samples) > 1 and self.detect:
+            span = float(samples.t[-1] - samples.t[0])
+            steps = int(np.ceil(span / STEP_S - 0.5)) if np.isfinite(span) else 1
+            if steps > 1:
+                bounds = np.searchsorted(samples.t, samples.t[0] + STEP_S * np.arange(1, steps) * span
+                                         / (STEP_S * steps))
+                decided: list[TrackEvent] = []
+                for a, b in zip(np.r_[0, bounds], np.r_[bounds, len(samples)]):
+                    if b > a:
+                        decided += self._update(samples.select(slice(int(a), int(b))))
+                return decided
+        return self._update(samples)
+
+    def _update(self, samples: SensorSamples) -> list[TrackEvent]:
+        """:meth:`update` on one step's samples."""
         if len(samples) == 0:
             return []
         if self._break_pending:

@@ -35,13 +35,12 @@ __all__ = ["Driver", "PROCESS_PERIOD_S", "SHORTEST_PROCESS_PERIOD_S", "Feed"]
 PROCESS_PERIOD_S = 0.1
 """Longest time between two processing turns, s: 100 ms of 1 kHz input per turn (the node's loop), one turn
 per estimate at the default 10 Hz, shorter to publish faster. An estimate holds every sample that arrived
-before it however the turns split them (the stream processes by the inputs' stamps; a work cycle's
-tracking decides by the samples' times), so a turn per estimate publishes the same estimates, as fresh,
-as two did; only what a turn decides on its batch's samples may fall a turn later (the tracker's
-reference refreshed at the batch's end: estimates within a part in 1e4 of each other). Each turn costs
-the stream a fixed share: at 1 kHz joint states + 1 kHz wrench, the node's pipeline with PMD took 7.8 and
-8.4 % of a core with 50 ms turns, 6.8 and 7.5 % with 100 ms (``benchmarks/node_load.py --period``, two
-runs each, a loaded 2-core machine)."""
+before it however the turns split them (the stream processes by the inputs' stamps; the payload tracker
+judges a longer batch in 50 ms steps, ``core.tracking.STEP_S``, and decides by the samples' times), so a
+turn per estimate publishes the same estimates, as fresh, as two did (on a replayed bag within 1e-5 of
+each other). Each turn costs the stream a fixed share: at 1 kHz joint states + 1 kHz wrench, the node's
+pipeline with PMD took 7.8 and 8.4 % of a core with 50 ms turns, 6.8 and 7.5 % with 100 ms
+(``benchmarks/node_load.py --period``, two runs each, a loaded 2-core machine)."""
 SHORTEST_PROCESS_PERIOD_S = 0.01
 """Shortest time between two processing turns, s: estimates come at most at 100 Hz."""
 
