@@ -95,7 +95,7 @@ def pipeline(seeds: int, c1: float) -> dict[str, list[tuple[np.ndarray, np.ndarr
         for name in PIPELINE_PAYLOADS:
             payload = get_payload(name)
             for seed in range(seeds):
-                run = simulate(robot=robot, payload=name, trajectory="paper004", duration=10.0,
+                run = simulate(robot=robot, payload=name, trajectory="wrist", duration=10.0,
                                noise="moderate", seed=100 + seed)
                 recording = recording_from_run(run)
                 for method in METHODS:

@@ -35,7 +35,7 @@ from payload_estimator.sim.run_settings import recording_from_run, stream_for_ru
 def run_once(duration: float, drift: float, estimator: str, window: float | None, seed: int) -> dict:
     """One long run through the pipeline: convergence times, final and worst late errors."""
     payload = get_payload("claw_hammer")
-    run = simulate(robot="panda", payload=payload, trajectory="paper004", duration=duration, noise="moderate",
+    run = simulate(robot="panda", payload=payload, trajectory="wrist", duration=duration, noise="moderate",
                    seed=seed, ft_drift=drift)
     options = {} if window is None else {"offset_window_s": window}
     stream = stream_for_run(run, payload.envelope, estimator=estimator, **options)

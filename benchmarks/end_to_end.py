@@ -9,7 +9,7 @@ et al.'s metrics after 2, 5 and 10 s of motion, averaged over payloads and
 seeds. The last table is the pipeline's throughput (alignment + filtering +
 kinematics + statistics + estimates at 10 Hz), in input samples per second.
 
-Run:  python benchmarks/end_to_end.py [--robots panda xarm7] [--seeds 2] [--trajectory paper004] [--c1 1]
+Run:  python benchmarks/end_to_end.py [--robots panda xarm7] [--seeds 2] [--trajectory wrist] [--c1 1]
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def main() -> None:
     ap.add_argument("--robots", nargs="+", default=["panda", "xarm7"])
     ap.add_argument("--payloads", nargs="+", default=list(PAYLOADS))
     ap.add_argument("--methods", nargs="+", default=list(METHODS))
-    ap.add_argument("--trajectory", default="paper004", choices=("paper004", "thesis", "pickplace"))
+    ap.add_argument("--trajectory", default="wrist", choices=("wrist", "thesis", "pickplace"))
     ap.add_argument("--noise", default="moderate")
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--c1", type=float, default=C1_DEFAULT)

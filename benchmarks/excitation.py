@@ -114,7 +114,7 @@ def main() -> None:
         payload = _payload(payload_name)
         spec = get_robot(robot)
         for seed in range(seeds):
-            motions = {"paper004": PaperWristSinusoids(spec, duration=args.duration),
+            motions = {"wrist": PaperWristSinusoids(spec, duration=args.duration),
                        "designed": designs[robot].trajectory}
             for motion, trajectory in motions.items():
                 for method in methods:
@@ -129,12 +129,12 @@ def main() -> None:
     verdicts = []
     for robot, payload_name in cases:
         for method in methods:
-            base = results[(robot, payload_name, method, "paper004")]
+            base = results[(robot, payload_name, method, "wrist")]
             base_inertia = np.mean([r["inertia"] for r in base])
-            for motion in ("paper004", "designed"):
+            for motion in ("wrist", "designed"):
                 rows = results[(robot, payload_name, method, motion)]
                 inertia = np.mean([r["inertia"] for r in rows])
-                ratio = "" if motion == "paper004" else f"{inertia / base_inertia:.2f}"
+                ratio = "" if motion == "wrist" else f"{inertia / base_inertia:.2f}"
                 conv = [r["converged"] for r in rows]
                 print(f"| {robot} + {payload_name} | {method.upper()} | {motion} | "
                       f"{np.mean([r['mass'] for r in rows]):.2f} | {np.mean([r['com'] for r in rows]):.2f} | "

@@ -131,7 +131,7 @@ def _estimate(run, payload, method: str, source: str, calibration, joint_space_r
 
 def _motion(robot: str, kind: str, duration: float, q_start: np.ndarray | None = None):
     spec = get_robot(robot)
-    if kind == "paper004":
+    if kind == "wrist":
         return PaperWristSinusoids(spec, duration=duration)
     if kind == "thesis":  # Lambert's excitation, other frequencies than the calibration's
         return make_trajectory("thesis", spec, duration=duration, seed=7)
@@ -153,7 +153,7 @@ def main() -> None:
     ap.add_argument("--calibration-s", type=float, default=30.0, help="seconds of calibration motion (default 30)")
     ap.add_argument("--motions", nargs="+", default=["thesis", "designed"],
                     help="estimation motions: thesis (Lambert's, all joints), designed (excite's, for an F/T "
-                         "sensor), designed-jt (excite --for joint-torques), paper004 (Nadeau et al.'s, wrist)")
+                         "sensor), designed-jt (excite --for joint-torques), wrist (Nadeau et al.'s, wrist)")
     ap.add_argument("--methods", nargs="+", default=["wls", "pmd"])
     ap.add_argument("--quick", action="store_true", help="xArm 7 and Panda, the club hammer, one seed, thesis, WLS")
     ap.add_argument("--singular", action="store_true", help="near a singular pose: joint-space rows vs pseudo-inverse")

@@ -263,7 +263,7 @@ def run_simulated(hours: float, stale_minutes: float, feed: str, quick: bool, ro
     payload_spec = get_payload(payload)
     settings = settings_for_robot(robot, estimator=estimator, payload_shape=format_shape_spec(payload_spec.envelope))
     t0 = time.perf_counter()
-    run = simulate(robot=robot, payload=payload, trajectory="paper004", duration=20.0, noise="moderate", seed=0)
+    run = simulate(robot=robot, payload=payload, trajectory="wrist", duration=20.0, noise="moderate", seed=0)
     live = LiveRun(run, settings, loop=True)
     simulated_s = time.perf_counter() - t0
     loop = {"arrays": arrays_loop, "node": node_loop}[feed](live, settings)

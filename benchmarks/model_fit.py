@@ -94,7 +94,7 @@ def main() -> None:
     for robot in args.robots:
         for name in PAYLOADS:
             for seed in range(args.seeds):
-                run = simulate(robot=robot, payload=name, trajectory="paper004", duration=args.duration,
+                run = simulate(robot=robot, payload=name, trajectory="wrist", duration=args.duration,
                                noise="moderate", seed=200 + seed)
                 for case, (points, change) in _cases(name).items():
                     recording = _recording(run, change)

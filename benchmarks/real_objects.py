@@ -136,7 +136,7 @@ PROBLEM1_C1 = 300.0
 
 def recorded_samples(payload: Payload, noise: str, seed: int, duration: float) -> SensorSamples:
     """The sensor samples the robot pipeline hands the estimator for one MuJoCo run of ``payload``."""
-    run = simulate(robot="panda", payload=payload, trajectory="paper004", duration=duration, noise=noise,
+    run = simulate(robot="panda", payload=payload, trajectory="wrist", duration=duration, noise=noise,
                    seed=seed, ft_bias=np.zeros(6), ft_drift=False)
     stream = stream_for_run(run, payload.envelope, estimator="wls", track_payload=False, estimate_bias=False)
     batches: list[SensorSamples] = []
@@ -161,7 +161,7 @@ def noise_floor(payload: Payload, seed: int, duration: float) -> dict[str, tuple
     from payload_estimator.core.regressor import regressor
     from payload_estimator.pipeline.kinematics import SensorKinematics
 
-    run = simulate(robot="panda", payload=payload, trajectory="paper004", duration=duration, noise="none",
+    run = simulate(robot="panda", payload=payload, trajectory="wrist", duration=duration, noise="none",
                    seed=seed, ft_bias=np.zeros(6), ft_drift=False, imu=False)
     kin = SensorKinematics(run.urdf, sensor_frame=run.sensor_frame)
     rows = run.joint_t > 0.3

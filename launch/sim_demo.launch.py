@@ -119,8 +119,8 @@ def generate_launch_description():
                                           "payloads with contacts (payload, trajectory, duration do not apply); "
                                           "identify: the arm holds still at home until FollowJointTrajectory goals "
                                           "move it (trajectory, duration do not apply)"),
-        DeclareLaunchArgument("trajectory", default_value="paper004", choices=["paper004", "thesis", "pickplace"],
-                              description="excitation trajectory: paper004 (Nadeau et al.'s wrist sinusoids), "
+        DeclareLaunchArgument("trajectory", default_value="wrist", choices=["wrist", "thesis", "pickplace"],
+                              description="excitation trajectory: wrist (Nadeau et al.'s wrist sinusoids), "
                                           "thesis (Lambert's all-joint sinusoids) or pickplace"),
         DeclareLaunchArgument("duration", default_value="20.0", description="simulated seconds before looping"),
         DeclareLaunchArgument("noise", default_value="moderate", choices=["none", "low", "moderate", "high"],

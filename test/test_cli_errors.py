@@ -141,7 +141,7 @@ def test_help_is_still_complete(capsys):
     (["--seed", "1.5"], ["--seed", "whole number"]),
     (["--robot", "ur5"], ["--robot", "invalid choice", "panda"]),
     (["--payload", "anvil"], ["--payload", "invalid choice", "drill"]),
-    (["--trajectory", "zigzag"], ["--trajectory", "neither one of", "paper004", "CSV"]),
+    (["--trajectory", "zigzag"], ["--trajectory", "neither one of", "wrist", "CSV"]),
 ])
 def test_simulation_options_are_checked(capsys, tmp_path, command, options, words):
     target = ["--out", str(tmp_path / ("d" if command == "demo" else "run.npz"))]

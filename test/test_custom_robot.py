@@ -252,7 +252,7 @@ def test_a_urdf_arm_holding_a_payload_at_rest_weighs_m_g(bench_arm):
 
 
 def test_a_urdf_arm_follows_the_wrist_motion(bench_arm):
-    run = simulate(robot=bench_arm, payload=PAYLOAD, trajectory="paper004", duration=3.0, seed=1)
+    run = simulate(robot=bench_arm, payload=PAYLOAD, trajectory="wrist", duration=3.0, seed=1)
     assert run.torque_clipped_steps == 0 and np.max(run.tracking_error_max) < 1e-3
     wrist = np.ptp(run.true_q, axis=0)
     assert np.all(wrist[3:] > 0.05) and np.all(wrist[:3] < 1e-6)

@@ -174,7 +174,7 @@ def test_calibrate_refuses_a_recording_where_joints_were_held_still(tmp_path, ca
     """Nadeau et al.'s wrist motion moves joints 5-7 only: the four others are named, exit 2, no file."""
     bag = tmp_path / "wrist"
     assert run_cli(["simulate", "--bag", bag, "--robot", "panda", "--payload", "none", "--efforts", "--trajectory",
-                    "paper004", "--duration", "8", "--no-imu"]) == 0
+                    "wrist", "--duration", "8", "--no-imu"]) == 0
     capsys.readouterr()
     out = tmp_path / "c.yaml"
     assert run_cli(["calibrate", bag, "--out", out]) == 2

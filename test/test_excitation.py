@@ -216,7 +216,7 @@ def test_excite_writes_a_csv_and_a_summary(tmp_path, capsys):
     assert 0.0 < summary["peak_velocity_fraction"] <= 0.5 and summary["peak_tcp_speed_m_s"] <= 0.25
     assert summary["predicted_payload"]["payload"] == "drill"
     assert summary["predicted_payload"]["mass_kg"] == pytest.approx(1.55, rel=0.01)
-    assert summary["paper004"]["predicted_nominal"]["inertia_rel_std"]
+    assert summary["wrist"]["predicted_nominal"]["inertia_rel_std"]
     names, t, q = read_trajectory_csv(out)
     assert names == get_robot("xarm7").joint_names
     assert np.allclose(np.diff(t), 0.005) and t[-1] == pytest.approx(3.0)

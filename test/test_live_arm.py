@@ -22,8 +22,8 @@ QUIET = dict(noise="none", ft_bias=np.zeros(6), ft_drift=False)
 
 
 @functools.cache
-def paper004(robot: str, duration: float = 3.0):
-    return make_trajectory("paper004", get_robot(robot), duration=duration)
+def wrist(robot: str, duration: float = 3.0):
+    return make_trajectory("wrist", get_robot(robot), duration=duration)
 
 
 def run_until(arm: LiveArm, t_end: float, chunk: float = 0.004) -> list[LiveSamples]:
@@ -36,7 +36,7 @@ def stack(chunks: list[LiveSamples], name: str) -> np.ndarray:
 
 
 def test_following_a_trajectory_from_its_start_is_the_batch_simulation():
-    traj = paper004("panda", 1.5)
+    traj = wrist("panda", 1.5)
     run = simulate("panda", "claw_hammer", traj, duration=1.5, **QUIET)
     arm = LiveArm("panda", "claw_hammer", **QUIET)
     arm.follow(traj, t_start=0.0)
@@ -52,7 +52,7 @@ def test_following_a_trajectory_from_its_start_is_the_batch_simulation():
 @pytest.mark.parametrize("robot, payload", [("xarm7", "drill"), ("panda", "claw_hammer")])
 def test_measured_wrench_is_the_payloads_rigid_body_wrench_within_noise(robot, payload):
     arm = LiveArm(robot, payload, noise="moderate", seed=4)
-    arm.follow(paper004(robot))
+    arm.follow(wrist(robot))
     chunks = run_until(arm, 3.0)
     # the wrench samples coincide with joint samples at 1 kHz
     assert np.array_equal(stack(chunks, "wrench_t"), stack(chunks, "joint_t"))
@@ -99,7 +99,7 @@ def test_holding_at_rest_keeps_the_pose_and_reads_the_weight():
 
 def test_swapping_the_reference_mid_motion_has_no_velocity_jump():
     arm = LiveArm("panda", "claw_hammer", **QUIET)
-    arm.follow(paper004("panda"))
+    arm.follow(wrist("panda"))
     before = run_until(arm, 1.5)
     q, dq, ddq = arm.reference()
     assert np.max(np.abs(dq)) > 0.2  # moving
@@ -130,7 +130,7 @@ def test_swapping_the_reference_mid_motion_has_no_velocity_jump():
 
 def test_stop_brings_the_arm_to_rest_within_its_acceleration_limits():
     arm = LiveArm("xarm7", "drill", **QUIET)
-    arm.follow(paper004("xarm7", 6.0))
+    arm.follow(wrist("xarm7", 6.0))
     run_until(arm, 2.0)
     _, dq0, _ = arm.reference()
     assert np.max(np.abs(dq0)) > 0.2
@@ -155,7 +155,7 @@ def test_physics_does_not_depend_on_how_time_is_chunked():
     a = LiveArm("panda", "claw_hammer", noise="moderate", seed=2)
     b = LiveArm("panda", "claw_hammer", noise="moderate", seed=2)
     for arm in (a, b):
-        arm.follow(paper004("panda"))
+        arm.follow(wrist("panda"))
     qa = stack(run_until(a, 0.8, chunk=0.004), "true_q")
     qb = stack([b.advance(0.3), b.advance(0.3), b.advance(0.8)], "true_q")
     np.testing.assert_array_equal(qa, qb)

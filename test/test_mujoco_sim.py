@@ -191,7 +191,7 @@ def test_imu_reads_angular_velocity_and_specific_force_in_imu_frame(robot: str) 
 # ------------------------------------------------------------------- simulate()
 @functools.cache
 def short_run(robot: str, **kw) -> SimulatedRun:
-    return simulate(robot, PAYLOAD, "paper004", duration=2.0, **kw)
+    return simulate(robot, PAYLOAD, "wrist", duration=2.0, **kw)
 
 
 @pytest.mark.parametrize("robot", ROBOTS)
@@ -227,7 +227,7 @@ def test_recorded_state_is_the_smooth_motion_through_the_recorded_positions(robo
     so, the wrench would carry an error no robot has: at 1 kHz it is ``T ddq / 2`` in the speed, and
     least squares on the positions' differences found the inertia about the centre of mass
     0.5 to 2 % off with every input exact."""
-    run = simulate(robot, PAYLOAD, "paper004", duration=3.0, noise="none", ft_bias=np.zeros(6),
+    run = simulate(robot, PAYLOAD, "wrist", duration=3.0, noise="none", ft_bias=np.zeros(6),
                    ft_drift=False, imu=False)
     T = 1.0 / run.physics_rate_hz
     q = run.true_q
@@ -253,7 +253,7 @@ def test_recorded_state_is_the_smooth_motion_through_the_recorded_positions(robo
 def test_tracking_error_is_small_and_torques_within_limits(robot: str) -> None:
     run = short_run(robot)
     spec = get_robot(robot)
-    traj = make_trajectory("paper004", spec, duration=2.0)
+    traj = make_trajectory("wrist", spec, duration=2.0)
     q_ref, dq_ref, ddq_ref = traj(run.joint_t)
     assert np.max(np.abs(run.true_q - q_ref)) < 1e-4
     assert np.max(run.tracking_error_max) < 1e-4
@@ -278,7 +278,7 @@ def test_run_shapes_and_rates_with_a_slower_wrench() -> None:
     assert run.rate_hz == 1000.0 and run.wrench_rate_hz == 100.0 and run.physics_rate_hz == 1000.0
     assert run.joint_names == get_robot("xarm7").joint_names
     assert run.payload_params.mass == pytest.approx(get_payload(PAYLOAD).params.mass)
-    assert run.trajectory == "paper004" and run.noise == "moderate"
+    assert run.trajectory == "wrist" and run.noise == "moderate"
 
 
 def test_run_without_imu_has_empty_imu_arrays() -> None:
@@ -293,8 +293,8 @@ def test_run_without_imu_has_empty_imu_arrays() -> None:
 
 def test_same_seed_same_arrays_other_seed_other_noise() -> None:
     a = short_run("panda")
-    b = simulate("panda", PAYLOAD, "paper004", duration=2.0)
-    c = simulate("panda", PAYLOAD, "paper004", duration=2.0, seed=1)
+    b = simulate("panda", PAYLOAD, "wrist", duration=2.0)
+    c = simulate("panda", PAYLOAD, "wrist", duration=2.0, seed=1)
     for name in ("joint_q", "joint_dq", "joint_effort", "wrench_in_sensor", "imu_gyro_in_imu",
                  "imu_specific_force_in_imu", "true_ft_bias", "true_wrench_in_sensor"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
@@ -314,14 +314,14 @@ def test_npz_round_trip(tmp_path) -> None:
             assert got.dtype == want.dtype
         else:
             assert got == want and type(got) is type(want), name
-    no_imu = simulate("panda", "hammer", "paper004", duration=0.1, imu=False)
+    no_imu = simulate("panda", "hammer", "wrist", duration=0.1, imu=False)
     no_imu.save(tmp_path / "b.npz")
     assert SimulatedRun.load(tmp_path / "b.npz").imu_frame is None
 
 
 @pytest.mark.parametrize("level", ["low", "high"])
 def test_ft_noise_has_the_requested_std(level: str) -> None:
-    run = simulate("panda", PAYLOAD, "paper004", duration=3.0, noise=level, seed=5)
+    run = simulate("panda", PAYLOAD, "wrist", duration=3.0, noise=level, seed=5)
     residual = run.wrench_in_sensor - run.true_wrench_in_sensor - run.true_ft_bias
     std = get_noise(level)
     expected = np.array([std.force] * 3 + [std.torque] * 3)
@@ -337,7 +337,7 @@ def test_default_bias_is_a_few_percent_of_the_weight_and_drifts() -> None:
     assert 0.0 < np.max(np.abs(b[:, :3])) < 0.15 * weight
     assert np.max(np.abs(b[-1] - b[0])) > 0.0  # drifts
     assert np.max(np.abs(b[-1] - b[0])) < 0.05 * weight  # slowly
-    fixed = simulate("panda", PAYLOAD, "paper004", duration=0.5, ft_bias=[1, 2, 3, 0.1, 0.2, 0.3],
+    fixed = simulate("panda", PAYLOAD, "wrist", duration=0.5, ft_bias=[1, 2, 3, 0.1, 0.2, 0.3],
                      ft_drift=False)
     np.testing.assert_array_equal(fixed.true_ft_bias, np.tile([1, 2, 3, 0.1, 0.2, 0.3], (500, 1)))
 
@@ -345,24 +345,24 @@ def test_default_bias_is_a_few_percent_of_the_weight_and_drifts() -> None:
 def test_point_mass_and_no_payload() -> None:
     """Degenerate payloads compile; at rest at home the wrench is the weight (or nothing)."""
     point = InertialParameters.point_mass(1.5, [0.01, -0.02, 0.1])
-    run = simulate("panda", point, "paper004", duration=0.05, noise="none", ft_bias=np.zeros(6),
+    run = simulate("panda", point, "wrist", duration=0.05, noise="none", ft_bias=np.zeros(6),
                    ft_drift=False)
     assert run.payload_name == "custom"
     np.testing.assert_allclose(run.payload_phi, point.phi)
     g_in_sensor = np.array([0.0, 0.0, 9.80665])  # the home flange points down
     expected = np.concatenate([1.5 * g_in_sensor, 1.5 * np.cross(point.com, g_in_sensor)])
     np.testing.assert_allclose(run.true_wrench_in_sensor[0], expected, atol=1e-9)
-    empty = simulate("xarm7", InertialParameters.zero(), "paper004", duration=0.05, noise="none",
+    empty = simulate("xarm7", InertialParameters.zero(), "wrist", duration=0.05, noise="none",
                      ft_bias=np.zeros(6), ft_drift=False)
     np.testing.assert_allclose(empty.true_wrench_in_sensor, 0.0, atol=1e-12)  # N and N·m
 
 
 def test_physics_rate_is_a_common_multiple_of_the_sample_rates() -> None:
-    run = simulate("panda", "hammer", "paper004", duration=0.2, rate_hz=250.0, wrench_rate_hz=100.0)
+    run = simulate("panda", "hammer", "wrist", duration=0.2, rate_hz=250.0, wrench_rate_hz=100.0)
     assert run.physics_rate_hz == 1000.0
     assert run.joint_t.shape == (50,) and run.wrench_t.shape == (20,)
     with pytest.raises(ValueError, match="divide"):
-        simulate("panda", "hammer", "paper004", duration=0.2, rate_hz=300.0, physics_rate_hz=1000.0)
+        simulate("panda", "hammer", "wrist", duration=0.2, rate_hz=300.0, physics_rate_hz=1000.0)
 
 
 def test_workshop_tools_are_what_they_say():

@@ -25,7 +25,7 @@ PAYLOAD = get_payload("claw_hammer")
 
 @pytest.fixture(scope="module")
 def panda_run():
-    return simulate(robot="panda", payload="claw_hammer", trajectory="paper004", duration=5.0,
+    return simulate(robot="panda", payload="claw_hammer", trajectory="wrist", duration=5.0,
                     noise="moderate", seed=1)
 
 

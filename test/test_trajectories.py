@@ -141,15 +141,15 @@ def _mean_flange_ang_speed(traj: PaperWristSinusoids, robot: str) -> float:
 
 @pytest.mark.parametrize("robot", ["panda", "xarm7"])
 @pytest.mark.parametrize("speed", [0.5, 1.0])
-def test_paper004_mean_angular_speed_as_requested(robot: str, speed: float) -> None:
+def test_wrist_mean_angular_speed_as_requested(robot: str, speed: float) -> None:
     traj = PaperWristSinusoids(get_robot(robot), mean_ang_vel=speed, duration=20.0)
     assert not traj.capped
     assert _mean_flange_ang_speed(traj, robot) == pytest.approx(speed, rel=0.01)
 
 
-def test_paper004_moves_only_the_wrist_with_paper_amplitudes_and_ratios() -> None:
+def test_wrist_moves_only_the_wrist_with_paper_amplitudes_and_ratios() -> None:
     spec = get_robot("panda")
-    traj = trajectory("panda", "paper004")
+    traj = trajectory("panda", "wrist")
     assert isinstance(traj, PaperWristSinusoids)
     q, _, _ = traj(fine_grid(traj))
     others = [i for i in range(spec.n_joints) if i not in spec.wrist_joints]
@@ -159,7 +159,7 @@ def test_paper004_moves_only_the_wrist_with_paper_amplitudes_and_ratios() -> Non
     np.testing.assert_allclose(w / w[0], [1.0, 1.3, 1.6])
 
 
-def test_paper004_fast_request_is_capped_by_tcp_speed() -> None:
+def test_wrist_fast_request_is_capped_by_tcp_speed() -> None:
     spec = get_robot("panda")
     traj = PaperWristSinusoids(spec, mean_ang_vel=4.0, duration=12.0)
     assert traj.capped
@@ -209,5 +209,5 @@ def test_pick_and_place_goes_down_and_up_with_the_flange_pointing_down(robot: st
 
 
 def test_make_trajectory_rejects_unknown_kind() -> None:
-    with pytest.raises(ValueError, match="paper004"):
+    with pytest.raises(ValueError, match="wrist"):
         make_trajectory("zigzag", get_robot("panda"))

@@ -287,14 +287,14 @@ def console_and_progress(json_output: bool):
 
 
 # -------------------------------------------------------------- trajectories
-TRAJECTORY_NAMES = ("paper004", "thesis", "pickplace", "optimal")
+TRAJECTORY_NAMES = ("wrist", "thesis", "pickplace", "optimal")
 """``--trajectory`` names of ``demo`` and ``simulate``; anything else is a CSV file (``excite --out``)."""
 DEFAULT_DURATION_S = 10.0
 """Seconds of a named trajectory's run when ``--duration`` is not given (a designed motion's default
 is :class:`~payload_estimator.excitation.limits.MotionLimits`'s, a file's its own)."""
 
 
-DEFAULT_TRAJECTORY = "paper004"
+DEFAULT_TRAJECTORY = "wrist"
 """``--trajectory`` when not given."""
 
 
@@ -305,7 +305,7 @@ def add_trajectory_arguments(p: argparse.ArgumentParser, default: str | None = D
     ``default`` None leaves ``args.trajectory`` None when not given (the command chooses,
     :data:`DEFAULT_TRAJECTORY` or another as ``default_note`` says in the help)."""
     p.add_argument("--trajectory", default=default, metavar="NAME|FILE.csv",
-                   help=f"paper004: Nadeau et al.'s wrist sinusoids ({default_note}); thesis: Lambert's all-joint "
+                   help=f"wrist: Nadeau et al.'s wrist sinusoids ({default_note}); thesis: Lambert's all-joint "
                         "sinusoids; pickplace: a "
                         "pick-and-place move; optimal: a motion designed for the payload's parameters from the "
                         "home pose (as `excite` and the node's ~/identify do); or a CSV file t,<joint names> "

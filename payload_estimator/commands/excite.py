@@ -270,7 +270,7 @@ def run(args: argparse.Namespace) -> int:
         label, params = payload
         summary["predicted_payload"] = {"payload": label, **predict_uncertainty(
             design.trajectory, kin, params, estimate_offsets=offsets, joint_torques=noise).summary()}
-    summary["paper004"] = _paper004(args, name, kin, arm, start, design.limits, payload, noise)
+    summary["wrist"] = _wrist(args, name, kin, arm, start, design.limits, payload, noise)
     return _emit(args, out, summary, design, excitation_table)
 
 
@@ -342,7 +342,7 @@ def _thesis(args: argparse.Namespace, name: str, kin: Any, arm: Any, start: Any,
             "information": arm_information(thesis, kin, args.effort_std, arm=arm).summary()}
 
 
-def _paper004(args: argparse.Namespace, name: str, kin: Any, arm: Any, start: Any, limits: Any,
+def _wrist(args: argparse.Namespace, name: str, kin: Any, arm: Any, start: Any, limits: Any,
               payload: tuple[str, Any] | None, joint_torques: Any = None) -> dict[str, Any] | None:
     """Return Nadeau et al.'s wrist sinusoids of the same duration from the same start, for comparison.
 

@@ -123,7 +123,7 @@ def excitation_table(summary: dict[str, Any]) -> Table:
     """Return the tables of an identification motion: limits used and predicted uncertainty.
 
     ``summary`` is ``ExcitationDesign.summary()`` plus ``payload-estimator excite``'s comparison
-    with Nadeau et al.'s wrist sinusoids (the ``paper004`` trajectory)."""
+    with Nadeau et al.'s wrist sinusoids (the ``wrist`` trajectory)."""
     table = _motion_table("Identification motion", summary)
     if summary.get("motion") == "shake":
         table.add_row("kind", f"a {summary['duration_s']:g} s shake")
@@ -138,11 +138,11 @@ def excitation_table(summary: dict[str, Any]) -> Table:
     table.add_row("all limits respected", "yes" if summary["ok"] else "NO")
 
     rows = [("nominal 1 kg", summary["predicted_nominal"],
-             (summary.get("paper004") or {}).get("predicted_nominal"))]
+             (summary.get("wrist") or {}).get("predicted_nominal"))]
     if "predicted_payload" in summary:
         rows.append((summary["predicted_payload"]["payload"], summary["predicted_payload"],
-                     (summary.get("paper004") or {}).get("predicted_payload")))
-    paper_ok = (summary.get("paper004") or {}).get("ok", True)
+                     (summary.get("wrist") or {}).get("predicted_payload")))
+    paper_ok = (summary.get("wrist") or {}).get("ok", True)
     predicted = Table(title="Predicted std (wrench noise only: a lower bound)",
                       caption="COM: worst axis; inertia: worst entry, of the mean principal moment"
                               + ("" if paper_ok else "; *: Nadeau et al.'s sinusoids break these limits"))

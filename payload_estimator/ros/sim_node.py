@@ -102,7 +102,7 @@ _PARAMETERS: tuple[tuple[str, Any, str], ...] = (
                            "contacts (sim.arm_cycle.arm_work_cycle; payload, trajectory and duration do not apply); "
                            "identify: the arm holds still at home until FollowJointTrajectory goals move it "
                            "(trajectory, duration and loop do not apply)"),
-    ("trajectory", "paper004", "excitation: paper004 (Nadeau et al.'s wrist sinusoids), thesis (Lambert's "
+    ("trajectory", "wrist", "excitation: wrist (Nadeau et al.'s wrist sinusoids), thesis (Lambert's "
                                "all-joint sinusoids) or pickplace"),
     ("duration", 20.0, "simulated time before the run loops or holds, s"),
     ("noise", "moderate", "F/T noise level of Nadeau et al.'s Table II: none, low, moderate, high"),

@@ -234,7 +234,7 @@ def _schedule_truth(schedule: WorkSchedule) -> dict[str, Any]:
 
 def simulate(
     robot: str | RobotSpec = "panda", payload: str | Payload | InertialParameters = "hammer",
-    trajectory: str | JointTrajectory = "paper004", duration: float = 10.0, rate_hz: float = 1000.0,
+    trajectory: str | JointTrajectory = "wrist", duration: float = 10.0, rate_hz: float = 1000.0,
     wrench_rate_hz: float | None = None, noise: str = "moderate", seed: int = 0,
     ft_bias: Sequence[float] | None = None, ft_drift: bool | float = True,
     sensor_xyz_in_flange: Sequence[float] = (0.0, 0.0, 0.0), sensor_rpy_in_flange: Sequence[float] = (0.0, 0.0, 0.0),

@@ -4,7 +4,7 @@ Every trajectory starts at rest at the robot's home pose and never asks the
 controller for a step: positions, velocities and accelerations are continuous
 and the accelerations start from zero.
 
-* :class:`PaperWristSinusoids` (``"paper004"``): Nadeau, Giamou and Kelly, "Fast Object
+* :class:`PaperWristSinusoids` (``"wrist"``): Nadeau, Giamou and Kelly, "Fast Object
   Inertial Parameter Identification for Collaborative Robots" (Section V-A). The three wrist joints
   follow ``q0 + A sin(2 pi k f_i tau(t))`` with relative frequencies
   ``f = [0.1, 0.13, 0.16]`` Hz; the time scale ``k`` sets the mean angular
@@ -78,7 +78,7 @@ PAPER_RELATIVE_FREQUENCIES_HZ = (0.1, 0.13, 0.16)
 """Relative frequencies of Nadeau et al.'s wrist sinusoids, Hz (before the time scale ``k``)."""
 _CHECK_RATE_HZ = 200.0
 
-TRAJECTORY_KINDS: tuple[str, ...] = ("paper004", "thesis", "pickplace")
+TRAJECTORY_KINDS: tuple[str, ...] = ("wrist", "thesis", "pickplace")
 """Names accepted by :func:`make_trajectory`."""
 
 
@@ -248,11 +248,11 @@ class PaperWristSinusoids(RampedSinusoids):
         freqs[wrist] = PAPER_RELATIVE_FREQUENCIES_HZ
 
         def build(k: float) -> RampedSinusoids:
-            return RampedSinusoids(q_home, amplitude, 2 * np.pi * k * freqs, duration, ramp, "paper004")
+            return RampedSinusoids(q_home, amplitude, 2 * np.pi * k * freqs, duration, ramp, "wrist")
 
         k = _time_scale_for_mean_ang_speed(spec, build, mean_ang_vel, _plateau_grid(duration, ramp))
         traj, k, capped = _largest_admissible(spec, build, k)
-        super().__init__(q_home, amplitude, traj.omega, duration, ramp, "paper004")
+        super().__init__(q_home, amplitude, traj.omega, duration, ramp, "wrist")
         self.time_scale = k
         self.capped = capped
         self.mean_ang_vel_requested = float(mean_ang_vel)
@@ -496,15 +496,15 @@ def _segment_duration(spec: RobotSpec, qa: np.ndarray, qb: np.ndarray, min_segme
 
 # ----------------------------------------------------------------- factory
 def make_trajectory(kind: str, spec: RobotSpec, **kw: Any) -> JointTrajectory:
-    """Return a trajectory by kind: ``"paper004"``, ``"thesis"`` or ``"pickplace"``.
+    """Return a trajectory by kind: ``"wrist"``, ``"thesis"`` or ``"pickplace"``.
 
-    ``"paper004"`` is Nadeau et al.'s wrist sinusoids, ``"thesis"`` Lambert's all-joint
+    ``"wrist"`` is Nadeau et al.'s wrist sinusoids, ``"thesis"`` Lambert's all-joint
     sinusoids, ``"pickplace"`` a pick-and-place cycle.
 
     Keyword arguments go to :class:`PaperWristSinusoids`, :class:`ThesisSinusoids`
     or :class:`PickAndPlace` (all accept ``duration``).
     """
-    if kind == "paper004":
+    if kind == "wrist":
         return PaperWristSinusoids(spec, **kw)
     if kind == "thesis":
         return ThesisSinusoids(spec, **kw)

@@ -89,7 +89,7 @@ def _estimator(name: str, topic: str, calibration: str) -> Node:
 def generate_test_description():
     return launch.LaunchDescription([
         _sim("arm_unloaded", "none", "thesis", "/calib/joint_states"),
-        _sim("arm_loaded", PAYLOAD, "paper004", "/loaded/joint_states"),
+        _sim("arm_loaded", PAYLOAD, "wrist", "/loaded/joint_states"),
         _estimator("calibrating", "/calib/joint_states", CALIBRATION),
         _estimator("loaded", "/loaded/joint_states", CALIBRATION),
         _estimator("no_effort", "/no_effort/joint_states", ""),
