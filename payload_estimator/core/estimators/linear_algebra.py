@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import lapack
 
-__all__ = ["eigh", "scaled_eigh", "solve_psd", "pinv_psd", "scaled_condition_number"]
+__all__ = ["eigh", "cholesky", "cholesky_solve", "positive_definite", "scaled_eigh", "solve_psd", "pinv_psd",
+           "scaled_condition_number"]
 
 
 def scaled_eigh(A: np.ndarray, rcond: float = 1e-10) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -40,6 +41,30 @@ def eigh(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if info == 0:
             return lam, V
     return np.linalg.eigh(A)
+
+
+def cholesky(A: np.ndarray) -> np.ndarray:
+    """The lower Cholesky factor of a symmetric positive definite ``A``; ``LinAlgError`` when it is not.
+
+    LAPACK's ``dpotrf`` without numpy's or scipy's per-call checks (for small matrices factored and
+    solved with many times)."""
+    factor, info = lapack.dpotrf(A, lower=1, clean=0)
+    if info != 0:
+        raise np.linalg.LinAlgError("not positive definite")
+    return factor
+
+
+def cholesky_solve(factor: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``A^-1 b`` from :func:`cholesky`'s factor of ``A`` (``b`` a vector or a matrix)."""
+    x, info = lapack.dpotrs(factor, b, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError("singular")
+    return x
+
+
+def positive_definite(A: np.ndarray) -> bool:
+    """Whether the symmetric ``A`` is positive definite (its Cholesky factorisation exists)."""
+    return bool(lapack.dpotrf(A, lower=1, clean=0)[1] == 0)
 
 
 def solve_psd(A: np.ndarray, c: np.ndarray, rcond: float = 1e-10) -> tuple[np.ndarray, int]:

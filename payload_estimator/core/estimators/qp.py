@@ -46,9 +46,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.linalg import lapack
 
 from payload_estimator.core.estimators.base import scaled_eigh
+from payload_estimator.core.estimators.linear_algebra import cholesky, cholesky_solve
 
 if TYPE_CHECKING:
     import osqp
@@ -180,6 +180,19 @@ class _SupportProblem:
         gradient = self.diag_u * y_u + self.q_u + 2.0 * self.C_u.T @ (self.C_u @ y_u + self.C_s @ y_s)
         return gradient + np.bincount(self.c_rows, self.c_vals * y_s[self.c_cols], minlength=gradient.shape[0])
 
+    def pulled_below(self, y_u: np.ndarray, y_s: np.ndarray, support: np.ndarray) -> np.ndarray:
+        """(n,) the points held at zero (outside ``support``) whose gradient pulls them below it.
+
+        Negative beyond :data:`_SUPPORT_TOL` of the gradient's largest magnitude; none means that
+        ``y`` meets the optimality conditions of the masses' bounds."""
+        gradient = self.gradient(y_u, y_s)
+        scale = float(np.max(np.abs(gradient))) if gradient.size else 0.0
+        return ~support & (gradient < -_SUPPORT_TOL * max(scale, 1e-300))
+
+    def primal(self, y_u: np.ndarray, y_s: np.ndarray) -> np.ndarray:
+        """The QP's whole primal vector ``[y_u; y_s; z]`` with ``z = C y``."""
+        return np.r_[y_u, y_s, self.C_u @ y_u + self.C_s @ y_s]
+
     def solve(self, support: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Return the unconstrained minimiser ``(y_u (n,), y_s (k,))`` with the points outside ``support`` at zero.
 
@@ -196,19 +209,19 @@ class _SupportProblem:
         P_us[position[c_rows[inside]], c_cols[inside]] = c_vals[inside]
         C = self.C_u[:, S]
         d_inv = 1.0 / diag_u[S]
-        capacitance = _cholesky(0.5 * np.eye(p) + (C * d_inv) @ C.T)
+        capacitance = cholesky(0.5 * np.eye(p) + (C * d_inv) @ C.T)
 
         def apply_inverse(X: np.ndarray) -> np.ndarray:
             """``(D + 2 C^T C)^-1 X`` (Woodbury)."""
             Y = d_inv * X if X.ndim == 1 else d_inv[:, None] * X
-            return Y - (d_inv * (C.T @ _cholesky_solve(capacitance, C @ Y)).T).T
+            return Y - (d_inv * (C.T @ cholesky_solve(capacitance, C @ Y)).T).T
 
         A_us = P_us + 2.0 * C.T @ self.C_s
         A_ss = self.P_ss + 2.0 * self.C_s.T @ self.C_s
-        schur = _cholesky(A_ss - A_us.T @ apply_inverse(A_us))
+        schur = cholesky(A_ss - A_us.T @ apply_inverse(A_us))
 
         def block_solve(r_u: np.ndarray, r_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            d_s = _cholesky_solve(schur, r_s - A_us.T @ apply_inverse(r_u))
+            d_s = cholesky_solve(schur, r_s - A_us.T @ apply_inverse(r_u))
             return apply_inverse(r_u - A_us @ d_s), d_s
 
         b_u, b_s = -self.q_u[S], -self.q_s
@@ -225,25 +238,6 @@ class _SupportProblem:
         y_u = np.zeros(n)
         y_u[S] = x_u
         return y_u, y_s
-
-
-def _cholesky(A: np.ndarray) -> np.ndarray:
-    """The lower Cholesky factor of a symmetric positive definite ``A``; ``LinAlgError`` when it is not.
-
-    LAPACK's ``dpotrf`` without numpy's or scipy's checks: :meth:`_SupportProblem.solve` solves with
-    it many times."""
-    factor, info = lapack.dpotrf(A, lower=1, clean=0)
-    if info != 0:
-        raise np.linalg.LinAlgError("not positive definite")
-    return factor
-
-
-def _cholesky_solve(factor: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``A^-1 b`` from :func:`_cholesky`'s factor of ``A`` (``b`` a vector or a matrix)."""
-    x, info = lapack.dpotrs(factor, b, lower=1)
-    if info != 0:
-        raise np.linalg.LinAlgError("singular")
-    return x
 
 
 class LiftedPointMassQP:
@@ -597,8 +591,7 @@ class LiftedPointMassQP:
         n = self.n
         if support is None or x_last is None or support.shape != (n,) or not support.any():
             return None
-        nx = n + self.nb + self.n_groups + 1
-        problem = _SupportProblem.from_objective(P_values, self._P_coordinates, q, M, n, nx)
+        problem = self._support_problem(P_values, q, M)
         if problem is None:
             return None
         try:
@@ -607,15 +600,20 @@ class LiftedPointMassQP:
             return None
         if not (np.all(np.isfinite(y_u)) and np.all(np.isfinite(y_s))) or np.any(y_u[support] < 0.0):
             return None
-        gradient = problem.gradient(y_u, y_s)
-        scale = float(np.max(np.abs(gradient)))
-        if np.any(gradient[~support] < -_SUPPORT_TOL * max(scale, 1e-300)):
-            return None
-        mass_row = self.P_points[0]
-        total = float(mass_row @ np.clip(x_last[:n], 0.0, None))  # in this solve's units (rescaled)
-        if abs(float(mass_row @ y_u) - total) > REFINE_MASS_SHIFT * max(total, REFINE_MASS_SHIFT):
-            return None
-        return np.r_[y_u, y_s, problem.C_u @ y_u + problem.C_s @ y_s]
+        if np.any(problem.pulled_below(y_u, y_s, support)) or self._mass_moved(y_u, x_last[:n]):
+            return None  # x_last is in this solve's units (rescaled)
+        return problem.primal(y_u, y_s)
+
+    def _support_problem(self, P_values: np.ndarray, q: np.ndarray, M: np.ndarray) -> _SupportProblem | None:
+        """:class:`_SupportProblem` of this QP (None when a point has no curvature of its own)."""
+        nx = self.n + self.nb + self.n_groups + 1
+        return _SupportProblem.from_objective(P_values, self._P_coordinates, q, M, self.n, nx)
+
+    def _mass_moved(self, y_u: np.ndarray, u: np.ndarray) -> bool:
+        """Whether the point masses ``y_u`` total more than :data:`REFINE_MASS_SHIFT` away from those of ``u``."""
+        mass_row = self.P_points[0]  # each point's mass per unit u (its share of the volume)
+        total = float(mass_row @ np.clip(u, 0.0, None))
+        return abs(float(mass_row @ y_u) - total) > REFINE_MASS_SHIFT * max(total, REFINE_MASS_SHIFT)
 
     def _refine(self, P_values: np.ndarray, q: np.ndarray, M: np.ndarray, x: np.ndarray,
                 deadline: float = np.inf, converged: bool = True) -> np.ndarray | None:
@@ -646,7 +644,7 @@ class LiftedPointMassQP:
         """
         n = self.n
         nx = n + self.nb + self.n_groups + 1
-        problem = _SupportProblem.from_objective(P_values, self._P_coordinates, q, M, n, nx)
+        problem = self._support_problem(P_values, q, M)
         if problem is None:
             return None
         u = x[:n]
@@ -681,24 +679,20 @@ class LiftedPointMassQP:
                 continue
             y_u, y_s = np.where(support, new_u, 0.0), new_s
             # Held at zero but pulling below it (negative gradient): join the support.
-            gradient = problem.gradient(y_u, y_s)
-            scale = float(np.max(np.abs(gradient))) if n else 0.0
-            joining = ~support & (gradient < -_SUPPORT_TOL * max(scale, 1e-300))
+            joining = problem.pulled_below(y_u, y_s, support)
             if not np.any(joining):
                 break
             # the one pulling hardest (Lawson and Hanson's rule: all at once may have to leave again one by one)
+            gradient = problem.gradient(y_u, y_s)
             support[np.flatnonzero(joining)[np.argmin(gradient[joining])]] = True
         before = problem.objective(x[:n], x[n:nx])
         if problem.objective(y_u, y_s) > before + 1e-12 * abs(before):
             return None
-        mass_row = self.P_points[0]  # each point's mass per unit u (its share of the volume)
-        total = float(mass_row @ np.clip(u, 0.0, None))
-        if converged and abs(float(mass_row @ y_u) - total) > REFINE_MASS_SHIFT * max(total, REFINE_MASS_SHIFT):
+        if converged and self._mass_moved(y_u, u):
             return None  # a direction the data leave flat (module constant): OSQP's, held by the anchor
 
         self._support = support.copy()
-        y = np.r_[y_u, y_s]
-        return np.r_[y, problem.C_u @ y_u + problem.C_s @ y_s]
+        return problem.primal(y_u, y_s)
 
     def _solve_qpsolvers(self, P_values: np.ndarray, q: np.ndarray, A_values: np.ndarray, M: np.ndarray) -> QPResult:
         from qpsolvers import Problem, solve_problem

@@ -12,9 +12,8 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import lapack
 
-from payload_estimator.core.estimators.linear_algebra import eigh, pinv_psd, scaled_eigh
+from payload_estimator.core.estimators.linear_algebra import eigh, pinv_psd, positive_definite, scaled_eigh
 from payload_estimator.core.estimators.rating import MIN_FIT_BLOCKS
 from payload_estimator.core.regressor import N_PARAMS
 from payload_estimator.core.statistics import RegressorStatistics
@@ -90,8 +89,7 @@ def _within(M: np.ndarray, floor: float) -> bool:
     fraction of an eigendecomposition (``M`` is ``I`` less a PSD noise term: its eigenvalues reach 1
     along what the noise does not touch, the offsets)."""
     eye = np.eye(M.shape[0])
-    return (lapack.dpotrf(M - floor * eye, lower=1)[1] == 0
-            and lapack.dpotrf((1.0 + 1e-12) * eye - M, lower=1)[1] == 0)
+    return positive_definite(M - floor * eye) and positive_definite((1.0 + 1e-12) * eye - M)
 
 
 def correlation_factors(
