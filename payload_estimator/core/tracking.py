@@ -83,9 +83,9 @@ moves little in the next 0.1 s; an estimate costs the stream about 1 ms) ..."""
 REFRESH_LONGEST_S = 1.0
 """... and at least after this much (offsets found anew take over within a second)."""
 STEP_S = 0.05
-"""The gate judges a batch in steps of about this much sample time, s (:meth:`PayloadTracker.update`): one
-turn of the stream at its default period (50 ms, ``pipeline.driver.PROCESS_PERIOD_S``); a longer batch, of
-a longer turn or a node that fell behind, is split so that its decisions are those of the turns it holds."""
+"""The gate judges a batch in steps of about this much sample time, s (:meth:`PayloadTracker.update`): a
+batch of the stream's turns (100 ms at the default estimate rate, ``pipeline.driver.PROCESS_PERIOD_S``), or
+of a node that fell behind, is split so that its decisions are those of 50 ms turns."""
 MAX_EPISODE_S = 5.0
 """Samples of a contact older than this are dropped from the episode (memory stays bounded)."""
 PERSISTENT_S = 3.0
@@ -386,8 +386,7 @@ class PayloadTracker:
             span = float(samples.t[-1] - samples.t[0])
             steps = int(np.ceil(span / STEP_S - 0.5)) if np.isfinite(span) else 1
             if steps > 1:
-                bounds = np.searchsorted(samples.t, samples.t[0] + STEP_S * np.arange(1, steps) * span
-                                         / (STEP_S * steps))
+                bounds = np.searchsorted(samples.t, samples.t[0] + np.arange(1, steps) * (span / steps))
                 decided: list[TrackEvent] = []
                 for a, b in zip(np.r_[0, bounds], np.r_[bounds, len(samples)]):
                     if b > a:
