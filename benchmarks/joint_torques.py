@@ -57,10 +57,11 @@ from payload_estimator.excitation import (
 )
 from payload_estimator.excitation.information import JointTorqueNoise
 from payload_estimator.pipeline.arm_dynamics import ArmPrior, calibrate_arm, joint_recording
+from payload_estimator.pipeline.joint_torques import payload_torques
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.playback import play
 from payload_estimator.pipeline.sources.joint_effort import JointEfforts
-from payload_estimator.robots import get_robot
+from payload_estimator.robots import ROBOT_NAMES, get_robot
 from payload_estimator.settings import WrenchSource
 from payload_estimator.sim.efforts import ArmMismatch, EffortModel
 from payload_estimator.sim.mujoco_sim import NO_PAYLOAD, simulate
@@ -92,22 +93,38 @@ def _efforts(robot: str, seed: int) -> EffortModel:
     return EffortModel.for_robot(robot, effort_scale_error=SCALE_ERROR, seed=seed, load_friction=LOAD_FRICTION)
 
 
-def _calibrate(robot: str, mismatch: ArmMismatch, seconds: float, seed: int):
-    """Calibration of the arm ``mismatch`` on its own unloaded run; returns (calibration, fit, seconds)."""
+def _calibration_motion(robot: str, seconds: float, seed: int):
     spec = get_robot(robot)
     if CALIBRATION_MOTION == "designed":  # what `excite --for calibration` designs from home
-        motion = design_calibration_motion(flange_kinematics(robot), ArmLimits.from_robot(spec),
-                                           np.asarray(spec.q_home), calibration_limits(duration=seconds),
-                                           seed=seed).trajectory
-    else:
-        motion = make_trajectory("thesis", spec, duration=seconds, seed=1000 + seed)
+        return design_calibration_motion(flange_kinematics(robot), ArmLimits.from_robot(spec),
+                                         np.asarray(spec.q_home), calibration_limits(duration=seconds),
+                                         seed=seed).trajectory
+    return make_trajectory("thesis", spec, duration=seconds, seed=1000 + seed)
+
+
+def _calibrate(robot: str, mismatch: ArmMismatch, seconds: float, seed: int, known_payload: str = "",
+               effort_scale: bool | None = None):
+    """Calibration of the arm ``mismatch`` on its own unloaded run; returns (calibration, fit, seconds).
+
+    ``known_payload``: also a run of the same motion holding that payload (``calibrate --known-payload-bag``);
+    ``effort_scale``: fit the effort scales (default: when the simulated scales are off)."""
+    motion = _calibration_motion(robot, seconds, seed)
     run = simulate(robot=robot, payload=NO_PAYLOAD, trajectory=motion, duration=seconds, noise="moderate",
                    seed=1000 + seed, imu=False, efforts=_efforts(robot, mismatch.seed), arm_mismatch=mismatch)
     kin = SensorKinematics(run.urdf, run.sensor_frame, run.joint_names)
+    options: dict = {}
+    if known_payload:
+        known_run = simulate(robot=robot, payload=_payload(known_payload), trajectory=motion, duration=seconds,
+                             noise="moderate", seed=2000 + seed, imu=False, efforts=_efforts(robot, mismatch.seed),
+                             arm_mismatch=mismatch)
+        known = joint_recording(known_run.joint_t, known_run.joint_q, known_run.joint_effort)
+        options.update(loaded=known, loaded_torques=payload_torques(kin, known.q, known.dq, known.ddq,
+                                                                    known_run.payload_phi))
     started = time.perf_counter()
     cal, fit = calibrate_arm(kin, joint_recording(run.joint_t, run.joint_q, run.joint_effort), robot=robot,
                              prior=ArmPrior(friction=FRICTION_PRIOR), consistent=CONSISTENT,
-                             effort_scale=SCALE_ERROR > 0.0, load_friction=FIT_LOAD_FRICTION)
+                             effort_scale=SCALE_ERROR > 0.0 if effort_scale is None else effort_scale,
+                             load_friction=FIT_LOAD_FRICTION, **options)
     return cal, fit, time.perf_counter() - started
 
 
@@ -167,6 +184,9 @@ def main() -> None:
     ap.add_argument("--load-friction", type=float, default=0.0, metavar="MU",
                     help="the simulator's load-dependent Coulomb coefficient, N·m per N·m of load (default 0: off)")
     ap.add_argument("--fit-load-friction", action="store_true", help="calibrate the load-dependent friction term")
+    ap.add_argument("--every-condition", action="store_true",
+                    help="every built-in arm, payloads 0.1-3 kg, scales off (0.15) and load friction (0.05) at once, "
+                         "three calibrations")
     args = ap.parse_args()
     global FRICTION_PRIOR, CONSISTENT, CALIBRATION_MOTION, SCALE_ERROR, LOAD_FRICTION, FIT_LOAD_FRICTION
     FRICTION_PRIOR, CONSISTENT, CALIBRATION_MOTION = args.friction_prior, args.consistent, args.calibration_motion
@@ -178,6 +198,13 @@ def main() -> None:
             ["xarm7", "panda"], ["ws_club_hammer"], 1, ["thesis"], ["wls"])
     if args.singular:
         singular(args)
+        return
+    if args.every_condition:
+        if args.robots == list(ROBOTS):
+            args.robots = list(ROBOT_NAMES)
+        if args.payloads == list(PAYLOADS):
+            args.payloads = list(EVERY_PAYLOAD)
+        every_condition(args)
         return
 
     what = "Lambert's sinusoids" if args.calibration_motion == "thesis" else "the designed calibration motion"
@@ -233,6 +260,76 @@ def main() -> None:
         print("\nTargets:")
         for line in verdicts:
             print(f"- {line}")
+
+
+EVERY_PAYLOAD = ("ws_screwdriver", "ws_file", "hammer", "ws_claw_hammer", "ws_club_hammer", "drill", "vise")
+"""``--every-condition``'s payloads, 0.10 to 2.95 kg (the catalogue's and the workshop's)."""
+KNOWN_PAYLOAD = "offset_box"
+"""The known payload of the calibration's second recording (0.65 kg: a carton with a block in one corner)."""
+EVERY_TARGET = (0.3, 2.0, 8.0)
+"""From this mass (kg) up, the worst mass error (%) and COM error (mm) after 15 s, every built-in arm."""
+CALIBRATIONS = {
+    "scales + known payload": {"effort_scale": True, "known_payload": KNOWN_PAYLOAD},
+    "scales, unloaded arm": {"effort_scale": True},
+    "no scales": {"effort_scale": False},
+}
+"""``--every-condition``'s calibrations (``calibrate --effort-scale --known-payload-bag``, ``--effort-scale``,
+neither); all with ``--load-friction``, on the motion ``excite --for calibration`` designs."""
+
+
+def every_condition(args: argparse.Namespace) -> None:
+    """Every condition at once, every built-in arm, payloads from 0.1 to 3 kg (module docstring)."""
+    global CALIBRATION_MOTION, SCALE_ERROR, LOAD_FRICTION, FIT_LOAD_FRICTION
+    CALIBRATION_MOTION, FIT_LOAD_FRICTION = "designed", True
+    SCALE_ERROR = args.effort_scale_error or 0.15
+    LOAD_FRICTION = args.load_friction or 0.05
+    print(f"Every condition at once: arms unlike their URDF, friction unlike the calibration's model and growing "
+          f"with the load (mu {LOAD_FRICTION:g}), the vendors' effort noise, every joint's effort scale off by up to "
+          f"±{100 * SCALE_ERROR:g} %; {args.calibration_s:g} s of the motion `excite --for calibration` designs "
+          f"(unloaded, and holding the 0.65 kg {KNOWN_PAYLOAD} for the known-payload calibration), all calibrations "
+          f"with --load-friction; then {args.duration:g} s of ~/identify's joint-torque motion "
+          f"(`excite --for joint-torques`) with each payload; {args.seeds} arm(s) per robot; mean (worst)\n")
+    print("| robot | payload | kg | calibration | estimator | mass % | COM mm |")
+    print("|---|---|---|---|---|---|---|")
+    verdicts = []
+    for robot in args.robots:
+        currents = bool(get_robot(robot).efforts.scale)  # a driver that reports motor currents
+        calibrations = {}
+        for label, options in CALIBRATIONS.items():
+            if currents and not options["effort_scale"]:
+                continue  # currents without torque constants: the scales are the only way to torques
+            for seed in range(args.seeds):
+                calibrations[label, seed] = _calibrate(robot, ArmMismatch(seed=seed), args.calibration_s, seed,
+                                                       **options)[0]
+        trajectory = _motion(robot, "designed-jt", args.duration)
+        worst: dict[str, list] = defaultdict(list)
+        for payload_name in args.payloads:
+            payload = _payload(payload_name)
+            results: dict[tuple, list] = defaultdict(list)
+            for seed in range(args.seeds):
+                run = simulate(robot=robot, payload=payload, trajectory=trajectory, duration=args.duration,
+                               noise="moderate", seed=seed, imu=False, efforts=_efforts(robot, seed),
+                               arm_mismatch=ArmMismatch(seed=seed))
+                for (label, cal_seed), cal in calibrations.items():
+                    if cal_seed == seed:
+                        for method in args.methods:
+                            results[label, method].append(_estimate(run, payload, method, "calibrated", cal))
+            for (label, method), rows in results.items():
+                mass, com = [r["mass"] for r in rows], [r["com_mm"] for r in rows]
+                print(f"| {robot} | {payload_name} | {payload.mass:.2f} | {label} | {method.upper()} | "
+                      f"{mean_and_worst(mass)} | {mean_and_worst(com)} |")
+                if label == "scales + known payload" and payload.mass >= EVERY_TARGET[0]:
+                    worst[method].append((float(np.nanmax(mass)), float(np.nanmax(com)), payload_name))
+        for method, cells in worst.items():
+            m = max(cells)
+            c = max(cells, key=lambda cell: cell[1])
+            ok = m[0] <= EVERY_TARGET[1] and c[1] <= EVERY_TARGET[2]
+            verdicts.append(f"{robot}, {method.upper()}, payloads of {EVERY_TARGET[0]:g} kg and more: worst mass "
+                            f"{m[0]:.2f} % ({m[2]}), worst COM {c[1]:.1f} mm ({c[2]}): "
+                            f"{'met' if ok else 'NOT met'} (<= {EVERY_TARGET[1]:g} %, <= {EVERY_TARGET[2]:g} mm)")
+    print("\nTargets (scales + known payload):")
+    for line in verdicts:
+        print(f"- {line}")
 
 
 def singular(args: argparse.Namespace) -> None:

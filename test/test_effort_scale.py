@@ -126,6 +126,49 @@ def test_effort_scales_of_an_xarm_with_a_known_payload():
     assert fit.samples == len(recs[0])  # the figures are the unloaded recording's
 
 
+def test_a_urs_currents_become_torques_with_a_known_payload():
+    """UR5e, the motor currents as efforts (the driver's), torque constants unknown to the package and off by up
+    to 15 % from the simulator's, friction unlike the model, links unlike the URDF, the motion ``excite --for
+    calibration`` designs: with a known payload's recording every joint's scale is found and determined
+    (measured: 2.5 % on joint 1, which gravity does not load, the others within 0.5 %), and the payload that
+    follows is within 1 % (measured: 0.08 %). The unloaded arm leaves the wrist drives' currents unexplained
+    (its links hardly load them), so their first guess is the shoulder's ratio, half theirs: held to it by the
+    prior on informed guesses, the wrist scales stayed 34-40 % off and the payload 6 % and 66 mm."""
+    from payload_estimator.excitation import ArmLimits, calibration_limits, design_calibration_motion, flange_kinematics
+    from payload_estimator.sim.payloads import get_payload
+
+    spec = get_robot("ur5e")
+    efforts = EffortModel.for_robot("ur5e", effort_scale_error=0.15, seed=0)
+    motion = design_calibration_motion(flange_kinematics("ur5e"), ArmLimits.from_robot(spec), np.asarray(spec.q_home),
+                                       calibration_limits(duration=20.0), seed=0).trajectory
+    recs, runs = [], []
+    for k, payload in enumerate((NO_PAYLOAD, get_payload("offset_box"), get_payload("drill"))):
+        trajectory = motion if k < 2 else make_trajectory("thesis", spec, duration=10.0, seed=7)
+        run = simulate(robot="ur5e", payload=payload, trajectory=trajectory, duration=20.0 if k < 2 else 10.0,
+                       noise="moderate", seed=1000 + k, imu=False, efforts=efforts, arm_mismatch=ArmMismatch(seed=0))
+        runs.append(run)
+        recs.append(joint_recording(run.joint_t, run.joint_q, run.joint_effort))
+    kin = SensorKinematics(runs[0].urdf, runs[0].sensor_frame, runs[0].joint_names)
+    tau = payload_torques(kin, recs[1].q, recs[1].dq, recs[1].ddq, runs[1].payload_phi)
+    cal, _ = calibrate_arm(kin, recs[0], robot="ur5e", effort_scale=True, loaded=recs[1], loaded_torques=tau)
+    err = np.abs(cal.effort_scale * efforts.scale - 1.0)
+    assert np.all(err < 0.05) and np.count_nonzero(err < 0.01) >= 4, err
+    assert all(cal.info["effort_scale_determined"])
+    # the payload that follows, from the currents through the calibration
+    from payload_estimator.core.inertia import InertialParameters
+    from payload_estimator.pipeline.playback import play
+    from payload_estimator.pipeline.sources.joint_effort import JointEfforts
+    from payload_estimator.settings import WrenchSource
+    from payload_estimator.sim.run_settings import recording_from_run, stream_for_run
+
+    stream = stream_for_run(runs[2], None, estimator="wls", track_payload=False,
+                            wrench_source=WrenchSource.JOINT_TORQUES, wrench=JointEfforts(cal))
+    play(stream, recording_from_run(runs[2]))
+    assert stream.last is not None
+    truth = InertialParameters(runs[2].payload_phi)
+    assert abs(stream.last.estimate.params.mass / truth.mass - 1.0) < 0.01
+
+
 @pytest.fixture(scope="module")
 def panda_recording():
     kin, rec = _unloaded("panda", EffortModel.for_robot("panda"), 10.0, mass_rel=0.15, noise="moderate")

@@ -393,8 +393,10 @@ def calibrate_arm(
             else shape
 
     if effort_scale:
-        guess = _initial_scale(nominal_model, recording, known) if initial_scale is None else \
-            np.asarray(initial_scale, dtype=float).reshape(n)
+        if initial_scale is None:
+            guess, informed = _initial_scale(nominal_model, recording, known)
+        else:
+            guess, informed = np.asarray(initial_scale, dtype=float).reshape(n), np.ones(n, dtype=bool)
         if np.any(~np.isfinite(guess)) or np.any(guess <= 0.0):
             raise CalibrationError("the initial effort scales must be positive numbers")
         shape = coulomb_shape(effort * guess - (known if known is not None else 0.0))
@@ -410,12 +412,16 @@ def calibrate_arm(
             gravity_rows = None
         x, sigma, mean = _reweighted_fit(A_s, effort * guess, x0_s, std0_s, nominal_model.nominal,
                                          n_known + n_l, n_l)
+        log_std = np.where(informed, prior.effort_scale, UNINFORMED_SCALE_STD)
         _, scale, _, scale_std = _scale_fit(A_s, effort, x, guess, mean, std0_s, nominal_model.nominal,
-                                            gravity_rows, n_known, prior.effort_scale, n_l)
-        # a scale the fit moved beyond SCALE_MAX_CHANGE of its first guess is not the data's but the model's
-        # mismatch (a joint whose effort is mostly friction unlike the model's): kept at the guess, named
-        determined = (np.abs(np.log(scale / guess)) <= np.log1p(SCALE_MAX_CHANGE)) & (scale_std <= SCALE_MAX_STD)
-        scale = np.where(np.abs(np.log(scale / guess)) <= np.log1p(SCALE_MAX_CHANGE), scale, guess)
+                                            gravity_rows, n_known, log_std, n_l)
+        # a scale the fit moved beyond SCALE_MAX_CHANGE of an informed first guess is not the data's but the
+        # model's mismatch (a joint whose effort is mostly friction unlike the model's): kept at the guess, named;
+        # an uninformed guess (another joint's ratio) the data alone decide, where they determine the scale
+        believed = np.where(informed, np.abs(np.log(scale / guess)) <= np.log1p(SCALE_MAX_CHANGE),
+                            scale_std <= SCALE_MAX_STD)
+        determined = believed & (scale_std <= SCALE_MAX_STD)
+        scale = np.where(believed, scale, guess)
         scale_info = {"effort_scale_std": [round(float(v), 5) for v in scale_std],
                       "effort_scale_determined": [bool(v) for v in determined],
                       "effort_scale_guess": [round(float(v), 6) for v in guess],
@@ -494,23 +500,27 @@ def _calibration_rows(nominal_model: ArmDynamics, recording: JointRecording) -> 
 
 
 def _initial_scale(nominal_model: ArmDynamics, recording: JointRecording,
-                   known: np.ndarray | None = None) -> np.ndarray:
-    """(n,) a first guess of each joint's effort scale: 1, or the description's torque per unit of effort.
+                   known: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(guess (n,), informed (n,))``: a first guess of each joint's effort scale, and where it is informed.
 
-    The least-squares ratio of the description's rigid-body torques to the efforts (:func:`effort_ratio`),
-    taken where it is determined and more than 30 % from 1 (for every joint when most are: efforts in other
-    units, e.g. currents; the median ratio where a joint's is not determined)."""
+    The guess: 1, or the description's torque per unit of effort, the least-squares ratio of the description's
+    rigid-body torques to the efforts (:func:`effort_ratio`), taken where it is determined and more than 30 %
+    from 1; for every joint when most are (efforts in other units, e.g. currents), and then the median ratio
+    where a joint's is not determined. Informed: the joint's own ratio, or 1 for efforts in N·m; not the
+    median of other joints' ratios (the torque constants of a UR's wrist drives differ from its shoulder's by
+    half), which the fit's prior then leaves to the data (:data:`UNINFORMED_SCALE_STD`)."""
     tau = nominal_model.rigid_body_torques(recording.q, recording.dq, recording.ddq)
     if known is not None:
         tau = tau + known
     ratio, determined = effort_ratio(tau, recording.effort)
     good = determined & (ratio > 0.0)
+    n = len(ratio)
     if not np.any(good):
-        return np.ones(len(ratio))
+        return np.ones(n), np.ones(n, dtype=bool)
     far = good & (np.abs(np.log(np.where(good, ratio, 1.0))) > np.log(1.3))
     if np.count_nonzero(far) * 2 > np.count_nonzero(good):  # most joints far off (currents): all of them
-        return np.where(good, 1.0 / np.where(good, ratio, 1.0), 1.0 / float(np.median(ratio[good])))
-    return np.where(far, 1.0 / np.where(far, ratio, 1.0), 1.0)
+        return np.where(good, 1.0 / np.where(good, ratio, 1.0), 1.0 / float(np.median(ratio[good]))), good
+    return np.where(far, 1.0 / np.where(far, ratio, 1.0), 1.0), np.ones(n, dtype=bool)
 
 
 def effort_ratio(tau: np.ndarray, effort: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -538,6 +548,8 @@ def effort_ratio(tau: np.ndarray, effort: np.ndarray) -> tuple[np.ndarray, np.nd
 SCALE_MAX_CHANGE = 0.3
 """A fitted effort scale more than this fraction from its first guess is not believed (kept at the guess)."""
 SCALE_MAX_STD = 0.05
+UNINFORMED_SCALE_STD = 1.0
+"""The std of the log of an effort scale whose first guess is another joint's ratio (:func:`_initial_scale`)."""
 """An effort scale whose std (the data's, :func:`_log_scale_std`) is above this is not determined by the motion."""
 FALLBACK_SHAPE_LEVEL = 1
 """The Coulomb level (index in :data:`COULOMB_VELOCITIES`, 0.1 rad/s) whose shape the load-dependent term takes
@@ -556,7 +568,7 @@ GRAVITY_POSES = 200
 
 def _scale_fit(A: np.ndarray, effort: np.ndarray, x: np.ndarray, scale0: np.ndarray, mean: np.ndarray,
                std0: np.ndarray, nominal: np.ndarray, gravity_rows: np.ndarray | None,
-               n_known: int = 0, log_std: float = 0.15,
+               n_known: int = 0, log_std: float | np.ndarray = 0.15,
                n_load: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Return ``(x, scale, sigma, mean)``: the MAP fit of the parameters and the effort scales together.
 

@@ -27,6 +27,7 @@ __all__ = ["Payload", "PAYLOADS", "PAPER_OBJECTS", "TOOL_OBJECTS", "get_payload"
 
 PLA_DENSITY = 1240.0 * 0.2  # kg/m³, 3D print at 20 % infill
 STEEL_DENSITY = 7850.0
+CAST_IRON_DENSITY = 7200.0
 ALUMINIUM_DENSITY = 2700.0
 HOLE_RADIUS = 0.0125  # m
 STEEL_WEIGHT = 0.101  # kg, Nadeau et al.'s Fig. 3
@@ -189,7 +190,18 @@ _block = Payload(
     _al,
 )
 
-TOOL_OBJECTS: tuple[Payload, ...] = (_hammer, _drill, _box, _block)
+_vise_body = Box(size=(0.11, 0.07, 0.045), xyz=(0.0, 0.0, 0.0225))
+_vise_jaw = Box(size=(0.10, 0.02, 0.028), xyz=(0.0, 0.025, 0.059))
+_vise_screw = Cylinder(radius=0.005, height=0.12, xyz=(0.0, -0.06, 0.03), rpy=(np.pi / 2, 0.0, 0.0))
+_vise = Payload(
+    "vise",
+    "2.95 kg bench vise: cast-iron body, a steel jaw on one side, its screw sticking out",
+    (Part(_vise_body, CAST_IRON_DENSITY * _vise_body.volume), Part(_vise_jaw, STEEL_DENSITY * _vise_jaw.volume),
+     Part(_vise_screw, STEEL_DENSITY * _vise_screw.volume)),
+    Union(parts=(_vise_body, _vise_jaw, _vise_screw)),
+)
+
+TOOL_OBJECTS: tuple[Payload, ...] = (_hammer, _drill, _box, _block, _vise)
 
 PAYLOADS: dict[str, Payload] = {p.name: p for p in PAPER_OBJECTS + TOOL_OBJECTS}
 
