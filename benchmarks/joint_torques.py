@@ -263,7 +263,7 @@ def main() -> None:
 
 
 EVERY_PAYLOAD = ("ws_screwdriver", "ws_file", "hammer", "ws_claw_hammer", "ws_club_hammer", "drill", "vise")
-"""``--every-condition``'s payloads, 0.10 to 2.95 kg (the catalogue's and the workshop's)."""
+"""``--every-condition``'s payloads, 0.10 to 3.0 kg (the catalogue's and the workshop's)."""
 KNOWN_PAYLOAD = "offset_box"
 """The known payload of the calibration's second recording (0.65 kg: a carton with a block in one corner)."""
 EVERY_TARGET = (0.3, 2.0, 8.0)

@@ -245,11 +245,9 @@ def test_calibrate_cli_fits_the_term_of_a_simulated_bag(tmp_path, capsys) -> Non
 
 
 def test_calibrate_names_a_load_friction_the_recording_does_not_determine() -> None:
-    from payload_estimator.commands.calibrate import load_friction_warnings
-
     _, _, plain, cal, _ = _calibrations(MU)
-    assert load_friction_warnings(plain) == [] and load_friction_warnings(cal) == []
+    assert plain.caveats() == [] and cal.caveats() == []
     undetermined = dataclasses.replace(cal, info={**cal.info, "load_friction_determined": [False] * 7},
                                        load_friction=np.zeros((7, len(COULOMB_VELOCITIES))))
-    (line,) = load_friction_warnings(undetermined)
-    assert "not determined by this recording" in line and "--known-payload-bag" in line
+    (line,) = undetermined.caveats()
+    assert "not determined by the calibration's recording" in line and "--known-payload-bag" in line

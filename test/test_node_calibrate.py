@@ -256,3 +256,40 @@ def test_joint_states_without_efforts_make_the_node_status_an_error_and_no_estim
     assert status.level == DiagnosticLevel.ERROR
     assert status.message.startswith(f"{len(items)} joint states without an effort per joint")
     assert node_status(sup, 109.0).level == DiagnosticLevel.OK  # none since: the stream's statuses say stale
+
+
+def test_a_calibration_that_did_not_determine_its_scales_makes_the_estimate_say_so(tmp_path, typestore,
+                                                                                    unloaded_run):
+    """A calibration whose effort scales the recording left undetermined (an unloaded arm's wrist joints): the node
+    runs on it, logs one warning per caveat, and its status is a WARN whose values name the joints and what to do;
+    ``replay`` prints the same lines. A calibration that determined everything leaves the status OK."""
+    from payload_estimator.io.diagnostic_level import DiagnosticLevel
+    from payload_estimator.supervision.status import RUNNING
+
+    make = ros_factories.rosbags_factory(typestore)
+    request = calibrate_request(6.0, "", str(tmp_path / "panda.yaml"))
+    recorder = JointStateRecorder(unloaded_run.joint_names, start=100.0, duration_s=6.0)
+    items = joint_items(typestore, unloaded_run, t0=100.0)
+    for k in range(0, len(items), 13):
+        recorder.add(items[k:k + 13])
+    assert fit_calibration(kinematics(), recorder, request, robot="panda").success
+    cal = ArmCalibration.load(request.path)
+    assert cal.caveats() == []
+    undetermined = tmp_path / "undetermined.yaml"
+    info = {**cal.info, "effort_scale_determined": [True] * 5 + [False] * 2, "effort_scale_std": [0.01] * 5 + [0.4] * 2}
+    ArmCalibration.from_dict({**cal.to_dict(), "info": info}).save(undetermined)
+    for path, level in ((request.path, DiagnosticLevel.OK), (undetermined, DiagnosticLevel.WARN)):
+        sup = supervisor_for(path, make)
+        warnings = []
+        sup.log.warning = warnings.append
+        sup.tick(99.0, [])
+        assert sup.status.state == RUNNING
+        status = node_status(sup, 99.0)
+        assert status.level == level, status.message
+        values = dict((v.key, v.value) for v in status.values)
+        if level == DiagnosticLevel.WARN:
+            assert "panda_joint6 (std 40 %), panda_joint7 (std 40 %)" in values["arm calibration caveats"]
+            assert "known_payload_mass" in values["arm calibration caveats"]
+            assert len(warnings) == 1 and "effort scale of panda_joint6" in warnings[0]
+        else:
+            assert "arm calibration caveats" not in values and warnings == []

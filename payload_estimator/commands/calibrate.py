@@ -69,7 +69,7 @@ if TYPE_CHECKING:
 __all__ = ["add_parser", "run", "MOVING_SPEED", "MIN_MOTION_S", "MIN_RANGE_RAD", "MIN_REVERSALS", "speed_reversals",
            "motion_refusal", "FIT_RATE_HZ", "Coverage", "motion_coverage",
            "calibration_table", "calibration_summary", "effort_check_line", "consistency_line", "coulomb_level",
-           "friction_warnings", "known_payload", "scale_warnings", "load_friction_warnings",
+           "friction_warnings", "known_payload",
            "EXTRAPOLATION"]
 
 MOVING_SPEED = 0.1
@@ -321,32 +321,6 @@ def effort_check_line(dynamics: ArmDynamics, rec: JointRecording, scale: bool = 
                         currents)
 
 
-def load_friction_warnings(cal: ArmCalibration) -> list[str]:
-    """One line when ``--load-friction`` was asked for and the recording did not determine it (kept at 0)."""
-    determined = cal.info.get("load_friction_determined")
-    if not determined or all(determined):
-        return []
-    names = [n for n, ok in zip(cal.joint_names, determined) if not ok]
-    which = "" if cal.info.get("load_friction_shared", True) else f" of {', '.join(names)}"
-    return [f"the load-dependent friction{which} is not determined by this recording (the joints' loads hardly "
-            "vary along the motion): kept at 0; move the shoulder and elbow through their range, or give "
-            "--known-payload-bag"]
-
-
-def scale_warnings(cal: ArmCalibration) -> list[str]:
-    """One line naming the joints whose effort scale the recording did not determine (``--effort-scale``)."""
-    determined = cal.info.get("effort_scale_determined")
-    if not determined:
-        return []
-    std = cal.info.get("effort_scale_std", [float("nan")] * len(cal.joint_names))
-    bad = [f"{name} (std {100 * s:.0f} %)" for name, ok, s in zip(cal.joint_names, determined, std) if not ok]
-    if not bad:
-        return []
-    return [f"the effort scale of {', '.join(bad)} is not determined by this recording (its own link hardly loads "
-            "it beyond friction, or the fit left the first guess by more than 30 %): kept near its first guess; "
-            "give --known-payload-bag, a recording holding a known payload that loads that joint"]
-
-
 def known_payload(spec: str, bag: Path, kinematics: Any) -> Any:
     """The known payload of ``--known-payload`` in the kinematics' sensor frame (the flange), as InertialParameters.
 
@@ -472,8 +446,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:  # a fit that cannot be made of this recording (degenerate, diverged)
         raise CommandError(f"{bag}: the calibration failed: {one_line(exc)}") from None
     warnings += friction_warnings(ArmDynamics(kinematics, calibration), coverage)
-    warnings += scale_warnings(calibration)
-    warnings += load_friction_warnings(calibration)
+    warnings += calibration.caveats()
     warnings += _validation_warnings(joints, coverage, held_coverage, fit)
     try:
         calibration.save(out)

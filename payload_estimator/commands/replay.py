@@ -392,6 +392,10 @@ def _set_up(args: argparse.Namespace, bag: Path, warnings: list[str]) -> _Setup:
         line = _effort_line(bag, settings, stream)
         if line:
             warnings.append(line)
+        source: Any = stream.wrench_input  # joint torques: the efforts' source, with the arm model
+        calibration = source.torque_wrench.dynamics.calibration
+        if calibration is not None:  # what the calibration did not determine, the estimate carries
+            warnings += [f"{settings.arm_calibration}: {caveat}" for caveat in calibration.caveats()]
     if description is None and not settings.use_builtin_description:
         warnings.append(f"no {ROBOT_DESCRIPTION_TOPIC} in the bag: using the package's URDF of the "
                         f"{settings.robot} preset ({how}); give --urdf FILE if the robot recorded differs")

@@ -412,7 +412,9 @@ def calibrate_arm(
             gravity_rows = None
         x, sigma, mean = _reweighted_fit(A_s, effort * guess, x0_s, std0_s, nominal_model.nominal,
                                          n_known + n_l, n_l)
-        log_std = np.where(informed, prior.effort_scale, UNINFORMED_SCALE_STD)
+        # an uninformed guess is left to the data where they can tell it: with a known payload (the unloaded
+        # arm alone does not load the joints whose own ratio was undetermined)
+        log_std = np.where(informed | (known is None), prior.effort_scale, UNINFORMED_SCALE_STD)
         _, scale, _, scale_std = _scale_fit(A_s, effort, x, guess, mean, std0_s, nominal_model.nominal,
                                             gravity_rows, n_known, log_std, n_l)
         # a scale the fit moved beyond SCALE_MAX_CHANGE of an informed first guess is not the data's but the
@@ -549,7 +551,10 @@ SCALE_MAX_CHANGE = 0.3
 """A fitted effort scale more than this fraction from its first guess is not believed (kept at the guess)."""
 SCALE_MAX_STD = 0.05
 UNINFORMED_SCALE_STD = 1.0
-"""The std of the log of an effort scale whose first guess is another joint's ratio (:func:`_initial_scale`)."""
+"""The std of the log of an effort scale whose first guess is another joint's ratio (:func:`_initial_scale`), when
+a known payload's recording can tell it."""
+SCALE_SEARCH = float(np.log(10.0))
+"""How far from the first guesses (in log, per coordinate of the relative scales) the fit searches the scales."""
 """An effort scale whose std (the data's, :func:`_log_scale_std`) is above this is not determined by the motion."""
 FALLBACK_SHAPE_LEVEL = 1
 """The Coulomb level (index in :data:`COULOMB_VELOCITIES`, 0.1 rad/s) whose shape the load-dependent term takes
@@ -635,7 +640,10 @@ def _scale_fit(A: np.ndarray, effort: np.ndarray, x: np.ndarray, scale0: np.ndar
             cost, grad, _ = inner(level + basis @ v)
             return cost, basis.T @ grad
 
+        # searched within a decade of the first guesses (each coordinate), so a line search cannot overflow
+        centre = basis.T @ (log_u0 - (float(np.mean(log_u0)) if gravity_rows is not None else 0.0))
         v = minimize(relative, basis.T @ (log_u - level), jac=True, method="L-BFGS-B",
+                     bounds=list(zip(centre - SCALE_SEARCH, centre + SCALE_SEARCH)),
                      options={"maxiter": 500, "ftol": 1e-14, "gtol": 1e-9}).x
         log_u = level + basis @ v
         x = inner(log_u)[2]

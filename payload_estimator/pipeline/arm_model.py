@@ -191,6 +191,32 @@ class ArmCalibration:
             raise CalibrationError(f"the arm calibration is for joints {list(self.joint_names)}, "
                                    f"the arm has {list(joint_names)}")
 
+    def caveats(self) -> list[str]:
+        """One line per part of this calibration its recording did not determine, for every estimate that uses it.
+
+        The effort scales the fit kept near their first guess (``info["effort_scale_determined"]``): the mass
+        read through those joints carries their error; the load-dependent friction kept at 0
+        (``info["load_friction_determined"]``). Empty when the recording determined everything it was asked."""
+        lines = []
+        determined = self.info.get("effort_scale_determined")
+        if determined and not all(determined):
+            std = self.info.get("effort_scale_std", [float("nan")] * len(self.joint_names))
+            bad = [f"{name} (std {100 * s:.0f} %)" for name, ok, s in zip(self.joint_names, determined, std) if not ok]
+            lines.append(f"the effort scale of {', '.join(bad)} is not determined by the calibration's recording (its "
+                         "own link hardly loads it beyond friction, or the fit left the first guess by more than "
+                         "30 %): kept near its first guess, and a payload's torques read through it carry its error; "
+                         "calibrate again with a known payload too (calibrate --known-payload-bag, or ~/calibrate "
+                         "with known_payload_mass)")
+        determined = self.info.get("load_friction_determined")
+        if determined and not all(determined):
+            names = [n for n, ok in zip(self.joint_names, determined) if not ok]
+            which = "" if self.info.get("load_friction_shared", True) else f" of {', '.join(names)}"
+            lines.append(f"the load-dependent friction{which} is not determined by the calibration's recording (the "
+                         "joints' loads hardly vary along the motion): kept at 0; move the shoulder and elbow "
+                         "through their range, or calibrate with a known payload too (calibrate "
+                         "--known-payload-bag, or ~/calibrate with known_payload_mass)")
+        return lines
+
     # ---------------------------------------------------------------- file I/O
     def to_dict(self) -> dict[str, Any]:
         """Plain values for YAML (:meth:`save`): the friction, scales, residuals and bodies, and the info."""

@@ -195,7 +195,7 @@ _vise_jaw = Box(size=(0.10, 0.02, 0.028), xyz=(0.0, 0.025, 0.059))
 _vise_screw = Cylinder(radius=0.005, height=0.12, xyz=(0.0, -0.06, 0.03), rpy=(np.pi / 2, 0.0, 0.0))
 _vise = Payload(
     "vise",
-    "2.95 kg bench vise: cast-iron body, a steel jaw on one side, its screw sticking out",
+    "3 kg bench vise: cast-iron body, a steel jaw on one side, its screw sticking out",
     (Part(_vise_body, CAST_IRON_DENSITY * _vise_body.volume), Part(_vise_jaw, STEEL_DENSITY * _vise_jaw.volume),
      Part(_vise_screw, STEEL_DENSITY * _vise_screw.volume)),
     Union(parts=(_vise_body, _vise_jaw, _vise_screw)),

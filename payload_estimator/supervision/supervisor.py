@@ -161,6 +161,7 @@ class Supervisor:
         """What was published: the last good estimate, whether it is stale (and why), its age."""
         self.frames_from_tf: list[str] = []
         self.dropped_while_not_running = 0
+        self.calibration_caveats: list[str] = []  # what the arm calibration in use did not determine: a WARN
         self._rebuild_requested = self.builtin_description  # the model is the package's own (made in _build)
         self._previous_counts: dict[str, int] = {}
         self._overflow_since_diagnostics: dict[str, int] = {}
@@ -370,13 +371,16 @@ class Supervisor:
                 self._set_not_running(NodeStatus(WAITING_FRAMES, ", ".join(not_found)))
                 return
         try:
-            load_arm_calibration(settings, arm_joint_names(settings, urdf))
+            calibration = load_arm_calibration(settings, arm_joint_names(settings, urdf))
         except ValueError as exc:  # joint torques: a missing file may be written any time (CLI, ~/calibrate)
             hint = "" if "~/calibrate" in str(exc) else (
                 "; call ~/calibrate with the arm unloaded and moving to record this arm's, or set arm_calibration")
             self._configuration_error(f"arm calibration: {exc}{hint}")
             self._next_frames_retry = now + TF_RETRY_S
             return
+        self.calibration_caveats = calibration.caveats() if calibration is not None else []
+        for caveat in self.calibration_caveats:
+            self.log.warning(f"arm calibration {settings.arm_calibration}: {caveat}")
         try:
             stream = build_stream(settings, urdf, extra_frames=extra, imu_frame=imu_frame, live=True)
         except Exception as exc:  # noqa: BLE001 - any configuration problem is reported, not raised
@@ -462,7 +466,14 @@ class Supervisor:
             diagnostics = stream.diagnostics(now)
             diagnostics["recent_counts"] = ros_outbound.recent_counts(self._previous_counts, diagnostics["counts"])
             self._previous_counts = dict(diagnostics["counts"])
+        caveats = self.calibration_caveats if "arm calibration" in status.values else []
+        if caveats:
+            status.values["arm calibration caveats"] = "; ".join(caveats)
         fields = node_status_fields(status, self.name, overflow)
+        if caveats and fields["level"] == DiagnosticLevel.OK:
+            fields["level"] = DiagnosticLevel.WARN
+            fields["message"] += "; the arm calibration did not determine everything the estimate uses (see its " \
+                                 "caveats)"
         no_effort = int((diagnostics or {}).get("recent_counts", {}).get(MISSING_EFFORT, 0))
         if no_effort and stream is not None:
             assert settings is not None
