@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from payload_estimator.cli import main
-from payload_estimator.commands.calibrate import effort_check_line, motion_coverage, motion_refusal
+from payload_estimator.commands.calibrate import motion_coverage, motion_refusal
 from payload_estimator.errors import ConfigurationError
 from payload_estimator.io.bag import CUSTOM_DATA_PREFIX, bag_info
-from payload_estimator.pipeline.arm_dynamics import ArmDynamics, calibrate_arm, joint_recording
+from payload_estimator.pipeline.arm_dynamics import ArmDynamics, calibrate_arm, effort_check_line, joint_recording
 from payload_estimator.pipeline.joint_torques import payload_torques, torques_from_efforts
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.robots import get_robot

@@ -174,6 +174,30 @@ def test_a_recording_of_the_unloaded_arm_gives_a_calibration_that_loads(tmp_path
                                                 joint_names=list(run.joint_names)), run.joint_names)
 
 
+def test_efforts_that_are_not_the_arms_torques_are_refused_with_the_setting_to_change(tmp_path, typestore,
+                                                                                       unloaded_run):
+    """``~/calibrate`` checks the efforts as ``calibrate`` does: currents read as N·m (a UR's, a 40 N·m/A joint's)
+    or efforts of the wrong sign are refused, naming the setting; currents with ``effort_scale`` are fitted."""
+    for factor, words, effort_scale, success in ((1.0 / 40.0, "look like currents", False, False),
+                                                 (-1.0, "wrong sign", False, False),
+                                                 (-1.0, "wrong sign", True, False),
+                                                 (1.0 / 40.0, None, True, True)):
+        class Run:
+            joint_names = unloaded_run.joint_names
+            joint_t, joint_q, joint_dq = unloaded_run.joint_t, unloaded_run.joint_q, unloaded_run.joint_dq
+            joint_effort = unloaded_run.joint_effort * factor
+
+        rec = JointStateRecorder(unloaded_run.joint_names, 100.0, 8.0)
+        rec.add(joint_items(typestore, Run))
+        path = tmp_path / f"cal_{factor:g}_{effort_scale}.yaml"
+        result = fit_calibration(kinematics(), rec, CalibrateRequest(8.0, path, effort_scale), robot="panda")
+        assert result.success == success, result.message
+        assert path.is_file() == success
+        if words:
+            assert result.message.startswith("refused: ") and words in result.message, result.message
+            assert "torque_constants" in result.message or "effort_unit" in result.message
+
+
 def test_an_unwritable_file_is_an_answer_not_an_exception(tmp_path, typestore, unloaded_run):
     blocker = tmp_path / "file"
     blocker.write_text("")

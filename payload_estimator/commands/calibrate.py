@@ -68,7 +68,7 @@ if TYPE_CHECKING:
 
 __all__ = ["add_parser", "run", "MOVING_SPEED", "MIN_MOTION_S", "MIN_RANGE_RAD", "MIN_REVERSALS", "speed_reversals",
            "motion_refusal", "FIT_RATE_HZ", "Coverage", "motion_coverage",
-           "calibration_table", "calibration_summary", "effort_check_line", "consistency_line", "coulomb_level",
+           "calibration_table", "calibration_summary", "consistency_line", "coulomb_level",
            "friction_warnings", "known_payload",
            "EXTRAPOLATION"]
 
@@ -302,25 +302,6 @@ def _recording(bag: Path, settings: Settings, joint_names: tuple[str, ...],
     return rec, coverage, list(arrays.notes)
 
 
-def effort_check_line(dynamics: ArmDynamics, rec: JointRecording, scale: bool = True,
-                      currents: bool = False) -> str | None:
-    """:func:`~payload_estimator.pipeline.joint_torques.effort_check` of a recording against a model of the arm.
-
-    The model's torques (the calibration's, friction included, or the description's rigid body) at the
-    recording's slowest samples (the slower half by the fastest joint's speed: gravity dominates there), against
-    the corrected efforts; ``currents``: currents of unknown torque constants, their signs checked only."""
-    from payload_estimator.pipeline.joint_torques import effort_check
-
-    if len(rec) < 10:
-        return None
-    speed = np.abs(rec.dq).max(axis=1)
-    slow = speed <= np.median(speed)
-    q, dq, ddq = rec.q[slow], rec.dq[slow], rec.ddq[slow]
-    tau = dynamics.torques(q, dq, ddq, rec.effort[slow])
-    return effort_check(tau, dynamics.corrected_effort(rec.effort[slow]), dynamics.kinematics.joint_names, scale,
-                        currents)
-
-
 def known_payload(spec: str, bag: Path, kinematics: Any) -> Any:
     """The known payload of ``--known-payload`` in the kinematics' sensor frame (the flange), as InertialParameters.
 
@@ -397,7 +378,7 @@ def friction_warnings(dynamics: ArmDynamics, coverage: Coverage) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Calibrate the arm from the bag, write the calibration, print what it found; warnings on stderr."""
-    from payload_estimator.pipeline.arm_dynamics import ArmDynamics, calibrate_arm
+    from payload_estimator.pipeline.arm_dynamics import ArmDynamics, calibrate_arm, effort_check_line
 
     bag = Path(args.bag)
     if not bag.exists():

@@ -410,9 +410,9 @@ def _effort_line(bag: Path, settings: Any, stream: Any) -> str | None:
     """The efforts' check (``calibrate``'s :func:`effort_check_line`) on the bag's joint states: units and signs.
 
     Not their scale: the payload's torques are in them."""
-    from payload_estimator.commands.calibrate import FIT_RATE_HZ, effort_check_line
+    from payload_estimator.commands.calibrate import FIT_RATE_HZ
     from payload_estimator.io.bag import BagError, read_joint_states
-    from payload_estimator.pipeline.arm_dynamics import joint_recording
+    from payload_estimator.pipeline.arm_dynamics import effort_check_line, joint_recording
     from payload_estimator.pipeline.joint_torques import torques_from_efforts
 
     source = stream.wrench_input

@@ -50,6 +50,7 @@ __all__ = [
     "JointRecording",
     "calibrate_arm",
     "joint_recording",
+    "effort_check_line",
     "residual_rms",
     "SHAPE_PRIOR_STD",
 ]
@@ -293,6 +294,25 @@ def residual_rms(dynamics: ArmDynamics, rec: JointRecording) -> np.ndarray:
     """(n,) RMS of the corrected effort minus the model's torque per joint, N·m."""
     r = dynamics.corrected_effort(rec.effort) - dynamics.torques(rec.q, rec.dq, rec.ddq, rec.effort)
     return np.sqrt(np.mean(r**2, axis=0))
+
+
+def effort_check_line(dynamics: ArmDynamics, rec: JointRecording, scale: bool = True,
+                      currents: bool = False) -> str | None:
+    """:func:`~payload_estimator.pipeline.joint_torques.effort_check` of a recording against a model of the arm.
+
+    The model's torques (the calibration's, friction included, or the description's rigid body) at the
+    recording's slowest samples (the slower half by the fastest joint's speed: gravity dominates there), against
+    the corrected efforts; ``currents``: currents of unknown torque constants, their signs checked only."""
+    from payload_estimator.pipeline.joint_torques import effort_check
+
+    if len(rec) < 10:
+        return None
+    speed = np.abs(rec.dq).max(axis=1)
+    slow = speed <= np.median(speed)
+    q, dq, ddq = rec.q[slow], rec.dq[slow], rec.ddq[slow]
+    tau = dynamics.torques(q, dq, ddq, rec.effort[slow])
+    return effort_check(tau, dynamics.corrected_effort(rec.effort[slow]), dynamics.kinematics.joint_names, scale,
+                        currents)
 
 
 def calibrate_arm(

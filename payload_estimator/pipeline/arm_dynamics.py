@@ -18,6 +18,7 @@ from payload_estimator.pipeline.arm_calibration import (
     CalibrationFit,
     JointRecording,
     calibrate_arm,
+    effort_check_line,
     joint_recording,
     residual_rms,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "CalibrationFit",
     "JointRecording",
     "calibrate_arm",
+    "effort_check_line",
     "joint_recording",
     "friction_regressor",
     "residual_rms",

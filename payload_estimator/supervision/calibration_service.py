@@ -51,7 +51,13 @@ from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.errors import InputError
 from payload_estimator.io.cdr import JointStateLayout, SerializedJointState, joint_state_layout
 from payload_estimator.io.ros_factories import stamp_to_sec
-from payload_estimator.pipeline.arm_dynamics import JointRecording, calibrate_arm, joint_recording
+from payload_estimator.pipeline.arm_dynamics import (
+    ArmDynamics,
+    JointRecording,
+    calibrate_arm,
+    effort_check_line,
+    joint_recording,
+)
 from payload_estimator.pipeline.joint_torques import payload_torques, torques_from_efforts
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.stream import JOINTS
@@ -365,6 +371,11 @@ def fit_calibration(
     except ValueError as exc:
         return CalibrateResult(False, f"refused: {exc}")
     recording = joint_recording(t, q, effort)
+    if request.known_payload is None:  # the efforts against the description's torques: units and signs, as calibrate
+        line = effort_check_line(ArmDynamics(kinematics), recording,
+                                 currents=effort_unit == "current" and not len(torque_constants))
+        if line and (not request.effort_scale or "wrong sign" in line):
+            return CalibrateResult(False, f"refused: {line}")
     meta = {"source": "~/calibrate", "recorded_s": round(float(np.ptp(t)), 3), "joint_states": int(len(t)),
             "joint_states_without_efforts": int(recorder.without_efforts), **(info or {})}
     known: dict[str, Any] = {}
