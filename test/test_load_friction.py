@@ -137,14 +137,15 @@ def _calibrations(mu: float) -> tuple:
 
 def test_calibration_recovers_mu_where_the_motion_loads_the_joint() -> None:
     """xArm 7, 30 s of Lambert's sinusoids, unloaded, mu = 0.05 in the simulator: the arm's one mu is found within
-    0.006 (measured 0.047 and 0.051 on two arms), each joint's levels its Coulomb shape times it; without it in
-    the simulator, mu is 0. Per joint (``load_friction_per_joint``), the joints gravity loads (2-4) find it
-    within 0.025 (joint 3: 0.030, its mu trading with its Coulomb levels' asymmetry) and the wrist's 5 and 7,
-    which the motion hardly loads, are kept at 0 and named undetermined."""
+    0.0004 (measured 0.0502 on this arm; 0.045-0.050 on the three arms of ``benchmarks/load_friction.py``), each
+    joint's levels its Coulomb shape times it (within 0.15: measured 0.11, joint 3); without it in the simulator,
+    mu is 0. Per joint (``load_friction_per_joint``), the joints gravity loads (2-4) find it within 0.025 (measured
+    0.051, 0.030 and 0.052: joint 3's mu trades with its Coulomb levels' asymmetry) and the wrist's 5 and 7, which
+    the motion hardly loads, are kept at 0 and named undetermined."""
     kin, rec, plain, cal, (plain_fit, fit) = _calibrations(MU)
     assert np.all(plain.load_friction == 0.0) and cal.load_friction.shape == (7, len(COULOMB_VELOCITIES))
     at_speed = cal.load_friction.sum(axis=1)
-    np.testing.assert_allclose(at_speed, MU, atol=0.006)
+    np.testing.assert_allclose(at_speed, MU, atol=0.0004)
     assert all(cal.info["load_friction_determined"]) and cal.info["load_friction_shared"] is True
     np.testing.assert_allclose(cal.load_friction / at_speed[:, None],
                                cal.coulomb / np.sum(cal.coulomb, axis=1)[:, None],
@@ -213,14 +214,15 @@ def _payload_errors(calibration: ArmCalibration, mu: float, seed: int = 0) -> tu
 
 def test_the_payload_is_better_with_the_term_when_the_gearbox_has_it() -> None:
     """xArm 7 with mu = 0.05, the 1.08 kg club hammer, 15 s: the calibration with the load term gives a
-    better mass than the one without and a COM as good (measured 0.14 % and 3.2 mm against 0.51 % and 2.8 mm on
+    better mass than the one without and a COM as good (measured 0.14 % and 3.16 mm against 0.51 % and 2.79 mm on
     this arm; with symmetric Coulomb levels it was 0.12 % and 0.7 mm against 0.85 % and 2.6 mm: one arm's COM
-    moves by a few mm with the friction model, as over arms in ``benchmarks/load_friction.py``)."""
+    moves by a few mm with the friction model, as over arms in ``benchmarks/load_friction.py``, where the three
+    arms' COM is 4.0 (5.1) mm with the term and 4.2 (5.0) without)."""
     _, _, plain, cal, _ = _calibrations(MU)
     mass_plain, com_plain = _payload_errors(plain, MU)
     mass_load, com_load = _payload_errors(cal, MU)
     assert mass_load < 0.5 * mass_plain and com_load < com_plain + 0.001
-    assert mass_plain > 0.004 and mass_load < 0.004 and com_load < 0.004
+    assert mass_plain > 0.004 and mass_load < 0.0025 and com_load < 0.004
 
 
 def test_calibrate_cli_fits_the_term_of_a_simulated_bag(tmp_path, capsys) -> None:
