@@ -5,8 +5,9 @@ its COM by up to 1 cm), with realistic joint efforts (friction unlike the calibr
 scale is off by up to ``--scale-error`` per joint (``EffortModel.for_robot``: each joint's reported effort
 times ``1 + U(-e, e)``; the truth of the calibration is its inverse). Per arm:
 
-1. ``--calibration-s`` seconds of the unloaded arm on Lambert's sinusoids (and, for the known-payload row,
-   as long again holding the 0.65 kg offset box, another motion);
+1. ``--calibration-s`` seconds of the unloaded arm on the motion ``excite --for calibration`` designs
+   (``--calibration-motion thesis``: Lambert's sinusoids) and, for the known-payload row, the same motion
+   again holding the 0.65 kg offset box (Lambert's: another one);
 2. the calibration: without effort scales (``calibrate``), with them from the unloaded arm alone
    (``calibrate --effort-scale``), and with the known payload too (``--known-payload-bag``);
 3. ``--duration`` seconds of another motion holding the workshop's 1.08 kg club hammer, the payload estimated
@@ -16,6 +17,7 @@ Columns: each joint's scale error (found / true - 1): mean and worst over the jo
 (worst)); the joints the calibration marks as not determined; the payload's mass error.
 
 Run:  python benchmarks/effort_scales.py [--robots panda xarm7] [--seeds 2] [--scale-error 0.15]
+          [--calibration-motion designed|thesis]
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collections import defaultdict
 import numpy as np
 
 from payload_estimator.core.inertia import InertialParameters
+from payload_estimator.excitation import ArmLimits, calibration_limits, design_calibration_motion, flange_kinematics
 from payload_estimator.pipeline.arm_dynamics import calibrate_arm, joint_recording
 from payload_estimator.pipeline.joint_torques import payload_torques
 from payload_estimator.pipeline.kinematics import SensorKinematics
@@ -43,12 +46,17 @@ from payload_estimator.sim.workshop import get_tool
 MODES = ("no scales", "scales, unloaded arm", "scales, known payload too")
 
 
-def _run(robot: str, payload, seconds: float, seed: int, efforts: EffortModel, arm_seed: int):
+def _run(robot: str, payload, seconds: float, seed: int, efforts: EffortModel, arm_seed: int, motion: str = "thesis"):
+    """``seconds`` of ``robot`` holding ``payload``: Lambert's sinusoids (seeded) or the designed calibration motion."""
     spec = get_robot(robot)
-    return simulate(robot=robot, payload=payload, trajectory=make_trajectory("thesis", spec, duration=seconds,
-                                                                             seed=seed),
-                    duration=seconds, noise="moderate", seed=seed, imu=False, efforts=efforts,
-                    arm_mismatch=ArmMismatch(seed=arm_seed))
+    if motion == "designed":  # what `excite --for calibration` designs from home
+        trajectory = design_calibration_motion(flange_kinematics(robot), ArmLimits.from_robot(spec),
+                                               np.asarray(spec.q_home), calibration_limits(duration=seconds),
+                                               seed=arm_seed).trajectory
+    else:
+        trajectory = make_trajectory("thesis", spec, duration=seconds, seed=seed)
+    return simulate(robot=robot, payload=payload, trajectory=trajectory, duration=seconds, noise="moderate",
+                    seed=seed, imu=False, efforts=efforts, arm_mismatch=ArmMismatch(seed=arm_seed))
 
 
 def _mass_error(run, calibration) -> float:
@@ -66,8 +74,11 @@ def main() -> None:
     ap.add_argument("--robots", nargs="+", default=["panda", "xarm7"])
     ap.add_argument("--seeds", type=int, default=2, help="arms per robot (default 2)")
     ap.add_argument("--scale-error", type=float, default=0.15, help="each joint's effort scale off by up to this")
-    ap.add_argument("--calibration-s", type=float, default=20.0, help="seconds of each calibration recording")
+    ap.add_argument("--calibration-s", type=float, default=30.0, help="seconds of each calibration recording")
     ap.add_argument("--duration", type=float, default=15.0, help="seconds of estimation motion")
+    ap.add_argument("--calibration-motion", choices=("designed", "thesis"), default="designed",
+                    help="the calibration recordings' motion: what `excite --for calibration` designs (default), or "
+                         "Lambert's sinusoids")
     args = ap.parse_args()
 
     rows: dict[tuple[str, str], list] = defaultdict(list)
@@ -75,10 +86,11 @@ def main() -> None:
         for arm in range(args.seeds):
             efforts = EffortModel.for_robot(robot, effort_scale_error=args.scale_error, seed=arm)
             truth = 1.0 / efforts.scale
-            cal_run = _run(robot, NO_PAYLOAD, args.calibration_s, 1000 + arm, efforts, arm)
+            cal_run = _run(robot, NO_PAYLOAD, args.calibration_s, 1000 + arm, efforts, arm, args.calibration_motion)
             kin = SensorKinematics(cal_run.urdf, cal_run.sensor_frame, cal_run.joint_names)
             rec = joint_recording(cal_run.joint_t, cal_run.joint_q, cal_run.joint_effort)
-            known_run = _run(robot, get_payload("offset_box"), args.calibration_s, 2000 + arm, efforts, arm)
+            known_run = _run(robot, get_payload("offset_box"), args.calibration_s, 2000 + arm, efforts, arm,
+                             args.calibration_motion)
             known = joint_recording(known_run.joint_t, known_run.joint_q, known_run.joint_effort)
             tau_known = payload_torques(kin, known.q, known.dq, known.ddq, known_run.payload_phi)
             est_run = _run(robot, get_tool("ws_club_hammer"), args.duration, 3000 + arm, efforts, arm)
