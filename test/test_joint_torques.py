@@ -186,3 +186,41 @@ def test_stream_estimates_the_payload_from_efforts(xarm_run):
     truth = InertialParameters(run.payload_phi)
     assert abs(est.estimate.params.mass - truth.mass) < 0.01 * truth.mass
     assert np.linalg.norm(est.estimate.params.com - truth.com) < 0.003
+
+
+def test_an_estimate_names_the_joints_faster_than_the_calibration_saw(xarm_run):
+    """A calibration records the speeds it saw; an estimate on a motion mostly beyond them (the friction
+    extrapolated) names those joints in the stream's diagnostics, the node's estimate status (a WARN) and
+    ``replay``'s warnings. The same motion, calibrated on itself: nothing to say."""
+    from dataclasses import replace
+
+    from payload_estimator.io import ros_outbound
+    from payload_estimator.io.diagnostic_level import DiagnosticLevel
+
+    run = xarm_run
+    kin = _kinematics(run)
+    rec = joint_recording(run.joint_t, run.joint_q, run.joint_effort)
+    cal, _ = calibrate_arm(kin, rec, robot="xarm7")
+    fastest = np.abs(rec.dq).max(axis=0)
+    slow = replace(cal, speed_range=np.vstack([-0.5 * fastest, 0.5 * fastest]))  # as if calibrated at half speed
+    spec = get_robot("xarm7")
+    lines = {}
+    for label, calibration in (("same speeds", cal), ("half speed", slow)):
+        config = StreamConfig(urdf=run.urdf, sensor_frame=run.sensor_frame, joint_names=run.joint_names,
+                              flange_frame=spec.flange_frame, wrench_source=JointEfforts(calibration))
+        stream = EstimationStream(config, make_estimator("wls"))
+        for k in range(0, len(run.joint_t), 50):
+            s = slice(k, k + 50)
+            stream.push_joint_states(run.joint_t[s], run.joint_q[s], list(run.joint_names),
+                                     efforts=run.joint_effort[s])
+            stream.process()
+        stream.update_estimate()
+        diag = stream.diagnostics()
+        lines[label] = diag["input_caveats"]
+        status = ros_outbound._estimate_status(diag, "pe", "pe")
+        if lines[label]:
+            assert status["level"] == DiagnosticLevel.WARN and "faster than the arm calibration" in status["message"]
+    assert lines["same speeds"] == []
+    (line,) = lines["half speed"]
+    assert line.startswith("faster than the arm calibration's recording: ") and "joint1 (" in line
+    assert "excite --for calibration" in line

@@ -487,6 +487,7 @@ def _output(args: argparse.Namespace, bag: Path, setup: _Setup, played, warnings
 
     driver, history, counts, accepted, t_start = played
     stream, settings = setup.stream, setup.settings
+    warnings += stream.wrench_input.caveats()  # e.g. joints faster than the arm calibration saw
     final = stream.last
     if final is None:
         problems = ", ".join(f"{n} {r}" for r, n in stream.health.counts.items()) or "none counted"

@@ -280,6 +280,11 @@ def _estimate_status(diag: Mapping[str, Any], name: str, hardware_id: str) -> di
     if diag.get("contact_now"):
         message = "contact: samples held out; " + message
     level = DiagnosticLevel.OK if converged else DiagnosticLevel.WARN
+    caveats = list(diag.get("input_caveats", []) or [])
+    if caveats:  # the estimate rests on a model used beyond what it knows
+        values["caveats"] = "; ".join(caveats)
+        level = DiagnosticLevel.WARN
+        message += "; " + "; ".join(caveats)
     if fit == "poor":  # not a matter of waiting: something is wrong with the setup or the payload
         level = DiagnosticLevel.ERROR
         message = f"model fit poor: {diag.get('model_fit_cause', '')}"

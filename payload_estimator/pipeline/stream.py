@@ -456,6 +456,7 @@ class EstimationStream:
         snap["model_fit"] = last.estimate.model_fit.label if last else "unknown"
         snap["model_fit_cause"] = last.estimate.model_fit.cause if last else ""
         snap["not_identified"] = ", ".join(last.estimate.identification.missing()) if last else ""
+        snap["input_caveats"] = self.wrench_input.caveats()
         if isinstance(self.estimator, PayloadTracker):
             counts = self.estimator.counts
             snap["payload_changes"] = counts.changes

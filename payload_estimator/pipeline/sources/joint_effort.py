@@ -76,6 +76,12 @@ class JointEffortInput(WrenchInput):
                  torque_constants: tuple[float, ...] = (), scale_calibrated: bool = False) -> None:
         self.torque_wrench = torque_wrench
         self.effort_unit, self.torque_constants, self.scale_calibrated = effort_unit, torque_constants, scale_calibrated
+        speed_range = torque_wrench.dynamics.speed_range
+        self.speed_range = None if speed_range is None else np.asarray(speed_range, dtype=float)
+        n = torque_wrench.dynamics.n_joints
+        self.samples = 0
+        self.beyond = np.zeros(n, dtype=np.int64)  # samples faster than the calibration saw, per joint
+        self.fastest = np.zeros(n)  # rad/s, the fastest |speed| per joint
 
     def channels(self, n_joints: int) -> int:
         """One effort per joint."""
@@ -91,4 +97,35 @@ class JointEffortInput(WrenchInput):
     ) -> tuple[np.ndarray, np.ndarray | None]:
         """The wrench the filtered efforts imply, with its information."""
         tw = self.torque_wrench(q, dq, ddq, filtered)
+        if self.speed_range is not None and len(dq):
+            self.samples += len(dq)
+            margin = CALIBRATED_SPEED_MARGIN
+            beyond = (dq < margin * self.speed_range[0]) | (dq > margin * self.speed_range[1])
+            self.beyond += np.count_nonzero(beyond, axis=0)
+            self.fastest = np.maximum(self.fastest, np.abs(dq).max(axis=0))
         return tw.wrench_in_sensor, tw.information_sqrt
+
+    def caveats(self) -> list[str]:
+        """The joints that moved faster than the arm calibration saw, in one line.
+
+        Named when beyond its recording's speeds (by :data:`CALIBRATED_SPEED_MARGIN`) in more than
+        :data:`EXTRAPOLATED_SHARE` of the samples: their friction is extrapolated there. None when none did."""
+        if self.speed_range is None or not self.samples:
+            return []
+        share = self.beyond / self.samples
+        names = self.torque_wrench.dynamics.kinematics.joint_names
+        joints = [f"{names[j]} ({100 * share[j]:.0f} % of the samples, up to {self.fastest[j]:.2f} rad/s, the "
+                  f"calibration {max(-self.speed_range[0][j], self.speed_range[1][j]):.2f})"
+                  for j in np.flatnonzero(share > EXTRAPOLATED_SHARE)]
+        if not joints:
+            return []
+        return [f"faster than the arm calibration's recording: {', '.join(joints)}; their friction is extrapolated "
+                "there: calibrate on a motion as fast (excite --for calibration)"]
+
+
+CALIBRATED_SPEED_MARGIN = 1.2
+"""A joint moving faster than this times the fastest speed of the calibration's recording (that direction) is
+beyond what the calibration saw: its friction there is extrapolated."""
+EXTRAPOLATED_SHARE = 0.05
+"""The share of the samples beyond the calibrated speeds from which :meth:`JointEffortInput.caveats` names a
+joint (a motion's peaks a little beyond are harmless; a motion mostly beyond is not)."""

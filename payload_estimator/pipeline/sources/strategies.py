@@ -76,6 +76,10 @@ class WrenchInput(ABC):
         The information is None for a wrench measured channel by channel. Both come from the
         filtered joint states and the filtered signal."""
 
+    def caveats(self) -> list[str]:
+        """One line per way the samples so far went beyond what the source's model knows (none by default)."""
+        return []
+
 
 class WrenchSpec(Protocol):
     """A wrench source's configuration; ``create`` makes its :class:`WrenchInput` for a stream."""
