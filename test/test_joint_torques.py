@@ -224,3 +224,34 @@ def test_an_estimate_names_the_joints_faster_than_the_calibration_saw(xarm_run):
     (line,) = lines["half speed"]
     assert line.startswith("faster than the arm calibration's recording: ") and "joint1 (" in line
     assert "excite --for calibration" in line
+
+
+@pytest.mark.parametrize("factor, words", [(1.0, None), (1.0 / 40.0, "look like currents"), (-1.0, "wrong sign")])
+def test_efforts_that_are_not_torques_give_no_estimate_and_say_why(xarm_run, factor, words):
+    """Joint states whose efforts are motor currents read as N·m (a 40 N·m/A joint's), or of the wrong sign,
+    with the settings saying torques: once the samples tell (2 s), the stream gives no estimate, its diagnostics
+    and the node's estimate status (an ERROR) say which joints and which setting to change. Torques as they are
+    (the payload's in them): an estimate, nothing refused."""
+    from payload_estimator.io import ros_outbound
+    from payload_estimator.io.diagnostic_level import DiagnosticLevel
+
+    run = xarm_run
+    spec = get_robot("xarm7")
+    config = StreamConfig(urdf=run.urdf, sensor_frame=run.sensor_frame, joint_names=run.joint_names,
+                          flange_frame=spec.flange_frame, wrench_source=JointEfforts())
+    stream = EstimationStream(config, make_estimator("wls"))
+    for k in range(0, len(run.joint_t), 50):
+        s = slice(k, k + 50)
+        stream.push_joint_states(run.joint_t[s], run.joint_q[s], list(run.joint_names),
+                                 efforts=factor * run.joint_effort[s])
+        stream.process()
+        stream.update_estimate()
+    diag = stream.diagnostics()
+    status = ros_outbound._estimate_status(diag, "pe", "pe")
+    if words is None:
+        assert stream.update_estimate() is not None and diag["input_refusal"] == ""
+        assert status["level"] != DiagnosticLevel.ERROR
+    else:
+        assert stream.update_estimate() is None and stream.last is None
+        assert words in diag["input_refusal"] and "torque_constants" in diag["input_refusal"]
+        assert status["level"] == DiagnosticLevel.ERROR and status["message"].startswith("no estimate: the efforts")

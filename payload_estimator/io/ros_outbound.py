@@ -288,6 +288,11 @@ def _estimate_status(diag: Mapping[str, Any], name: str, hardware_id: str) -> di
     if fit == "poor":  # not a matter of waiting: something is wrong with the setup or the payload
         level = DiagnosticLevel.ERROR
         message = f"model fit poor: {diag.get('model_fit_cause', '')}"
+    refusal = str(diag.get("input_refusal", "") or "")
+    if refusal:  # the input is not what the settings say: no estimate
+        values["refused"] = refusal
+        level = DiagnosticLevel.ERROR
+        message = f"no estimate: {refusal}"
     return {"level": level, "name": f"{name}: estimate", "message": message,
             "hardware_id": hardware_id, "values": _key_values(values)}
 

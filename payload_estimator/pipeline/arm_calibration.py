@@ -51,6 +51,8 @@ __all__ = [
     "calibrate_arm",
     "joint_recording",
     "effort_check_line",
+    "effort_ratio_from_sums",
+    "effort_ratio_sums",
     "residual_rms",
     "SHAPE_PRIOR_STD",
 ]
@@ -548,22 +550,38 @@ def _initial_scale(nominal_model: ArmDynamics, recording: JointRecording,
 def effort_ratio(tau: np.ndarray, effort: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Return ``(ratio (n,), determined (n,))``: each joint's effort per N·m of the model's torque.
 
-    The least-squares ``effort_i ~ ratio_i tau_i + offset_i`` over the samples ``tau, effort`` (N, n);
+    The least-squares ``effort_i ~ ratio_i tau_i + offset_i`` over the samples ``tau, effort`` (N, n)
+    (:func:`effort_ratio_from_sums` of :func:`effort_ratio_sums`)."""
+    return effort_ratio_from_sums(effort_ratio_sums(tau, effort))
+
+
+def effort_ratio_sums(tau: np.ndarray, effort: np.ndarray) -> np.ndarray:
+    """(6, n) the sums :func:`effort_ratio_from_sums` reads: count, Σtau, Σeffort, Σtau², Σeffort², Σtau·effort.
+
+    Sums of batches add up: a stream keeps them as it goes."""
+    tau = np.asarray(tau, dtype=float)
+    effort = np.asarray(effort, dtype=float)
+    return np.stack([np.full(tau.shape[1], float(len(tau))), tau.sum(axis=0), effort.sum(axis=0),
+                     np.sum(tau**2, axis=0), np.sum(effort**2, axis=0), np.sum(tau * effort, axis=0)])
+
+
+def effort_ratio_from_sums(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(ratio (n,), determined (n,))`` from :func:`effort_ratio_sums`.
+
     ``determined`` where the ratio's standard error is below 10 % of it and the model's torque explains half
     the effort's variance or more, and the joint's torque varies by 5 % of the most loaded joint's or more
     (not a joint whose effort is mostly friction: a wrist joint of an unloaded arm)."""
-    tau = np.asarray(tau, dtype=float)
-    effort = np.asarray(effort, dtype=float)
-    tc = tau - tau.mean(axis=0)
-    ec = effort - effort.mean(axis=0)
-    var = np.sum(tc**2, axis=0)
-    ratio = np.divide(np.sum(tc * ec, axis=0), var, out=np.zeros(tau.shape[1]), where=var > 0.0)
-    resid = ec - ratio * tc
-    dof = max(len(tau) - 2, 1)
-    se = np.sqrt(np.sum(resid**2, axis=0) / dof / np.where(var > 0.0, var, np.inf))
-    spread = np.sum(ec**2, axis=0)
-    explained = 1.0 - np.divide(np.sum(resid**2, axis=0), spread, out=np.ones_like(spread), where=spread > 0.0)
-    loaded = var >= (0.05**2) * float(var.max())  # the joint's own torque is not lost beside the others'
+    count, st, se_, stt, see, ste = np.asarray(sums, dtype=float)
+    m = np.maximum(count, 1.0)
+    var = np.maximum(stt - st**2 / m, 0.0)  # the centred sums
+    spread = np.maximum(see - se_**2 / m, 0.0)
+    cov = ste - st * se_ / m
+    ratio = np.divide(cov, var, out=np.zeros_like(var), where=var > 0.0)
+    resid2 = np.maximum(spread - ratio * cov, 0.0)
+    dof = np.maximum(count - 2.0, 1.0)
+    se = np.sqrt(resid2 / dof / np.where(var > 0.0, var, np.inf))
+    explained = 1.0 - np.divide(resid2, spread, out=np.ones_like(spread), where=spread > 0.0)
+    loaded = var >= (0.05**2) * float(var.max(initial=0.0))  # the joint's own torque is not lost beside the others'
     return ratio, (var > 0.0) & loaded & (se < 0.1 * np.abs(ratio)) & (explained >= 0.5)
 
 

@@ -30,7 +30,7 @@ from payload_estimator.pipeline.arm_dynamics import ArmDynamics
 from payload_estimator.pipeline.kinematics import SensorKinematics
 
 __all__ = ["JointTorqueWrench", "TorqueWrench", "SINGULAR_RCOND", "DEFAULT_EFFORT_STD", "torques_from_efforts",
-           "effort_check", "payload_torques"]
+           "effort_check", "effort_check_ratios", "payload_torques"]
 
 SINGULAR_RCOND = 1e-6
 """Wrench directions whose singular value is below this fraction of the largest carry no information."""
@@ -149,6 +149,12 @@ def effort_check(tau_model: np.ndarray, effort: np.ndarray, joint_names: Sequenc
     from payload_estimator.pipeline.arm_calibration import effort_ratio
 
     ratio, determined = effort_ratio(tau_model, effort)
+    return effort_check_ratios(ratio, determined, joint_names, scale, currents)
+
+
+def effort_check_ratios(ratio: np.ndarray, determined: np.ndarray, joint_names: Sequence[str],
+                        scale: bool = True, currents: bool = False) -> str | None:
+    """:func:`effort_check` of ratios already found (a stream's running sums, :func:`effort_ratio_from_sums`)."""
     names = list(joint_names)
     shown = [j for j in range(len(names)) if determined[j]]
     if not shown:

@@ -399,6 +399,9 @@ class EstimationStream:
         """
         if self.estimator.samples_used < self.config.min_samples:
             return self._with_tracking(self._last)
+        if self.wrench_input.refusal():  # e.g. efforts that are currents read as N·m: no estimate from them
+            self._last = None
+            return None
         if self._last is not None and self._last.estimate.samples_used == self.estimator.samples_used:
             return self._with_tracking(self._last)  # (a contact holds every sample out: say so)
         if isinstance(self.estimator, PayloadTracker) and self.estimator.counts.changes != self._changes_seen:
@@ -457,6 +460,7 @@ class EstimationStream:
         snap["model_fit_cause"] = last.estimate.model_fit.cause if last else ""
         snap["not_identified"] = ", ".join(last.estimate.identification.missing()) if last else ""
         snap["input_caveats"] = self.wrench_input.caveats()
+        snap["input_refusal"] = self.wrench_input.refusal()
         if isinstance(self.estimator, PayloadTracker):
             counts = self.estimator.counts
             snap["payload_changes"] = counts.changes

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from payload_estimator.errors import ConfigurationError
+from payload_estimator.pipeline.arm_calibration import effort_ratio_from_sums, effort_ratio_sums
 from payload_estimator.pipeline.arm_dynamics import ArmCalibration, ArmDynamics
-from payload_estimator.pipeline.joint_torques import JointTorqueWrench, torques_from_efforts
+from payload_estimator.pipeline.joint_torques import JointTorqueWrench, effort_check_ratios, torques_from_efforts
 from payload_estimator.pipeline.sources.strategies import WrenchInput
 
 if TYPE_CHECKING:
@@ -82,6 +83,7 @@ class JointEffortInput(WrenchInput):
         self.samples = 0
         self.beyond = np.zeros(n, dtype=np.int64)  # samples faster than the calibration saw, per joint
         self.fastest = np.zeros(n)  # rad/s, the fastest |speed| per joint
+        self.ratio_sums = np.zeros((6, n))  # the efforts against the model's torques (effort_ratio_sums)
 
     def channels(self, n_joints: int) -> int:
         """One effort per joint."""
@@ -97,6 +99,9 @@ class JointEffortInput(WrenchInput):
     ) -> tuple[np.ndarray, np.ndarray | None]:
         """The wrench the filtered efforts imply, with its information."""
         tw = self.torque_wrench(q, dq, ddq, filtered)
+        if len(dq):  # the efforts (corrected) against the arm model's torques: the payload's are in them
+            corrected = self.torque_wrench.dynamics.corrected_effort(filtered)
+            self.ratio_sums += effort_ratio_sums(corrected - tw.payload_torques, corrected)
         if self.speed_range is not None and len(dq):
             self.samples += len(dq)
             margin = CALIBRATED_SPEED_MARGIN
@@ -104,6 +109,19 @@ class JointEffortInput(WrenchInput):
             self.beyond += np.count_nonzero(beyond, axis=0)
             self.fastest = np.maximum(self.fastest, np.abs(dq).max(axis=0))
         return tw.wrench_in_sensor, tw.information_sqrt
+
+    def refusal(self) -> str:
+        """The efforts' check on the samples so far, in one line: currents read as N·m, or a sign flipped.
+
+        :func:`effort_check_ratios` of the corrected efforts against the arm model's torques; not their scale (the
+        payload's torques are in the efforts). "" while they look like torques or the samples do not yet tell
+        (:data:`EFFORT_CHECK_SAMPLES`)."""
+        if self.ratio_sums[0, 0] < EFFORT_CHECK_SAMPLES:
+            return ""
+        ratio, determined = effort_ratio_from_sums(self.ratio_sums)
+        line = effort_check_ratios(ratio, determined, self.torque_wrench.dynamics.kinematics.joint_names,
+                                   scale=False)
+        return line or ""
 
     def caveats(self) -> list[str]:
         """The joints that moved faster than the arm calibration saw, in one line.
@@ -123,6 +141,9 @@ class JointEffortInput(WrenchInput):
                 "there: calibrate on a motion as fast (excite --for calibration)"]
 
 
+EFFORT_CHECK_SAMPLES = 200
+"""Samples (2 s at the default estimator rate, 100 Hz) before :meth:`JointEffortInput.refusal` judges the efforts
+(and then only the joints whose ratio the samples determine: :func:`effort_ratio_from_sums`)."""
 CALIBRATED_SPEED_MARGIN = 1.2
 """A joint moving faster than this times the fastest speed of the calibration's recording (that direction) is
 beyond what the calibration saw: its friction there is extrapolated."""

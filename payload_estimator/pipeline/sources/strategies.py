@@ -80,6 +80,12 @@ class WrenchInput(ABC):
         """One line per way the samples so far went beyond what the source's model knows (none by default)."""
         return []
 
+    def refusal(self) -> str:
+        """One line when the samples so far show the source's input is not what it reads; "" by default.
+
+        A refusal stops the estimates (the stream gives none) until the input is fixed."""
+        return ""
+
 
 class WrenchSpec(Protocol):
     """A wrench source's configuration; ``create`` makes its :class:`WrenchInput` for a stream."""
