@@ -329,13 +329,17 @@ def test_replay_and_calibrate_refuse_currents_without_a_way_to_read_them(panda_b
 
 def test_replay_prints_the_effort_check(panda_bag, tmp_path, capsys):
     """In joint-torque mode replay checks the efforts' units and signs (not their scale: a payload's torques are
-    in them) and prints the line as a warning; efforts as they should be print nothing. Without a calibration
+    in them): efforts that look like currents or have a flipped sign give no estimate, one error line naming
+    them, exit status 2; efforts as they should be print nothing. Without a calibration
     (the description's torques): a calibration made with other torque_constants is refused before."""
     torques = ["replay", panda_bag, "--set", "wrench_source=joint_torques", "--set", "arm_calibration=",
                "--no-plot", "--out", tmp_path / "r"]
     assert run_cli(torques) == 0
     assert "the efforts" not in capsys.readouterr().err
     for constants, words in (([-1.0] * 7, "have the wrong sign"), ([1.0 / 40.0] * 7, "look like currents")):
-        assert run_cli([*torques, "--set", f"torque_constants={constants}"]) == 0
-        lines = [line for line in capsys.readouterr().err.splitlines() if "the efforts" in line]
-        assert len(lines) == 1 and words in lines[0] and lines[0].startswith("payload-estimator replay: warning: ")
+        # the bag's check names them before the replay; the stream's own check then gives no estimate
+        assert run_cli([*torques, "--set", f"torque_constants={constants}"]) == 2
+        err = capsys.readouterr().err
+        lines = [line for line in err.splitlines() if "the efforts" in line]
+        assert len(lines) == 1 and words in lines[0], err
+        assert lines[0].startswith("payload-estimator replay: error: no estimate: the efforts "), lines[0]

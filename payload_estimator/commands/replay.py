@@ -489,6 +489,10 @@ def _output(args: argparse.Namespace, bag: Path, setup: _Setup, played, warnings
     stream, settings = setup.stream, setup.settings
     warnings += stream.wrench_input.caveats()  # e.g. joints faster than the arm calibration saw
     final = stream.last
+    refusal = stream.wrench_input.refusal()
+    if final is None and refusal:  # e.g. efforts that are currents read as N·m: the bag's check said it too
+        warnings[:] = [w for w in warnings if not w.startswith("the efforts ")]
+        raise CommandError(f"no estimate: {refusal}")
     if final is None:
         problems = ", ".join(f"{n} {r}" for r, n in stream.health.counts.items()) or "none counted"
         raise CommandError(f"no estimate: the pipeline produced no samples (input problems: {problems})")
