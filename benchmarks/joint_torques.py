@@ -33,8 +33,16 @@ Coulomb friction growing with the joints' load (Hamon, Gautier and Garrec's law)
 ``--fit-load-friction`` fits its term in the calibration (``calibrate --load-friction``;
 ``benchmarks/load_friction.py`` compares the four combinations).
 
+``--every-condition`` runs every condition at once on every built-in arm (panda, fr3, xarm7, xarm6, ur5e,
+ur10e): scales off by up to 15 % (``--effort-scale-error``, default 0.15), load-dependent friction
+(``--load-friction``, default 0.05) fitted, the calibration on the motion ``excite --for calibration`` designs
+with three options (effort scales with a known 0.65 kg payload's recording, scales from the unloaded arm alone,
+no scales), payloads from 0.10 to 3.0 kg estimated on ~/identify's joint-torque motion; it prints each
+payload's mass and COM error and whether the target (mass <= 2 %, COM <= 8 mm from 0.3 kg) is met per robot
+and estimator (about 15 min).
+
 Run:  python benchmarks/joint_torques.py [--seeds 3] [--robots xarm7 panda ...] [--quick] [--singular]
-          [--effort-scale-error 0.05] [--load-friction 0.05 [--fit-load-friction]]
+          [--effort-scale-error 0.05] [--load-friction 0.05 [--fit-load-friction]] [--every-condition]
 """
 
 from __future__ import annotations
