@@ -3,6 +3,7 @@ states, serialised as the node receives them, recorded, checked, fitted and writ
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -283,7 +284,7 @@ def test_joint_states_without_efforts_make_the_node_status_an_error_and_no_estim
 
 
 def test_a_calibration_that_did_not_determine_its_scales_makes_the_estimate_say_so(tmp_path, typestore,
-                                                                                    unloaded_run):
+                                                                                    unloaded_run, caplog):
     """A calibration whose effort scales the recording left undetermined (an unloaded arm's wrist joints): the node
     runs on it, logs one warning per caveat, and its status is a WARN whose values name the joints and what to do;
     ``replay`` prints the same lines. A calibration that determined everything leaves the status OK."""
@@ -304,9 +305,10 @@ def test_a_calibration_that_did_not_determine_its_scales_makes_the_estimate_say_
     ArmCalibration.from_dict({**cal.to_dict(), "info": info}).save(undetermined)
     for path, level in ((request.path, DiagnosticLevel.OK), (undetermined, DiagnosticLevel.WARN)):
         sup = supervisor_for(path, make)
-        warnings = []
-        sup.log.warning = warnings.append
-        sup.tick(99.0, [])
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            sup.tick(99.0, [])
+        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
         assert sup.status.state == RUNNING
         status = node_status(sup, 99.0)
         assert status.level == level, status.message

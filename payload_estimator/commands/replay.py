@@ -30,8 +30,10 @@ Without a wrist sensor, ``--set wrench_source=joint_torques`` takes the payload 
 states' efforts: the preset's joint-torque variant (``config/<robot>_joint_torques.yaml``: no
 wrench topic read, the estimate at the flange) with ``--set arm_calibration=CAL.yaml`` from
 ``payload-estimator calibrate`` (empty: the description's inertias, no friction; rough). Joint
-states without an effort per arm joint, or a calibration of another robot or joint set, stop with
-one line. ``--json`` has ``estimate_in_flange`` (and ``truth_in_flange``) for every wrench source.
+states without an effort per arm joint, a calibration of another robot or joint set, or efforts that
+are not torques (currents read as N·m, a flipped sign: the stream's check once 2 s of samples tell) stop
+with one line; what the calibration did not determine, and joints faster than it saw, are warnings.
+``--json`` has ``estimate_in_flange`` (and ``truth_in_flange``) for every wrench source.
 
 Any rosbag2 a user records is read (:mod:`payload_estimator.io.bag`): split
 into several files, without ``metadata.yaml``, with other topics and custom
@@ -389,9 +391,6 @@ def _set_up(args: argparse.Namespace, bag: Path, warnings: list[str]) -> _Setup:
         raise CommandError(f"cannot build the pipeline: {_one_line(exc)}") from None
     if stream.needs_efforts:
         _check_efforts(bag, settings.joint_states_topic, stream.joint_names)
-        line = _effort_line(bag, settings, stream)
-        if line:
-            warnings.append(line)
         source: Any = stream.wrench_input  # joint torques: the efforts' source, with the arm model
         calibration = source.torque_wrench.dynamics.calibration
         if calibration is not None:  # what the calibration did not determine, the estimate carries
@@ -404,27 +403,6 @@ def _set_up(args: argparse.Namespace, bag: Path, warnings: list[str]) -> _Setup:
     except OSError as exc:
         raise CommandError(f"--out: {_one_line(exc)}") from None
     return _Setup(info, settings, origin, messages, stream, given_urdf is not None, use_recorded, out_dir)
-
-
-def _effort_line(bag: Path, settings: Any, stream: Any) -> str | None:
-    """The efforts' check (``calibrate``'s :func:`effort_check_line`) on the bag's joint states: units and signs.
-
-    Not their scale: the payload's torques are in them."""
-    from payload_estimator.commands.calibrate import FIT_RATE_HZ
-    from payload_estimator.io.bag import BagError, read_joint_states
-    from payload_estimator.pipeline.arm_dynamics import effort_check_line, joint_recording
-    from payload_estimator.pipeline.joint_torques import torques_from_efforts
-
-    source = stream.wrench_input
-    try:
-        arrays = read_joint_states(bag, settings.joint_states_topic, stream.joint_names)
-        effort = torques_from_efforts(arrays.effort, settings.effort_unit, settings.torque_constants,
-                                      scale_calibrated=source.scale_calibrated)
-        rec = joint_recording(arrays.t, arrays.q, effort, rate_hz=settings.grid_rate_hz,
-                              cutoff_hz=settings.cutoff_hz, order=settings.filter_order, fit_rate_hz=FIT_RATE_HZ / 2)
-        return effort_check_line(source.torque_wrench.dynamics, rec, scale=False)
-    except (BagError, ValueError):  # what cannot be read is reported by the replay itself
-        return None
 
 
 def _play(args: argparse.Namespace, bag: Path, setup: _Setup, warnings: list[str]):
@@ -490,8 +468,7 @@ def _output(args: argparse.Namespace, bag: Path, setup: _Setup, played, warnings
     warnings += stream.wrench_input.caveats()  # e.g. joints faster than the arm calibration saw
     final = stream.last
     refusal = stream.wrench_input.refusal()
-    if final is None and refusal:  # e.g. efforts that are currents read as N·m: the bag's check said it too
-        warnings[:] = [w for w in warnings if not w.startswith("the efforts ")]
+    if final is None and refusal:  # e.g. efforts that are currents read as N·m (the stream's check)
         raise CommandError(f"no estimate: {refusal}")
     if final is None:
         problems = ", ".join(f"{n} {r}" for r, n in stream.health.counts.items()) or "none counted"

@@ -565,20 +565,26 @@ def effort_ratio_sums(tau: np.ndarray, effort: np.ndarray) -> np.ndarray:
                      np.sum(tau**2, axis=0), np.sum(effort**2, axis=0), np.sum(tau * effort, axis=0)])
 
 
-def effort_ratio_from_sums(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def effort_ratio_from_sums(sums: np.ndarray, centred: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Return ``(ratio (n,), determined (n,))`` from :func:`effort_ratio_sums`.
 
     ``determined`` where the ratio's standard error is below 10 % of it and the model's torque explains half
     the effort's variance or more, and the joint's torque varies by 5 % of the most loaded joint's or more
-    (not a joint whose effort is mostly friction: a wrist joint of an unloaded arm)."""
+    (not a joint whose effort is mostly friction: a wrist joint of an unloaded arm). ``centred``: with an offset
+    per joint (what the torques' variation tells); not centred, ``effort_i ~ ratio_i tau_i`` through the origin,
+    the static gravity load counting too: the check of efforts that hold a payload, whose torques can dominate
+    the variation where the arm's own gravity still dominates the level."""
     count, st, se_, stt, see, ste = np.asarray(sums, dtype=float)
     m = np.maximum(count, 1.0)
-    var = np.maximum(stt - st**2 / m, 0.0)  # the centred sums
-    spread = np.maximum(see - se_**2 / m, 0.0)
-    cov = ste - st * se_ / m
+    if centred:
+        var = np.maximum(stt - st**2 / m, 0.0)
+        spread = np.maximum(see - se_**2 / m, 0.0)
+        cov = ste - st * se_ / m
+    else:
+        var, spread, cov = stt, see, ste
     ratio = np.divide(cov, var, out=np.zeros_like(var), where=var > 0.0)
     resid2 = np.maximum(spread - ratio * cov, 0.0)
-    dof = np.maximum(count - 2.0, 1.0)
+    dof = np.maximum(count - (2.0 if centred else 1.0), 1.0)
     se = np.sqrt(resid2 / dof / np.where(var > 0.0, var, np.inf))
     explained = 1.0 - np.divide(resid2, spread, out=np.ones_like(spread), where=spread > 0.0)
     loaded = var >= (0.05**2) * float(var.max(initial=0.0))  # the joint's own torque is not lost beside the others'

@@ -118,9 +118,10 @@ class JointEffortInput(WrenchInput):
         (:data:`EFFORT_CHECK_SAMPLES`)."""
         if self.ratio_sums[0, 0] < EFFORT_CHECK_SAMPLES:
             return ""
-        ratio, determined = effort_ratio_from_sums(self.ratio_sums)
-        line = effort_check_ratios(ratio, determined, self.torque_wrench.dynamics.kinematics.joint_names,
-                                   scale=False)
+        ratio, determined = effort_ratio_from_sums(self.ratio_sums, centred=False)
+        # the payload's torques are in the efforts and add to the arm's: a ratio above 1 is no sign of other units
+        line = effort_check_ratios(np.minimum(ratio, 1.0), determined,
+                                   self.torque_wrench.dynamics.kinematics.joint_names, scale=False)
         return line or ""
 
     def caveats(self) -> list[str]:
