@@ -108,25 +108,32 @@ def test_effort_scales_of_an_xarm_with_a_known_payload():
     and determined (measured: 3.9 % at worst, three joints within 1 %, joint 1's 2.7 %, which neither its links
     nor the payload load beyond friction; the designed calibration motion does better, every joint within 2 %:
     ``benchmarks/effort_scales.py``)."""
-    from payload_estimator.sim.payloads import get_payload
-
     spec = get_robot("xarm7")
     efforts = EffortModel.for_robot("xarm7", effort_scale_error=0.15, seed=0)
-    recs, runs = [], []
-    for k, payload in enumerate((NO_PAYLOAD, get_payload("offset_box"))):
-        run = simulate(robot="xarm7", payload=payload, trajectory=make_trajectory("thesis", spec, duration=20.0,
-                                                                                   seed=1000 + k),
-                       duration=20.0, noise="moderate", seed=1000 + k, imu=False, efforts=efforts,
-                       arm_mismatch=ArmMismatch(seed=0))
-        runs.append(run)
-        recs.append(joint_recording(run.joint_t, run.joint_q, run.joint_effort))
-    kin = SensorKinematics(runs[0].urdf, runs[0].sensor_frame, runs[0].joint_names)
-    tau = payload_torques(kin, recs[1].q, recs[1].dq, recs[1].ddq, runs[1].payload_phi)
-    cal, fit = calibrate_arm(kin, recs[0], robot="xarm7", effort_scale=True, loaded=recs[1], loaded_torques=tau)
+    motions = [make_trajectory("thesis", spec, duration=20.0, seed=1000 + k) for k in range(2)]
+    cal, fit, recs, _ = _calibrated_with_a_known_payload("xarm7", efforts, motions, 20.0)
     err = np.abs(cal.effort_scale * efforts.scale - 1.0)
     assert np.all(err < 0.04) and np.count_nonzero(err < 0.01) >= 3, err
     assert all(cal.info["effort_scale_determined"])
     assert fit.samples == len(recs[0])  # the figures are the unloaded recording's
+
+
+def _calibrated_with_a_known_payload(robot: str, efforts: EffortModel, motions: list, seconds: float):
+    """``calibrate --effort-scale --known-payload-bag`` on simulated runs of the arm (``ArmMismatch(seed=0)``),
+    unloaded on ``motions[0]`` and holding the 0.65 kg offset box on ``motions[1]``: (calibration, fit,
+    recordings, kinematics)."""
+    from payload_estimator.sim.payloads import get_payload
+
+    recs, runs = [], []
+    for k, (payload, motion) in enumerate(zip((NO_PAYLOAD, get_payload("offset_box")), motions)):
+        run = simulate(robot=robot, payload=payload, trajectory=motion, duration=seconds, noise="moderate",
+                       seed=1000 + k, imu=False, efforts=efforts, arm_mismatch=ArmMismatch(seed=0))
+        runs.append(run)
+        recs.append(joint_recording(run.joint_t, run.joint_q, run.joint_effort))
+    kin = SensorKinematics(runs[0].urdf, runs[0].sensor_frame, runs[0].joint_names)
+    tau = payload_torques(kin, recs[1].q, recs[1].dq, recs[1].ddq, runs[1].payload_phi)
+    cal, fit = calibrate_arm(kin, recs[0], robot=robot, effort_scale=True, loaded=recs[1], loaded_torques=tau)
+    return cal, fit, recs, kin
 
 
 def test_a_urs_currents_become_torques_with_a_known_payload():
@@ -144,16 +151,11 @@ def test_a_urs_currents_become_torques_with_a_known_payload():
     efforts = EffortModel.for_robot("ur5e", effort_scale_error=0.15, seed=0)
     motion = design_calibration_motion(flange_kinematics("ur5e"), ArmLimits.from_robot(spec), np.asarray(spec.q_home),
                                        calibration_limits(duration=20.0), seed=0).trajectory
-    recs, runs = [], []
-    for k, payload in enumerate((NO_PAYLOAD, get_payload("offset_box"), get_payload("drill"))):
-        trajectory = motion if k < 2 else make_trajectory("thesis", spec, duration=10.0, seed=7)
-        run = simulate(robot="ur5e", payload=payload, trajectory=trajectory, duration=20.0 if k < 2 else 10.0,
-                       noise="moderate", seed=1000 + k, imu=False, efforts=efforts, arm_mismatch=ArmMismatch(seed=0))
-        runs.append(run)
-        recs.append(joint_recording(run.joint_t, run.joint_q, run.joint_effort))
-    kin = SensorKinematics(runs[0].urdf, runs[0].sensor_frame, runs[0].joint_names)
-    tau = payload_torques(kin, recs[1].q, recs[1].dq, recs[1].ddq, runs[1].payload_phi)
-    cal, _ = calibrate_arm(kin, recs[0], robot="ur5e", effort_scale=True, loaded=recs[1], loaded_torques=tau)
+    cal, _, _, _ = _calibrated_with_a_known_payload("ur5e", efforts, [motion, motion], 20.0)
+    run = simulate(robot="ur5e", payload=get_payload("drill"), trajectory=make_trajectory("thesis", spec, duration=10.0,
+                                                                                            seed=7),
+                   duration=10.0, noise="moderate", seed=1002, imu=False, efforts=efforts,
+                   arm_mismatch=ArmMismatch(seed=0))
     err = np.abs(cal.effort_scale * efforts.scale - 1.0)
     assert np.all(err < 0.05) and np.count_nonzero(err < 0.01) >= 4, err
     assert all(cal.info["effort_scale_determined"])
@@ -164,11 +166,11 @@ def test_a_urs_currents_become_torques_with_a_known_payload():
     from payload_estimator.settings import WrenchSource
     from payload_estimator.sim.run_settings import recording_from_run, stream_for_run
 
-    stream = stream_for_run(runs[2], None, estimator="wls", track_payload=False,
+    stream = stream_for_run(run, None, estimator="wls", track_payload=False,
                             wrench_source=WrenchSource.JOINT_TORQUES, wrench=JointEfforts(cal))
-    play(stream, recording_from_run(runs[2]))
+    play(stream, recording_from_run(run))
     assert stream.last is not None
-    truth = InertialParameters(runs[2].payload_phi)
+    truth = InertialParameters(run.payload_phi)
     assert abs(stream.last.estimate.params.mass / truth.mass - 1.0) < 0.01
 
 

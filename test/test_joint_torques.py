@@ -171,17 +171,24 @@ def test_stream_without_efforts_counts_them_and_estimates_nothing(xarm_run):
     assert stream.push_wrench(run.wrench_t[:5], run.wrench_in_sensor[:5, :3], run.wrench_in_sensor[:5, 3:]) == 0
 
 
-def test_stream_estimates_the_payload_from_efforts(xarm_run):
-    run = xarm_run
-    spec = get_robot("xarm7")
+def _played(run, calibration=None, factor: float = 1.0, robot: str = "xarm7") -> EstimationStream:
+    """A joint-torque stream (WLS) fed the run's joint states, efforts times ``factor``, 50 at a time, estimating
+    every turn."""
     config = StreamConfig(urdf=run.urdf, sensor_frame=run.sensor_frame, joint_names=run.joint_names,
-                          flange_frame=spec.flange_frame, wrench_source=JointEfforts())
+                          flange_frame=get_robot(robot).flange_frame, wrench_source=JointEfforts(calibration))
     stream = EstimationStream(config, make_estimator("wls"))
     for k in range(0, len(run.joint_t), 50):
         s = slice(k, k + 50)
-        stream.push_joint_states(run.joint_t[s], run.joint_q[s], list(run.joint_names), efforts=run.joint_effort[s])
+        stream.push_joint_states(run.joint_t[s], run.joint_q[s], list(run.joint_names),
+                                 efforts=factor * run.joint_effort[s])
         stream.process()
-    est = stream.update_estimate()
+        stream.update_estimate()
+    return stream
+
+
+def test_stream_estimates_the_payload_from_efforts(xarm_run):
+    run = xarm_run
+    est = _played(run).update_estimate()
     assert est is not None
     truth = InertialParameters(run.payload_phi)
     assert abs(est.estimate.params.mass - truth.mass) < 0.01 * truth.mass
@@ -203,19 +210,9 @@ def test_an_estimate_names_the_joints_faster_than_the_calibration_saw(xarm_run):
     cal, _ = calibrate_arm(kin, rec, robot="xarm7")
     fastest = np.abs(rec.dq).max(axis=0)
     slow = replace(cal, speed_range=np.vstack([-0.5 * fastest, 0.5 * fastest]))  # as if calibrated at half speed
-    spec = get_robot("xarm7")
     lines = {}
     for label, calibration in (("same speeds", cal), ("half speed", slow)):
-        config = StreamConfig(urdf=run.urdf, sensor_frame=run.sensor_frame, joint_names=run.joint_names,
-                              flange_frame=spec.flange_frame, wrench_source=JointEfforts(calibration))
-        stream = EstimationStream(config, make_estimator("wls"))
-        for k in range(0, len(run.joint_t), 50):
-            s = slice(k, k + 50)
-            stream.push_joint_states(run.joint_t[s], run.joint_q[s], list(run.joint_names),
-                                     efforts=run.joint_effort[s])
-            stream.process()
-        stream.update_estimate()
-        diag = stream.diagnostics()
+        diag = _played(run, calibration).diagnostics()
         lines[label] = diag["input_caveats"]
         status = ros_outbound._estimate_status(diag, "pe", "pe")
         if lines[label]:
@@ -235,17 +232,7 @@ def test_efforts_that_are_not_torques_give_no_estimate_and_say_why(xarm_run, fac
     from payload_estimator.io import ros_outbound
     from payload_estimator.io.diagnostic_level import DiagnosticLevel
 
-    run = xarm_run
-    spec = get_robot("xarm7")
-    config = StreamConfig(urdf=run.urdf, sensor_frame=run.sensor_frame, joint_names=run.joint_names,
-                          flange_frame=spec.flange_frame, wrench_source=JointEfforts())
-    stream = EstimationStream(config, make_estimator("wls"))
-    for k in range(0, len(run.joint_t), 50):
-        s = slice(k, k + 50)
-        stream.push_joint_states(run.joint_t[s], run.joint_q[s], list(run.joint_names),
-                                 efforts=factor * run.joint_effort[s])
-        stream.process()
-        stream.update_estimate()
+    stream = _played(xarm_run, factor=factor)
     diag = stream.diagnostics()
     status = ros_outbound._estimate_status(diag, "pe", "pe")
     if words is None:
