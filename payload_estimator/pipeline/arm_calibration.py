@@ -594,12 +594,12 @@ def effort_ratio_from_sums(sums: np.ndarray, centred: bool = True) -> tuple[np.n
 SCALE_MAX_CHANGE = 0.3
 """A fitted effort scale more than this fraction from its first guess is not believed (kept at the guess)."""
 SCALE_MAX_STD = 0.05
+"""An effort scale whose std (the data's, :func:`_log_scale_std`) is above this is not determined by the motion."""
 UNINFORMED_SCALE_STD = 1.0
 """The std of the log of an effort scale whose first guess is another joint's ratio (:func:`_initial_scale`), when
 a known payload's recording can tell it."""
 SCALE_SEARCH = float(np.log(10.0))
 """How far from the first guesses (in log, per coordinate of the relative scales) the fit searches the scales."""
-"""An effort scale whose std (the data's, :func:`_log_scale_std`) is above this is not determined by the motion."""
 FALLBACK_SHAPE_LEVEL = 1
 """The Coulomb level (index in :data:`COULOMB_VELOCITIES`, 0.1 rad/s) whose shape the load-dependent term takes
 for a joint whose own Coulomb levels give none (summing to nearly 0, or mostly cancelling)."""
