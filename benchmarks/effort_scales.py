@@ -30,7 +30,6 @@ import numpy as np
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.excitation import ArmLimits, calibration_limits, design_calibration_motion, flange_kinematics
 from payload_estimator.pipeline.arm_dynamics import calibrate_arm, joint_recording
-from payload_estimator.pipeline.joint_torques import payload_torques
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.playback import play
 from payload_estimator.pipeline.sources.joint_effort import JointEfforts
@@ -39,7 +38,7 @@ from payload_estimator.settings import WrenchSource
 from payload_estimator.sim.efforts import ArmMismatch, EffortModel
 from payload_estimator.sim.mujoco_sim import NO_PAYLOAD, simulate
 from payload_estimator.sim.payloads import get_payload
-from payload_estimator.sim.run_settings import recording_from_run, stream_for_run
+from payload_estimator.sim.run_settings import known_payload_recording, recording_from_run, stream_for_run
 from payload_estimator.sim.trajectories import make_trajectory
 from payload_estimator.sim.workshop import get_tool
 
@@ -91,15 +90,14 @@ def main() -> None:
             rec = joint_recording(cal_run.joint_t, cal_run.joint_q, cal_run.joint_effort)
             known_run = _run(robot, get_payload("offset_box"), args.calibration_s, 2000 + arm, efforts, arm,
                              args.calibration_motion)
-            known = joint_recording(known_run.joint_t, known_run.joint_q, known_run.joint_effort)
-            tau_known = payload_torques(kin, known.q, known.dq, known.ddq, known_run.payload_phi)
+            known = known_payload_recording(known_run, kin)
             est_run = _run(robot, get_tool("ws_club_hammer"), args.duration, 3000 + arm, efforts, arm)
             for mode in MODES:
                 options: dict = {}
                 if mode != MODES[0]:
                     options["effort_scale"] = True
                 if mode == MODES[2]:
-                    options.update(loaded=known, loaded_torques=tau_known)
+                    options.update(known)
                 cal, _ = calibrate_arm(kin, rec, robot=robot, **options)
                 err = 100.0 * np.abs(cal.effort_scale / truth - 1.0)
                 undetermined = [str(j + 1) for j, ok in enumerate(cal.info.get("effort_scale_determined", []))

@@ -65,7 +65,6 @@ from payload_estimator.excitation import (
 )
 from payload_estimator.excitation.information import JointTorqueNoise
 from payload_estimator.pipeline.arm_dynamics import ArmPrior, calibrate_arm, joint_recording
-from payload_estimator.pipeline.joint_torques import payload_torques
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.playback import play
 from payload_estimator.pipeline.sources.joint_effort import JointEfforts
@@ -74,7 +73,7 @@ from payload_estimator.settings import WrenchSource
 from payload_estimator.sim.efforts import ArmMismatch, EffortModel
 from payload_estimator.sim.mujoco_sim import NO_PAYLOAD, simulate
 from payload_estimator.sim.payloads import get_payload
-from payload_estimator.sim.run_settings import recording_from_run, stream_for_run
+from payload_estimator.sim.run_settings import known_payload_recording, recording_from_run, stream_for_run
 from payload_estimator.sim.trajectories import PaperWristSinusoids, make_trajectory
 from payload_estimator.sim.workshop import get_tool
 
@@ -125,9 +124,7 @@ def _calibrate(robot: str, mismatch: ArmMismatch, seconds: float, seed: int, kno
         known_run = simulate(robot=robot, payload=_payload(known_payload), trajectory=motion, duration=seconds,
                              noise="moderate", seed=2000 + seed, imu=False, efforts=_efforts(robot, mismatch.seed),
                              arm_mismatch=mismatch)
-        known = joint_recording(known_run.joint_t, known_run.joint_q, known_run.joint_effort)
-        options.update(loaded=known, loaded_torques=payload_torques(kin, known.q, known.dq, known.ddq,
-                                                                    known_run.payload_phi))
+        options.update(known_payload_recording(known_run, kin))
     started = time.perf_counter()
     cal, fit = calibrate_arm(kin, joint_recording(run.joint_t, run.joint_q, run.joint_effort), robot=robot,
                              prior=ArmPrior(friction=FRICTION_PRIOR), consistent=CONSISTENT,

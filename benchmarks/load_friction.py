@@ -33,7 +33,6 @@ import numpy as np
 from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.core.metrics import mean_and_worst, paper_errors
 from payload_estimator.pipeline.arm_dynamics import calibrate_arm, joint_recording
-from payload_estimator.pipeline.joint_torques import payload_torques
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.playback import play
 from payload_estimator.pipeline.sources.joint_effort import JointEfforts
@@ -42,7 +41,7 @@ from payload_estimator.settings import WrenchSource
 from payload_estimator.sim.efforts import ArmMismatch, EffortModel
 from payload_estimator.sim.mujoco_sim import NO_PAYLOAD, simulate
 from payload_estimator.sim.payloads import get_payload
-from payload_estimator.sim.run_settings import recording_from_run, stream_for_run
+from payload_estimator.sim.run_settings import known_payload_recording, recording_from_run, stream_for_run
 from payload_estimator.sim.trajectories import make_trajectory
 from payload_estimator.sim.workshop import get_tool
 
@@ -118,9 +117,7 @@ def main() -> None:
                         known_run = simulate(robot=robot, payload=_payload(args.known_payload),
                                              trajectory=known_motion, duration=args.calibration_s, noise="moderate",
                                              seed=2000 + seed, imu=False, efforts=efforts, arm_mismatch=mismatch)
-                        known = joint_recording(known_run.joint_t, known_run.joint_q, known_run.joint_effort)
-                        extra = {"loaded": known, "loaded_torques": payload_torques(kin, known.q, known.dq, known.ddq,
-                                                                                    known_run.payload_phi)}
+                        extra = known_payload_recording(known_run, kin)
                     cal, fit = calibrate_arm(kin, rec, robot=robot, effort_scale=scale, load_friction=fit_load,
                                              load_friction_per_joint=kind == "load term per joint", **extra)
                     label = kind

@@ -74,7 +74,6 @@ from payload_estimator.excitation.calibration import calibration_limits, design_
 from payload_estimator.excitation.design import design_shake
 from payload_estimator.excitation.information import JointTorqueNoise
 from payload_estimator.pipeline.arm_dynamics import calibrate_arm, joint_recording
-from payload_estimator.pipeline.joint_torques import payload_torques
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.playback import play
 from payload_estimator.pipeline.sources.joint_effort import JointEfforts
@@ -83,7 +82,7 @@ from payload_estimator.settings import WrenchSource
 from payload_estimator.sim.efforts import ArmMismatch, EffortModel
 from payload_estimator.sim.mujoco_sim import NO_PAYLOAD, simulate
 from payload_estimator.sim.payloads import get_payload
-from payload_estimator.sim.run_settings import recording_from_run, stream_for_run
+from payload_estimator.sim.run_settings import known_payload_recording, recording_from_run, stream_for_run
 from payload_estimator.sim.trajectories import make_trajectory
 from payload_estimator.sim.workshop import get_tool
 
@@ -155,9 +154,7 @@ def _calibrate(robot: str, seconds: float, seed: int, scale_error: float, also=N
             raise ValueError("a known payload's recording needs the calibration motion (seconds > 0)")
         known_run = simulate(robot=robot, payload=_payload(known_payload), trajectory=motion, duration=seconds,
                              noise="moderate", seed=3000 + seed, imu=False, efforts=efforts, arm_mismatch=mismatch)
-        known = joint_recording(known_run.joint_t, known_run.joint_q, known_run.joint_effort)
-        options.update(loaded=known, loaded_torques=payload_torques(kin, known.q, known.dq, known.ddq,
-                                                                    known_run.payload_phi))
+        options.update(known_payload_recording(known_run, kin))
     cal, _ = calibrate_arm(kin, joint_recording(t, q, effort), robot=robot, effort_scale=scale_error > 0.0,
                            load_friction=fit_load_friction, **options)
     return cal
@@ -284,7 +281,7 @@ EVERY_ROBOT = tuple(ROBOT_NAMES)
 """``--every-condition``'s robots: every built-in arm (the UR arms' drivers publish motor currents: their scales
 are calibrated)."""
 EVERY_PAYLOAD = ("ws_screwdriver", "ws_file", "hammer", "ws_club_hammer", "drill", "vise")
-"""``--every-condition``'s payloads, 0.10 to 2.95 kg (the workshop's and the catalogue's)."""
+"""``--every-condition``'s payloads, 0.10 to 3.0 kg (the workshop's and the catalogue's)."""
 KNOWN_PAYLOAD = "offset_box"
 """``--every-condition``'s known payload of the calibration's second recording (0.65 kg: a carton with a block in
 one corner)."""

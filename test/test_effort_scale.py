@@ -16,11 +16,12 @@ from payload_estimator.commands.calibrate import motion_coverage, motion_refusal
 from payload_estimator.errors import ConfigurationError
 from payload_estimator.io.bag import CUSTOM_DATA_PREFIX, bag_info
 from payload_estimator.pipeline.arm_dynamics import ArmDynamics, calibrate_arm, effort_check_line, joint_recording
-from payload_estimator.pipeline.joint_torques import payload_torques, torques_from_efforts
+from payload_estimator.pipeline.joint_torques import torques_from_efforts
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.robots import get_robot
 from payload_estimator.sim.efforts import ArmMismatch, EffortModel, JointFriction
 from payload_estimator.sim.mujoco_sim import NO_PAYLOAD, simulate
+from payload_estimator.sim.run_settings import known_payload_recording
 from payload_estimator.sim.trajectories import make_trajectory
 
 
@@ -131,8 +132,7 @@ def _calibrated_with_a_known_payload(robot: str, efforts: EffortModel, motions: 
         runs.append(run)
         recs.append(joint_recording(run.joint_t, run.joint_q, run.joint_effort))
     kin = SensorKinematics(runs[0].urdf, runs[0].sensor_frame, runs[0].joint_names)
-    tau = payload_torques(kin, recs[1].q, recs[1].dq, recs[1].ddq, runs[1].payload_phi)
-    cal, fit = calibrate_arm(kin, recs[0], robot=robot, effort_scale=True, loaded=recs[1], loaded_torques=tau)
+    cal, fit = calibrate_arm(kin, recs[0], robot=robot, effort_scale=True, **known_payload_recording(runs[1], kin))
     return cal, fit, recs, kin
 
 

@@ -16,7 +16,7 @@ from payload_estimator.robots import ROBOTS, RobotSpec, resolve_robot
 from payload_estimator.settings import Settings, WrenchSource
 from payload_estimator.sim.run import SimulatedRun
 
-__all__ = ["settings_for_run", "recording_from_run", "stream_for_run"]
+__all__ = ["settings_for_run", "recording_from_run", "stream_for_run", "known_payload_recording"]
 
 
 def settings_for_run(run: SimulatedRun, robot: str | RobotSpec | None = None, **overrides: Any) -> Settings:
@@ -85,3 +85,17 @@ def stream_for_run(run: SimulatedRun, shape: Any = None, *, wrench: Any = None, 
         return build_stream(settings, run.urdf, shape=shape)
     config = replace(stream_config(settings, run.urdf), wrench_source=wrench)
     return EstimationStream(config, build_estimator(settings, shape))
+
+
+def known_payload_recording(run: SimulatedRun, kinematics: Any) -> dict[str, Any]:
+    """``calibrate_arm``'s ``loaded`` and ``loaded_torques`` from a run of the arm holding a payload known exactly.
+
+    What ``calibrate --known-payload-bag BAG --known-payload truth`` reads from a simulated bag: the run's joint
+    states and the torques its payload (the run's truth) puts on the joints of ``kinematics`` (the arm's, the
+    flange its sensor frame)."""
+    from payload_estimator.pipeline.arm_dynamics import joint_recording
+    from payload_estimator.pipeline.joint_torques import payload_torques
+
+    known = joint_recording(run.joint_t, run.joint_q, run.joint_effort)
+    return {"loaded": known, "loaded_torques": payload_torques(kinematics, known.q, known.dq, known.ddq,
+                                                               run.payload_phi)}
