@@ -86,6 +86,8 @@ class ModelFit:
             from the unconstrained least-squares fit, as a chi-square per unknown under
             the data's own covariance (about 1 when the shape can hold the data).
         cause: what probably went wrong and what to do, when not good.
+        shape_holds: False when the excess says the shape cannot hold the payload: the estimate's mass and
+            COM are then the data's, and its inertia, which came from that shape, is not identified.
     """
 
     checked: bool = False
@@ -93,6 +95,7 @@ class ModelFit:
     persistence: float = float("nan")
     excess: float = float("nan")
     cause: str = ""
+    shape_holds: bool = True
 
     @property
     def label(self) -> str:

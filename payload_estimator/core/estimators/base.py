@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -52,7 +52,7 @@ from payload_estimator.core.offset_windows import (
 )
 from payload_estimator.core.point_masses import SampledShape
 from payload_estimator.core.regressor import N_PARAMS, regressor_noise_gram
-from payload_estimator.core.results import Estimate
+from payload_estimator.core.results import NOT_APPLICABLE, NOT_IDENTIFIED, Estimate
 from payload_estimator.core.samples import SensorSamples
 from payload_estimator.core.signal_noise import SignalNoise
 from payload_estimator.core.statistics import RegressorStatistics
@@ -160,6 +160,13 @@ class Solution:
         normal_matrix: (p, p) Gram of the regressor, for the scaled condition number.
         extras: estimator-specific arrays that travel in the estimate (e.g. PMD's
             ``points_in_sensor`` and ``point_masses``).
+        constrained: the estimate its constraints alone give (PMD's point masses in the shape), when
+            ``theta`` is not it: moved onto the data's mass and first moment
+            (:func:`~payload_estimator.core.estimators.rating.anchor_to_data`). The model fit judges the
+            shape by it.
+        reference_covariance: the data's covariance of the unconstrained fit the model fit compares with
+            (:func:`~payload_estimator.core.estimators.rating.data_covariance`'s triple, with whatever else
+            moves that fit); None: from ``information``.
     """
 
     theta: np.ndarray
@@ -169,6 +176,8 @@ class Solution:
     weight_sum: float
     normal_matrix: np.ndarray
     extras: Mapping[str, np.ndarray] = field(default_factory=dict)
+    constrained: np.ndarray | None = None
+    reference_covariance: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 class KinematicNoise:
@@ -483,14 +492,23 @@ class Estimator(abc.ABC):
         stats, weights, unconstrained = self._fit_inputs()
         data = data_covariance(sol.information) if np.all(np.isfinite(sol.information)) else None
         covariance = None if sol.covariance is None else sol.covariance[:N_PARAMS, :N_PARAMS]
+        reference = sol.reference_covariance
         kept = self._kept_offsets_term(stats, weights)
         if kept is not None:
             covariance = None if covariance is None else covariance + kept
             if data is not None:
                 data = (data[0] + kept, data[1], data[2])
+            if reference is not None:
+                reference = (reference[0] + kept, reference[1], reference[2])
         identification = identify(sol.information, params, self.has_prior, data, unconstrained)
         if identification.empty and covariance is None and data is not None:
             covariance = np.array(data[0])  # at its bound (no payload) a prior holds nothing: the data's own
+        fit = model_fit(stats, sol.theta if sol.constrained is None else sol.constrained, self.with_bias, weights,
+                        sol.information, unconstrained, data if reference is None else reference,
+                        empty=identification.empty)
+        if not fit.shape_holds and identification.inertia != NOT_APPLICABLE:
+            # the shape the inertia came from is refuted, and the data's own inertia is not what is reported
+            identification = replace(identification, inertia=NOT_IDENTIFIED)
         return Estimate(
             estimator=self.name,
             params=params,
@@ -503,8 +521,7 @@ class Estimator(abc.ABC):
             dynamism=self.mean_dynamism,
             extras=dict(sol.extras),
             identification=identification,
-            model_fit=model_fit(stats, sol.theta, self.with_bias, weights, sol.information, unconstrained, data,
-                                empty=identification.empty),
+            model_fit=fit,
             bias_covariance=self._offsets_covariance(sol.theta, sol.covariance) if offsets_uncertainty else None,
             bias_rate=self._offsets_rate(sol.theta) if offsets_uncertainty else None,
         )

@@ -203,16 +203,16 @@ class PrimitiveDivision(PointMassDiscretization):
             before = self.primitives
             self.primitives = self.primitives[:k] + [a, b] + self.primitives[k + 1 :]
             self._apply_groups()
-            previous = solution.theta
+            previous = _shape_theta(solution)
             solution = super()._solve()
-            if self._evidence(previous, solution.theta) < self.evidence:
+            if self._evidence(previous, _shape_theta(solution)) < self.evidence:
                 # The data do not support the finer division: undo it and stop.
                 self.primitives = before
                 self._apply_groups()
                 solution = super()._solve()
                 self.divisions_converged = True
                 break
-            if self._change(previous, solution.theta) < self.tolerance:
+            if self._change(previous, _shape_theta(solution)) < self.tolerance:
                 self.divisions_converged = True
                 break
         if self.divisions_converged:
@@ -242,3 +242,8 @@ class PrimitiveDivision(PointMassDiscretization):
         self.divisions_converged = False
         self._converged_at_samples = 1
         self._apply_groups()
+
+
+def _shape_theta(solution: Solution) -> np.ndarray:
+    """The estimate of the primitives themselves (a division is judged by it, not by the data's anchor)."""
+    return solution.theta if solution.constrained is None else solution.constrained

@@ -73,6 +73,7 @@ from payload_estimator.core.estimators.base import (
 )
 from payload_estimator.core.estimators.linear_algebra import eigh
 from payload_estimator.core.estimators.qp import LiftedPointMassQP
+from payload_estimator.core.estimators.rating import anchor_to_data, data_covariance
 from payload_estimator.core.estimators.uncertainty import drift_covariance, sandwich_information
 from payload_estimator.core.regressor import (
     N_BIAS,
@@ -510,15 +511,17 @@ class PointMassDiscretization(Estimator):
         u = masses / (self.cell_share * m_bar)
         self.masses = masses.copy()
         phi = self.P @ self.masses
-        self._phi_prev = phi
-        beta = offsets if self.with_bias else None
-        theta = phi if beta is None else np.r_[phi, beta]
-        # The data's information about theta, as least squares with these weights would have it
-        # (sandwich: correlated channels and samples, noisy regressor), model by model: the
-        # reduced model's residuals in dynamic samples are its own error, not the full model's.
-        (stats_r, A_r, _), (stats_f, A_f, _) = self._terms
-        information = (sandwich_information(stats_r, theta, self.with_bias, self.reduced_weights, A_r)
-                       + sandwich_information(stats_f, theta, self.with_bias, weights, A_f))
+        constrained = phi if not self.with_bias else np.r_[phi, offsets]
+        information = self._information(constrained, weights)
+        # A shape that cannot hold the payload leaves residuals that inflate the information's noise at its own
+        # estimate, hiding the very misfit: the anchor is judged at the fit the prior does not touch (for a shape
+        # that holds the payload the two are one analysis, kept).
+        reference = self._data_covariance(H, weights)
+        anchored = anchor_to_data(constrained, self._x_ls, reference)
+        theta = constrained
+        if anchored is not None:
+            theta, information = anchored, self._information(anchored, weights)
+        self._phi_prev = theta[:N_PARAMS]
         self._fit = (weights, self._x_ls)
         covariance = self._posterior_covariance(information, u, m_bar)
         if covariance is not None:
@@ -533,6 +536,8 @@ class PointMassDiscretization(Estimator):
             theta=theta,
             information=information,
             covariance=covariance,
+            constrained=None if anchored is None else constrained,
+            reference_covariance=reference,
             residual_ss=self.stats_reduced.channel_residuals(theta, self.with_bias)
             + self.stats_full.channel_residuals(theta, self.with_bias),
             weight_sum=self.stats_reduced.weight_sum + self.stats_full.weight_sum,
@@ -541,6 +546,38 @@ class PointMassDiscretization(Estimator):
                     "qp_iterations": np.array(self.last_solve_iterations),
                     "qp_budget_reached": np.array(self.budget_reached)},
         )
+
+    def _information(self, theta: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """The data's information about ``theta``, as least squares with these weights would have it.
+
+        The sandwich (correlated channels and samples, noisy regressor) of the last objective's terms, model by
+        model: the reduced model's residuals in dynamic samples are its own error, not the full model's."""
+        (stats_r, A_r, _), (stats_f, A_f, _) = self._terms
+        return (sandwich_information(stats_r, theta, self.with_bias, self.reduced_weights, A_r)
+                + sandwich_information(stats_f, theta, self.with_bias, weights, A_f))
+
+    def _data_covariance(self, H: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The data's covariance of the unconstrained fit (:func:`~.rating.data_covariance`), as least squares has it.
+
+        The sandwich at that fit, and what the measured accelerations' noise level's own error adds through
+        the compensation of the regressor's noise (``H`` the compensated data term; both models' terms of a
+        signal move together): on a short, slow run the latter is most of the first moment's uncertainty."""
+        cov, null, d = data_covariance(self._information(self._x_ls, weights))
+        H_inv = None
+        steps: dict[int, np.ndarray] = {}
+        levels: dict[int, float] = {}
+        for (stats, _, _), cw, reduced in zip(self._terms, (self.reduced_weights, weights), (True, False)):
+            if reduced and not self.reduced_with_linear_acceleration:
+                continue
+            for signal, (G, rel_var) in enumerate(self.kinematic_noise.terms(stats, self.with_bias, reduced)):
+                if rel_var > 0.0:
+                    H_inv = pinv_psd(H) if H_inv is None else H_inv
+                    step = H_inv @ (np.tensordot(cw, G, axes=1) @ self._x_ls)
+                    steps[signal] = steps.get(signal, 0.0) + step
+                    levels[signal] = rel_var
+        for signal, step in steps.items():
+            cov = cov + levels[signal] * np.outer(step, step)[:N_PARAMS, :N_PARAMS]
+        return cov, null, d
 
     def _fit_inputs(
         self,

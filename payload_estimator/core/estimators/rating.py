@@ -31,6 +31,9 @@ __all__ = [
     "model_fit",
     "inertia_identifiable",
     "shape_misfit",
+    "anchor_to_data",
+    "mass_com_sigmas",
+    "ANCHOR_SIGMAS",
     "data_covariance",
     "DataCovariance",
     "IDENTIFIABLE_REL_STD",
@@ -61,9 +64,13 @@ RESIDUAL_SHARE_LIMIT = 0.05
 residual smaller than that (the filters' last bit of lag; an F/T offset drifting by 1e-3 of the
 payload's weight per second, the simulator's default, reaches 2-3 % in 20 s) is not a sign of a wrong
 model."""
-EXCESS_LIMIT = 6.0
-"""Model fit is poor when a constrained estimate is this far (chi-square per unknown) from the
-unconstrained fit (chosen with ``benchmarks/model_fit.py``)."""
+EXCESS_LIMIT = 4.0
+"""Model fit is poor when a constrained estimate's mass or a COM component is this many standard deviations
+from the unconstrained fit's (:func:`mass_com_sigmas`, each in the data's own covariance). Four: with a
+shape that holds the payload, the four quantities' errors are the unconstrained fit's own noise, beyond 4
+standard deviations in about 0.03 % of runs (0.5 % with a covariance 25 % short), where a shape that cannot
+hold the payload (one too small, shifted or turned by a few centimetres; the preset's 10 cm box around a long
+tool) puts them tens to thousands of standard deviations off (``benchmarks/model_fit.py``)."""
 NO_PAYLOAD_SIGMAS = 3.0
 """An estimate whose mass is within this many standard deviations of zero (the unconstrained fit's
 too, for an estimator that bounds the mass, PMD) is no payload, an empty gripper ..."""
@@ -75,6 +82,10 @@ mass known that well, and zero within it, weighs less than the sensor can tell i
 can never call a zero mass identified; this absolute one does."""
 NO_PAYLOAD_MASS_STD_KG = NO_PAYLOAD_FORCE_STD_N / STANDARD_GRAVITY
 """kg: :data:`NO_PAYLOAD_FORCE_STD_N` over standard gravity (0.0102 kg)."""
+ANCHOR_SIGMAS = 3.0
+"""A constrained estimate's mass and COM (PMD's, inside its shape) are kept within this many standard
+deviations of the unconstrained fit's, each in the data's own covariance: a shape that cannot hold the
+payload never moves them further from what the data show (:func:`anchor_to_data`)."""
 MIN_FIT_BLOCKS = 8
 """Long blocks needed before the model fit is judged (4 s of data)."""
 _INERTIA_SCALE_FLOOR_M = 0.02
@@ -186,17 +197,18 @@ def model_fit(
 ) -> ModelFit:
     """Test whether the model explains the data (:class:`~payload_estimator.core.results.ModelFit`).
 
-    * Persistence (every estimator): residuals of a right model are the sensors' noise,
+    * Persistence (every estimator; at the unconstrained fit when one is given): residuals of a right
+      model are the sensors' noise,
       correlated over the filters' memory only; a wrong one leaves a residual that follows
       the motion. The ratio of the residuals' correlation factors over long and short blocks
       (:meth:`RegressorStatistics.correlation_factors`), median over the channels, is about
       1 for noise and grows with the block length for model error; poor above
       :data:`PERSISTENCE_LIMIT`.
     * Excess (``unconstrained``, the least-squares fit ``x_ls`` of the same data term, given:
-      estimators whose constraints or prior can keep them from it, PMD):
-      ``(theta - x_ls)^T I (theta - x_ls)`` per unknown the
-      data see, with ``I`` the data's information; about 1 when the constraints hold the
-      truth (a shape that contains the payload), poor above :data:`EXCESS_LIMIT`.
+      estimators whose constraints or prior can keep them from it, PMD; ``data``, its covariance):
+      how many of its standard deviations ``theta``'s mass or a COM component is from ``x_ls``'s, the
+      largest of the four (:func:`mass_com_sigmas`); about 1 when the constraints hold the truth (a
+      shape that contains the payload), poor above :data:`EXCESS_LIMIT`.
 
     Judged only after :data:`MIN_FIT_BLOCKS` long blocks (4 s of data).
 
@@ -207,24 +219,22 @@ def model_fit(
     """
     if stats is None or not np.all(np.isfinite(theta)):
         return ModelFit()
-    tau_short, tau_slow = stats.correlation_factors(theta, with_bias, channel_weights)
+    # the residuals of the model's best fit: of a rigid payload, whatever the shape says (a shape that
+    # cannot hold it leaves a misfit that follows the motion too, which the excess names)
+    fitted = theta if unconstrained is None or not np.all(np.isfinite(unconstrained)) else unconstrained
+    tau_short, tau_slow = stats.correlation_factors(fitted, with_bias, channel_weights)
     n_slow = stats.n_blocks(1)
     if n_slow < MIN_FIT_BLOCKS or not (np.all(np.isfinite(tau_short)) and np.all(np.isfinite(tau_slow))):
         return ModelFit()
     persistence = float(np.median(tau_slow / np.maximum(tau_short, 1.0)))
-    rss = np.clip(stats.channel_residuals(theta, with_bias), 0.0, None)
+    rss = np.clip(stats.channel_residuals(fitted, with_bias), 0.0, None)
     signal = stats.gram[:, WRENCH_COLUMN, WRENCH_COLUMN]  # (6,) sum of squared measurements
     share = max(float(np.sqrt(rss[:3].sum() / max(signal[:3].sum(), 1e-300))),
                 float(np.sqrt(rss[3:].sum() / max(signal[3:].sum(), 1e-300))))
     excess = float("nan")
     if unconstrained is not None:
-        x_ls = unconstrained
-        # mass and first moment: what every sufficiently varied motion determines well, and
-        # where a misplaced shape shows first (all ten would dilute it with poorly seen inertia)
         cov, _, _ = data_covariance(information) if data is None else data
-        block = cov[:4, :4]
-        diff = (theta - x_ls)[:4]
-        excess = float(diff @ pinv_psd(block) @ diff) / 4.0
+        excess = _largest(mass_com_sigmas(theta, unconstrained, cov))
     causes = []
     if persistence > PERSISTENCE_LIMIT and share > RESIDUAL_SHARE_LIMIT and not empty:
         causes.append(
@@ -233,15 +243,86 @@ def model_fit(
             "touching something or loose, the sensor frame, the wrench sign or the gravity direction may be "
             "wrong, or the F/T offset drifts fast (re-zero the sensor and reset)"
         )
-    if np.isfinite(excess) and excess > EXCESS_LIMIT:
+    shape_holds = not (np.isfinite(excess) and excess > EXCESS_LIMIT)
+    if not shape_holds:
         cov, _, _ = data_covariance(information) if data is None else data
         direction = shape_misfit(theta, unconstrained, cov) if unconstrained is not None else ""
         causes.append(
-            f"the shape cannot hold the payload the data show (excess {excess:.1f}): "
-            f"{direction or 'it is too small, misplaced or turned'}; check --shape and its pose in the sensor "
-            "frame, or estimate without a shape (wls)"
+            f"the shape cannot hold the payload the data show: "
+            f"{direction or 'it is too small, misplaced or turned'}; the mass and centre of mass given are the "
+            "data's, the inertia is unknown; set the payload's shape (--shape, payload_shape) as it sits in "
+            "the sensor frame"
         )
-    return ModelFit(True, not causes, persistence, excess, "; ".join(causes))
+    return ModelFit(True, not causes, persistence, excess, "; ".join(causes), shape_holds)
+
+
+def mass_com_sigmas(theta: np.ndarray, unconstrained: np.ndarray, covariance: np.ndarray) -> np.ndarray:
+    """(4,) how far the mass and the COM's x, y, z of ``theta`` are from the unconstrained fit's, in its stds.
+
+    Each on its own (the marginal standard deviation of the unconstrained fit, from ``covariance``, the data's
+    covariance of phi first; the COM's to first order in the mass and first moment). Unlike a joint
+    chi-square, a combination the data see far better than each quantity (a short, little varied motion)
+    does not make a small bias look like a wrong shape. The COM's are NaN where either mass is not positive
+    (no COM to compare), all are NaN where the estimates are not finite."""
+    if not (np.all(np.isfinite(unconstrained[:4])) and np.all(np.isfinite(theta[:4]))):
+        return np.full(4, np.nan)
+    m_ls, m = float(unconstrained[0]), float(theta[0])
+    mass_std = np.sqrt(max(float(covariance[0, 0]), 0.0))
+    out = np.full(4, np.nan)
+    out[0] = _sigmas(abs(m - m_ls), mass_std)
+    if m_ls > 0.0 and m > 0.0:
+        c_ls = unconstrained[1:4] / m_ls
+        J = np.zeros((3, 4))  # d c / d(m, m c) at the unconstrained fit
+        J[:, 0] = -c_ls / m_ls
+        J[:, 1:] = np.eye(3) / m_ls
+        std = np.sqrt(np.clip(np.diag(J @ covariance[:4, :4] @ J.T), 0.0, None))
+        for k, (delta, s) in enumerate(zip(np.abs(theta[1:4] / m - c_ls), std)):
+            out[1 + k] = _sigmas(float(delta), float(s))
+    return out
+
+
+def _sigmas(delta: float, std: float) -> float:
+    """``delta / std``, a difference in standard deviations (0 and inf where the std is 0)."""
+    return delta / std if std > 0.0 else (np.inf if delta > 0.0 else 0.0)
+
+
+def _largest(sigmas: np.ndarray) -> float:
+    """The largest of :func:`mass_com_sigmas`' figures (NaN when none is known)."""
+    known = sigmas[~np.isnan(sigmas)]
+    return float(known.max()) if known.size else float("nan")
+
+
+def anchor_to_data(theta: np.ndarray, unconstrained: np.ndarray, data: DataCovariance) -> np.ndarray | None:
+    """Return ``theta`` with its mass and first moment moved onto the data's, when they stray; else None.
+
+    ``theta`` is a constrained estimate (PMD's point masses inside the payload's shape), ``unconstrained``
+    the least-squares fit of the same data and ``data`` their covariance (:func:`data_covariance`). When its
+    mass or a COM component is more than :data:`ANCHOR_SIGMAS` standard deviations from the unconstrained
+    fit's (:func:`mass_com_sigmas`: a shape too small, shifted or turned, such as the 10 cm box a preset
+    assumes around a 30 cm hammer), the estimate takes the data's mass and first moment in every direction
+    the data see, keeps its own where they see nothing, and keeps its inertia about its centre of mass
+    (scaled to the new mass): still physically consistent, and never a mass or COM the data contradict. The
+    F/T offsets, if any, become the unconstrained fit's (they go with the mass and first moment). None when
+    no move is needed, or the data's mass is not clearly positive (within :data:`ANCHOR_SIGMAS` standard
+    deviations of zero: an empty gripper, whose estimate sits at its bound, and whose first moment would
+    place no mass)."""
+    cov = data[0]
+    if not (np.all(np.isfinite(theta)) and np.all(np.isfinite(unconstrained)) and np.all(np.isfinite(cov))):
+        return None
+    if not _largest(mass_com_sigmas(theta, unconstrained, cov)) > ANCHOR_SIGMAS:
+        return None
+    block = cov[:4, :4]
+    seen = block @ pinv_psd(block)  # the projector onto what the data see of mass and first moment
+    moved = theta[:4] - seen @ (theta - unconstrained)[:4]
+    mass = float(moved[0])
+    if not (np.isfinite(mass) and mass > ANCHOR_SIGMAS * np.sqrt(max(float(block[0, 0]), 0.0))):
+        return None  # no payload the data could place (an empty gripper: the bound holds its estimate)
+    params = InertialParameters(theta[:N_PARAMS])
+    inertia = params.inertia_com * (mass / params.mass) if params.mass > 0.0 else np.zeros((3, 3))
+    out = np.array(theta, dtype=float)
+    out[:N_PARAMS] = InertialParameters.from_mass_com_inertia(mass, moved[1:4] / mass, inertia).phi
+    out[N_PARAMS:] = unconstrained[N_PARAMS:]
+    return out
 
 
 def shape_misfit(theta: np.ndarray, unconstrained: np.ndarray, covariance: np.ndarray) -> str:
