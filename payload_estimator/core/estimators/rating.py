@@ -86,6 +86,15 @@ ANCHOR_SIGMAS = 3.0
 """A constrained estimate's mass and COM (PMD's, inside its shape) are kept within this many standard
 deviations of the unconstrained fit's, each in the data's own covariance: a shape that cannot hold the
 payload never moves them further from what the data show (:func:`anchor_to_data`)."""
+SYSTEMATIC_MASS_REL = 0.002
+"""Relative std of the mass, added (in quadrature) to the unconstrained fit's own when a constrained estimate
+is compared with it (:func:`mass_com_sigmas`) ...."""
+SYSTEMATIC_COM_M = 0.0005
+"""... and of each COM component, m: what the fit's covariance leaves out over a run's first seconds, before
+its batch means can see it (filter lag, kinematics, an F/T offset's drift). On a simulated 8 s run of the 3 kg
+vise the data alone gave the COM a std of 0.01 mm where the fit was 0.18 mm off, and a right shape's estimate,
+0.05 mm from the fit, read as 14 std off; differences this small are no sign of a wrong shape, whose misfit is
+millimetres to decimetres."""
 MIN_FIT_BLOCKS = 8
 """Long blocks needed before the model fit is judged (4 s of data)."""
 _INERTIA_SCALE_FLOOR_M = 0.02
@@ -260,14 +269,15 @@ def mass_com_sigmas(theta: np.ndarray, unconstrained: np.ndarray, covariance: np
     """(4,) how far the mass and the COM's x, y, z of ``theta`` are from the unconstrained fit's, in its stds.
 
     Each on its own (the marginal standard deviation of the unconstrained fit, from ``covariance``, the data's
-    covariance of phi first; the COM's to first order in the mass and first moment). Unlike a joint
+    covariance of phi first; the COM's to first order in the mass and first moment), with a systematic error
+    (:data:`SYSTEMATIC_MASS_REL`, :data:`SYSTEMATIC_COM_M`) added in quadrature. Unlike a joint
     chi-square, a combination the data see far better than each quantity (a short, little varied motion)
     does not make a small bias look like a wrong shape. The COM's are NaN where either mass is not positive
     (no COM to compare), all are NaN where the estimates are not finite."""
     if not (np.all(np.isfinite(unconstrained[:4])) and np.all(np.isfinite(theta[:4]))):
         return np.full(4, np.nan)
     m_ls, m = float(unconstrained[0]), float(theta[0])
-    mass_std = np.sqrt(max(float(covariance[0, 0]), 0.0))
+    mass_std = np.hypot(np.sqrt(max(float(covariance[0, 0]), 0.0)), SYSTEMATIC_MASS_REL * abs(m_ls))
     out = np.full(4, np.nan)
     out[0] = _sigmas(abs(m - m_ls), mass_std)
     if m_ls > 0.0 and m > 0.0:
@@ -275,7 +285,7 @@ def mass_com_sigmas(theta: np.ndarray, unconstrained: np.ndarray, covariance: np
         J = np.zeros((3, 4))  # d c / d(m, m c) at the unconstrained fit
         J[:, 0] = -c_ls / m_ls
         J[:, 1:] = np.eye(3) / m_ls
-        std = np.sqrt(np.clip(np.diag(J @ covariance[:4, :4] @ J.T), 0.0, None))
+        std = np.hypot(np.sqrt(np.clip(np.diag(J @ covariance[:4, :4] @ J.T), 0.0, None)), SYSTEMATIC_COM_M)
         for k, (delta, s) in enumerate(zip(np.abs(theta[1:4] / m - c_ls), std)):
             out[1 + k] = _sigmas(float(delta), float(s))
     return out
