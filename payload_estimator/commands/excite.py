@@ -48,10 +48,12 @@ from typing import Any
 from payload_estimator.commands import CommandError
 from payload_estimator.commands.common import (
     check_out_file,
+    file_error,
     nonnegative_float,
     nonnegative_int,
     positive_float,
     read_urdf,
+    sim_duration,
 )
 
 __all__ = ["add_parser", "run", "PURPOSES"]
@@ -64,12 +66,16 @@ SHAKES = ("0.5", "1")
 
 MAX_DT_S = 0.01
 """Largest time step of a written trajectory, s."""
+MIN_DT_S = 1e-4
+"""Smallest time step of a written trajectory, s (10 kHz: finer than any controller takes)."""
 
 
 def _dt(text: str) -> float:
     value = positive_float(text)
     if value > MAX_DT_S:
         raise argparse.ArgumentTypeError(f"must be at most {MAX_DT_S} s, got {text!r}")
+    if value < MIN_DT_S:
+        raise argparse.ArgumentTypeError(f"must be at least {MIN_DT_S:g} s, got {text!r}")
     return value
 
 
@@ -112,7 +118,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--tcp-frame", metavar="FRAME", help="with --urdf: the flange or sensor frame")
     p.add_argument("--start", type=_start, metavar="Q1,Q2,...",
                    help="start (and end) joint positions, rad, in the robot's joint order (default: home)")
-    p.add_argument("--duration", type=positive_float, default=None,
+    p.add_argument("--duration", type=sim_duration, default=None,
                    help=f"s (default {d.duration:g}; --for calibration: {CALIBRATION_DURATION_S:g})")
     p.add_argument("--max-tcp-speed", type=positive_float, default=d.max_tcp_speed,
                    help=f"m/s (default {d.max_tcp_speed:g}, ISO/TS 15066 cobot practice)")
@@ -227,7 +233,7 @@ def _joint_torque_noise(args: argparse.Namespace, arm: Any) -> Any:
             cal = ArmCalibration.load(args.arm_calibration)
             cal.check_matches("" if args.urdf else args.robot, arm.joint_names)
         except CalibrationError as exc:
-            raise CommandError(f"--arm-calibration {args.arm_calibration}: {exc}") from None
+            raise file_error("--arm-calibration", args.arm_calibration, exc) from None
         return JointTorqueNoise.from_calibration(cal)
     if args.urdf:
         return JointTorqueNoise.default(arm.n_joints)
