@@ -98,7 +98,7 @@ def shape_from_args(args: argparse.Namespace) -> PayloadShape | None:
         if args.shape:
             return parse_shape_spec(args.shape)
     except ShapeError as exc:
-        raise CommandError(str(exc)) from None
+        raise CommandError(f"{'--points' if args.points else '--shape'} {exc}") from None
     return None
 
 
