@@ -110,14 +110,42 @@ _ENUMS: dict[str, type[_Choice]] = {"wrench_source": WrenchSource, "motion_sourc
 """Settings whose text is read into an enum."""
 
 
+MAX_COUNT = 2**31 - 1
+"""The largest whole-number setting (a count of iterations or points): what the solvers take."""
+
+
+def _too_large(value: Any) -> str | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value > MAX_COUNT:
+        return f"must be at most {MAX_COUNT}"
+    return None
+
+
 def _positive(value: Any) -> str | None:
     if isinstance(value, int) and not isinstance(value, bool):
-        return None if value >= 1 else "must be at least 1"
+        return _too_large(value) if value >= 1 else "must be at least 1"
     return None if value > 0 else "must be positive"
 
 
 def _nonnegative(value: Any) -> str | None:
-    return None if value >= 0 else "must be zero or positive"
+    return _too_large(value) if value >= 0 else "must be zero or positive"
+
+
+MAX_REGULARIZATION = 1e6
+"""The largest PMD regularisation: beyond it the shape's prior alone decides, and the solver's sums overflow."""
+
+
+def _regularization(value: Any) -> str | None:
+    return _nonnegative(value) or (None if value <= MAX_REGULARIZATION else f"must be at most {MAX_REGULARIZATION:g}")
+
+
+MIN_OFFSET_WINDOW_S = 0.1
+"""The shortest window of the wrench source's offsets, s (0: one offset for the whole run)."""
+
+
+def _offset_window(value: Any) -> str | None:
+    if value == 0 or value >= MIN_OFFSET_WINDOW_S:
+        return None
+    return f"must be 0 (one offset) or at least {MIN_OFFSET_WINDOW_S:g} s"
 
 
 def _forgetting(value: Any) -> str | None:
@@ -207,7 +235,7 @@ class Settings:
                                    "holds the joints' offsets)")
     c1: float = _p(C1_DEFAULT, "PMD dynamism scale c1 of Nadeau et al.'s eq. (9), > 0 (see pmd.C1_DEFAULT)",
                    check=_positive)
-    regularization: float = _p(1.0, "PMD regularisation lambda, >= 0", check=_nonnegative)
+    regularization: float = _p(1.0, "PMD regularisation lambda, >= 0", check=_regularization)
     solve_time_budget_s: float = _p(
         0.01, "PMD on a live robot (the node): wall time the solver may spend on one estimate, s; reached, the "
               "estimate keeps the last one that converged and the next continues the solve (0: no budget); "
@@ -222,7 +250,7 @@ class Settings:
     offset_window_s: float = _p(
         10.0, "the wrench source's offsets (an F/T sensor's drift, the joint-torque path's slow torques) are a line of "
               "their own in every window of this many seconds of sample time, left out of the fit; 0: one constant "
-              "offset for the whole run", check=_nonnegative)
+              "offset for the whole run", check=_offset_window)
     track_payload: bool = _p(True, "follow the payload: hold out contacts, detect payload changes and restart the "
                                    "estimate, keeping the F/T offsets (core/tracking.py); false: a plain estimator "
                                    "that takes every sample")
@@ -499,7 +527,11 @@ def load_parameters_yaml(path: str | Path, node_name: str = NODE_NAME) -> Settin
     """Settings from a ROS 2 parameter file (``<node>: ros__parameters: {...}``, or ``/**``)."""
     import yaml
 
-    data = yaml.safe_load(Path(path).read_text()) or {}
+    from payload_estimator.files import read_text_file
+
+    data = yaml.safe_load(read_text_file(path, "a ROS 2 parameter file (YAML)")) or {}
+    if not isinstance(data, dict):
+        data = {}
     for key in (node_name, f"/{node_name}", "/**"):
         if key in data and isinstance(data[key], dict) and "ros__parameters" in data[key]:
             return Settings.from_dict(data[key]["ros__parameters"])

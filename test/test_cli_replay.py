@@ -100,7 +100,7 @@ def test_replay_counts_what_it_cannot_use(bags, tmp_path, capsys):
                                               "at line 3, column 1"),
         (["{bag}", "--config", "{file}"], "notes.txt: no 'payload_estimator: ros__parameters:' section"),
         (["{bag}", "--config", "{binary}"], "blob.yaml: not a text file"),
-        (["{bag}", "--config", "{empty}"], "empty: Is a directory"),
+        (["{bag}", "--config", "{empty}"], "empty: a directory"),
         (["{bag}", "--robot", "ur5"], "argument --robot: invalid choice: 'ur5'"),
         (["{bag}", "--estimator", "magic"], "argument --estimator: invalid choice: 'magic'"),
     ],

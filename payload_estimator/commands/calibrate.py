@@ -384,6 +384,14 @@ def run(args: argparse.Namespace) -> int:
     if not bag.exists():
         raise CommandError(f"{bag}: no such bag")
     out = check_out_file(args.out)
+    for option, other in (("--validate", args.validate), ("--known-payload-bag", args.known_payload_bag)):
+        if other:  # the other bags checked before the fit, not after it
+            from payload_estimator.io.bag import BagError, bag_info
+
+            try:
+                bag_info(Path(other))
+            except BagError as exc:
+                raise CommandError(f"{option} {one_line(exc)}") from None
     settings, origin, kinematics = _arm(args, bag)
     joints = kinematics.joint_names
     rec, coverage, notes = _recording(bag, settings, joints, "", args.effort_scale)

@@ -24,12 +24,14 @@ __all__ = [
     "read_urdf",
     "SIM_RATE_HZ",
     "MAX_SIM_DURATION_S",
+    "MIN_SIM_DURATION_S",
     "positive_float",
     "nonnegative_float",
     "positive_int",
     "nonnegative_int",
     "forgetting_factor",
     "sim_duration",
+    "ft_drift",
     "wrench_rate",
     "default_out_dir",
     "check_out_dir",
@@ -43,6 +45,7 @@ __all__ = [
     "resolve_trajectory",
     "parse_override",
     "config_error",
+    "file_error",
     "one_line",
     "add_effort_arguments",
     "effort_model",
@@ -53,6 +56,13 @@ SIM_RATE_HZ = 1000.0
 
 MAX_SIM_DURATION_S = 3600.0
 """Longest run ``demo`` and ``simulate`` accept, s (an hour at 1 kHz is about 2 GB of recording)."""
+MIN_SIM_DURATION_S = 0.1
+"""Shortest motion the commands accept, s (a hundred joint states at 1 kHz)."""
+MIN_WRENCH_RATE_HZ = 10.0
+"""Slowest simulated F/T rate, Hz."""
+MAX_FT_DRIFT = 1000.0
+"""Largest ``--ft-drift`` factor: a thousand times the simulator's drift moves the offset by the payload's
+weight every second."""
 
 
 # ------------------------------------------------------------- option types
@@ -127,16 +137,28 @@ def forgetting_factor(text: str) -> float:
 
 
 def sim_duration(text: str) -> float:
-    """Seconds of simulated motion: finite, positive, at most :data:`MAX_SIM_DURATION_S`."""
+    """Seconds of motion (simulated or designed): from :data:`MIN_SIM_DURATION_S` to :data:`MAX_SIM_DURATION_S`."""
     value = positive_float(text)
     if value > MAX_SIM_DURATION_S:
         raise argparse.ArgumentTypeError(f"must be at most {MAX_SIM_DURATION_S:g} s, got {text!r}")
+    if value < MIN_SIM_DURATION_S:
+        raise argparse.ArgumentTypeError(f"must be at least {MIN_SIM_DURATION_S:g} s, got {text!r}")
+    return value
+
+
+def ft_drift(text: str) -> float:
+    """A factor of the simulator's F/T offset drift: from 0 to :data:`MAX_FT_DRIFT`."""
+    value = nonnegative_float(text)
+    if value > MAX_FT_DRIFT:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_FT_DRIFT:g}, got {text!r}")
     return value
 
 
 def wrench_rate(text: str) -> float:
     """An F/T rate, Hz, that divides :data:`SIM_RATE_HZ` (every F/T sample falls on a joint sample)."""
     value = positive_float(text)
+    if value < MIN_WRENCH_RATE_HZ:
+        raise argparse.ArgumentTypeError(f"must be at least {MIN_WRENCH_RATE_HZ:g} Hz, got {text!r}")
     ratio = SIM_RATE_HZ / value
     if ratio < 1.0 - 1e-9 or abs(ratio - round(ratio)) > 1e-9 * ratio:
         raise argparse.ArgumentTypeError(
@@ -147,12 +169,22 @@ def wrench_rate(text: str) -> float:
 
 def read_urdf(path: str | os.PathLike[str]) -> str:
     """The text of the URDF file ``--urdf`` names; a missing, unreadable or binary file is a CommandError."""
+    from payload_estimator.errors import InputError
+    from payload_estimator.files import read_text_file
+
     try:
-        return Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CommandError(f"--urdf {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise CommandError(f"--urdf {path}: not a text file (a URDF is XML)") from None
+        return read_text_file(path, "a URDF (XML)")
+    except InputError as exc:
+        raise file_error("--urdf", path, exc) from None
+
+
+def file_error(option: str, path: str | os.PathLike[str], exc: BaseException) -> CommandError:
+    """One line for the file ``option`` names that cannot be used: the option, the file, what is wrong.
+
+    ``exc``'s message is made one line; the file is named once, whether or not the message starts with it."""
+    text = one_line(exc)
+    named = f"{path}: "
+    return CommandError(f"{option} {text}" if text.startswith(named) else f"{option} {path}: {text}")
 
 
 # ----------------------------------------------------------------- outputs
@@ -235,6 +267,8 @@ def check_out_file(path: str | os.PathLike[str], option: str = "--out") -> Path:
     parent = target.parent
     if target.is_dir():
         raise CommandError(f"{option} {target}: is a directory, expected a file name")
+    if target.exists() and not target.is_file():
+        raise CommandError(f"{option} {target}: not a regular file (a device or a pipe), expected a file name")
     if not parent.is_dir():
         raise CommandError(f"{option} {target}: no such directory {parent}")
     try:
@@ -345,13 +379,13 @@ def resolve_trajectory(robot: str | RobotSpec, trajectory: str, duration: float 
     from payload_estimator.excitation.trajectory import from_positions, read_trajectory_csv
 
     path = Path(trajectory)
-    if not path.is_file():
+    if not path.exists():
         raise CommandError(f"--trajectory {trajectory}: neither one of {', '.join(TRAJECTORY_NAMES)} "
                            "nor a readable CSV file")
     try:
         names, t, q = read_trajectory_csv(path)
     except (OSError, ValueError) as exc:
-        raise CommandError(f"--trajectory {trajectory}: {exc}") from None
+        raise file_error("--trajectory", trajectory, exc) from None
     missing = [n for n in spec.joint_names if n not in names]
     if missing:
         raise CommandError(f"--trajectory {trajectory}: no column for {', '.join(missing)} of {spec.name} "
@@ -431,8 +465,12 @@ def config_error(path: str, exc: BaseException) -> CommandError:
     """One line for a ``--config`` parameter file that cannot be used (PyYAML's own messages span several lines)."""
     import yaml
 
+    from payload_estimator.errors import InputError
+
     if isinstance(exc, FileNotFoundError):
         return CommandError(f"--config: {exc.filename or path}: no such file")
+    if isinstance(exc, InputError):
+        return file_error("--config", path, exc)
     if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

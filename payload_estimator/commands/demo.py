@@ -47,7 +47,7 @@ from payload_estimator.commands.common import (
     add_robot_arguments,
     add_trajectory_arguments,
     console_and_progress,
-    nonnegative_float,
+    ft_drift,
     nonnegative_int,
     resolve_trajectory,
     robot_from_args,
@@ -84,7 +84,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_trajectory_arguments(p, default=None, default_note="default; thesis with --wrench-source joint_torques")
     p.add_argument("--noise", choices=NOISE, default="moderate",
                    help="F/T noise level, Nadeau et al.'s Table II")
-    p.add_argument("--ft-drift", type=nonnegative_float, default=1.0, metavar="FACTOR",
+    p.add_argument("--ft-drift", type=ft_drift, default=1.0, metavar="FACTOR",
                    help="how many times the simulator's default F/T offset drift (0.1 %% of the payload's weight per "
                         "second per axis, plus a random walk): 0 for a constant offset, 10 for a sensor warming "
                         "up fast (default 1)")
@@ -139,12 +139,16 @@ def _estimator_name(args: argparse.Namespace) -> str:
 
 def _stream_for(args: argparse.Namespace, run_: Any, shape: Any, **settings: Any) -> Any:
     """The node's stream for a simulated run, with the command's estimator options."""
+    from payload_estimator.errors import ShapeError
     from payload_estimator.pipeline.build import build_stream
     from payload_estimator.sim.run_settings import settings_for_run
 
     overrides = {"estimate_bias": not args.no_bias, "track_payload": args.track,
                  **setting_overrides(args, ESTIMATOR_OPTION_SETTINGS), **settings}
-    return build_stream(settings_for_run(run_, args.arm, **overrides), run_.urdf, shape=shape)
+    try:
+        return build_stream(settings_for_run(run_, args.arm, **overrides), run_.urdf, shape=shape)
+    except ShapeError as exc:  # the payload's shape as the options sample it
+        raise CommandError(f"the payload's shape: {' '.join(str(exc).split())}") from None
 
 
 def _resolve_trajectory(args: argparse.Namespace, console: Any, default: str) -> Any:

@@ -51,9 +51,21 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "and the estimate restarted (the F/T offsets kept); prints one line per --every "
                         f"seconds of data ({', '.join(TRACK_COLUMNS)}; JSON lines with --json), then the final "
                         "estimate of the last payload as without --track")
-    p.add_argument("--every", type=positive_float, default=0.1, metavar="S",
+    p.add_argument("--every", type=track_every, default=0.1, metavar="S",
                    help="seconds of data per --track line (default 0.1)")
     return p
+
+
+MIN_EVERY_S = 0.001
+"""The shortest ``--every``, s: a line per millisecond of data is already one per sample of a 1 kHz sensor."""
+
+
+def track_every(text: str) -> float:
+    """``--every``: seconds of data per line, at least :data:`MIN_EVERY_S`."""
+    value = positive_float(text)
+    if value < MIN_EVERY_S:
+        raise argparse.ArgumentTypeError(f"must be at least {MIN_EVERY_S:g} s, got {text!r}")
+    return value
 
 
 def add_shape_arguments(p: argparse.ArgumentParser) -> None:
@@ -86,7 +98,7 @@ def shape_from_args(args: argparse.Namespace) -> PayloadShape | None:
         if args.shape:
             return parse_shape_spec(args.shape)
     except ShapeError as exc:
-        raise CommandError(str(exc)) from None
+        raise CommandError(f"{'--points' if args.points else '--shape'} {exc}") from None
     return None
 
 
@@ -160,8 +172,11 @@ def run(args: argparse.Namespace) -> int:
 
             points = downsample_evenly(points, settings.max_points)
         estimator = build_estimator(settings, points)
-    except ShapeError as exc:
-        raise CommandError(str(exc)) from None
+    except ShapeError as exc:  # the shape as sampled: the options that say how
+        given = f"--shape {args.shape}" if args.shape else f"--points {args.points}"
+        if args.point_density is not None:
+            given += f" --point-density {args.point_density:g}"
+        raise CommandError(f"{given}: {exc}") from None
     except ValueError as exc:
         raise CommandError(f"--estimator {settings.estimator}: {exc}") from None
     if isinstance(estimator, PayloadTracker):

@@ -48,10 +48,12 @@ from typing import Any
 from payload_estimator.commands import CommandError
 from payload_estimator.commands.common import (
     check_out_file,
+    file_error,
     nonnegative_float,
     nonnegative_int,
     positive_float,
     read_urdf,
+    sim_duration,
 )
 
 __all__ = ["add_parser", "run", "PURPOSES"]
@@ -64,12 +66,41 @@ SHAKES = ("0.5", "1")
 
 MAX_DT_S = 0.01
 """Largest time step of a written trajectory, s."""
+MIN_DT_S = 1e-4
+"""Smallest time step of a written trajectory, s (10 kHz: finer than any controller takes)."""
 
 
 def _dt(text: str) -> float:
     value = positive_float(text)
     if value > MAX_DT_S:
         raise argparse.ArgumentTypeError(f"must be at most {MAX_DT_S} s, got {text!r}")
+    if value < MIN_DT_S:
+        raise argparse.ArgumentTypeError(f"must be at least {MIN_DT_S:g} s, got {text!r}")
+    return value
+
+
+MAX_LENGTH_M = 10.0
+"""The largest distance about the robot an option takes, m (no arm reaches that far)."""
+MIN_PAYLOAD_KG, MAX_PAYLOAD_KG = 0.001, 1000.0
+"""The lightest and the heaviest ``--payload``, kg."""
+
+
+def _length(text: str) -> float:
+    """A distance about the robot, m: finite, within :data:`MAX_LENGTH_M` either way."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not abs(value) <= MAX_LENGTH_M:  # NaN and inf too
+        raise argparse.ArgumentTypeError(f"must be within {MAX_LENGTH_M:g} m, got {text!r}")
+    return value
+
+
+def _clearance(text: str) -> float:
+    """A distance kept, m: zero or positive, at most :data:`MAX_LENGTH_M`."""
+    value = nonnegative_float(text)
+    if value > MAX_LENGTH_M:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_LENGTH_M:g} m, got {text!r}")
     return value
 
 
@@ -112,17 +143,17 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--tcp-frame", metavar="FRAME", help="with --urdf: the flange or sensor frame")
     p.add_argument("--start", type=_start, metavar="Q1,Q2,...",
                    help="start (and end) joint positions, rad, in the robot's joint order (default: home)")
-    p.add_argument("--duration", type=positive_float, default=None,
+    p.add_argument("--duration", type=sim_duration, default=None,
                    help=f"s (default {d.duration:g}; --for calibration: {CALIBRATION_DURATION_S:g})")
     p.add_argument("--max-tcp-speed", type=positive_float, default=d.max_tcp_speed,
                    help=f"m/s (default {d.max_tcp_speed:g}, ISO/TS 15066 cobot practice)")
     p.add_argument("--max-excursion", type=positive_float, default=d.max_excursion,
                    help=f"largest move of any joint from the start, rad (default {d.max_excursion:g})")
-    p.add_argument("--floor-height", type=float, default=d.floor_height,
+    p.add_argument("--floor-height", type=_length, default=d.floor_height,
                    help=f"the payload stays above this height of the base frame, m (default {d.floor_height:g})")
-    p.add_argument("--base-clearance", type=nonnegative_float, default=d.base_clearance,
+    p.add_argument("--base-clearance", type=_clearance, default=d.base_clearance,
                    help=f"distance kept from the base's vertical axis, m (default {d.base_clearance:g})")
-    p.add_argument("--payload-radius", type=nonnegative_float, default=d.payload_radius,
+    p.add_argument("--payload-radius", type=_clearance, default=d.payload_radius,
                    help=f"the payload lies within this distance of the TCP, m (default {d.payload_radius:g})")
     p.add_argument("--payload", metavar="SPEC",
                    help="also predict for this payload: a catalogue name (e.g. claw_hammer, drill) or "
@@ -151,8 +182,10 @@ def _payload(spec: str) -> tuple[str, Any]:
             com = np.array([float(v) for v in com_text.split(",")])
         except ValueError:
             raise CommandError(f"--payload {spec!r}: expected MASS@X,Y,Z (kg, m)") from None
-        if com.shape != (3,) or not np.all(np.isfinite(com)) or not (np.isfinite(mass) and mass > 0.0):
-            raise CommandError(f"--payload {spec!r}: expected a positive mass and three COM coordinates")
+        if (com.shape != (3,) or not np.all(np.abs(com) <= MAX_LENGTH_M)
+                or not MIN_PAYLOAD_KG <= mass <= MAX_PAYLOAD_KG):
+            raise CommandError(f"--payload {spec!r}: expected a mass of {MIN_PAYLOAD_KG:g} to {MAX_PAYLOAD_KG:g} kg "
+                               f"and three COM coordinates within {MAX_LENGTH_M:g} m")
         side = 0.05  # a compact body: a uniform 5 cm cube
         return spec, InertialParameters.from_mass_com_inertia(mass, com, np.eye(3) * mass * side**2 / 6.0)
     from payload_estimator.sim.payloads import get_payload
@@ -227,7 +260,7 @@ def _joint_torque_noise(args: argparse.Namespace, arm: Any) -> Any:
             cal = ArmCalibration.load(args.arm_calibration)
             cal.check_matches("" if args.urdf else args.robot, arm.joint_names)
         except CalibrationError as exc:
-            raise CommandError(f"--arm-calibration {args.arm_calibration}: {exc}") from None
+            raise file_error("--arm-calibration", args.arm_calibration, exc) from None
         return JointTorqueNoise.from_calibration(cal)
     if args.urdf:
         return JointTorqueNoise.default(arm.n_joints)

@@ -32,7 +32,7 @@ from payload_estimator.commands.common import (
     add_trajectory_arguments,
     check_out_file,
     effort_model,
-    nonnegative_float,
+    ft_drift,
     nonnegative_int,
     resolve_trajectory,
     robot_from_args,
@@ -61,7 +61,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of every random draw, >= 0 (default 0)")
     p.add_argument("--wrench-rate", type=wrench_rate, default=None,
                    help=f"F/T rate, Hz, a divisor of the {SIM_RATE_HZ:g} Hz joint-state rate (default {SIM_RATE_HZ:g})")
-    p.add_argument("--ft-drift", type=nonnegative_float, default=1.0, metavar="FACTOR",
+    p.add_argument("--ft-drift", type=ft_drift, default=1.0, metavar="FACTOR",
                    help="how many times the simulator's default F/T offset drift (0.1 %% of the payload's weight per "
                         "second per axis, plus a random walk): 0 for a constant offset, 10 for a sensor warming "
                         "up fast (default 1)")

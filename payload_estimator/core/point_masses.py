@@ -23,6 +23,7 @@ __all__ = [
     "DEFAULT_DENSITY",
     "DEFAULT_MAX_POINTS",
     "MIN_POINTS",
+    "MAX_GRID_POINTS",
     "SampledShape",
     "sample_points",
     "sample_parts",
@@ -37,13 +38,26 @@ DEFAULT_DENSITY = 0.04e6
 """Points per m³: 0.04 points/cm³, Nadeau et al.'s Section V-C."""
 DEFAULT_MAX_POINTS = 1000
 MIN_POINTS = 10
+MAX_GRID_POINTS = 1_000_000
+"""The most grid cells a shape is sampled on (before thinning to the cap on point masses): about 100 MB and
+half a minute; a denser grid (a shape's size in mm taken for m, a point density per m³ taken for cm³) is
+refused."""
 
 
 def _grid_inside(shape: Shape, spacing: float) -> tuple[np.ndarray, np.ndarray]:
     """Cell centres inside ``shape`` of a grid over its bounding box, and the cells' (3,) size."""
     lo, hi = shape.bounds()
     extent = hi - lo
-    counts = np.maximum(np.ceil(extent / spacing).astype(int), 2)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        cells = np.maximum(np.ceil(extent / spacing), 2.0)
+        total = float(np.prod(cells))
+        per_cm3 = float(np.float64(spacing) ** -3 * 1e-6)
+    if not total <= MAX_GRID_POINTS:
+        size = " x ".join(f"{e:.3g}" for e in extent)
+        raise ShapeError(f"filling the shape ({size} m) at {per_cm3:.3g} points per cm³ takes a grid of "
+                         f"{total:.3g} points, more than the maximum of {MAX_GRID_POINTS:,}: lower the point "
+                         "density, or check that the shape's sizes are in metres")
+    counts = cells.astype(int)
     axes = [lo[i] + (np.arange(counts[i]) + 0.5) * extent[i] / counts[i] for i in range(3)]
     grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
     return grid[shape.contains(grid)], extent / counts
@@ -135,6 +149,8 @@ def sample_parts(
     """
     parts = shape.parts if isinstance(shape, Union) else (shape,)
     volumes = np.array([p.volume for p in parts])
+    if not np.all(volumes > 0.0):
+        raise ShapeError("the shape encloses no volume")
     share = volumes / volumes.sum()
     chunks, labels, cells, own = [], [], [], []
     for k, part in enumerate(parts):

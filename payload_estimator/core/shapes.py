@@ -54,6 +54,10 @@ __all__ = [
 ]
 
 
+MAX_SHAPE_NUMBER = 100.0
+"""The largest number a shape specification takes: no payload is 100 m in size or away."""
+
+
 def _floats(text: str, what: str) -> list[float]:
     try:
         vals = [float(v) for v in text.split(",") if v.strip() != ""]
@@ -61,6 +65,9 @@ def _floats(text: str, what: str) -> list[float]:
         raise ShapeError(f"{what}: expected comma-separated numbers, got {text!r}") from exc
     if not np.all(np.isfinite(vals)):
         raise ShapeError(f"{what}: non-finite number in {text!r}")
+    if any(abs(v) > MAX_SHAPE_NUMBER for v in vals):
+        raise ShapeError(f"{what}: a number beyond {MAX_SHAPE_NUMBER:g} in {text!r} (sizes and positions are in m, "
+                         "angles in rad)")
     return vals
 
 

@@ -149,6 +149,12 @@ class ArmLimits:
                    source="URDF limits, default acceleration and jerk limits")
 
 
+MIN_TCP_SPEED = 0.001
+"""The slowest top TCP speed a motion is designed for, m/s: slower, the payload hardly moves."""
+MIN_EXCURSION = 0.01
+"""The smallest joint excursion a motion is designed for, rad."""
+
+
 @dataclass(frozen=True)
 class MotionLimits:
     """The bounds of one identification motion (every one checked on the sampled result).
@@ -194,6 +200,10 @@ class MotionLimits:
         for name in positive:
             if getattr(self, name) <= 0.0:
                 raise ExcitationError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.max_excursion < MIN_EXCURSION:
+            raise ExcitationError(f"max_excursion must be at least {MIN_EXCURSION:g} rad, got {self.max_excursion:g}")
+        if self.max_tcp_speed < MIN_TCP_SPEED:
+            raise ExcitationError(f"max_tcp_speed must be at least {MIN_TCP_SPEED:g} m/s, got {self.max_tcp_speed:g}")
         for name in ("velocity_fraction", "acceleration_fraction", "jerk_fraction"):
             if getattr(self, name) > 1.0:
                 raise ExcitationError(f"{name} is a fraction of the vendor limit: at most 1, got {getattr(self, name)}")

@@ -45,7 +45,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from payload_estimator.errors import ConfigurationError, InputError
-from payload_estimator.files import write_text_atomic
+from payload_estimator.files import read_text_file, write_text_atomic
 
 __all__ = [
     "JointTrajectory",
@@ -559,12 +559,12 @@ def read_trajectory_csv(path: str | PathLike[str]) -> tuple[tuple[str, ...], np.
     Raises:
         InputError: a one-line reason naming the file: no header ``t,<joint names>``, a row of the
             wrong length or not a number, a non-finite value, times not increasing, not uniform or
-            with a step above :data:`MAX_CSV_STEP_S`, fewer than :data:`MIN_CSV_ROWS` rows.
-        OSError: the file cannot be read.
+            with a step above :data:`MAX_CSV_STEP_S`, fewer than :data:`MIN_CSV_ROWS` rows; no such
+            file, not a regular file, empty, not text (:func:`~payload_estimator.files.read_text_file`).
     """
     path = Path(path)
-    with open(path, newline="", encoding="utf-8") as fh:
-        rows = [row for row in csv.reader(fh) if row and any(cell.strip() for cell in row)]
+    text = read_text_file(path, "a trajectory CSV (header t,<joint names>)")
+    rows = [row for row in csv.reader(io.StringIO(text, newline="")) if row and any(cell.strip() for cell in row)]
     if not rows:
         raise InputError(f"{path}: empty file, expected a header t,<joint names>")
     header = [cell.strip() for cell in rows[0]]

@@ -156,8 +156,11 @@ def read_samples(path: str | Path) -> LoadedSamples:
     if path.is_dir():
         raise SamplesFileError(f"{path}: a directory, not a sample table (a .csv or .npz file; a bag: "
                                "payload-estimator replay)")
-    if not path.is_file():
+    if not path.exists():
         raise SamplesFileError(f"{path}: no such file")
+    if not path.is_file():
+        raise SamplesFileError(f"{path}: not a regular file (a device or a pipe); expected a sample table "
+                               "(a .csv or .npz file)")
     try:
         if path.stat().st_size == 0:
             raise SamplesFileError(f"{path}: the file is empty")

@@ -283,8 +283,11 @@ class ArmCalibration:
                 coulomb_asymmetry=np.asarray(friction.get("coulomb_asymmetry", []), dtype=float),
                 speed_range=np.asarray(friction.get("speed_range", []), dtype=float),
             )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise CalibrationError(f"{source}: {exc}") from None
+        except KeyError as exc:
+            raise CalibrationError(f"{source}: no {exc.args[0]!r} in it, an arm calibration's part: calibrate the "
+                                   "arm again (payload-estimator calibrate)") from None
+        except (AttributeError, TypeError, ValueError) as exc:  # a value of the wrong kind
+            raise CalibrationError(f"{source}: {' '.join(str(exc).split())}") from None
 
     @classmethod
     def load(cls, path: str | Path) -> ArmCalibration:
@@ -295,10 +298,13 @@ class ArmCalibration:
         """
         import yaml
 
+        from payload_estimator.errors import InputError
+        from payload_estimator.files import read_text_file
+
         try:
-            data = yaml.safe_load(Path(path).read_text())
-        except OSError as exc:
-            raise CalibrationError(f"{path}: {exc.strerror or exc}") from None
+            data = yaml.safe_load(read_text_file(path, "an arm calibration (YAML, payload-estimator calibrate)"))
+        except InputError as exc:
+            raise CalibrationError(str(exc)) from None
         except yaml.YAMLError as exc:
             raise CalibrationError(f"{path}: not YAML ({str(exc).splitlines()[0]})") from None
         return cls.from_dict(data, str(path))

@@ -103,7 +103,7 @@ def load_arm_calibration(settings: Settings, joint_names: tuple[str, ...] | list
     if settings.wrench_source is not WrenchSource.JOINT_TORQUES or not settings.arm_calibration:
         return None
     path = Path(settings.arm_calibration).expanduser()
-    if not path.is_file():
+    if not path.exists():
         raise CalibrationError(f"no arm calibration at {path}: record one with the arm unloaded (payload-estimator "
                                "calibrate, or the node's ~/calibrate service), or set arm_calibration to '' "
                                "(uncalibrated)")
