@@ -205,8 +205,9 @@ class Settings:
     estimator: str = _p("pmd", "estimator: " + ", ".join(METHODS), METHODS)
     estimate_bias: bool = _p(True, "also estimate the six F/T offsets (never with joint_torques: the calibration "
                                    "holds the joints' offsets)")
-    c1: float = _p(C1_DEFAULT, "PMD: how much a sample's dynamism (its accelerations and speeds) lowers its "
-                               "weight, c1 of Nadeau et al.'s eq. (9), > 0",
+    c1: float = _p(C1_DEFAULT, "PMD: how lively (accelerating, turning) a sample must be to count with the full "
+                               "dynamic model rather than gravity alone: c1 of Nadeau et al.'s eq. (9), weight "
+                               "tanh(3 dynamism / c1), > 0",
                    check=_positive)
     regularization: float = _p(1.0, "PMD regularisation lambda, >= 0", check=_nonnegative)
     solve_time_budget_s: float = _p(
