@@ -16,14 +16,35 @@ import argparse
 import importlib
 import re
 import sys
+import textwrap
 from typing import NoReturn
 
 from payload_estimator import __version__
 from payload_estimator.commands import CommandError, missing_extra
 
-__all__ = ["main", "build_parser", "OneLineErrorParser", "plain_text"]
+__all__ = ["main", "build_parser", "OneLineErrorParser", "ParagraphHelpFormatter", "plain_text"]
 
 _COMMANDS = ("estimate", "excite", "demo", "simulate", "replay", "calibrate")
+
+
+class ParagraphHelpFormatter(argparse.HelpFormatter):
+    """Help whose description keeps its paragraphs, each filled to the terminal's width.
+
+    A paragraph whose lines are all indented (a command to copy) is kept as it is; the others are
+    re-wrapped, so a description written at any width fits the terminal (argparse's default joins the
+    paragraphs; its raw formatter keeps every line, however long)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        paragraphs = [p for p in re.split(r"\n\s*\n", plain_text(text).strip("\n")) if p.strip()]
+        out = []
+        for paragraph in paragraphs:
+            lines = paragraph.split("\n")
+            if all(line[:1].isspace() for line in lines):
+                out.append("\n".join(indent + line.rstrip() for line in lines))
+            else:
+                out.append(textwrap.fill(" ".join(paragraph.split()), width, initial_indent=indent,
+                                         subsequent_indent=indent, break_on_hyphens=False))
+        return "\n\n".join(out)
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
@@ -34,6 +55,7 @@ class OneLineErrorParser(argparse.ArgumentParser):
     documentation, not for a terminal."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("formatter_class", ParagraphHelpFormatter)
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         # argparse takes a value that starts with "-" for a negative number only when it is one number;
         # ours are lists and payloads too: "--ft-noise -0.1,0.01" and "--payload -1@0,0,0.1" are values

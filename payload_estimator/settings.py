@@ -233,7 +233,9 @@ class Settings:
     estimator: str = _p("pmd", "estimator: " + ", ".join(METHODS), METHODS)
     estimate_bias: bool = _p(True, "also estimate the six F/T offsets (never with joint_torques: the calibration "
                                    "holds the joints' offsets)")
-    c1: float = _p(C1_DEFAULT, "PMD dynamism scale c1 of Nadeau et al.'s eq. (9), > 0 (see pmd.C1_DEFAULT)",
+    c1: float = _p(C1_DEFAULT, "PMD: how lively (accelerating, turning) a sample must be to count with the full "
+                               "dynamic model rather than gravity alone: c1 of Nadeau et al.'s eq. (9), weight "
+                               "tanh(3 dynamism / c1), > 0",
                    check=_positive)
     regularization: float = _p(1.0, "PMD regularisation lambda, >= 0", check=_regularization)
     solve_time_budget_s: float = _p(
@@ -243,7 +245,8 @@ class Settings:
               "machine's load",
         check=_nonnegative)
     solve_iteration_budget: int = _p(
-        300, "PMD: solver iterations one estimate may spend (0: no budget); as solve_time_budget_s",
+        300, "PMD: solver iterations one estimate may spend (0: no budget); reached, as the time "
+             "budget",
         check=_nonnegative)
     forgetting: float = _p(0.0, "per-sample forgetting factor of rls/rtls, in (0, 1] (1: none); 0: the "
                                 "estimator's own (rls 0.999, rtls 1)", check=_forgetting, unset=0.0)

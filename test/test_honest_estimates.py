@@ -225,5 +225,5 @@ def test_one_c1_default_everywhere(capsys):
         # not given, --c1 leaves the settings' own default in place, and the help says which it is
         assert parser.get_default("c1") is None
         help_text = " ".join(parser.format_help().split())
-        defaults.add(float(help_text.split("(see pmd.C1_DEFAULT) (default ")[1].split(")")[0]))
+        defaults.add(float(help_text.split("tanh(3 dynamism / c1), > 0 (default ")[1].split(")")[0]))
     assert defaults == {1.0}

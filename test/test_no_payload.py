@@ -108,7 +108,7 @@ def test_the_work_cycle_ends_with_no_payload(cycle_bag, estimator, tmp_path, cap
     assert main(["replay", str(cycle_bag), "--no-plot", "--out", str(tmp_path / "t"), "--estimator", estimator]) == 0
     out = capsys.readouterr().out
     assert "none: the gripper is empty" in out and "n/a (no payload)" in out
-    assert "POOR" not in out and "nan" not in out and "(prior)" not in out
+    assert "POOR" not in out and "nan" not in out and "(from shape)" not in out
     assert "no URDF fragment: no payload" in out
 
 

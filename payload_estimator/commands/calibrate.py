@@ -3,7 +3,7 @@
 Without a wrist force/torque sensor the payload is what is left of the joint torques once the arm's
 own are taken away (``wrench_source: joint_torques``); a robot description's inertias are off and
 its friction is not in it. This command fits them to a rosbag2 recording (mcap or sqlite3) of the
-arm moving **without payload** (:func:`~payload_estimator.pipeline.arm_dynamics.calibrate_arm`):
+arm moving without payload:
 the inertial parameters that matter (the description as prior), viscous and Coulomb friction and
 an offset per joint, and with ``--effort-scale`` each joint's effort scale. The result, CAL.yaml,
 is what ``arm_calibration`` names (``replay --set wrench_source=joint_torques --set
@@ -16,8 +16,8 @@ current-based efforts), or ``--joint-states-topic``. The robot: ``--robot``, ``-
 recognised from the bag's ``/robot_description`` or topics; an arm that is no preset works from
 ``--urdf FILE`` (or the recorded description) with ``--set flange_frame=...``.
 
-Record a motion that moves every joint both ways, at several speeds, across its range: ``excite``
-designs one, and so does ``simulate --payload none --efforts`` in simulation. ``--validate BAG2``
+Record a motion that moves every joint both ways, at several speeds, across its range: ``excite --for
+calibration`` designs one, and so does ``simulate --payload none --efforts`` in simulation. ``--validate BAG2``
 (another recording of the unloaded arm, another motion) gives held-out figures: a calibration
 that only fits its own data shows there.
 
@@ -27,7 +27,8 @@ itself). An unloaded arm tells the scales relative to each other only where its 
 beyond friction and noise; their common factor is anchored on the description's gravity torques, so it is
 as good as the URDF's masses. ``--known-payload-bag BAG2`` (the same arm holding a known payload, e.g. a
 weight of known mass at a known point: ``--known-payload MASS@X,Y,Z``) is fitted together with BAG and
-fixes them (measured, ``benchmarks/effort_scales.py``: 1-3 % against 6-9 % from the unloaded arm alone).
+fixes them (measured in simulation: 1-3 % against 6-9 % from the unloaded arm alone; see the
+documentation's joint-torques page).
 Each scale's std and whether the recording determined it are in the file; a joint it did not determine is
 kept at its first guess and named in a warning.
 
@@ -91,13 +92,13 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "calibrate",
         help="calibrate the unloaded arm's joint torques (inertias, friction) from a rosbag2 recording",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("bag", metavar="BAG", help="rosbag2 of the arm moving without payload (directory, .mcap or .db3)")
     p.add_argument("--out", metavar="CAL.yaml", required=True, help="the calibration file to write")
     source = p.add_mutually_exclusive_group()
-    source.add_argument("--robot", choices=ROBOT_NAMES,
-                        help="robot preset (default: recognised from the robot description, else from the topics)")
+    source.add_argument("--robot", choices=ROBOT_NAMES, metavar="NAME",
+                        help=f"robot preset: {', '.join(ROBOT_NAMES)} (default: recognised from the robot "
+                             "description, else from the topics)")
     source.add_argument("--config", metavar="YAML", help="ROS 2 parameter file, e.g. config/xarm7_joint_torques.yaml")
     p.add_argument("--urdf", metavar="FILE", help="robot description (default: the bag's /robot_description, else "
                                                  "the preset's)")

@@ -2,7 +2,7 @@
 
 MuJoCo simulates the robot tracking an excitation trajectory with the payload
 on its F/T sensor (noise, offset and drift included); the measured joint
-states and wrench are then played through the estimation stream at control
+states and wrench are then played through the estimation pipeline at control
 rate, exactly as the ROS node would receive them. At the end: truth beside
 estimate, the errors of Nadeau et al.'s eqs. (10)-(12), the URDF ``<inertial>``
 fragment and a PNG of the estimate converging.
@@ -18,15 +18,15 @@ what became of it, and a PNG of truth and estimate over time (``--payload``, ``-
 ``--wrench-source joint_torques``: no F/T sensor, the payload from the joint torques. The
 simulated arm is a real one: its links differ from the URDF the estimator has (masses ±15 %, COMs
 ±1 cm; which arm: ``--seed``), its joints have friction, and its efforts are a torque sensor's
-(Franka τ_J) or a current-based estimate (xArm), with their noise. First the arm *without
-payload* runs a calibration motion (all joints, :data:`CALIBRATION_DURATION_S`) and is calibrated
+(Franka τ_J) or a current-based estimate (xArm), with their noise. First the arm without
+payload runs a calibration motion (all joints, 20 s) and is calibrated
 as ``payload-estimator calibrate`` does (the calibration is written beside the other outputs); then,
-holding the payload, it runs *another* motion (``--trajectory``, default all-joint sinusoids of
+holding the payload, it runs another motion (``--trajectory``, default all-joint sinusoids of
 another seed) and the payload is estimated from the efforts less the calibrated arm's torques. At
 the end: the calibration's figures per joint, then truth beside estimate as above.
 
 The estimator and its options are the node's settings (``--estimator``, ``--c1``, ...): the demo
-builds its stream through the same front door as the node.
+builds its estimator exactly as the node does.
 """
 
 from __future__ import annotations
@@ -77,13 +77,15 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "demo",
         help="simulate an arm holding a known payload and estimate it live (no robot, no ROS)",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_robot_arguments(p)
-    p.add_argument("--payload", choices=sorted(PAYLOADS), default="claw_hammer")
+    p.add_argument("--payload", choices=sorted(PAYLOADS), default="claw_hammer", metavar="NAME",
+                   help=f"what the arm holds, from the catalogue: {', '.join(sorted(PAYLOADS))} (default "
+                        "claw_hammer)")
     add_trajectory_arguments(p, default=None, default_note="default; thesis with --wrench-source joint_torques")
     p.add_argument("--noise", choices=NOISE, default="moderate",
-                   help="F/T noise level, Nadeau et al.'s Table II")
+                   help="sensor noise (F/T force and torque, IMU accelerations), a level of Nadeau et al.'s "
+                        "Table II (default moderate)")
     p.add_argument("--ft-drift", type=ft_drift, default=1.0, metavar="FACTOR",
                    help="how many times the simulator's default F/T offset drift (0.1 %% of the payload's weight per "
                         "second per axis, plus a random walk): 0 for a constant offset, 10 for a sensor warming "
@@ -103,6 +105,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "inconsistent, a poor model fit, mass, COM or inertia not determined by the data); "
                         "it says so in a comment, and the JSON status says forced")
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of tables")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="also print the figures behind the model fit and the motion's dynamism (explained in "
+                        "docs/trust.md)")
     p.add_argument("--track", action=argparse.BooleanOptionalAction, default=True,
                    help="follow the payload as the node does (track_payload; default on); --no-track: a plain "
                         "estimator")
@@ -261,7 +266,8 @@ def _run_single(args: argparse.Namespace) -> int:
         _dump(summary)
         console.print(where, markup=False, highlight=False, soft_wrap=True)  # stderr: stdout carries the JSON
         return 0
-    report.print(console, what=f"of motion; simulated {args.duration:.0f} s and estimated")
+    report.print(console, what=f"of motion; simulated {args.duration:.0f} s and estimated",
+                 verbose=args.verbose, shape_option="")
     console.print(where, markup=False, highlight=False, soft_wrap=True)
     return 0
 
@@ -492,7 +498,8 @@ def _joint_torque_output(args: argparse.Namespace, console: Any, stream: Any, re
         console.print(f"warning: {line}", markup=False, highlight=False, soft_wrap=True)
     console.print(f"\nestimate from joint torques, {args.trajectory} (seed {args.seed}), another motion:",
                   markup=False, highlight=False)
-    report.print(console, what=f"of motion; simulated {args.duration:.0f} s and estimated")
+    report.print(console, what=f"of motion; simulated {args.duration:.0f} s and estimated",
+                 verbose=args.verbose, shape_option="")
     est_f = stream.last.params_in_flange
     console.print(f"in the flange frame '{flange}': mass {est_f.mass:.4f} kg (truth {truth_flange.mass:.4f}), COM "
                   f"[{', '.join(f'{1e3 * c:+.1f}' for c in est_f.com)}] mm (truth "

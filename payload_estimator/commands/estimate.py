@@ -46,6 +46,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "over: physically inconsistent, a poor model fit, mass, COM or inertia not determined by "
                         "the data; marked as forced")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="also print the figures behind the model fit and the motion's dynamism (explained in "
+                        "docs/trust.md)")
     p.add_argument("--track", action="store_true",
                    help="follow the payload through the samples: contacts held out, payload changes detected "
                         "and the estimate restarted (the F/T offsets kept); prints one line per --every "
@@ -203,14 +206,16 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     from payload_estimator.commands.common import make_console
-    from payload_estimator.outputs.report import estimate_table, quality_table
+    from payload_estimator.outputs.report import estimate_table, next_steps, quality_table
     from payload_estimator.outputs.urdf import urdf_inertial
 
     console = make_console()
     if loaded.skipped_rows:
         console.print(f"[yellow]skipped {loaded.skipped_rows} row(s) with NaN/inf or out-of-range values[/]")
     console.print(estimate_table(est))
-    console.print(quality_table(est))
+    console.print(quality_table(est, verbose=args.verbose))
+    for line in next_steps(est):
+        console.print(line, markup=False, highlight=False)
     if est.model_fit.checked and not est.model_fit.good:
         console.print(f"[yellow]warning: the model does not fit the data: {est.model_fit.cause}[/]")
     if not handover:

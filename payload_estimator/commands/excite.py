@@ -26,7 +26,7 @@ optimised for that information alone brings out the calibrated arm model's own e
 
 ``--shake 0.5`` (or ``1``) designs a short shake instead: the same kind of motion, half a second
 (or one second) long, within the same limits, at rest at both ends; for an F/T sensor or, with
-``--for joint-torques``, for the joint torques. ``benchmarks/short_shake.py`` shows what it gives.
+``--for joint-torques``, for the joint torques. The documentation (designed-motion page) shows what it gives.
 
 ``--for calibration`` designs the motion for calibrating the unloaded arm instead (``payload-estimator
 calibrate``, the node's ``~/calibrate``): longer (30 s by default), every joint through both
@@ -125,7 +125,6 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "excite",
         help="design an identification motion for a robot (limits checked; CSV out)",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--for", dest="purpose", choices=PURPOSES, default="payload",
                    help="payload: a short motion for the payload's parameters, seen by an F/T sensor (default); "

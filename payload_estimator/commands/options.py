@@ -95,12 +95,12 @@ def _add(p: argparse.ArgumentParser, name: str, default: Any, description: str |
     choices = f.metadata.get("choices")
     if isinstance(base, bool):
         kwargs["action"] = argparse.BooleanOptionalAction
-    elif choices:
-        kwargs["choices"] = list(choices)
+    elif choices:  # named in the help (the usage line would not fit 80 columns)
+        kwargs.update(choices=list(choices), metavar="NAME")
     elif isinstance(base, list):
         kwargs.update(type=_numbers(f, len(base)), metavar=",".join(["X"] * len(base)))
     elif isinstance(base, (int, float)):
-        kwargs["type"] = _number(f, isinstance(base, int))
+        kwargs.update(type=_number(f, isinstance(base, int)), metavar="N" if isinstance(base, int) else "X")
     shown_text = ",".join(f"{v:g}" for v in shown) if isinstance(shown, list) else f"{shown}"
     kwargs["help"] = f"{description} (default {shown_text})".replace("%", "%%")
     p.add_argument(option_name(name), **kwargs)

@@ -1,11 +1,9 @@
 """``payload-estimator replay BAG``: a rosbag2 recording through the node's own pipeline, without ROS.
 
 The messages of the configured topics are read in record order and fed to
-the same :class:`~payload_estimator.pipeline.stream.EstimationStream` the ROS
-node builds from the same parameters (:func:`~payload_estimator.pipeline.build.build_stream`,
-:mod:`payload_estimator.io.ros_inbound`), with the record time as the
-receive time, through the node's own loop (:class:`~payload_estimator.pipeline.driver.Driver`):
-the stream processes every 10 ms and an estimate is taken at ``publish_rate_hz``.
+the same estimation pipeline the ROS node builds from the same parameters,
+with the record time as the receive time, through the node's own loop: the
+pipeline processes every 10 ms and an estimate is taken at ``publish_rate_hz``.
 
 Settings: ``--config`` (a ROS parameter file such as ``config/panda.yaml``) or
 the ``--robot`` preset; by default the robot is recognised from its
@@ -31,11 +29,11 @@ states' efforts: the preset's joint-torque variant (``config/<robot>_joint_torqu
 wrench topic read, the estimate at the flange) with ``--set arm_calibration=CAL.yaml`` from
 ``payload-estimator calibrate`` (empty: the description's inertias, no friction; rough). Joint
 states without an effort per arm joint, a calibration of another robot or joint set, or efforts that
-are not torques (currents read as N·m, a flipped sign: the stream's check once 2 s of samples tell) stop
+are not torques (currents read as N·m, a flipped sign: checked once 2 s of samples tell) stop
 with one line; what the calibration did not determine, and joints faster than it saw, are warnings.
 ``--json`` has ``estimate_in_flange`` (and ``truth_in_flange``) for every wrench source.
 
-Any rosbag2 a user records is read (:mod:`payload_estimator.io.bag`): split
+Any rosbag2 a user records is read: split
 into several files, without ``metadata.yaml``, with other topics and custom
 message types; what had to be worked around is printed as one warning line
 each (and listed under ``bag_warnings`` with ``--json``). A path that is not a
@@ -80,13 +78,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "replay",
         help="estimate the payload from a rosbag2 recording (mcap or sqlite3), without ROS",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("bag", metavar="BAG", help="rosbag2 directory (or a single .mcap/.db3 file)")
     source = p.add_mutually_exclusive_group()
-    source.add_argument("--robot", choices=ROBOT_NAMES,
-                        help="robot preset (default: recognised from the robot description, else from the "
-                             "topics recorded)")
+    source.add_argument("--robot", choices=ROBOT_NAMES, metavar="NAME",
+                        help=f"robot preset: {', '.join(ROBOT_NAMES)} (default: recognised from the robot "
+                             "description, else from the topics recorded)")
     source.add_argument("--config", metavar="YAML", help="ROS 2 parameter file, e.g. config/panda.yaml")
     p.add_argument("--urdf", metavar="FILE", help="robot description (default: the bag's /robot_description)")
     add_estimator_options(p, default="the setting's")
@@ -103,6 +100,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "inconsistent, a poor model fit, mass, COM or inertia not determined by the data); "
                         "it says so in a comment, and the JSON status says forced")
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of tables")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="also print the figures behind the model fit and the motion's dynamism (explained in "
+                        "docs/trust.md)")
     p.add_argument("--track", action=argparse.BooleanOptionalAction, default=None,
                    help="follow the payload (the setting track_payload, on by default): contacts held out, "
                         "payload changes detected and the estimate restarted; the summary lists the events "
@@ -494,7 +494,7 @@ def _output(args: argparse.Namespace, bag: Path, setup: _Setup, played, warnings
         _print_json(bag, setup, report, truth, counts, accepted, tracking, warnings)
         return 0
     console, _ = console_and_progress(args.json)
-    _print_tables(console, bag, setup, report, counts, tracking)
+    _print_tables(console, bag, setup, report, counts, tracking, args.verbose)
     return 0
 
 
@@ -523,14 +523,16 @@ def _print_json(bag: Path, setup: _Setup, report, truth, counts: dict, accepted:
     sys.stdout.write("\n")
 
 
-def _print_tables(console, bag: Path, setup: _Setup, report, counts: dict, tracking: dict | None) -> None:
+def _print_tables(console, bag: Path, setup: _Setup, report, counts: dict, tracking: dict | None,
+                  verbose: bool = False) -> None:
     settings = setup.settings
     source = ""
     if setup.stream.needs_efforts:
         source = "; wrench from joint torques, " + (f"arm calibration {settings.arm_calibration}"
                                                     if settings.arm_calibration else "arm uncalibrated (rough)")
     report.print(console, headline=f"{bag}: {setup.info.duration:.1f} s; settings: {setup.origin}{source}; "
-                 + ", ".join(f"{n} {k}" for k, n in counts.items() if n), what="of the recording")
+                 + ", ".join(f"{n} {k}" for k, n in counts.items() if n), what="of the recording",
+                 verbose=verbose)
     if tracking is not None:
         shifts = f", {tracking['offset_shifts']} offset shift(s) after input gaps" if tracking["offset_shifts"] else ""
         console.print(f"followed the payload: {tracking['changes']} change(s), {tracking['contacts']} contact(s), "

@@ -1,7 +1,7 @@
-"""``payload-estimator simulate --out FILE``: write a simulated run for other tools.
+r"""``payload-estimator simulate --out FILE``: write a simulated run for other tools.
 
 The run (measured joint states, wrench and IMU, and the ground truth) is saved
-as a single ``.npz`` (``SimulatedRun.load`` reads it back); ``--bag DIR``
+as a single ``.npz`` file (numpy.load reads it); ``--bag DIR``
 writes it as a rosbag2 instead, with the topic names of the robot's
 configuration, which ``ros2 bag play`` and ``payload-estimator replay`` accept.
 
@@ -12,12 +12,19 @@ and ``--payload``, ``--trajectory`` and ``--duration`` do not apply.
 
 For the joint-torque path (no wrist sensor), ``--efforts`` makes the joint efforts a real robot's:
 friction, effort noise, and an arm unlike its URDF (``--arm-seed`` picks which one); ``--payload
-none`` is the unloaded arm. A calibration bag and an estimation bag of the same arm::
+none`` is the unloaded arm. A calibration bag (the unloaded arm on the motion that ``excite --for
+calibration`` designs: every joint at least as fast as in the other motion) and an estimation bag of
+the same arm:
 
-    payload-estimator simulate --bag cal --robot xarm7 --payload none --efforts --trajectory thesis --seed 1
-    payload-estimator simulate --bag est --robot xarm7 --efforts --trajectory thesis --seed 2
+    payload-estimator excite --for calibration --robot xarm7 \
+        --out cal_motion.csv
+    payload-estimator simulate --bag cal --robot xarm7 --payload none \
+        --efforts --trajectory cal_motion.csv
+    payload-estimator simulate --bag est --robot xarm7 --efforts \
+        --trajectory thesis --seed 2
     payload-estimator calibrate cal --out cal.yaml
-    payload-estimator replay est --set wrench_source=joint_torques --set arm_calibration=cal.yaml
+    payload-estimator replay est --set wrench_source=joint_torques \
+        --set arm_calibration=cal.yaml
 """
 
 from __future__ import annotations
@@ -47,17 +54,20 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     from payload_estimator.sim.payloads import PAYLOADS
 
     p = sub.add_parser("simulate", help="write a simulated run (NPZ, or a rosbag2 with --bag)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=__doc__)
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--out", metavar="FILE", help="NPZ file to write (its directory must exist)")
     target.add_argument("--bag", metavar="DIR", help="rosbag2 directory to write (must not exist yet)")
     p.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap", help="rosbag2 storage (default mcap)")
     add_robot_arguments(p)
     # "none": sim.mujoco_sim.NO_PAYLOAD (not imported here: MuJoCo loads with the run, not with --help)
-    p.add_argument("--payload", choices=[*sorted(PAYLOADS), "none"], default="claw_hammer",
-                   help="what the arm holds (default claw_hammer); none: nothing (a calibration run)")
+    p.add_argument("--payload", choices=[*sorted(PAYLOADS), "none"], default="claw_hammer", metavar="NAME",
+                   help=f"what the arm holds, from the catalogue: {', '.join(sorted(PAYLOADS))} (default "
+                        "claw_hammer); none: nothing (a calibration run)")
     add_trajectory_arguments(p)
-    p.add_argument("--noise", choices=("none", "low", "moderate", "high"), default="moderate")
+    p.add_argument("--noise", choices=("none", "low", "moderate", "high"), default="moderate",
+                   help="sensor noise (F/T force and torque, IMU accelerations), a level of Nadeau et al.'s "
+                        "Table II (default moderate)")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of every random draw, >= 0 (default 0)")
     p.add_argument("--wrench-rate", type=wrench_rate, default=None,
                    help=f"F/T rate, Hz, a divisor of the {SIM_RATE_HZ:g} Hz joint-state rate (default {SIM_RATE_HZ:g})")
@@ -65,7 +75,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="how many times the simulator's default F/T offset drift (0.1 %% of the payload's weight per "
                         "second per axis, plus a random walk): 0 for a constant offset, 10 for a sensor warming "
                         "up fast (default 1)")
-    p.add_argument("--no-imu", action="store_true")
+    p.add_argument("--no-imu", action="store_true", help="record no IMU on the sensor (default: one is recorded)")
     p.add_argument("--scenario", choices=("single", "cycle"), default="single",
                    help="single: one payload throughout (default); cycle: picks and places of four payloads "
                         "with contacts")

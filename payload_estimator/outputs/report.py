@@ -9,13 +9,20 @@ from rich.table import Table
 
 from payload_estimator.core.estimators.rating import no_payload_text
 from payload_estimator.core.inertia import InertialParameters
-from payload_estimator.core.results import FROM_PRIOR, NOT_APPLICABLE, NOT_IDENTIFIED, Estimate
+from payload_estimator.core.results import FROM_PRIOR, IDENTIFIED, NOT_APPLICABLE, NOT_IDENTIFIED, Estimate
 
-__all__ = ["estimate_table", "quality_table", "excitation_table", "calibration_motion_table"]
+__all__ = ["estimate_table", "quality_table", "next_steps", "convergence_hint", "excitation_table",
+           "calibration_motion_table"]
+
+MOVE_MORE = ("move the payload through more orientations and faster (payload-estimator excite designs such "
+             "a motion)")
+"""What to do when the data do not determine a quantity."""
+ESTIMATORS_WITH_PRIOR = frozenset({"pmd", "pmd-divide"})
+"""The estimators that keep their estimate physically consistent (the payload's shape as prior)."""
 
 
-def _vec(v: np.ndarray, scale: float = 1.0, digits: int = 4) -> str:
-    return "[" + ", ".join(f"{x * scale:+.{digits}f}" for x in v) + "]"
+def _vec(v: np.ndarray, scale: float = 1.0, digits: int = 4, sign: bool = True) -> str:
+    return "[" + ", ".join(f"{x * scale:{'+' if sign else ''}.{digits}f}" for x in v) + "]"
 
 
 def estimate_table(estimate: Estimate, truth: InertialParameters | None = None, frame: str = "sensor") -> Table:
@@ -39,8 +46,8 @@ def estimate_table(estimate: Estimate, truth: InertialParameters | None = None, 
         elif not np.isfinite(est):  # a COM m c / m with no mass: there is none to show
             cells += ["none (no mass)", ""]
         else:
-            cells += [format(est, fmt) + (" (prior)" if status == FROM_PRIOR else ""),
-                      format(std, fmt) if std is not None and std_known else ""]
+            cells += [format(est, fmt) + (" (from shape)" if status == FROM_PRIOR else ""),
+                      format(std, fmt.lstrip("+")) if std is not None and std_known else ""]
         table.add_row(*cells)
 
     ident = estimate.identification
@@ -59,35 +66,104 @@ def estimate_table(estimate: Estimate, truth: InertialParameters | None = None, 
     return table
 
 
-def quality_table(estimate: Estimate) -> Table:
-    """Samples, conditioning, residuals, identifiability and consistency of an estimate."""
+def _names(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _quantities(estimate: Estimate, status: str) -> list[str]:
+    """The quantities of ``estimate`` whose identification is ``status``: mass, COM (or its axes), inertia."""
+    ident = estimate.identification
+    out = ["mass"] if ident.mass == status else []
+    axes = [axis for axis, c in zip("xyz", ident.com) if c == status]
+    if axes:
+        out.append("COM" if len(axes) == 3 else "COM " + "/".join(axes))
+    if ident.inertia == status:
+        out.append("inertia")
+    return out
+
+
+def quality_table(estimate: Estimate, verbose: bool = False) -> Table:
+    """Samples, conditioning, residuals, what the data determine, model fit and consistency of an estimate.
+
+    ``verbose`` adds the figures behind the model fit (persistence, excess) and the mean dynamism
+    (docs/trust.md explains them)."""
     table = Table(title="Quality", show_header=False)
     table.add_column("what")
     table.add_column("value", justify="right")
     table.add_row("samples used", str(estimate.samples_used))
-    table.add_row("mean dynamism (eq. 4)", f"{estimate.dynamism:.3g}")
+    if verbose:
+        table.add_row("mean dynamism", f"{estimate.dynamism:.3g}")
     table.add_row("condition number (scaled)", f"{estimate.condition_number:.3g}")
     r = estimate.residual_rms
-    table.add_row("residual RMS force (N)", _vec(r[:3], 1.0, 3))
-    table.add_row("residual RMS torque (N m)", _vec(r[3:], 1.0, 4))
+    table.add_row("residual RMS force (N)", _vec(r[:3], 1.0, 3, sign=False))
+    table.add_row("residual RMS torque (N m)", _vec(r[3:], 1.0, 4, sign=False))
     if estimate.bias is not None:
         table.add_row("F/T offset force (N)", _vec(estimate.bias[:3], 1.0, 3))
         table.add_row("F/T offset torque (N m)", _vec(estimate.bias[3:], 1.0, 4))
     ident = estimate.identification
     if ident.empty:
         table.add_row("payload", f"none: the gripper is empty ({no_payload_text(estimate)})")
-    table.add_row("inertia identifiable", "not applicable (no payload)" if ident.empty
-                  else "yes" if estimate.inertia_identifiable else "no (prior-driven)")
-    missing = estimate.identification.missing()
-    table.add_row("not identified", ", ".join(missing) if missing else "none")
+    else:
+        determined = _quantities(estimate, IDENTIFIED)
+        table.add_row("determined by the data", _names(determined) if determined else "nothing")
+        from_shape = _quantities(estimate, FROM_PRIOR)
+        if from_shape:
+            table.add_row("from the payload's shape", _names(from_shape))
+        missing = _quantities(estimate, NOT_IDENTIFIED)
+        table.add_row("not determined", _names(missing) if missing else "none")
     fit = estimate.model_fit
-    excess = f", excess {fit.excess:.1f}" if np.isfinite(fit.excess) else ""
-    figures = (f" (persistence {fit.persistence:.1f}" + excess
-               + ")") if fit.checked else ""
-    table.add_row("model fit", ("POOR" if fit.label == "poor" else fit.label) + figures)
+    label = {"good": "good", "poor": "POOR", "unknown": "unknown (too few samples to tell)"}[fit.label]
+    if verbose and fit.checked:
+        excess = f", excess {fit.excess:.1f}" if np.isfinite(fit.excess) else ""
+        label += f" (persistence {fit.persistence:.1f}{excess})"
+    table.add_row("model fit", label)
     table.add_row("physically consistent", "not applicable (no payload)" if ident.empty
                   else "yes" if estimate.physically_consistent else "NO")
     return table
+
+
+def next_steps(estimate: Estimate, shape_option: str = "--shape") -> list[str]:
+    """One line per problem of ``estimate`` the quality table shows, each saying what the user can do.
+
+    A quantity the data do not determine, a physically inconsistent estimate (``what to do: ...``), an
+    inertia that comes from the shape only (``note: ...``); ``shape_option``: how the command takes the
+    payload's shape ("" when it knows it). Empty when there is nothing to do (or no payload)."""
+    ident = estimate.identification
+    if ident.empty:
+        return []
+    shape = f" ({shape_option})" if shape_option else ""
+    lines = []
+    missing = _quantities(estimate, NOT_IDENTIFIED)
+    if missing:
+        lines.append(f"what to do: the data do not determine the {_names(missing)}: {MOVE_MORE}"
+                     + (f"; or give the payload's shape{shape} to the default estimator, pmd, which takes "
+                        "the inertia from it" if missing == ["inertia"] else ""))
+    if not estimate.physically_consistent:
+        if estimate.estimator not in ESTIMATORS_WITH_PRIOR:
+            lines.append(f"what to do: the estimate is not physically consistent ({estimate.estimator} does not "
+                         f"enforce it): use the default estimator, pmd, with the payload's shape{shape}, "
+                         "which keeps it consistent" + ("" if missing else f"; or {MOVE_MORE}"))
+        else:
+            lines.append(f"what to do: the estimate is not physically consistent: check that the shape "
+                         f"given{shape} holds the whole payload, and {MOVE_MORE}")
+    from_shape = _quantities(estimate, FROM_PRIOR)
+    if from_shape:
+        lines.append(f"note: the {_names(from_shape)} comes from the payload's shape (uniform density), not from "
+                     f"the data; to measure it, {MOVE_MORE}")
+    return lines
+
+
+def convergence_hint(reason: str) -> str:
+    """What to do about an estimate that has not converged for ``reason`` (the convergence monitor's).
+
+    A clause to append to the reason; "" when the reason says it already (a poor fit's cause, a quantity
+    not identified)."""
+    if reason.startswith(("model fit poor", "not identified", "converged")) or "(move" in reason:
+        return ""
+    if reason == "not physically consistent":
+        return "; see 'what to do' above"
+    return "; a longer recording, or more motion, lets it settle"
 
 
 def _predicted_cells(predicted: dict[str, Any] | None) -> list[str]:

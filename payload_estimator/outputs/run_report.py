@@ -134,15 +134,21 @@ class RunReport:
             "wall_time_s": self.wall_time_s,
         }
 
-    def print(self, console: Any, headline: str = "", what: str = "of motion") -> None:
-        """The tables, errors, input problems, convergence, fragment and plot path on a rich console."""
-        from payload_estimator.outputs.report import estimate_table, quality_table
+    def print(self, console: Any, headline: str = "", what: str = "of motion", verbose: bool = False,
+              shape_option: str = "--shape") -> None:
+        """The tables, errors, input problems, convergence, fragment and plot path on a rich console.
+
+        ``verbose``: the quality table's figures behind the model fit and the dynamism; ``shape_option``: how
+        the command takes the payload's shape, for the advice ("" when it knows it)."""
+        from payload_estimator.outputs.report import convergence_hint, estimate_table, next_steps, quality_table
 
         est = self.final.estimate
         if headline:
             console.print(headline)
         console.print(estimate_table(est, truth=self.truth, frame=self.sensor_frame))
-        console.print(quality_table(est))
+        console.print(quality_table(est, verbose=verbose))
+        for line in next_steps(est, shape_option):
+            console.print(line, markup=False, highlight=False)
         err = self.errors
         if err is not None:
             console.print(f"errors (Nadeau et al., eqs. 10-12): mass {err.mass:.2f} %, COM {err.com:.2f} %, "
@@ -155,7 +161,7 @@ class RunReport:
             conv = f"converged after {t_conv:.1f} s {what}"
         else:
             conv = (f"mass and COM converged after {t_mc:.1f} s {what}; " if t_mc is not None else "") + (
-                f"not converged ({self.final.reason})")
+                f"not converged ({self.final.reason}{convergence_hint(self.final.reason)})")
         console.print(f"{conv}; {self.wall_time_s:.1f} s of wall time", markup=False, highlight=False)
         fit = est.model_fit
         if fit.checked and not fit.good and fit.cause not in conv:  # said once: "not converged (...)" may hold it

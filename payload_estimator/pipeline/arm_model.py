@@ -198,6 +198,13 @@ class ArmCalibration:
         read through those joints carries their error; the load-dependent friction kept at 0
         (``info["load_friction_determined"]``). Empty when the recording determined everything it was asked."""
         lines = []
+        # what to do next: a known payload, unless the calibration already had one (then one that loads more)
+        if self.info.get("known_payload_bag") or "known_payload_mass" in self.info:
+            known = ("calibrate again with a known payload that loads these joints more (heavier, or farther "
+                     "from the flange) on a motion that moves them")
+        else:
+            known = ("calibrate again with a known payload too (calibrate --known-payload-bag, or ~/calibrate "
+                     "with known_payload_mass)")
         determined = self.info.get("effort_scale_determined")
         if determined and not all(determined):
             std = self.info.get("effort_scale_std", [float("nan")] * len(self.joint_names))
@@ -205,16 +212,14 @@ class ArmCalibration:
             lines.append(f"the effort scale of {', '.join(bad)} is not determined by the calibration's recording (its "
                          "own link hardly loads it beyond friction, or the fit left the first guess by more than "
                          "30 %): kept near its first guess, and a payload's torques read through it carry its error; "
-                         "calibrate again with a known payload too (calibrate --known-payload-bag, or ~/calibrate "
-                         "with known_payload_mass)")
+                         + known)
         determined = self.info.get("load_friction_determined")
         if determined and not all(determined):
             names = [n for n, ok in zip(self.joint_names, determined) if not ok]
             which = "" if self.info.get("load_friction_shared", True) else f" of {', '.join(names)}"
             lines.append(f"the load-dependent friction{which} is not determined by the calibration's recording (the "
                          "joints' loads hardly vary along the motion): kept at 0; move the shoulder and elbow "
-                         "through their range, or calibrate with a known payload too (calibrate "
-                         "--known-payload-bag, or ~/calibrate with known_payload_mass)")
+                         "through their range, or " + known)
         return lines
 
     # ---------------------------------------------------------------- file I/O
