@@ -73,7 +73,7 @@ from payload_estimator.core.estimators.base import (
 )
 from payload_estimator.core.estimators.linear_algebra import eigh
 from payload_estimator.core.estimators.qp import LiftedPointMassQP
-from payload_estimator.core.estimators.rating import anchor_to_data, data_covariance
+from payload_estimator.core.estimators.rating import anchor_to_data, anchored_covariance, data_covariance
 from payload_estimator.core.estimators.uncertainty import drift_covariance, sandwich_information
 from payload_estimator.core.regressor import (
     N_BIAS,
@@ -532,6 +532,8 @@ class PointMassDiscretization(Estimator):
             tau = correlation_factors(combined, theta, self.with_bias, weights)
             drift = drift_covariance(combined, theta, self.with_bias, weights, H, tau)
             covariance[:4, :4] += drift[:4, :4]
+        if anchored is not None:  # its mass and first moment are the data's, and so is their uncertainty
+            covariance = anchored_covariance(covariance, reference)
         return Solution(
             theta=theta,
             information=information,

@@ -32,6 +32,7 @@ __all__ = [
     "inertia_identifiable",
     "shape_misfit",
     "anchor_to_data",
+    "anchored_covariance",
     "mass_com_sigmas",
     "ANCHOR_SIGMAS",
     "data_covariance",
@@ -335,6 +336,18 @@ def anchor_to_data(theta: np.ndarray, unconstrained: np.ndarray, data: DataCovar
     return out
 
 
+def anchored_covariance(covariance: np.ndarray | None, data: DataCovariance) -> np.ndarray:
+    """The covariance of an estimate :func:`anchor_to_data` moved: its mass and first moment at least as
+    uncertain as the data's (``data``, the unconstrained fit's covariance), whose they are now; the rest as
+    ``covariance`` (the estimator's own; None: unknown, zero). Raised by the positive part of the difference,
+    so the whole stays positive semi-definite."""
+    p = data[0].shape[0] if covariance is None else covariance.shape[0]
+    out = np.zeros((p, p)) if covariance is None else np.array(covariance, dtype=float)
+    lam, V = eigh(0.5 * (data[0][:4, :4] + data[0][:4, :4].T) - out[:4, :4])
+    out[:4, :4] += (V * np.clip(lam, 0.0, None)) @ V.T
+    return 0.5 * (out + out.T)
+
+
 def shape_misfit(theta: np.ndarray, unconstrained: np.ndarray, covariance: np.ndarray) -> str:
     """Say which way a shape fails to hold the payload: where the data put the mass that it cannot.
 
@@ -368,8 +381,8 @@ def shape_misfit(theta: np.ndarray, unconstrained: np.ndarray, covariance: np.nd
     mass_std = float(np.sqrt(max(covariance[0, 0], 0.0)))
     if abs(m_fit - m_ls) > 3.0 * mass_std and abs(m_fit - m_ls) > 1e-3 * m_ls:
         more = "less" if m_fit < m_ls else "more"
-        said.append(f"to fit it, the estimate takes {100 * abs(m_fit - m_ls) / m_ls:.1f} % {more} mass than the "
-                    f"data show ({m_ls:.3f} kg)")
+        said.append(f"held in the shape, the payload would take {100 * abs(m_fit - m_ls) / m_ls:.1f} % {more} mass "
+                    f"than the data show ({m_ls:.3f} kg)")
     return "; ".join(said)
 
 
