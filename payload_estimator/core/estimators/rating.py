@@ -337,10 +337,11 @@ def anchor_to_data(theta: np.ndarray, unconstrained: np.ndarray, data: DataCovar
 
 
 def anchored_covariance(covariance: np.ndarray | None, data: DataCovariance) -> np.ndarray:
-    """The covariance of an estimate :func:`anchor_to_data` moved: its mass and first moment at least as
-    uncertain as the data's (``data``, the unconstrained fit's covariance), whose they are now; the rest as
-    ``covariance`` (the estimator's own; None: unknown, zero). Raised by the positive part of the difference,
-    so the whole stays positive semi-definite."""
+    """The covariance of an estimate :func:`anchor_to_data` moved.
+
+    Its mass and first moment at least as uncertain as the data's (``data``, the unconstrained fit's
+    covariance), whose they are now; the rest as ``covariance`` (the estimator's own; None: unknown, zero).
+    Raised by the positive part of the difference, so the whole stays positive semi-definite."""
     p = data[0].shape[0] if covariance is None else covariance.shape[0]
     out = np.zeros((p, p)) if covariance is None else np.array(covariance, dtype=float)
     lam, V = eigh(0.5 * (data[0][:4, :4] + data[0][:4, :4].T) - out[:4, :4])
