@@ -296,3 +296,49 @@ def test_a_mesh_of_several_bodies_gives_each_body_its_own_density(tmp_path):
     assert density[1] / density[0] > 4.0  # the steel head (the smaller body) against the wooden handle
     err = _errors(e, tool)
     assert err.inertia < 0.1 and err.com < 0.01 and err.mass < 0.01
+
+
+# ------------------------------------------------------------------ the prior over the volume
+def test_the_prior_weighs_the_density_by_volume_not_by_points():
+    """Sampling one half of a one-density cloud four times as finely (each point there split into four
+    of a quarter of its volume, at the same place) leaves the problem, and so the estimate, unchanged:
+    the regulariser measures the density's spread over the volume (``VOLUME_WEIGHTED_PRIOR``). Counted
+    point by point, the finely sampled half would cost four times as much to make denser (here the
+    inertia moves by 0.7 % of its largest entry)."""
+    tool = get_tool("ws_screwdriver")
+    sampled = sample_parts(tool.envelope)
+    points, volume = sampled.points_in_sensor, sampled.volume
+    far = points[:, 2] > np.median(points[:, 2])
+    fine_points = np.r_[points, np.repeat(points[far], 3, axis=0)]
+    fine_volume = np.r_[np.where(far, 0.25, 1.0) * volume, np.repeat(0.25 * volume[far], 3)]
+    samples = _motion(tool, noise="moderate", seed=1)
+    coarse = PointMassDiscretization(points, point_volumes=volume)
+    # the prior's overall weight grows with the number of points: keep it
+    fine = PointMassDiscretization(fine_points, point_volumes=fine_volume,
+                                   regularization=len(points) / len(fine_points))
+    phis = []
+    for est in (coarse, fine):
+        est.update(samples)
+        phis.append(est.estimate().params.phi)
+    assert np.max(np.abs(phis[1][:4] - phis[0][:4])) < 1e-9 * np.max(np.abs(phis[0][:4]))
+    assert np.max(np.abs(phis[1][4:] - phis[0][4:])) < 1e-6 * np.max(np.abs(phis[0][4:]))
+
+
+def test_a_dense_thin_part_in_a_one_density_cloud_is_cheap_to_make_dense(monkeypatch):
+    """A screwdriver's steel shaft on a plastic handle, its cloud given as one material: the shaft,
+    sampled finely, may be made denser at the cost of its volume, not of its many points, and the
+    inertia comes out far better (moderate noise, 10 s: 13.8 % against 22.2 % point by point)."""
+    import payload_estimator.core.estimators.pmd as pmd_module
+
+    tool = get_tool("ws_screwdriver")
+    sampled = sample_parts(tool.envelope)
+    one = sampled._replace(part=np.zeros_like(sampled.part), own_inertia=np.zeros_like(sampled.own_inertia))
+    samples = _motion(tool, noise="moderate", seed=1)
+    errors = {}
+    for by_volume in (True, False):
+        monkeypatch.setattr(pmd_module, "VOLUME_WEIGHTED_PRIOR", by_volume)
+        est = ESTIMATORS["pmd"].create(one)
+        est.update(samples)
+        errors[by_volume] = _errors(est.estimate(), tool)
+    assert errors[True].inertia < 16.0 < 20.0 < errors[False].inertia
+    assert errors[True].mass < 0.1 and errors[True].com < 0.5

@@ -3,13 +3,16 @@
 Problem (see :mod:`payload_estimator.core.estimators.pmd`)::
 
     min_{u >= 0, beta}  theta^T H theta - 2 h^T theta
-                        + lambda sum_i (u_i - v_g(i))² + mu sum_g n_g (v_g - w)²,
+                        + lambda sum_i c_i (u_i - v_g(i))² + mu sum_g c_g (v_g - w)²,
     theta = [T_u u; beta],  T_u = m_bar P  (10 x n)
 
 The points fall into density groups ``g`` (the parts of the shape, or the primitives of
-the division) of ``n_g`` points each; ``v_g`` (free) is the group's level and ``w`` (free) the
-common one, so minimising over them makes the regulariser ``lambda`` times each group's
-spread about its own mean plus ``mu`` times the spread of the groups' means about theirs:
+the division); ``c_i`` is the share of the volume point ``i`` stands for (mean 1; all 1 for
+evenly spaced points) and ``c_g`` its group's sum, so each sum is a discretisation of an
+integral over the volume, ``int (rho - rho_g)² dV``, whatever the spacing of the points.
+``v_g`` (free) is the group's level and ``w`` (free) the common one, so minimising over them
+makes the regulariser ``lambda`` times each group's spread about its own (volume-weighted) mean
+plus ``mu`` times the spread of the groups' means about theirs:
 uniform density within a part, a weak preference (``mu`` << ``lambda``) for equal density
 across parts, and no pull at all on the total mass, which the data alone determine.
 ``H`` (p x p, p = 10 or 16) is PSD of rank <= p, so with ``H = L L^T`` and
@@ -250,6 +253,8 @@ class LiftedPointMassQP:
             (``"osqp-qpsolvers"`` means OSQP through qpsolvers).
         settings: solver settings (OSQP names for both OSQP paths), and ``refine`` (default True).
         groups: (n,) density group of each point (integers; None: one group).
+        point_weights: (n,) ``c_i``, each point's weight in the regulariser: the share of the
+            volume it stands for, relative to the mean (None: 1 each).
     """
 
     def __init__(
@@ -259,9 +264,15 @@ class LiftedPointMassQP:
         solver: str = "osqp",
         settings: dict | None = None,
         groups: np.ndarray | None = None,
+        point_weights: np.ndarray | None = None,
     ) -> None:
         self.P_points = np.asarray(P_points, dtype=float)
         self.n = self.P_points.shape[1]
+        weights = np.ones(self.n) if point_weights is None else np.asarray(point_weights, dtype=float)
+        if weights.shape != (self.n,) or not np.all(np.isfinite(weights)) or np.any(weights <= 0.0):
+            raise ValueError(f"point_weights must be one positive weight per point ({self.n})")
+        self.point_weights = weights * (self.n / float(weights.sum())) if self.n else weights
+        """(n,) ``c_i``, mean 1: each point's weight in the regulariser (the volume it stands for)."""
         self.nb = int(n_bias)
         self.p = self.P_points.shape[0] + self.nb
         self.solver = solver
@@ -310,6 +321,10 @@ class LiftedPointMassQP:
         self.group_of = self.group_of.reshape(-1)
         self.n_groups = int(self.group_of.max()) + 1 if self.n else 0
         self.group_sizes = np.bincount(self.group_of, minlength=self.n_groups).astype(float)
+        self._group_order = np.argsort(self.group_of, kind="stable")
+        """The points group by group, each group's in ascending order (the pattern's order)."""
+        self.group_weights = np.bincount(self.group_of, weights=self.point_weights, minlength=self.n_groups)
+        """(G,) ``c_g``: each group's share of the volume, in units of the mean point's."""
         keep = None if self._x is None else self._x[: self.n + self.nb]
         self._workspace = None
         self._y = None
@@ -375,7 +390,7 @@ class LiftedPointMassQP:
         Columns in order: u (diagonal), beta (diagonal), each v_g (its points' u, then its
         diagonal), w (every v_g, then its diagonal), z (diagonal)."""
         n, nb, G, p = self.n, self.nb, self.n_groups, self.p
-        order = np.argsort(self.group_of, kind="stable")
+        order = self._group_order
         starts = np.concatenate([[0], np.cumsum(self.group_sizes.astype(int))])
         indices = [np.arange(n + nb)]
         counts = [np.ones(n + nb, dtype=int)]
@@ -396,7 +411,7 @@ class LiftedPointMassQP:
         ``M = L^T T`` (p x (n + nb)) gives the data's curvature on the offsets, of which theirs is
         :data:`_EPS_FREE` (None: :data:`_EPS_FREE` itself, a placeholder)."""
         n, nb, G, p = self.n, self.nb, self.n_groups, self.p
-        sizes = self.group_sizes
+        c, sizes, volumes, order = self.point_weights, self.group_sizes, self.group_weights, self._group_order
         # the levels' own curvature relative to the regulariser's (absolute only where there is none: then the
         # levels are tied to nothing and any curvature leaves the points alone)
         free = _EPS_FREE * (lam + mu) if lam + mu > 0.0 else _EPS_FREE
@@ -404,10 +419,14 @@ class LiftedPointMassQP:
         if nb and M is not None:
             data = 2.0 * np.einsum("ij,ij->j", M[:, n:], M[:, n:])
             offsets = np.where(data > 0.0, _EPS_FREE * data, _EPS_FREE)
-        parts = [np.full(n, 2.0 * lam), offsets]
+        parts = [2.0 * lam * c, offsets]
+        start = 0
         for g in range(G):
-            parts.append(np.r_[np.full(int(sizes[g]), -2.0 * lam), 2.0 * (lam + mu) * sizes[g] + free])
-        parts.append(np.r_[-2.0 * mu * sizes, 2.0 * (mu + MASS_ANCHOR * lam) * n + free])
+            members = order[start : start + int(sizes[g])]
+            start += int(sizes[g])
+            parts.append(np.r_[-2.0 * lam * c[members], 2.0 * (lam + mu) * volumes[g] + free])
+        # (the volumes sum to n)
+        parts.append(np.r_[-2.0 * mu * volumes, 2.0 * (mu + MASS_ANCHOR * lam) * n + free])
         parts.append(np.full(p, 2.0))
         return np.concatenate(parts)
 
@@ -429,8 +448,10 @@ class LiftedPointMassQP:
         The group levels are at their groups' means (the optimum of the regulariser for these
         ``u``), ``z`` is left at zero."""
         u = x_ub[: self.n]
-        v = np.bincount(self.group_of, weights=u, minlength=self.n_groups) / np.maximum(self.group_sizes, 1.0)
-        w = float(np.dot(v, self.group_sizes) / max(self.n, 1))
+        volumes = self.group_weights
+        v = (np.bincount(self.group_of, weights=self.point_weights * u, minlength=self.n_groups)
+             / np.maximum(volumes, 1e-300))
+        w = float(np.dot(v, volumes) / max(self.n, 1))
         return np.r_[x_ub, v, w, np.zeros(self.p)]
 
     # --------------------------------------------------------------- solve
