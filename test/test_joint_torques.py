@@ -119,7 +119,7 @@ def test_calibration_file_round_trip_and_checks(tmp_path, xarm_run):
     (tmp_path / "bad.yaml").write_text("just: text\n")
     with pytest.raises(ValueError, match="not an arm calibration"):
         ArmCalibration.load(tmp_path / "bad.yaml")
-    with pytest.raises(ValueError, match="No such file"):
+    with pytest.raises(ValueError, match="no such file"):
         ArmCalibration.load(tmp_path / "missing.yaml")
     # the fit explains the efforts: the description alone does not know the payload it carries
     assert np.all(fit.rms_calibrated < fit.rms_description + 1e-9)

@@ -168,13 +168,10 @@ def identify(
     otherwise = FROM_PRIOR if has_prior else NOT_IDENTIFIED
     if not np.all(np.isfinite(information)) or not np.isfinite(params.mass):
         return Identification(otherwise, (otherwise, otherwise, otherwise), otherwise)
-    cov, null, d = data_covariance(information) if data is None else data
+    data = data_covariance(information) if data is None else data
 
     def std(grad: np.ndarray) -> float:
-        scaled = grad / d  # the gradient in the Jacobi-scaled coordinates of the eigenvectors
-        if null.shape[1] and np.linalg.norm(null.T @ scaled) > 1e-6 * np.linalg.norm(scaled):
-            return float("inf")
-        return float(np.sqrt(max(grad @ cov @ grad, 0.0)))
+        return _data_std(grad, data)
 
     grad_m = np.zeros(N_PARAMS)
     grad_m[0] = 1.0
@@ -242,9 +239,9 @@ def model_fit(
     share = max(float(np.sqrt(rss[:3].sum() / max(signal[:3].sum(), 1e-300))),
                 float(np.sqrt(rss[3:].sum() / max(signal[3:].sum(), 1e-300))))
     excess = float("nan")
+    data = data_covariance(information) if data is None else data
     if unconstrained is not None:
-        cov, _, _ = data_covariance(information) if data is None else data
-        excess = _largest(mass_com_sigmas(theta, unconstrained, cov))
+        excess = _largest(mass_com_sigmas(theta, unconstrained, data))
     causes = []
     if persistence > PERSISTENCE_LIMIT and share > RESIDUAL_SHARE_LIMIT and not empty:
         causes.append(
@@ -255,8 +252,7 @@ def model_fit(
         )
     shape_holds = not (np.isfinite(excess) and excess > EXCESS_LIMIT)
     if not shape_holds:
-        cov, _, _ = data_covariance(information) if data is None else data
-        direction = shape_misfit(theta, unconstrained, cov) if unconstrained is not None else ""
+        direction = shape_misfit(theta, unconstrained, data[0]) if unconstrained is not None else ""
         causes.append(
             f"the shape cannot hold the payload the data show: "
             f"{direction or 'it is too small, misplaced or turned'}; the mass and centre of mass given are the "
@@ -266,34 +262,45 @@ def model_fit(
     return ModelFit(True, not causes, persistence, excess, "; ".join(causes), shape_holds)
 
 
-def mass_com_sigmas(theta: np.ndarray, unconstrained: np.ndarray, covariance: np.ndarray) -> np.ndarray:
+def mass_com_sigmas(theta: np.ndarray, unconstrained: np.ndarray, data: DataCovariance) -> np.ndarray:
     """(4,) how far the mass and the COM's x, y, z of ``theta`` are from the unconstrained fit's, in its stds.
 
-    Each on its own (the marginal standard deviation of the unconstrained fit, from ``covariance``, the data's
-    covariance of phi first; the COM's to first order in the mass and first moment), with a systematic error
-    (:data:`SYSTEMATIC_MASS_REL`, :data:`SYSTEMATIC_COM_M`) added in quadrature. Unlike a joint
-    chi-square, a combination the data see far better than each quantity (a short, little varied motion)
-    does not make a small bias look like a wrong shape. The COM's are NaN where either mass is not positive
-    (no COM to compare), all are NaN where the estimates are not finite."""
-    if not (np.all(np.isfinite(unconstrained[:4])) and np.all(np.isfinite(theta[:4]))):
-        return np.full(4, np.nan)
-    m_ls, m = float(unconstrained[0]), float(theta[0])
-    mass_std = np.hypot(np.sqrt(max(float(covariance[0, 0]), 0.0)), SYSTEMATIC_MASS_REL * abs(m_ls))
+    Each on its own (the marginal standard deviation of the unconstrained fit, from ``data``, the data's
+    covariance (:func:`data_covariance`); the COM's to first order in the mass and first moment), with a
+    systematic error (:data:`SYSTEMATIC_MASS_REL`, :data:`SYSTEMATIC_COM_M`) added in quadrature. Unlike a
+    joint chi-square, a combination the data see far better than each quantity (a short, little varied
+    motion) does not make a small bias look like a wrong shape. NaN for a quantity the data do not see (the
+    COM along gravity of a payload held still: the fit's is anything there), for the COM's where either mass
+    is not positive (no COM to compare), and for all where the estimates are not finite."""
     out = np.full(4, np.nan)
-    out[0] = _sigmas(abs(m - m_ls), mass_std)
+    if not (np.all(np.isfinite(unconstrained[:4])) and np.all(np.isfinite(theta[:4]))):
+        return out
+    m_ls, m = float(unconstrained[0]), float(theta[0])
+    grad = np.zeros(N_PARAMS)
+    grad[0] = 1.0
+    out[0] = _sigmas(abs(m - m_ls), np.hypot(_data_std(grad, data), SYSTEMATIC_MASS_REL * abs(m_ls)))
     if m_ls > 0.0 and m > 0.0:
         c_ls = unconstrained[1:4] / m_ls
-        J = np.zeros((3, 4))  # d c / d(m, m c) at the unconstrained fit
-        J[:, 0] = -c_ls / m_ls
-        J[:, 1:] = np.eye(3) / m_ls
-        std = np.hypot(np.sqrt(np.clip(np.diag(J @ covariance[:4, :4] @ J.T), 0.0, None)), SYSTEMATIC_COM_M)
-        for k, (delta, s) in enumerate(zip(np.abs(theta[1:4] / m - c_ls), std)):
-            out[1 + k] = _sigmas(float(delta), float(s))
+        for k, delta in enumerate(np.abs(theta[1:4] / m - c_ls)):
+            grad = np.zeros(N_PARAMS)  # d c_k / d phi at the unconstrained fit
+            grad[0], grad[1 + k] = -c_ls[k] / m_ls, 1.0 / m_ls
+            out[1 + k] = _sigmas(float(delta), np.hypot(_data_std(grad, data), SYSTEMATIC_COM_M))
     return out
 
 
+def _data_std(grad: np.ndarray, data: DataCovariance) -> float:
+    """The data's standard deviation of a quantity of gradient ``grad`` (10,); inf where they do not see it."""
+    cov, null, d = data
+    scaled = grad / d  # the gradient in the Jacobi-scaled coordinates of the eigenvectors
+    if null.shape[1] and np.linalg.norm(null.T @ scaled) > 1e-6 * np.linalg.norm(scaled):
+        return float("inf")
+    return float(np.sqrt(max(grad @ cov[:N_PARAMS, :N_PARAMS] @ grad, 0.0)))
+
+
 def _sigmas(delta: float, std: float) -> float:
-    """``delta / std``, a difference in standard deviations (0 and inf where the std is 0)."""
+    """``delta / std``, a difference in standard deviations (0 and inf where the std is 0; NaN where inf)."""
+    if not np.isfinite(std):
+        return float("nan")
     return delta / std if std > 0.0 else (np.inf if delta > 0.0 else 0.0)
 
 
@@ -320,7 +327,7 @@ def anchor_to_data(theta: np.ndarray, unconstrained: np.ndarray, data: DataCovar
     cov = data[0]
     if not (np.all(np.isfinite(theta)) and np.all(np.isfinite(unconstrained)) and np.all(np.isfinite(cov))):
         return None
-    if not _largest(mass_com_sigmas(theta, unconstrained, cov)) > ANCHOR_SIGMAS:
+    if not _largest(mass_com_sigmas(theta, unconstrained, data)) > ANCHOR_SIGMAS:
         return None
     block = cov[:4, :4]
     seen = block @ pinv_psd(block)  # the projector onto what the data see of mass and first moment
