@@ -193,6 +193,9 @@ class RegressorStatistics:
         """``(with_bias, weights, x, n_samples, weight_sum, analysis, derived)`` of the last analysis made, kept
         across new samples (:data:`KEPT_GROWTH`); forgotten by :meth:`reset` and :meth:`decay`. ``derived``:
         what was computed from it and lives as long as it (:meth:`kept_derived`)."""
+        self._kept_other: tuple[bool, np.ndarray, np.ndarray, int, float, Correlation, dict] | None = None
+        """The kept analysis before it, at other unknowns: an estimator that asks at two (PMD: its own estimate and
+        the unconstrained fit it is judged against) finds each kept, where one would be replaced at every ask."""
         self._blocks = tuple(BlockSums(length, _N_BLOCK) for length in BLOCK_SECONDS)
         self._feature_gram: np.ndarray | None = np.zeros((_N_FEATURE_ROW, _N_FEATURE_ROW))
         self._t0: float | None = None
@@ -215,7 +218,7 @@ class RegressorStatistics:
         self.weight_sum = 0.0
         self._gram = None
         self._analysis = None
-        self._kept_analysis = None
+        self._kept_analysis = self._kept_other = None
         for blocks in self._blocks:
             blocks.reset()
         self._feature_gram = np.zeros((_N_FEATURE_ROW, _N_FEATURE_ROW))
@@ -437,7 +440,7 @@ class RegressorStatistics:
 
     def decay(self, factor: float) -> None:
         """Multiply every statistic by ``factor`` (exponential forgetting)."""
-        self._kept_analysis = None
+        self._kept_analysis = self._kept_other = None
         if self._extended is not None:
             self._extended *= factor
             for fblocks in self._feature_blocks:
@@ -662,25 +665,30 @@ class RegressorStatistics:
         """Keep ``earlier``'s correlation analysis (these statistics: ``earlier``'s with samples added).
 
         For a sum rebuilt after new samples; :meth:`correlation_analysis` judges whether it still holds."""
-        self._kept_analysis = earlier._kept_analysis
+        self._kept_analysis, self._kept_other = earlier._kept_analysis, earlier._kept_other
 
     def _kept_or_new_analysis(
         self, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray | None
     ) -> Correlation:
         """The kept analysis when it still holds (:meth:`correlation_analysis`), else a new one, kept."""
         c = np.ones(6) if channel_weights is None else np.asarray(channel_weights, dtype=float)
-        kept = self._kept_analysis
-        if kept is not None:
+        rss: np.ndarray | None = None
+        for kept in (self._kept_analysis, self._kept_other):
+            if kept is None:
+                continue
             bias0, c0, x0, n0, w0, analysis, _ = kept
             same_weights = bool(np.all(np.abs(c0 - c) <= KEPT_GROWTH * np.abs(c)))  # np.allclose, rtol only
             if (bias0 == with_bias and x0.shape == x.shape and same_weights
                     and n0 <= self.n_samples <= (1.0 + KEPT_GROWTH) * n0 and w0 > 0.0):
                 step = x - x0
                 moved = np.einsum("i,kij,j->k", step, self.channel_gram(with_bias), step)
-                rss = np.clip(self.channel_residuals(x, with_bias), 0.0, None)
+                rss = np.clip(self.channel_residuals(x, with_bias), 0.0, None) if rss is None else rss
                 if np.all(moved <= ANALYSIS_KEPT_SHIFT * rss):
+                    if kept is self._kept_other:  # the one returned is the one whose derived values are read
+                        self._kept_analysis, self._kept_other = kept, self._kept_analysis
                     return replace(analysis, slow_score=analysis.slow_score * (self.weight_sum / w0))
         analysis = self._correlation_analysis(x, with_bias, channel_weights)
+        self._kept_other = self._kept_analysis
         self._kept_analysis = (with_bias, c.copy(), x.copy(), self.n_samples, self.weight_sum, analysis, {})
         return analysis
 
