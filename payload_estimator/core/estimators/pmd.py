@@ -80,7 +80,7 @@ from payload_estimator.core.estimators.base import (
 from payload_estimator.core.estimators.linear_algebra import eigh
 from payload_estimator.core.estimators.qp import LiftedPointMassQP
 from payload_estimator.core.estimators.rating import anchor_to_data, anchored_covariance, data_covariance
-from payload_estimator.core.estimators.uncertainty import drift_covariance, sandwich_information
+from payload_estimator.core.estimators.uncertainty import drift_covariance, sandwich_information, summed_sandwich
 from payload_estimator.core.regressor import (
     N_BIAS,
     N_PARAMS,
@@ -594,12 +594,14 @@ class PointMassDiscretization(Estimator):
                 + sandwich_information(stats_f, theta, self.with_bias, weights, A_f))
 
     def _data_covariance(self, H: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The data's covariance of the unconstrained fit (:func:`~.rating.data_covariance`), as least squares has it.
+        """The covariance of the unconstrained fit (:func:`~.rating.data_covariance`'s triple), as least squares has it.
 
-        The sandwich at that fit, and what the measured accelerations' noise level's own error adds through
-        the compensation of the regressor's noise (``H`` the compensated data term; both models' terms of a
-        signal move together): on a short, slow run the latter is most of the first moment's uncertainty."""
-        cov, null, d = data_covariance(self._information(self._x_ls, weights))
+        The sandwich of that fit's one solve of both models' terms (:func:`~.uncertainty.summed_sandwich`, ``H``
+        the compensated data term it solves), and what the measured accelerations' noise level's own error adds
+        through the compensation of the regressor's noise (both models' terms of a signal move together): on a
+        short, slow run the latter is most of the first moment's uncertainty."""
+        (stats_r, _, _), (stats_f, _, _) = self._terms
+        cov = summed_sandwich([(stats_r, self.reduced_weights), (stats_f, weights)], self._x_ls, self.with_bias, H)
         H_inv = None
         steps: dict[int, np.ndarray] = {}
         levels: dict[int, float] = {}
@@ -613,8 +615,9 @@ class PointMassDiscretization(Estimator):
                     steps[signal] = steps.get(signal, 0.0) + step
                     levels[signal] = rel_var
         for signal, step in steps.items():
-            cov = cov + levels[signal] * np.outer(step, step)[:N_PARAMS, :N_PARAMS]
-        return cov, null, d
+            cov = cov + levels[signal] * np.outer(step, step)
+        _, null, d = data_covariance(H)  # what the data see: the normal matrix's
+        return cov[:N_PARAMS, :N_PARAMS], null, d
 
     def _fit_inputs(
         self,

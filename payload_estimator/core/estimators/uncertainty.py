@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from payload_estimator.core.estimators.linear_algebra import eigh, pinv_psd, positive_definite, scaled_eigh
@@ -129,10 +131,29 @@ def sandwich(
     inverse noise variances, nor that the regressor was exact: the residuals carry the
     regressor's noise too.
     """
-    S, tau, S_inv = _score_covariance(stats, x, with_bias, channel_weights)
+    _, _, S_inv = _score_covariance(stats, x, with_bias, channel_weights)
+    return summed_sandwich([(stats, channel_weights)], x, with_bias, A), _information(A, S_inv)
+
+
+def summed_sandwich(
+    parts: Sequence[tuple[RegressorStatistics, np.ndarray]], x: np.ndarray, with_bias: bool, A: np.ndarray
+) -> np.ndarray:
+    """Covariance ``A^+ (sum_m S_m) A^+`` of the estimate ``x`` solving ``(sum_m A_m) x = sum_m c_m``.
+
+    ``parts``: each data term's statistics and channel weights (``A``, the sum of their normal matrices,
+    as solved); ``S_m`` each one's score covariance and drift term, as in :func:`sandwich`. Terms whose rows
+    are the same samples (PMD's reduced and full models) are summed as the one estimate's score, never as
+    independent informations: a term of little weight whose residuals are not measured as correlated (the
+    gravity-only rows after a second of brisk motion) would otherwise claim the precision the data lack."""
     A_inv = pinv_psd(A)
-    cov = A_inv @ S @ A_inv + drift_covariance(stats, x, with_bias, channel_weights, A, tau)
-    return 0.5 * (cov + cov.T), _information(A, S_inv)
+    S = np.zeros_like(A)
+    drift = np.zeros_like(A)
+    for stats, channel_weights in parts:
+        S_m, tau, _ = _score_covariance(stats, x, with_bias, channel_weights)
+        S = S + S_m
+        drift = drift + drift_covariance(stats, x, with_bias, channel_weights, A, tau)
+    cov = A_inv @ S @ A_inv + drift
+    return 0.5 * (cov + cov.T)
 
 
 def sandwich_information(
