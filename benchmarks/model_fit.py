@@ -43,6 +43,8 @@ path's.
 
 Run:  python benchmarks/model_fit.py --quick
       python benchmarks/model_fit.py --run-lengths [--seeds 3] [--long] [--replay]
+(``PYTHONPATH=.`` from a git worktree: the script's own directory comes first on the path, so the package
+would otherwise be the one installed.)
 """
 
 from __future__ import annotations
@@ -316,13 +318,15 @@ def run_lengths(args: argparse.Namespace) -> None:
     extra = f" | {_cell(all_replayed)}, {_cell(all_replayed, 1)}" if replayed else ""
     print(f"| **all** | | {' | '.join(cells)}{extra} |")
     print(f"\nDetection: wrong set-ups of the {detect} judged poor (goal: at least 95 %; a shape shifted along "
-          "the axis the tool fills need not be), and after the slash the share silently wrong (handed over with "
-          "the mass or a COM component more than 3 reported std off; contacts are held out by the payload "
-          f"tracker, as in the node), over {', '.join(robots)}.\n")
+          "the axis the tool fills need not be); after the slashes the share whose hand-over was refused (a poor "
+          "fit, or not identified, not physically consistent) and the share silently wrong (handed over with the "
+          "mass or a COM component more than 3 reported std off; contacts are held out by the payload tracker, as "
+          f"in the node), over {', '.join(robots)}.\n")
     print(f"| set-up | {heads} |")
     print("|---|" + "---|" * len(durations))
     for case in dict.fromkeys(c for c, _ in wrong):
-        cells = [f"{_cell(rows)} / {100.0 * np.mean([r[5] for r in rows]):.0f} %" if rows else "–"
+        cells = [f"{_cell(rows)} / {100.0 * np.mean([r[3] for r in rows]):.0f} % / "
+                 f"{100.0 * np.mean([r[5] for r in rows]):.0f} %" if rows else "–"
                  for rows in (wrong.get((case, d), []) for d in durations)]
         print(f"| {case} | {' | '.join(cells)} |")
     print(f"\n({elapsed:.0f} s)")
