@@ -225,7 +225,7 @@ def _verdict(run, shape, change: str = ""):
     e = last.estimate
     fit = e.model_fit
     truth = InertialParameters(run.payload_phi)
-    refused = not check_handover(e, inertia=True)
+    refused = not (last.converged and check_handover(e, inertia=True))  # replay's URDF fragment needs both
     com_err = np.abs(e.com - truth.com)
     off = abs(e.mass - truth.mass) > 3 * e.mass_std or bool(np.any(com_err > 3 * e.com_std))
     return (bool(fit.checked and not fit.good), float(fit.excess), float(fit.persistence), refused,
@@ -318,10 +318,10 @@ def run_lengths(args: argparse.Namespace) -> None:
     extra = f" | {_cell(all_replayed)}, {_cell(all_replayed, 1)}" if replayed else ""
     print(f"| **all** | | {' | '.join(cells)}{extra} |")
     print(f"\nDetection: wrong set-ups of the {detect} judged poor (goal: at least 95 %; a shape shifted along "
-          "the axis the tool fills need not be); after the slashes the share whose hand-over was refused (a poor "
-          "fit, or not identified, not physically consistent) and the share silently wrong (handed over with the "
-          "mass or a COM component more than 3 reported std off; contacts are held out by the payload tracker, as "
-          f"in the node), over {', '.join(robots)}.\n")
+          "the axis the tool fills need not be); after the slashes the share whose hand-over was refused (not "
+          "converged, a poor fit, not identified or not physically consistent: no URDF fragment) and the share "
+          "silently wrong (handed over with the mass or a COM component more than 3 reported std off; contacts "
+          f"are held out by the payload tracker, as in the node), over {', '.join(robots)}.\n")
     print(f"| set-up | {heads} |")
     print("|---|" + "---|" * len(durations))
     for case in dict.fromkeys(c for c, _ in wrong):
