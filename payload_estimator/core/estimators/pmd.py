@@ -80,7 +80,11 @@ from payload_estimator.core.estimators.base import (
 from payload_estimator.core.estimators.linear_algebra import eigh
 from payload_estimator.core.estimators.qp import LiftedPointMassQP
 from payload_estimator.core.estimators.rating import anchor_to_data, anchored_covariance, data_covariance
-from payload_estimator.core.estimators.uncertainty import drift_covariance, sandwich_information, summed_sandwich
+from payload_estimator.core.estimators.uncertainty import (
+    drift_covariance,
+    summed_sandwich,
+    summed_sandwich_information,
+)
 from payload_estimator.core.regressor import (
     N_BIAS,
     N_PARAMS,
@@ -587,11 +591,12 @@ class PointMassDiscretization(Estimator):
     def _information(self, theta: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """The data's information about ``theta``, as least squares with these weights would have it.
 
-        The sandwich (correlated channels and samples, noisy regressor) of the last objective's terms, model by
-        model: the reduced model's residuals in dynamic samples are its own error, not the full model's."""
+        The sandwich (correlated channels and samples, noisy regressor) of the last objective's terms, whose
+        rows are the same samples: their scores summed, never their informations
+        (:func:`~.uncertainty.summed_sandwich_information`)."""
         (stats_r, A_r, _), (stats_f, A_f, _) = self._terms
-        return (sandwich_information(stats_r, theta, self.with_bias, self.reduced_weights, A_r)
-                + sandwich_information(stats_f, theta, self.with_bias, weights, A_f))
+        return summed_sandwich_information([(stats_r, self.reduced_weights), (stats_f, weights)], theta,
+                                           self.with_bias, A_r + A_f)
 
     def _data_covariance(self, H: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The covariance of the unconstrained fit (:func:`~.rating.data_covariance`'s triple), as least squares has it.
@@ -616,8 +621,14 @@ class PointMassDiscretization(Estimator):
                     levels[signal] = rel_var
         for signal, step in steps.items():
             cov = cov + levels[signal] * np.outer(step, step)
-        _, null, d = data_covariance(H)  # what the data see: the normal matrix's
-        return cov[:N_PARAMS, :N_PARAMS], null, d
+        # over what the data see (the normal matrix's, as data_covariance has it): a direction they hardly see (mass
+        # and offsets at one pose) is unseen, not a variance at the pseudo-inverse's cutoff
+        _, null, d = data_covariance(H)
+        cov = cov[:N_PARAMS, :N_PARAMS] * np.outer(d, d)
+        if null.shape[1]:
+            keep = np.eye(N_PARAMS) - null @ null.T
+            cov = keep @ cov @ keep
+        return cov / np.outer(d, d), null, d
 
     def _fit_inputs(
         self,

@@ -27,7 +27,8 @@ __all__ = [
     "compensate_regressor_noise",
     "correlation_factors",
     "sandwich",
-    "sandwich_information",
+    "summed_sandwich",
+    "summed_sandwich_information",
     "channel_variances",
 ]
 
@@ -135,6 +136,16 @@ def sandwich(
     return summed_sandwich([(stats, channel_weights)], x, with_bias, A), _information(A, S_inv)
 
 
+def summed_sandwich_information(
+    parts: Sequence[tuple[RegressorStatistics, np.ndarray]], x: np.ndarray, with_bias: bool, A: np.ndarray
+) -> np.ndarray:
+    """The information ``A (sum_m S_m)^+ A`` of :func:`summed_sandwich`, terms of the same samples counted once.
+
+    What an estimator with a prior combines with it (PMD)."""
+    S = sum((_score_covariance(stats, x, with_bias, cw)[0] for stats, cw in parts), np.zeros_like(A))
+    return _information(A, pinv_psd(S))
+
+
 def summed_sandwich(
     parts: Sequence[tuple[RegressorStatistics, np.ndarray]], x: np.ndarray, with_bias: bool, A: np.ndarray
 ) -> np.ndarray:
@@ -154,13 +165,6 @@ def summed_sandwich(
         drift = drift + drift_covariance(stats, x, with_bias, channel_weights, A, tau)
     cov = A_inv @ S @ A_inv + drift
     return 0.5 * (cov + cov.T)
-
-
-def sandwich_information(
-    stats: RegressorStatistics, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray, A: np.ndarray
-) -> np.ndarray:
-    """The information ``A S^+ A`` of :func:`sandwich` alone (what an estimator with a prior combines with it)."""
-    return _information(A, _score_covariance(stats, x, with_bias, channel_weights)[2])
 
 
 def _information(A: np.ndarray, S_inv: np.ndarray) -> np.ndarray:
