@@ -88,7 +88,8 @@ def main() -> None:
                         continue
                     est = s["estimate"]
                     mass = 100.0 * abs(est["mass"] - truth.mass) / truth.mass
-                    com = "n/a" if None in est["com"] else f"{1e3 * np.linalg.norm(np.array(est['com']) - truth.com):.1f}"
+                    com_err = None if None in est["com"] else np.linalg.norm(np.array(est["com"]) - truth.com)
+                    com = "n/a" if com_err is None else f"{1e3 * com_err:.1f}"
                     if not extra:
                         worst = max(worst, mass)
                     ok = "handed over" if s["status"].startswith("ok") else "refused"

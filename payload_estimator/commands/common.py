@@ -32,6 +32,7 @@ __all__ = [
     "forgetting_factor",
     "sim_duration",
     "ft_drift",
+    "at_most",
     "wrench_rate",
     "default_out_dir",
     "check_out_dir",
@@ -136,22 +137,26 @@ def forgetting_factor(text: str) -> float:
     return value
 
 
+def at_most(parse: Callable[[str], float], most: float, unit: str = "") -> Callable[[str], float]:
+    """An argparse type: the number ``parse`` reads, at most ``most`` (``unit`` said after it, e.g. ``" m"``)."""
+    def check(text: str) -> float:
+        value = parse(text)
+        if value > most:
+            raise argparse.ArgumentTypeError(f"must be at most {most:g}{unit}, got {text!r}")
+        return value
+    return check
+
+
 def sim_duration(text: str) -> float:
     """Seconds of motion (simulated or designed): from :data:`MIN_SIM_DURATION_S` to :data:`MAX_SIM_DURATION_S`."""
-    value = positive_float(text)
-    if value > MAX_SIM_DURATION_S:
-        raise argparse.ArgumentTypeError(f"must be at most {MAX_SIM_DURATION_S:g} s, got {text!r}")
+    value = at_most(positive_float, MAX_SIM_DURATION_S, " s")(text)
     if value < MIN_SIM_DURATION_S:
         raise argparse.ArgumentTypeError(f"must be at least {MIN_SIM_DURATION_S:g} s, got {text!r}")
     return value
 
 
-def ft_drift(text: str) -> float:
-    """A factor of the simulator's F/T offset drift: from 0 to :data:`MAX_FT_DRIFT`."""
-    value = nonnegative_float(text)
-    if value > MAX_FT_DRIFT:
-        raise argparse.ArgumentTypeError(f"must be at most {MAX_FT_DRIFT:g}, got {text!r}")
-    return value
+ft_drift = at_most(nonnegative_float, MAX_FT_DRIFT)
+"""A factor of the simulator's F/T offset drift: from 0 to :data:`MAX_FT_DRIFT`."""
 
 
 def wrench_rate(text: str) -> float:

@@ -47,6 +47,7 @@ from typing import Any
 
 from payload_estimator.commands import CommandError
 from payload_estimator.commands.common import (
+    at_most,
     check_out_file,
     file_error,
     nonnegative_float,
@@ -96,12 +97,8 @@ def _length(text: str) -> float:
     return value
 
 
-def _clearance(text: str) -> float:
-    """A distance kept, m: zero or positive, at most :data:`MAX_LENGTH_M`."""
-    value = nonnegative_float(text)
-    if value > MAX_LENGTH_M:
-        raise argparse.ArgumentTypeError(f"must be at most {MAX_LENGTH_M:g} m, got {text!r}")
-    return value
+_clearance = at_most(nonnegative_float, MAX_LENGTH_M, " m")
+"""A distance kept, m: zero or positive, at most :data:`MAX_LENGTH_M`."""
 
 
 def _start(text: str) -> list[float]:
