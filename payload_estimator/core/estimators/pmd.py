@@ -82,6 +82,7 @@ from payload_estimator.core.estimators.qp import LiftedPointMassQP
 from payload_estimator.core.estimators.rating import anchor_to_data, anchored_covariance, data_covariance
 from payload_estimator.core.estimators.uncertainty import (
     drift_covariance,
+    summed_noise_level_covariance,
     summed_sandwich,
     summed_sandwich_information,
 )
@@ -607,20 +608,10 @@ class PointMassDiscretization(Estimator):
         short, slow run the latter is most of the first moment's uncertainty."""
         (stats_r, _, _), (stats_f, _, _) = self._terms
         cov = summed_sandwich([(stats_r, self.reduced_weights), (stats_f, weights)], self._x_ls, self.with_bias, H)
-        H_inv = None
-        steps: dict[int, np.ndarray] = {}
-        levels: dict[int, float] = {}
-        for (stats, _, _), cw, reduced in zip(self._terms, (self.reduced_weights, weights), (True, False)):
-            if reduced and not self.reduced_with_linear_acceleration:
-                continue
-            for signal, (G, rel_var) in enumerate(self.kinematic_noise.terms(stats, self.with_bias, reduced)):
-                if rel_var > 0.0:
-                    H_inv = pinv_psd(H) if H_inv is None else H_inv
-                    step = H_inv @ (np.tensordot(cw, G, axes=1) @ self._x_ls)
-                    steps[signal] = steps.get(signal, 0.0) + step
-                    levels[signal] = rel_var
-        for signal, step in steps.items():
-            cov = cov + levels[signal] * np.outer(step, step)
+        noise = [(cw, self.kinematic_noise.terms(stats, self.with_bias, reduced))
+                 for (stats, _, _), cw, reduced in zip(self._terms, (self.reduced_weights, weights), (True, False))
+                 if self.reduced_with_linear_acceleration or not reduced]
+        cov = cov + summed_noise_level_covariance(H, self._x_ls, noise)
         # over what the data see (the normal matrix's, as data_covariance has it): a direction they hardly see (mass
         # and offsets at one pose) is unseen, not a variance at the pseudo-inverse's cutoff
         _, null, d = data_covariance(H)

@@ -28,6 +28,7 @@ __all__ = [
     "correlation_factors",
     "sandwich",
     "summed_sandwich",
+    "summed_noise_level_covariance",
     "summed_sandwich_information",
     "channel_variances",
 ]
@@ -49,15 +50,30 @@ def noise_level_covariance(
     Compensation subtracts ``G_i`` per signal; an error ``e`` in the relative variance
     moves the solution of ``(A - sum G) x = c`` by ``A^-1 (c . G_i) x e``.
     """
+    return summed_noise_level_covariance(A, x, [(channel_weights, terms)])
+
+
+def summed_noise_level_covariance(
+    A: np.ndarray, x: np.ndarray, parts: Sequence[tuple[np.ndarray, list[tuple[np.ndarray, float]]]]
+) -> np.ndarray:
+    """:func:`noise_level_covariance` of an estimate solving several data terms at once.
+
+    ``parts``: each term's channel weights and noise terms (one a signal, in the same order); a signal's
+    level errs once, moving every term alike."""
     p = x.shape[0]
+    steps: dict[int, np.ndarray] = {}
+    levels: dict[int, float] = {}
+    A_inv: np.ndarray | None = None
+    for channel_weights, terms in parts:
+        for signal, (G, rel_var) in enumerate(terms):
+            if rel_var > 0.0:
+                A_inv = pinv_psd(A) if A_inv is None else A_inv
+                step = A_inv @ (np.tensordot(channel_weights, G, axes=1) @ x)
+                steps[signal] = steps[signal] + step if signal in steps else step
+                levels[signal] = rel_var
     cov = np.zeros((p, p))
-    if not terms:
-        return cov
-    A_inv = pinv_psd(A)
-    for G, rel_var in terms:
-        if rel_var > 0.0:
-            j = A_inv @ (np.tensordot(channel_weights, G, axes=1) @ x)
-            cov += rel_var * np.outer(j, j)
+    for signal, step in steps.items():
+        cov += levels[signal] * np.outer(step, step)
     return cov
 
 
