@@ -164,9 +164,8 @@ class Solution:
             ``theta`` is not it: moved onto the data's mass and first moment
             (:func:`~payload_estimator.core.estimators.rating.anchor_to_data`). The model fit judges the
             shape by it.
-        reference_covariance: the data's covariance of the unconstrained fit the model fit compares with
-            (:func:`~payload_estimator.core.estimators.rating.data_covariance`'s triple, with whatever else
-            moves that fit); None: from ``information``.
+        reference_covariance: the unconstrained fit's covariance, as :func:`~.rating.data_covariance`'s triple,
+            that the model fit compares with (None: from ``information``).
     """
 
     theta: np.ndarray
