@@ -49,6 +49,10 @@ __all__ = [
     "file_error",
     "one_line",
     "add_effort_arguments",
+    "add_real_arm_arguments",
+    "joint_stamps",
+    "real_arm_residual",
+    "IRREGULAR_RATE_HZ",
     "effort_model",
 ]
 
@@ -495,7 +499,8 @@ def config_error(path: str, exc: BaseException) -> CommandError:
 def add_effort_arguments(p: argparse.ArgumentParser, switch: bool = True) -> None:
     """Add the options of a command that simulates joint torques.
 
-    ``--efforts``, ``--arm-seed``, ``--effort-scale-error`` and ``--load-friction``.
+    ``--efforts``, ``--arm-seed``, ``--effort-scale-error``, ``--load-friction``, and
+    :func:`add_real_arm_arguments`' ``--real-arm`` and ``--irregular-stamps``.
 
     Without ``switch``, ``--efforts`` is not offered: always on. See :func:`effort_model`."""
     if switch:
@@ -514,6 +519,39 @@ def add_effort_arguments(p: argparse.ArgumentParser, switch: bool = True) -> Non
                         "level rises by COEFF N·m per N·m of the torque it transmits (Hamon, Gautier and Garrec, "
                         "'Dynamic identification of robots with a dry friction model depending on load and "
                         "velocity'), e.g. 0.03 (default 0: off)")
+    add_real_arm_arguments(p)
+
+
+def add_real_arm_arguments(p: argparse.ArgumentParser) -> None:
+    """Add ``--real-arm`` and ``--irregular-stamps``: a joint-torque stream shaped like a real arm's."""
+    p.add_argument("--real-arm", action="store_true",
+                   help="the joint torques of a real arm: beyond its links and friction law, what a calibrated "
+                        "model leaves (torques that depend on the pose and the speed, friction and zero drifting "
+                        "over minutes, torque ripple; 1.5-4 N·m on the shoulder and elbow, 0.3-1 N·m on the "
+                        "wrist, after a calibration)")
+    p.add_argument("--irregular-stamps", action="store_true",
+                   help="joint states at 100 Hz on average at irregular intervals (2-30 ms), as a driver "
+                        "publishing from a non-real-time loop delivers them; default: 1 kHz, regular")
+
+
+IRREGULAR_RATE_HZ = 100.0
+"""Hz: the mean joint-state rate of ``--irregular-stamps``."""
+
+
+def joint_stamps(args: argparse.Namespace) -> dict[str, Any]:
+    """The simulator's keywords for ``--irregular-stamps`` (:func:`add_real_arm_arguments`); empty without it."""
+    if not getattr(args, "irregular_stamps", False):
+        return {}
+    return {"rate_hz": IRREGULAR_RATE_HZ, "irregular_stamps": True}
+
+
+def real_arm_residual(args: argparse.Namespace, seed: int) -> Any:
+    """The arm residual of ``--real-arm`` for the physical arm ``seed`` (None without it)."""
+    if not getattr(args, "real_arm", False):
+        return None
+    from payload_estimator.sim.arm_residual import ArmResidual
+
+    return ArmResidual(seed=seed)
 
 
 def effort_model(robot: str | RobotSpec, args: argparse.Namespace) -> tuple[Any, Any]:
@@ -524,6 +562,8 @@ def effort_model(robot: str | RobotSpec, args: argparse.Namespace) -> tuple[Any,
     if not getattr(args, "efforts", True):
         if getattr(args, "load_friction", 0.0) > 0.0:
             raise CommandError("--load-friction needs --efforts (the friction is part of the effort model)")
+        if getattr(args, "real_arm", False):
+            raise CommandError("--real-arm needs --efforts (what the arm leaves is part of its efforts)")
         return None, None
     from payload_estimator.sim.efforts import ArmMismatch, EffortModel
 
@@ -531,6 +571,6 @@ def effort_model(robot: str | RobotSpec, args: argparse.Namespace) -> tuple[Any,
         raise CommandError(f"--effort-scale-error must be below 1, got {args.effort_scale_error:g}")
     if args.load_friction >= 1.0:
         raise CommandError(f"--load-friction must be below 1, got {args.load_friction:g}")
-    return (EffortModel.for_robot(robot, effort_scale_error=args.effort_scale_error, seed=args.arm_seed,
-                                  load_friction=args.load_friction),
-            ArmMismatch(seed=args.arm_seed))
+    model = EffortModel.for_robot(robot, effort_scale_error=args.effort_scale_error, seed=args.arm_seed,
+                                  load_friction=args.load_friction)
+    return model.with_residual(real_arm_residual(args, args.arm_seed)), ArmMismatch(seed=args.arm_seed)

@@ -44,11 +44,14 @@ from payload_estimator.commands.common import (
     DEFAULT_TRAJECTORY,
     SIM_RATE_HZ,
     add_out_dir_argument,
+    add_real_arm_arguments,
     add_robot_arguments,
     add_trajectory_arguments,
     console_and_progress,
     ft_drift,
+    joint_stamps,
     nonnegative_int,
+    real_arm_residual,
     resolve_trajectory,
     robot_from_args,
     wrench_rate,
@@ -115,6 +118,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    type=lambda text: text.replace("-", "_"),
                    help="ft_sensor: a wrist F/T sensor (default); joint_torques: no sensor, the joint efforts of "
                         "an arm unlike its URDF, calibrated unloaded on one motion, then estimating on another")
+    add_real_arm_arguments(p)
     return p
 
 
@@ -130,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--duration must be more than 0.5 s")
     if joint_torques:
         return _run_joint_torques(args)
+    if args.real_arm or args.irregular_stamps:
+        raise CommandError("--real-arm and --irregular-stamps apply to --wrench-source joint_torques")
     return _run_single(args)
 
 
@@ -172,7 +178,8 @@ def _simulated(progress: Any, what: str, share: float = 1.0, **kwargs: Any) -> A
     from payload_estimator.sim.mujoco_sim import simulate
 
     task = progress.add_task(what, total=1.0, status="")
-    return simulate(rate_hz=SIM_RATE_HZ, progress=lambda f: progress.update(task, completed=share * f), **kwargs)
+    kwargs.setdefault("rate_hz", SIM_RATE_HZ)
+    return simulate(progress=lambda f: progress.update(task, completed=share * f), **kwargs)
 
 
 def _drift(args: argparse.Namespace) -> float:
@@ -394,12 +401,13 @@ def _run_joint_torques(args: argparse.Namespace) -> int:
     # the estimation motion: the user's, else all-joint sinusoids of another seed than the calibration's
     trajectory, _ = _resolve_trajectory(args, console, JOINT_TORQUE_TRAJECTORY)
     efforts, arm = _effort_model(args), ArmMismatch(seed=args.seed)  # one physical arm for both runs
+    stamps = joint_stamps(args)
     method = _estimator_name(args)
     with progress_display as progress:
         cal = _calibrated(args, progress, efforts, arm)
         run_ = _simulated(progress, f"simulating {args.robot} + {args.payload}", robot=args.arm, payload=payload,
                           trajectory=trajectory, duration=args.duration, noise=args.noise, seed=args.seed,
-                          efforts=efforts, arm_mismatch=arm, imu=False)
+                          efforts=efforts, arm_mismatch=arm, imu=False, **stamps)
         stream = _stream_for(args, run_, payload.envelope, wrench_source=WrenchSource.JOINT_TORQUES,
                              arm_calibration=str(cal.path), effort_unit=_effort_unit(args))
         history = _played(progress, f"estimating from joint torques ({method})", stream,
@@ -415,9 +423,10 @@ def _effort_model(args: argparse.Namespace) -> Any:
     from payload_estimator.sim.efforts import EffortModel
 
     try:
-        return EffortModel.for_robot(args.arm)
+        model = EffortModel.for_robot(args.arm)
     except ValueError as exc:
         raise CommandError(f"--wrench-source joint_torques: {exc}") from None
+    return model.with_residual(real_arm_residual(args, seed=args.seed))
 
 
 def _effort_unit(args: argparse.Namespace) -> str:
@@ -443,7 +452,8 @@ def _calibrated(args: argparse.Namespace, progress: Any, efforts: Any, arm: Any)
     cal_seed = args.seed + 1  # another motion (and other noise draws) than the estimation's
     cal_run = _simulated(progress, f"calibrating the unloaded {args.robot}", share=0.8, robot=args.arm,
                          payload=NO_PAYLOAD, trajectory=JOINT_TORQUE_TRAJECTORY, duration=CALIBRATION_DURATION_S,
-                         noise=args.noise, seed=cal_seed, efforts=efforts, arm_mismatch=arm, imu=False)
+                         noise=args.noise, seed=cal_seed, efforts=efforts, arm_mismatch=arm, imu=False,
+                         **joint_stamps(args))
     kinematics = SensorKinematics(cal_run.urdf, cal_run.sensor_frame, cal_run.joint_names)
     rec = joint_recording(cal_run.joint_t, cal_run.joint_q, cal_run.joint_effort)
     unit = _effort_unit(args)

@@ -40,6 +40,7 @@ from payload_estimator.commands.common import (
     check_out_file,
     effort_model,
     ft_drift,
+    joint_stamps,
     nonnegative_int,
     resolve_trajectory,
     robot_from_args,
@@ -105,8 +106,9 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CommandError(f"--efforts: {exc}") from None
     if args.scenario == "cycle":
-        if efforts is not None:
-            raise CommandError("--efforts applies to --scenario single (the work cycle has no effort model)")
+        if efforts is not None or args.irregular_stamps:
+            raise CommandError("--efforts and --irregular-stamps apply to --scenario single (the work cycle has "
+                               "no effort model)")
         from dataclasses import replace
 
         from payload_estimator.sim.arm_cycle import arm_work_cycle
@@ -120,9 +122,10 @@ def run(args: argparse.Namespace) -> int:
         _, trajectory, args.duration, _ = resolve_trajectory(arm, args.trajectory, args.duration,
                                                                  seed=args.seed)
         sim = simulate(robot=arm, payload=args.payload, trajectory=trajectory,
-                       duration=args.duration, noise=args.noise, seed=args.seed, rate_hz=SIM_RATE_HZ,
+                       duration=args.duration, noise=args.noise, seed=args.seed,
                        wrench_rate_hz=args.wrench_rate, imu=not args.no_imu, efforts=efforts,
-                       arm_mismatch=mismatch, ft_drift=args.ft_drift)
+                       arm_mismatch=mismatch, ft_drift=args.ft_drift,
+                       **{"rate_hz": SIM_RATE_HZ, **joint_stamps(args)})
     if args.out:
         sim.save(path)
         print(f"wrote {path}: {args.robot} + {args.payload}, {args.duration:g} s, "

@@ -54,6 +54,8 @@ __all__ = [
     "GATE_CHI2",
     "EXPLAINED_CHI2",
     "MIN_MASS_CHANGE_Z",
+    "NEGATIVE_MASS_Z",
+    "ResidualCorrelation",
     "REFERENCE_MASS_STD_KG",
     "EARLY_NOISE_FACTOR",
     "MIN_RESIDUALS",
@@ -75,6 +77,8 @@ EXPLAINED_CHI2 = 18.0
 this (3x the noise's 6) and to a quarter of what it was at most."""
 MIN_MASS_CHANGE_Z = 5.0
 """... and the mass change is this many standard deviations from zero."""
+NEGATIVE_MASS_Z = 3.0
+"""... and the payload after it not lighter than nothing by more than this many of its standard deviations."""
 REFERENCE_MASS_STD_KG = 0.01
 """... or its mass known this well in kg (an empty gripper: 0 kg, never "identified" relatively)."""
 EARLY_NOISE_FACTOR = 4.0
@@ -102,6 +106,13 @@ OFFSETS_MOVED_CHI2 = 18.47
 """The kept F/T offsets are taken to have moved when the mass and first moment found with the
 offsets estimated anew differ from those found with the kept ones by more than this (chi-square,
 4 degrees of freedom, 0.999 quantile)."""
+CORRELATION_BLOCK_S = 1.0
+"""Blocks of accepted residuals whose sums measure how long they stay correlated, s
+(:class:`ResidualCorrelation`)."""
+CORRELATION_MEMORY_BLOCKS = 30
+"""... the mean over the last this many blocks ..."""
+MIN_CORRELATION_BLOCKS = 5
+"""... believed from this many blocks on."""
 TAKEOVER_MASS_REL_STD = 0.005
 TAKEOVER_MASS_STD_KG = 0.003
 """... and only once it knows the mass to 0.5 % (or 3 g for an empty gripper or a light part)."""
@@ -143,13 +154,17 @@ class ChangeFit:
     covariance: np.ndarray
     onset: float
     data_from: float = float("nan")
+    reference_mass: float = float("nan")
 
     @property
     def explains(self) -> bool:
-        """Whether the change explains the residuals and its mass is significant (module docstring)."""
-        z_mass = abs(self.delta[0]) / np.sqrt(max(self.covariance[0, 0], 1e-300))
+        """Whether the change explains the residuals and its mass is significant (module docstring), and the
+        payload it leads to can exist: its mass, ``reference_mass`` (kg, the payload's before; NaN: unknown)
+        plus the change, not below zero by more than :data:`NEGATIVE_MASS_Z` standard deviations."""
+        std = np.sqrt(max(self.covariance[0, 0], 1e-300))
+        possible = not self.reference_mass + self.delta[0] < -NEGATIVE_MASS_Z * std
         return bool(self.after <= EXPLAINED_CHI2 and self.after <= 0.25 * self.before
-                    and z_mass >= MIN_MASS_CHANGE_Z)
+                    and abs(self.delta[0]) / std >= MIN_MASS_CHANGE_Z and possible)
 
 
 class ChangeDetector:
@@ -176,12 +191,15 @@ class ChangeDetector:
         self.residual_cov = np.zeros((6, 6))
         self.residual_n = 0
         self.drift = np.zeros(6)
+        self.correlation = ResidualCorrelation()
+        self.model_error = False
 
     def restart(self) -> None:
         """A new payload: no reference, and the residuals' statistics start again."""
         self.reference = None
         self.residual_n = 0
         self.drift = np.zeros(6)
+        self.correlation = ResidualCorrelation()
 
     def set_reference(self, est: Estimate | None) -> None:
         """Judge the following samples by ``est``.
@@ -218,8 +236,11 @@ class ChangeDetector:
         return r, (Y @ C) @ Y.transpose(0, 2, 1) + self.noise_covariance()  # Y C Y^T per sample
 
     def d2(self, samples: SensorSamples) -> np.ndarray | None:
-        """(n,) each sample's ``d² = r^T R^-1 r`` (0 for a non-finite one), or None without a reference."""
-        if self.reference is None:
+        """(n,) each sample's ``d² = r^T R^-1 r`` (0 for a non-finite one), or None without a reference.
+
+        With :attr:`model_error`, also None until the residuals' correlation is measured
+        (:attr:`ResidualCorrelation.measured`): before, an episode could not be judged against it."""
+        if self.reference is None or (self.model_error and not self.correlation.measured):
             return None
         r, R = self.residuals(samples)
         finite = np.all(np.isfinite(r), axis=1) & np.all(np.isfinite(R), axis=(1, 2))
@@ -247,6 +268,8 @@ class ChangeDetector:
         drift = decay**n * self.drift + weights @ r
         r = r - self.drift
         self.drift = drift
+        if self.residual_n >= MIN_RESIDUALS:  # whitened by the measured covariance: 1 for white residuals
+            self.correlation.add(samples.t[keep][: len(r)], r, self.residual_cov)
         if self.residual_n == 0:
             self.residual_cov = np.zeros((6, 6))
         a = n / min(self.residual_n + n, RESIDUAL_MEMORY)
@@ -281,7 +304,8 @@ class ChangeDetector:
         if best is None:
             return None
         after, delta, cov, onset = best
-        return ChangeFit(r, W, before, after, delta, cov, onset)
+        return ChangeFit(r, W, before, after, delta, cov * self._correlation_factor(len(r)), onset,
+                         reference_mass=self._reference_mass())
 
     def _change_terms(self, samples: SensorSamples) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Per sample, the residuals and the normal equations' terms of a change of mass and first moment.
@@ -343,7 +367,9 @@ class ChangeDetector:
             except np.linalg.LinAlgError:
                 continue
             before, after = e[k] / count[k], (e[k] - b[k] @ delta) / count[k]
-            fit = ChangeFit(r[k:], W[k:], float(before), float(after), delta, cov, float(t_start), float(t[k]))
+            cov = cov * self._correlation_factor(int(count[k]))
+            fit = ChangeFit(r[k:], W[k:], float(before), float(after), delta, cov, float(t_start), float(t[k]),
+                            self._reference_mass())
             if fit.explains and not _still_moving(G[k], G1[k], G2[k], b[k], b1[k], delta):
                 return fit
         return None
@@ -374,6 +400,18 @@ class ChangeDetector:
         _, shift, onset = best
         return shift, onset
 
+    def _reference_mass(self) -> float:
+        """kg, the reference's mass (NaN without one)."""
+        return float("nan") if self.reference is None else float(self.reference[0][0])
+
+    def _correlation_factor(self, n: int) -> float:
+        """How much less certain a change fitted to ``n`` samples is than independent samples make it.
+
+        1 without :attr:`model_error` (the threshold :data:`MIN_MASS_CHANGE_Z` holds for a sensor's filtered
+        noise); with it, the residuals' long-run variance factor (:class:`ResidualCorrelation`), not capped by
+        ``n``: a change seen for less than a block is judged as if it had lasted a block."""
+        return self.correlation.factor(n, capped=False) if self.model_error else 1.0
+
     def onsets(self, t_start: float) -> np.ndarray:
         """Return the candidate instants (s) of a change first seen at ``t_start``.
 
@@ -395,6 +433,61 @@ class ChangeDetector:
     def settled_s(self) -> float:
         """Seconds after a step until the samples have settled on it (0 without a filter)."""
         return 0.0 if self.step_response is None else self.step_response.settled_s
+
+
+class ResidualCorrelation:
+    """How much longer than white noise the accepted residuals stay correlated: batch means of blocks.
+
+    The whitened residuals (by the measured covariance) are summed over consecutive blocks of
+    :data:`CORRELATION_BLOCK_S`; ``sum² / count`` averaged over blocks and channels is the long-run
+    variance in units of the per-sample one (1 for white noise; an arm model's error, correlated with
+    the pose and the speed over seconds, gives tens to hundreds). The mean remembers
+    :data:`CORRELATION_MEMORY_BLOCKS` blocks. A change fitted to ``n`` samples is that much less
+    certain than independent samples would make it (:meth:`factor`).
+    """
+
+    def __init__(self) -> None:
+        self._sum = np.zeros(6)
+        self._count = 0
+        self._t_block: float | None = None
+        self.value = 1.0
+        self.blocks = 0
+
+    def add(self, t: np.ndarray, r: np.ndarray, cov: np.ndarray) -> None:
+        """Fold residuals ``r`` (n, 6) at times ``t`` (n,), whitened by ``cov`` (6, 6), into the blocks."""
+        try:
+            white = np.linalg.solve(np.linalg.cholesky(cov + 1e-12 * np.eye(6)), r.T).T
+        except np.linalg.LinAlgError:
+            return
+        for ti, wi in zip(t, white):
+            if self._t_block is None:
+                self._t_block = float(ti)
+            elif ti - self._t_block >= CORRELATION_BLOCK_S:
+                self._close()
+                self._t_block = float(ti)
+            self._sum += wi
+            self._count += 1
+
+    def _close(self) -> None:
+        if self._count >= 2:
+            block = float(np.mean(self._sum**2) / self._count)
+            a = 1.0 / min(self.blocks + 1, CORRELATION_MEMORY_BLOCKS)
+            self.value = block if self.blocks == 0 else (1.0 - a) * self.value + a * block
+            self.blocks += 1
+        self._sum = np.zeros(6)
+        self._count = 0
+
+    @property
+    def measured(self) -> bool:
+        """Whether enough blocks are in (:data:`MIN_CORRELATION_BLOCKS`)."""
+        return self.blocks >= MIN_CORRELATION_BLOCKS
+
+    def factor(self, n: int, capped: bool = True) -> float:
+        """The variance factor of a mean over ``n`` consecutive samples: 1 until measured, at most ``n`` when
+        ``capped``."""
+        if not self.measured:
+            return 1.0
+        return float(max(self.value, 1.0) if not capped else np.clip(self.value, 1.0, max(n, 1)))
 
 
 def _change_regressor(samples: SensorSamples) -> np.ndarray:

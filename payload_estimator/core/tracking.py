@@ -235,6 +235,17 @@ class PayloadTracker:
         self._break_t: float | None = None
 
     @property
+    def model_error(self) -> bool:
+        """Whether the wrench carries a model's error (joint torques less a calibrated arm): residuals correlated
+        with the pose and the speed over seconds, which the detector judges changes against
+        (:attr:`~payload_estimator.core.change_detection.ChangeDetector.model_error`)."""
+        return self._detector.model_error
+
+    @model_error.setter
+    def model_error(self, value: bool) -> None:
+        self._detector.model_error = bool(value)
+
+    @property
     def step_response(self) -> StepFilter | None:
         """How a step of the wrench shows in the samples: set by the pipeline's filter; None: at once.
 

@@ -120,6 +120,7 @@ class EstimationStream:
             ZeroPhaseProcessing(maker) if config.zero_phase else CausalProcessing(maker, estimator.kinematic_noise))
         if isinstance(estimator, PayloadTracker):  # a change of payload reaches it through the filters
             estimator.step_response = StepResponse(config.cutoff_hz, config.rate_hz, config.filter_order)
+            estimator.model_error = config.wrench.model_error
         self.convergence = ConvergenceMonitor(config.convergence)
         self.mass_com_convergence = ConvergenceMonitor(replace(config.convergence, inertia=False))
         self.paused = False

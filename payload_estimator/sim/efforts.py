@@ -61,6 +61,7 @@ from payload_estimator.robots.franka import FRANKA_TAU_J
 from payload_estimator.robots.tables import EffortTable
 from payload_estimator.robots.ur import UR_CURRENT
 from payload_estimator.robots.xarm import XARM_CURRENT
+from payload_estimator.sim.arm_residual import ArmResidual
 
 __all__ = [
     "JointFriction",
@@ -175,12 +176,15 @@ class EffortModel:
         friction: the joints' friction, applied in the physics and compensated by the controller.
         noise_std: (n,) effort noise std, in the efforts' unit (N·m for torques).
         scale: (n,) reported effort per N·m of true torque (1: exact).
+        residual: what a calibrated model leaves of a real arm's torques (None: nothing beyond the
+            friction law and the noise).
     """
 
     name: str
     friction: JointFriction
     noise_std: np.ndarray
     scale: np.ndarray = field(default_factory=lambda: np.ones(0))
+    residual: ArmResidual | None = None
 
     def __post_init__(self) -> None:
         n = self.friction.n_joints
@@ -199,12 +203,26 @@ class EffortModel:
         """The same sensor with no noise."""
         return replace(self, noise_std=np.zeros(self.n_joints))
 
-    def measure(self, tau: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def measure(self, tau: np.ndarray, rng: np.random.Generator, t: np.ndarray | None = None,
+                q: np.ndarray | None = None, dq: np.ndarray | None = None,
+                tau_friction: np.ndarray | None = None) -> np.ndarray:
         """Return (N, n) reported efforts for the motor torques ``tau`` (N, n) N·m: ``scale * tau + noise``.
 
-        The noise is drawn from ``rng`` as an (N, n) standard normal (also when its std is 0)."""
+        The noise is drawn from ``rng`` as an (N, n) standard normal (also when its std is 0). With a
+        :attr:`residual`, ``scale * (tau + residual) + noise``: the residual at the samples' times ``t``
+        (N,) s, true positions ``q`` and speeds ``dq`` (N, n), with the arm's friction ``tau_friction``
+        (N, n) N·m, its drifts drawn from ``rng`` after the noise."""
         tau = np.asarray(tau, dtype=float).reshape(-1, self.n_joints)
-        return self.scale * tau + rng.normal(0.0, 1.0, tau.shape) * self.noise_std
+        noise = rng.normal(0.0, 1.0, tau.shape) * self.noise_std
+        if self.residual is not None:
+            if t is None or q is None or dq is None:
+                raise ConfigurationError("an effort model with a residual needs the samples' times and joint states")
+            tau = tau + self.residual.torque(t, q, dq, tau_friction, rng)
+        return self.scale * tau + noise
+
+    def with_residual(self, residual: ArmResidual | None) -> EffortModel:
+        """The same sensor on an arm that leaves ``residual`` to a calibrated model."""
+        return replace(self, residual=residual)
 
     @classmethod
     def from_table(cls, table: EffortTable, scale: ArrayLike | None = None) -> EffortModel:

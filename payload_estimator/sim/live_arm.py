@@ -200,6 +200,8 @@ class LiveArm:
         self.urdf, self._model = robot_arm_model(spec, payload_model, self.physics_rate_hz, imu,
                                                  arm_mismatch=arm_mismatch)
         self.true_urdf = self._model.urdf
+        if efforts is not None and efforts.residual is not None:
+            raise ConfigurationError("the live arm has no arm residual (simulate and demo have: --real-arm)")
         if efforts is not None and efforts.n_joints != spec.n_joints:
             raise ConfigurationError(
                 f"the effort model is for {efforts.n_joints} joints, the {spec.name} has {spec.n_joints}")

@@ -21,6 +21,12 @@ joint positions, speeds and efforts, gyro, accelerometer): that order is part of
 seed's contract. A joint-torque sensor draws from a stream of its own
 (``default_rng([seed, EFFORT_STREAM])``), so enabling it moves no other draw.
 
+``irregular_stamps``: the joint states (and IMU) come at irregular intervals instead, as a driver
+that publishes from a non-real-time loop delivers them (a UR's currents at 100 Hz every 2 to 30 ms):
+each interval is the nominal period times a Gamma draw of mean 1 and std 0.5, within
+:data:`IRREGULAR_GAPS` of it (:func:`irregular_steps`, from ``default_rng([seed, STAMP_STREAM])``);
+the stamps are the samples' true times.
+
 Joint efforts
 -------------
 Without an effort model the arm has no friction and ``joint_effort`` is the applied torque plus
@@ -45,6 +51,11 @@ from payload_estimator.errors import ConfigurationError
 from payload_estimator.robots import RobotSpec, resolve_robot
 from payload_estimator.robots.generate import DEFAULT_IMU_XYZ_IN_SENSOR
 from payload_estimator.sim.efforts import EFFORT_STREAM, ArmMismatch, EffortModel
+
+STAMP_STREAM = 94
+"""Irregular joint-state stamps draw from ``np.random.default_rng([seed, STAMP_STREAM])``."""
+IRREGULAR_GAPS = (0.2, 3.0)
+"""An irregular stream's intervals stay within these multiples of its mean (a driver's jitter)."""
 from payload_estimator.sim.mujoco_model import (
     IMU_FRAME,
     SENSOR_FRAME,
@@ -137,18 +148,31 @@ class _Clock:
     physics_rate_hz: float
     wrench_rate_hz: float
     n_steps: int
-    joints: slice
+    joints: slice | np.ndarray
     wrenches: slice
 
 
-def _clock(duration: float, rate_hz: float, wrench_rate_hz: float | None, physics_rate_hz: float | None) -> _Clock:
+def _clock(duration: float, rate_hz: float, wrench_rate_hz: float | None, physics_rate_hz: float | None,
+           irregular_stamps: bool = False, seed: int = 0) -> _Clock:
     wrench_hz = float(rate_hz if wrench_rate_hz is None else wrench_rate_hz)
     physics_hz = default_physics_rate([rate_hz, wrench_hz]) if physics_rate_hz is None else physics_rate_hz
     joint_stride = sample_stride(physics_hz, rate_hz, "rate_hz")
     wrench_stride = sample_stride(physics_hz, wrench_hz, "wrench_rate_hz")
     n_steps = int(round(duration * rate_hz)) * joint_stride
-    return _Clock(float(physics_hz), wrench_hz, n_steps, slice(0, n_steps, joint_stride),
-                  slice(0, n_steps, wrench_stride))
+    joints: slice | np.ndarray = slice(0, n_steps, joint_stride)
+    if irregular_stamps:
+        joints = irregular_steps(n_steps, joint_stride, np.random.default_rng([int(seed), STAMP_STREAM]))
+    return _Clock(float(physics_hz), wrench_hz, n_steps, joints, slice(0, n_steps, wrench_stride))
+
+
+def irregular_steps(n_steps: int, stride: int, rng: np.random.Generator) -> np.ndarray:
+    """Physics steps sampled at irregular intervals of ``stride`` steps on average (module docstring).
+
+    Each interval is ``stride`` times a Gamma(4, 1/4) draw (mean 1, std 0.5) kept within
+    :data:`IRREGULAR_GAPS` of it and at least one step: at 100 Hz, 2 to 30 ms."""
+    gaps = np.clip(rng.gamma(4.0, 0.25, n_steps // max(stride, 1) + 16), *IRREGULAR_GAPS) * stride
+    steps = np.cumsum(np.maximum(np.round(gaps), 1).astype(int)) - int(max(round(gaps[0]), 1))
+    return steps[steps < n_steps]
 
 
 def _integrate(
@@ -205,7 +229,10 @@ def _effort_signals(
                 "effort_noise_std": np.full(n, levels.joint_effort), "effort_scale": np.ones(n)}
     sensor = efforts if noise != "none" else efforts.without_noise()
     tau_friction = rec.tau_friction[clock.joints] if rec.tau_friction is not None else np.zeros((0, n))
-    return {"joint_effort": sensor.measure(rec.tau[clock.joints], np.random.default_rng([int(seed), EFFORT_STREAM])),
+    js = clock.joints
+    effort = sensor.measure(rec.tau[js], np.random.default_rng([int(seed), EFFORT_STREAM]), rec.t[js], rec.q[js],
+                            rec.dq[js], tau_friction if len(tau_friction) else None)
+    return {"joint_effort": effort,
             "true_joint_friction": tau_friction, "effort_model": efforts.name,
             "effort_noise_std": sensor.noise_std, "effort_scale": efforts.scale,
             **({"effort_load_friction": efforts.friction.load} if efforts.friction.load_dependent else {})}
@@ -243,6 +270,7 @@ def simulate(
     imu_rpy_in_sensor: Sequence[float] = (0.0, 0.0, 0.0),
     physics_rate_hz: float | None = None, bandwidth_hz: float = 12.0, damping_ratio: float = 1.0,
     schedule: WorkSchedule | None = None, efforts: EffortModel | None = None, arm_mismatch: ArmMismatch | None = None,
+    irregular_stamps: bool = False,
 ) -> SimulatedRun:
     """Simulate ``robot`` carrying ``payload`` along ``trajectory``; returns a :class:`SimulatedRun`.
 
@@ -282,12 +310,14 @@ def simulate(
             applied torque plus the nominal joint noise.
         arm_mismatch: simulate an arm whose links differ from the URDF (the run's ``urdf`` stays
             the nominal one, ``true_urdf`` is the one simulated). None: the arm is its URDF.
+        irregular_stamps: joint states at irregular intervals of ``1 / rate_hz`` on average (module
+            docstring).
     """
     spec = resolve_robot(robot)
     payload_name, payload_model, params = resolve_payload(payload)
     traj_name, traj = _resolve_trajectory(trajectory, spec, duration, seed)
     levels = SensorNoise.from_level(noise)
-    clock = _clock(duration, rate_hz, wrench_rate_hz, physics_rate_hz)
+    clock = _clock(duration, rate_hz, wrench_rate_hz, physics_rate_hz, irregular_stamps, seed)
     urdf, arm = robot_arm_model(spec, payload_model, clock.physics_rate_hz, imu, sensor_xyz_in_flange,
                                 sensor_rpy_in_flange, imu_xyz_in_sensor, imu_rpy_in_sensor, arm_mismatch)
     n = spec.n_joints

@@ -9,7 +9,7 @@ with its information (:class:`~payload_estimator.pipeline.joint_torques.JointTor
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -41,6 +41,8 @@ class JointEfforts:
     joint_space_rows: bool = True
     effort_unit: str = "torque"
     torque_constants: tuple[float, ...] = ()
+    model_error: ClassVar[bool] = True
+    """The efforts less the calibrated arm: what the arm model does not fit stays in the wrench."""
 
     def create(self, kinematics: SensorKinematics, sensor_frame: str) -> JointEffortInput:
         """The strategy for a stream whose kinematics' sensor frame is the estimate's.

@@ -11,7 +11,7 @@ own axes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -38,6 +38,8 @@ class MeasuredWrench:
 
     convention: WrenchConvention
     saturation: SaturationCheck | None = None
+    model_error: ClassVar[bool] = False
+    """A sensor's wrench (or a robot's estimate, whose drift the tracker follows): no arm model's error."""
 
     def create(self, kinematics: SensorKinematics, sensor_frame: str) -> MeasuredWrenchInput:
         """Return the strategy for a stream.

@@ -88,7 +88,16 @@ class WrenchInput(ABC):
 
 
 class WrenchSpec(Protocol):
-    """A wrench source's configuration; ``create`` makes its :class:`WrenchInput` for a stream."""
+    """A wrench source's configuration; ``create`` makes its :class:`WrenchInput` for a stream.
+
+    ``model_error``: whether its wrench carries a model's error (joint torques less a calibrated arm model),
+    residuals correlated with the pose and the speed over seconds, which a payload tracker judges changes
+    against (:attr:`~payload_estimator.core.tracking.PayloadTracker.model_error`)."""
+
+    @property
+    def model_error(self) -> bool:
+        """Whether the wrench carries a model's error (class docstring)."""
+        ...
 
     def create(self, kinematics: SensorKinematics, sensor_frame: str) -> WrenchInput:
         """The strategy for a stream whose sensor frame ``sensor_frame`` is in ``kinematics``."""
