@@ -130,6 +130,14 @@ def _nonnegative(value: Any) -> str | None:
     return _too_large(value) if value >= 0 else "must be zero or positive"
 
 
+MAX_TOOL_LENGTH_M = 10.0
+"""The longest ``identify_tool_length``, m: no arm reaches that far."""
+
+
+def _tool_length(value: Any) -> str | None:
+    return None if 0.0 <= value <= MAX_TOOL_LENGTH_M else f"must be within 0 to {MAX_TOOL_LENGTH_M:g} m"
+
+
 MAX_REGULARIZATION = 1e6
 """The largest PMD regularisation: beyond it the shape's prior alone decides, and the solver's sums overflow."""
 
@@ -315,8 +323,14 @@ class Settings:
         "", "control_msgs/FollowJointTrajectory action of the arm's joint trajectory controller, which ~/identify "
             "sends its motion to; empty: ~/identify is refused")
     identify_duration: float = _p(5.0, "length of the identification motion, s (a goal's duration overrides it)")
-    identify_max_tcp_speed: float = _p(0.25, "top linear speed of the flange during the identification motion, m/s "
-                                             "(ISO/TS 15066 cobot practice; a goal's max_tcp_speed overrides it)")
+    identify_max_tcp_speed: float = _p(0.25, "top linear speed of the flange and of the payload's farthest points "
+                                             "during the identification motion, m/s (ISO/TS 15066 cobot practice; "
+                                             "a goal's max_tcp_speed overrides it)")
+    identify_tool_length: float = _p(
+        0.15, "how far the tool and payload reach beyond the flange along its z axis, m: the identification motion "
+              "holds identify_max_tcp_speed at that point too (0: at the flange alone); used while payload_shape is "
+              "at its default, else the corners of payload_shape (or its point cloud's outermost points) count",
+        check=_tool_length)
     identify_max_excursion: float = _p(1.2, "largest excursion of each joint from the start of the motion, rad")
     identify_floor_height: float = _p(0.05, "the payload stays above this height above the robot's base, m "
                                             "(the table the robot stands on is at 0)")

@@ -148,6 +148,7 @@ SPECS = [
     ("estimate", "--shape", ["box:{v},0.05,0.04@0.06,0,0.02", "sphere:{v}", "cylinder:0.02,{v}",
                              "box:0.1,0.1,0.1@{v},0,0"]),
     ("excite", "--payload", ["{v}@0,0,0.05", "1@{v},0,0.05"]),
+    ("excite", "--shape", ["box:{v},0.05,0.04@0,0,0.05", "sphere:0.05@0,0,{v}"]),
     ("calibrate", "--known-payload", ["{v}@0,0,0.05", "1@0,{v},0.05"]),
 ]
 """Options whose specification carries numbers: each number fuzzed in turn."""
@@ -156,7 +157,7 @@ SPECS = [
 @pytest.mark.parametrize("command, option, specs", SPECS, ids=[f"{c}{o}" for c, o, _ in SPECS])
 def test_numbers_inside_a_specification(tmp_path, bag, command, option, specs):
     base = _fill(BASE[command], tmp=tmp_path, bag=bag)
-    if option == "--shape":
+    if option == "--shape" and command == "estimate":
         base = [str(SAMPLES), "--max-points", "30", "--json"]
     extra = ["--known-payload-bag", str(bag)] if option == "--known-payload" else []
     for spec in specs:
@@ -201,6 +202,8 @@ FILE_ARGUMENTS = [
     ("simulate", [*BASE["simulate"], "--urdf", "{file}", "--flange-frame", "link7"], "arm.urdf"),
     ("excite", [*BASE["excite"], "--for", "joint-torques", "--arm-calibration", "{file}"], "cal.yaml"),
     ("excite", [*BASE["excite"], "--urdf", "{file}", "--tcp-frame", "tool", "--start", "0,0,0"], "arm.urdf"),
+    ("excite", [*BASE["excite"], "--points", "{file}"], "points.csv"),
+    ("excite", [*BASE["excite"], "--shape", "mesh:{file}"], "part.stl"),
     ("replay", ["{file}", "--out", "{tmp}/replay"], "bag"),
     ("replay", [*BASE["replay"], "--config", "{file}"], "params.yaml"),
     ("replay", [*BASE["replay"], "--urdf", "{file}"], "arm.urdf"),

@@ -17,6 +17,8 @@ from dataclasses import fields, replace
 
 import numpy as np
 import pytest
+import yaml
+from frame_point_speed import frame_point_speeds
 
 from payload_estimator.core.shapes import format_shape_spec
 from payload_estimator.excitation import ExcitationError, MotionLimits, check_trajectory
@@ -149,8 +151,13 @@ def follow(session, plan, start: float, stop: float, estimate=None, saturated: i
 
 # ------------------------------------------------------------------ settings
 def test_the_identification_defaults_are_the_excitation_layers():
-    """Settings cannot import the excitation layer (it is above): the values are kept equal here."""
-    assert motion_limits(Settings(), IdentifyGoal()) == MotionLimits()
+    """Settings cannot import the excitation layer (it is above): the values are kept equal here.
+
+    But for the payload's points: the library's default holds the speed at the TCP alone, the node's at
+    the tip of a tool of ``identify_tool_length`` too."""
+    node = motion_limits(Settings(), IdentifyGoal())
+    assert replace(node, payload_points=(), payload_label=MotionLimits().payload_label) == MotionLimits()
+    assert node.payload_points == ((0.0, 0.0, Settings().identify_tool_length),)
     names = {f.name for f in fields(Settings)}
     for f in fields(MotionLimits):
         if f"identify_{f.name}" in names:
@@ -245,8 +252,16 @@ def test_the_plan_is_the_checked_design_sampled_for_the_controller(plan):
     assert check_trajectory(plan.trajectory, plan.kinematics, plan.arm_limits, plan.q_start, plan.limits).ok
     assert 0.0 < plan.peak_tcp_speed <= 0.25
     assert "duration_s: 5.0" in plan.summary_yaml
+    # the tip of the default tool, 0.15 m out, within the limit too (pinocchio's own speed of that point)
+    t = np.linspace(0.0, plan.duration, 2001)
+    q, dq, _ = plan.trajectory(t)
+    tip = frame_point_speeds(robot_urdf(ROBOT), SPEC.flange_frame, SPEC.joint_names, q, dq, [[0.0, 0.0, 0.15]])
+    assert np.max(tip) <= plan.limits.max_tcp_speed
+    assert plan.fastest.startswith("the tip of the tool (identify_tool_length 0.15 m) at (0.00, 0.00, 0.15) m in the "
+                                   "flange frame: ") and yaml.safe_load(plan.summary_yaml)["fastest"] == plan.fastest
     dry = dry_run_outcome(plan)
     assert dry.status == SUCCEEDED and "nothing moved" in dry.message and dry.summary_yaml == plan.summary_yaml
+    assert f"(fastest: {plan.fastest}; every limit kept)" in dry.message
     assert dry.motion_time == 0.0 and dry.planned_duration == plan.duration
 
 
@@ -257,7 +272,7 @@ def test_the_way_back_keeps_every_limit(plan):
     # it starts where the arm stopped, not at the start: the only violation the check may find
     assert [v for v in check.violations if "is not the start configuration" not in v] == []
     assert np.all(check.peak_velocity_fraction <= plan.limits.velocity_fraction)
-    assert check.peak_tcp_speed <= plan.limits.max_tcp_speed
+    assert check.peak_tcp_speed <= check.peak_speed <= plan.limits.max_tcp_speed  # the tool's tip too
     q, dq, _ = move(np.array([0.0, move.duration]))
     np.testing.assert_allclose(q, [q_from, plan.q_start], atol=1e-12)
     np.testing.assert_allclose(dq, 0.0, atol=1e-12)

@@ -177,7 +177,8 @@ def test_one_goal_moves_the_arm_and_a_cancel_stops_it(make, plan, designed):
     run = new_run(sup, controller, clock, log=log)
     run.tick(T0, [at_home(make, T0)], None)
     thread, outcomes = start(run, IdentifyGoal(), goal)
-    assert log.lines == [("info", f"~/identify: a {plan.duration:.1f} s identification motion through {ACTION}")]
+    assert log.lines == [("info", f"~/identify: a {plan.duration:.1f} s identification motion through {ACTION} "
+                                  f"(fastest: {plan.fastest})")]
 
     clock.now = T0 + 0.01
     run.tick(clock.now, [at_home(make, clock.now)], None)  # the session starts: reset, send

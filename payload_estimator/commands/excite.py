@@ -2,13 +2,15 @@
 
 From a start configuration (default: the robot's home pose) and the robot's limits, designs a
 joint trajectory that starts and ends at rest at the start, keeps every joint inside its
-position, speed, acceleration and jerk limits, the TCP below ``--max-tcp-speed`` and the payload
-clear of the floor and the robot's base, and maximises the information the wrench gives about
-the payload's ten inertial parameters (and the F/T offsets). Every constraint is checked on the
-sampled result. The same ``--seed`` gives the same motion.
+position, speed, acceleration and jerk limits, the TCP and the payload's farthest point below
+``--max-tcp-speed`` (the tip of a ``--tool-length`` tool, 0.15 m by default, or the outermost
+corner of ``--shape`` or point of ``--points``) and the payload clear of the floor and the robot's
+base, and maximises the information the wrench gives about the payload's ten inertial parameters
+(and the F/T offsets). Every constraint is checked on the sampled result. The same ``--seed``
+gives the same motion.
 
 It prints the duration, the peak joint speed, acceleration and jerk as fractions of the limits,
-the peak TCP speed, the clearances, the scaled condition number of the information matrix and
+the peak speed and the point that reached it, the clearances, the scaled condition number of the information matrix and
 the predicted standard deviations of mass, COM and inertia for a nominal payload (1 kg, a 10 cm
 cube 5 cm out; and with ``--payload`` for that one), beside Nadeau et al.'s wrist sinusoids of the
 same duration where they are admissible. ``--out FILE.csv`` writes the motion (header
@@ -114,6 +116,7 @@ def _start(text: str) -> list[float]:
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``excite`` command and its options to ``sub``; return its parser."""
     from payload_estimator.excitation.calibration import CALIBRATION_DURATION_S, DESIGN_EFFORT_STD
+    from payload_estimator.excitation.limits import DEFAULT_TOOL_LENGTH as TOOL_LENGTH_M
     from payload_estimator.excitation.limits import MotionLimits  # no pinocchio: --help works core-only
     from payload_estimator.robots import ROBOT_NAMES
 
@@ -151,6 +154,16 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help=f"distance kept from the base's vertical axis, m (default {d.base_clearance:g})")
     p.add_argument("--payload-radius", type=_clearance, default=d.payload_radius,
                    help=f"the payload lies within this distance of the TCP, m (default {d.payload_radius:g})")
+    reach = p.add_mutually_exclusive_group()
+    reach.add_argument("--tool-length", type=_clearance, metavar="M",
+                       help="the tool and payload reach this far beyond the TCP along its z axis, m: "
+                            f"--max-tcp-speed holds at that point too (default {TOOL_LENGTH_M:g}; 0: the TCP alone)")
+    reach.add_argument("--shape", metavar="SPEC",
+                       help="instead, the payload's shape in the TCP frame (as estimate --shape, m and rad): "
+                            "--max-tcp-speed holds at the corners of the box about each solid")
+    reach.add_argument("--points", metavar="FILE",
+                       help="instead, the payload's points in the TCP frame (as estimate --points): "
+                            "--max-tcp-speed holds at the outermost ones")
     p.add_argument("--payload", metavar="SPEC",
                    help="also predict for this payload: a catalogue name (e.g. claw_hammer, drill) or "
                         "MASS@X,Y,Z (kg; COM in the TCP frame, m)")
@@ -220,16 +233,34 @@ def _arm(args: argparse.Namespace) -> tuple[str, Any, Any, Any]:
     return name, kin, arm, start
 
 
-def _limits(args: argparse.Namespace, default_duration: float) -> Any:
+def _limits(args: argparse.Namespace, default_duration: float, payload: bool = True) -> Any:
+    """The motion's limits from the options (``payload``: at the payload's points too)."""
     from payload_estimator.excitation.limits import ExcitationError, MotionLimits
 
+    points, label = _reach(args) if payload else ((), "the payload")
     try:
         return MotionLimits(duration=default_duration if args.duration is None else args.duration,
                             max_tcp_speed=args.max_tcp_speed, max_excursion=args.max_excursion,
                             floor_height=args.floor_height, base_clearance=args.base_clearance,
-                            payload_radius=args.payload_radius)
+                            payload_radius=args.payload_radius, payload_points=points, payload_label=label)
     except ExcitationError as exc:
         raise CommandError(str(exc)) from None
+
+
+def _reach(args: argparse.Namespace) -> tuple[Any, str]:
+    """The payload's farthest points in the TCP frame (m), and what they are (``--shape``, ``--points``, a tool)."""
+    from payload_estimator.core.shapes import POINTS_PREFIX, outermost_points
+    from payload_estimator.errors import ShapeError
+    from payload_estimator.excitation.limits import DEFAULT_TOOL_LENGTH
+
+    if args.shape or args.points:
+        option, spec = ("--shape", args.shape) if args.shape else ("--points", POINTS_PREFIX + args.points)
+        try:
+            return tuple(map(tuple, outermost_points(spec))), f"the payload ({option})"
+        except ShapeError as exc:
+            raise CommandError(f"{option}: {exc}") from None
+    length = DEFAULT_TOOL_LENGTH if args.tool_length is None else args.tool_length
+    return (((0.0, 0.0, length),) if length > 0 else ()), f"the tip of the tool (--tool-length {length:g} m)"
 
 
 def _write_csv(out: Path, trajectory: Any, joint_names: tuple[str, ...], dt: float) -> None:
@@ -267,6 +298,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``excite`` with the parsed ``args``; return the exit status."""
     if args.purpose == "calibration":
         return _run_calibration(args)
+    from payload_estimator.excitation.check import fastest_point_text
     from payload_estimator.excitation.design import design_excitation, design_shake, predict_uncertainty
     from payload_estimator.excitation.limits import ExcitationError, MotionLimits
     from payload_estimator.outputs.report import excitation_table
@@ -294,7 +326,8 @@ def run(args: argparse.Namespace) -> int:
                                        joint_torques=noise)
     except ExcitationError as exc:
         raise CommandError(str(exc)) from None
-    summary: dict[str, Any] = {"robot": name, **design.summary()}
+    summary: dict[str, Any] = {"robot": name, **design.summary(),
+                               "fastest": fastest_point_text(design.check, args.tcp_frame if args.urdf else "flange")}
     if payload is not None:
         label, params = payload
         summary["predicted_payload"] = {"payload": label, **predict_uncertainty(
@@ -309,12 +342,13 @@ def _run_calibration(args: argparse.Namespace) -> int:
     from payload_estimator.excitation.limits import ExcitationError
 
     for option, given in (("--payload", args.payload), ("--no-bias", args.no_bias), ("--shake", args.shake),
-                          ("--arm-calibration", args.arm_calibration)):
+                          ("--arm-calibration", args.arm_calibration), ("--tool-length", args.tool_length is not None),
+                          ("--shape", args.shape), ("--points", args.points)):
         if given:
             raise CommandError(f"{option} applies to --for payload: a calibration motion is for the unloaded arm")
     out = check_out_file(args.out) if args.out else None
     name, kin, arm, start = _arm(args)
-    limits = _limits(args, CALIBRATION_DURATION_S)
+    limits = _limits(args, CALIBRATION_DURATION_S, payload=False)
     try:
         motion = design_calibration_motion(kin, arm, start, limits, seed=args.seed, effort_std=args.effort_std)
     except ExcitationError as exc:
@@ -341,6 +375,8 @@ def _emit(args: argparse.Namespace, out: Any, summary: dict[str, Any], motion: A
 
     console = make_console()
     console.print(table(summary))
+    if "fastest" in summary:
+        console.print(f"fastest: {summary['fastest']}", markup=False, highlight=False)
     for line in motion.check.violations:
         console.print(f"violation: {line}", markup=False)
     if out is not None:

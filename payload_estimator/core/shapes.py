@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+from scipy.spatial import ConvexHull
 
 from payload_estimator.core.point_masses import (
     DEFAULT_DENSITY,
@@ -50,6 +51,7 @@ __all__ = [
     "load_point_cloud",
     "POINTS_PREFIX",
     "payload_points",
+    "outermost_points",
     "ShapeError",
 ]
 
@@ -175,3 +177,23 @@ def payload_points(spec: str) -> SampledShape | None:
     if not spec.startswith(POINTS_PREFIX):
         return None
     return load_point_cloud(spec[len(POINTS_PREFIX):].strip())
+
+
+def outermost_points(spec: str) -> np.ndarray:
+    """(K, 3) points in the sensor frame whose convex hull holds the payload a specification describes, m.
+
+    A shape's (:func:`parse_shape_spec`): the corners of the box about each solid, in the solid's own axes
+    (about each part of a union); a point cloud's (``points:FILE``): its points. Only the vertices of their
+    convex hull are kept: a function convex in the position, such as the speed of a point fixed to the
+    payload, is largest at one of them.
+
+    Raises:
+        ShapeError: the specification is not a shape's or a readable point cloud's (one line).
+    """
+    cloud = payload_points(spec)
+    points = cloud.points_in_sensor if cloud is not None else parse_shape_spec(spec).corners()
+    points = np.unique(np.asarray(points, dtype=float), axis=0)
+    try:
+        return np.asarray(points[ConvexHull(points).vertices])
+    except (RuntimeError, ValueError):  # QhullError: flat or too few to span a volume: every point counts
+        return np.asarray(points)

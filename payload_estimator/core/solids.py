@@ -73,9 +73,13 @@ class Shape(abc.ABC):
         """(N,) True for points strictly inside the shape."""
         return self._contains_local(self.to_local(points_in_sensor))
 
+    def corners(self) -> np.ndarray:
+        """(8, 3) the corners of a box about the shape, in its own axes, placed in S, m (the shape lies within)."""
+        return self._local_corners() @ self.R_sensor_shape.T + self.p_sensor_shape
+
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Axis-aligned bounding box in S: (lower corner, upper corner), m."""
-        corners = self._local_corners() @ self.R_sensor_shape.T + self.p_sensor_shape
+        corners = self.corners()
         return corners.min(axis=0), corners.max(axis=0)
 
     def solid_inertia(self, mass: float) -> InertialParameters:
@@ -337,6 +341,10 @@ class Union(Shape):
         for part in self.parts:
             inside |= part.contains(pts)
         return inside
+
+    def corners(self) -> np.ndarray:
+        """(8 k, 3) the corners of each of the k parts' boxes, in S, m."""
+        return np.concatenate([part.corners() for part in self.parts])
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Axis-aligned bounding box of every part in S: (lower corner, upper corner), m."""

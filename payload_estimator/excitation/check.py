@@ -8,7 +8,8 @@ default), takes the jerk as the finite difference of the sampled accelerations, 
 * joint positions at least ``position_margin`` inside the limits, and within ``max_excursion``
   of the start;
 * joint speeds, accelerations and jerks below their fractions of the vendor limits;
-* the TCP's linear speed below ``max_tcp_speed``;
+* the linear speed of the TCP and of the payload's outermost points (``payload_points``) below
+  ``max_tcp_speed``;
 * the payload, a sphere of ``payload_radius`` about the TCP, above ``floor_height`` and at least
   ``base_clearance`` from the vertical axis through the base.
 
@@ -23,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from payload_estimator.excitation.limits import ArmLimits, ExcitationError, MotionLimits
+from payload_estimator.excitation.limits import ArmLimits, ExcitationError, MotionLimits, point_speeds
 
 if TYPE_CHECKING:  # pinocchio comes with the kinematics a caller passes in
     from payload_estimator.pipeline.kinematics import SensorKinematics
 
-__all__ = ["TrajectoryCheck", "check_trajectory", "CHECK_RATE_HZ", "trajectory_grid"]
+__all__ = ["TrajectoryCheck", "check_trajectory", "CHECK_RATE_HZ", "trajectory_grid", "fastest_point_text"]
 
 CHECK_RATE_HZ = 1000.0
 """Rate at which a trajectory is sampled for the checks, Hz (a joint controller's rate)."""
@@ -53,7 +54,10 @@ class TrajectoryCheck:
         peak_jerk_fraction: (n,) likewise for jerks.
         max_excursion: (n,) largest |q - q_start| per joint, rad.
         min_limit_distance: smallest distance of any joint to its position limit, rad.
-        peak_tcp_speed: m/s.
+        peak_tcp_speed: the TCP's own, m/s.
+        peak_speed: the fastest of the TCP and the payload's points (the one ``max_tcp_speed`` bounds), m/s.
+        fastest_point: (3,) where that is, in the TCP frame, m (zeros: the TCP).
+        fastest_point_name: what it is ("the TCP", or the limits' ``payload_label``).
         min_floor_clearance: lowest point of the payload sphere above ``floor_height``, m.
         min_base_clearance: closest approach of the payload sphere to the base's vertical axis,
             beyond ``base_clearance``, m.
@@ -71,6 +75,9 @@ class TrajectoryCheck:
     min_floor_clearance: float
     min_base_clearance: float
     rate_hz: float
+    peak_speed: float
+    fastest_point: np.ndarray
+    fastest_point_name: str
 
     def summary(self) -> dict[str, Any]:
         """Plain values for printing and JSON (largest fractions over the joints)."""
@@ -83,6 +90,9 @@ class TrajectoryCheck:
             "max_excursion_rad": float(np.max(self.max_excursion)),
             "min_limit_distance_rad": self.min_limit_distance,
             "peak_tcp_speed_m_s": self.peak_tcp_speed,
+            "peak_speed_m_s": self.peak_speed,
+            "fastest_point": self.fastest_point_name,
+            "fastest_point_xyz_m": self.fastest_point.tolist(),
             "min_floor_clearance_m": self.min_floor_clearance,
             "min_base_clearance_m": self.min_base_clearance,
         }
@@ -131,7 +141,8 @@ def check_trajectory(
     violations += rates
     clearances, workspace = _workspace_violations(kin, q, dq, t, limits)
     violations += workspace
-    tcp_speed, floor, base = clearances
+    speeds, floor, base = clearances
+    k, j = np.unravel_index(int(np.argmax(speeds)), speeds.shape)
     return TrajectoryCheck(
         ok=not violations,
         violations=tuple(violations),
@@ -140,10 +151,13 @@ def check_trajectory(
         peak_jerk_fraction=fractions[2],
         max_excursion=np.max(np.abs(q - q_start), axis=0),
         min_limit_distance=float(np.min(np.minimum(q - arm.q_min, arm.q_max - q))),
-        peak_tcp_speed=float(np.max(tcp_speed)),
+        peak_tcp_speed=float(np.max(speeds[:, 0])),
         min_floor_clearance=float(np.min(floor)),
         min_base_clearance=float(np.min(base)),
         rate_hz=float(rate_hz),
+        peak_speed=float(speeds[k, j]),
+        fastest_point=limits.speed_points[j],
+        fastest_point_name=limits.speed_point_name(int(j)),
     )
 
 
@@ -208,17 +222,20 @@ def _rate_violations(dq: np.ndarray, ddq: np.ndarray, jerk: np.ndarray, t: np.nd
 
 def _workspace_violations(kin: SensorKinematics, q: np.ndarray, dq: np.ndarray, t: np.ndarray,
                           limits: MotionLimits) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], list[str]]:
-    """Return ``((tcp_speed, floor, base), lines)``: the TCP's speed and clearances, and the broken limits.
+    """Return ``((speeds, floor, base), lines)``: the speeds and clearances, and the broken limits.
 
-    Per sample, the TCP's speed (m/s) and the payload sphere's clearances of the floor and of
-    the base's vertical axis beyond their margins (m); the lines of the limits they break."""
+    Per sample, the speeds (m/s, (N, 1 + K)) of the TCP and the payload's points
+    (``limits.speed_points``), and the payload sphere's clearances of the floor and of the base's
+    vertical axis beyond their margins (m); the lines of the limits they break."""
     violations = []
     motion = kin.compute(q, dq, np.zeros_like(dq))
-    tcp_speed = np.linalg.norm(motion.lin_vel_in_sensor, axis=1)
-    if np.max(tcp_speed) > limits.max_tcp_speed:
-        k = int(np.argmax(tcp_speed))
-        violations.append(f"the TCP moves at {tcp_speed[k]:.3f} m/s at t = {t[k]:.3f} s "
-                          f"(at most {limits.max_tcp_speed} m/s)")
+    points = limits.speed_points
+    speeds = point_speeds(motion.lin_vel_in_sensor, motion.ang_vel_in_sensor, points)
+    if np.max(speeds) > limits.max_tcp_speed:
+        i, j = (int(x) for x in np.unravel_index(int(np.argmax(speeds)), speeds.shape))
+        where = "" if j == 0 else f" ({', '.join(f'{x:.3f}' for x in points[j])} m in the TCP frame)"
+        violations.append(f"{limits.speed_point_name(j)}{where} moves at {speeds[i, j]:.3f} m/s "
+                          f"at t = {t[i]:.3f} s (at most {limits.max_tcp_speed} m/s)")
     up = -kin.gravity_in_world / np.linalg.norm(kin.gravity_in_world)
     p = motion.p_world_sensor
     height = p @ up
@@ -233,4 +250,16 @@ def _workspace_violations(kin: SensorKinematics, q: np.ndarray, dq: np.ndarray, 
         k = int(np.argmin(base))
         violations.append(f"the payload comes {-base[k]:.3f} m too close to the robot's base "
                           f"(clearance {limits.base_clearance} m) at t = {t[k]:.3f} s")
-    return (tcp_speed, floor, base), violations
+    return (speeds, floor, base), violations
+
+
+def fastest_point_text(check: TrajectoryCheck, frame: str = "TCP") -> str:
+    """Where the motion is fastest and how fast, for a user (``frame``: the TCP frame's name).
+
+    "the tip of the tool (identify_tool_length 0.15 m) at (0.00, 0.00, 0.15) m in the flange frame:
+    0.24 m/s", or "the flange: 0.24 m/s" (the TCP itself)."""
+    if check.fastest_point_name == "the TCP":
+        return f"the {frame}: {check.peak_speed:.2f} m/s" if frame == "flange" else \
+            f"the origin of the {frame} frame: {check.peak_speed:.2f} m/s"
+    xyz = ", ".join(f"{x:.2f}" for x in check.fastest_point)
+    return f"{check.fastest_point_name} at ({xyz}) m in the {frame} frame: {check.peak_speed:.2f} m/s"

@@ -12,8 +12,10 @@ node's ``~/identify`` action:
 
 Units: rad, rad/s, rad/s², rad/s³, m, m/s, s. "TCP" is the origin of the kinematics' frame (the
 flange, or the sensor frame when it is mounted further out); the payload is taken as a sphere
-of radius ``payload_radius`` about it for the clearances. Heights are in the world frame of the
-kinematics (its origin is the robot base's; ``z`` up, against gravity).
+of radius ``payload_radius`` about it for the clearances. The speed limit holds at the TCP and at
+the payload's outermost points (``payload_points``, in the TCP frame: a tool's tip, the corners of
+a box about the payload), a point ``p`` fixed to the TCP moving at ``v + w x p``. Heights are in the
+world frame of the kinematics (its origin is the robot base's; ``z`` up, against gravity).
 """
 
 from __future__ import annotations
@@ -34,10 +36,12 @@ if TYPE_CHECKING:  # pinocchio is imported by the functions that need it: the va
 __all__ = [
     "ArmLimits",
     "MotionLimits",
+    "point_speeds",
     "ExcitationError",
     "flange_kinematics",
     "DEFAULT_ACCELERATION_LIMIT",
     "DEFAULT_JERK_LIMIT",
+    "DEFAULT_TOOL_LENGTH",
 ]
 
 DEFAULT_ACCELERATION_LIMIT = 5.0
@@ -149,6 +153,13 @@ class ArmLimits:
                    source="URDF limits, default acceleration and jerk limits")
 
 
+DEFAULT_TOOL_LENGTH = _setting_default("tool_length")
+"""How far the tool and payload reach beyond the flange along its z axis when nothing says, m (the
+setting ``identify_tool_length``): where the speed limit holds besides the flange."""
+
+_NOT_NUMBERS = ("payload_points", "payload_label")
+"""The fields of :class:`MotionLimits` that are no single number."""
+
 MIN_TCP_SPEED = 0.001
 """The slowest top TCP speed a motion is designed for, m/s: slower, the payload hardly moves."""
 MIN_EXCURSION = 0.01
@@ -177,6 +188,11 @@ class MotionLimits:
         base_clearance: the payload stays this far from the vertical axis through the robot's
             base, m.
         payload_radius: the payload (and gripper) lies within this distance of the TCP, m.
+        payload_points: the payload's outermost points in the TCP frame, m: ``max_tcp_speed`` holds at
+            each of them as at the TCP (a point ``p`` fixed to it moves at ``v + w x p``, fastest at a vertex
+            of their convex hull); none: at the TCP alone.
+        payload_label: what those points are, for the texts that name the fastest one ("the tip of the
+            tool (identify_tool_length 0.15 m)", "the payload (payload_shape)").
     """
 
     duration: float = _setting_default("duration")
@@ -189,9 +205,18 @@ class MotionLimits:
     floor_height: float = _setting_default("floor_height")
     base_clearance: float = _setting_default("base_clearance")
     payload_radius: float = _setting_default("payload_radius")
+    payload_points: tuple[tuple[float, float, float], ...] = ()
+    payload_label: str = "the payload"
 
     def __post_init__(self) -> None:
+        points = np.array(self.payload_points, dtype=float).reshape(-1, 3) if len(self.payload_points) else \
+            np.zeros((0, 3))
+        if not np.all(np.isfinite(points)):
+            raise ExcitationError("payload_points must be finite")
+        object.__setattr__(self, "payload_points", tuple(tuple(float(x) for x in p) for p in points))
         for f in fields(self):
+            if f.name in _NOT_NUMBERS:
+                continue
             value = getattr(self, f.name)
             if not np.isfinite(value):
                 raise ExcitationError(f"{f.name} must be finite, got {value}")
@@ -211,23 +236,34 @@ class MotionLimits:
             if getattr(self, name) < 0.0:
                 raise ExcitationError(f"{name} must not be negative, got {getattr(self, name)}")
 
+    @property
+    def speed_points(self) -> np.ndarray:
+        """(1 + K, 3) where ``max_tcp_speed`` holds, in the TCP frame, m: the TCP, then :attr:`payload_points`."""
+        return np.vstack([np.zeros((1, 3)), np.reshape(self.payload_points, (-1, 3))])
+
+    def speed_point_name(self, k: int) -> str:
+        """The name of :attr:`speed_points`' ``k``-th row in texts: "the TCP", or :attr:`payload_label`."""
+        return "the TCP" if k == 0 else self.payload_label
+
     @classmethod
     def from_settings(cls, settings: Settings) -> MotionLimits:
         """The bounds the settings (``identify_*``) give; the rest at their defaults."""
-        return cls(**{name: float(getattr(settings, _SETTINGS_PREFIX + name)) for name in _FROM_SETTINGS})
+        values: dict[str, Any] = {name: float(getattr(settings, _SETTINGS_PREFIX + name)) for name in _FROM_SETTINGS}
+        return cls(**values)
 
     def with_overrides(self, **overrides: float | None) -> MotionLimits:
         """Return a copy with the given fields replaced.
 
-        ``None`` or 0 keep the current value (a goal's "use the default").
+        ``None`` or 0 keep the current value (a goal's "use the default"); numbers only (the payload's
+        points: :func:`dataclasses.replace`).
 
         Raises:
-            ConfigurationError: a field that is not a motion limit.
+            ConfigurationError: a field that is not a motion limit (or not a number).
         """
-        kept = {k: float(v) for k, v in overrides.items() if v is not None and v != 0.0}
-        unknown = set(kept) - {f.name for f in fields(self)}
+        unknown = (set(overrides) - {f.name for f in fields(self)}) | (set(overrides) & set(_NOT_NUMBERS))
         if unknown:
             raise ConfigurationError(f"unknown motion limits: {sorted(unknown)}")
+        kept: dict[str, Any] = {k: float(v) for k, v in overrides.items() if v is not None and v != 0.0}
         return MotionLimits(**{**{f.name: getattr(self, f.name) for f in fields(self)}, **kept})
 
 
@@ -238,3 +274,12 @@ def flange_kinematics(robot: str | RobotSpec) -> SensorKinematics:
 
     spec = get_robot(robot) if isinstance(robot, str) else robot
     return SensorKinematics(robot_urdf(robot), spec.flange_frame, joint_names=spec.joint_names)
+
+
+def point_speeds(lin_vel: np.ndarray, ang_vel: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """(N, K) the speeds of ``points`` (K, 3) fixed to a frame that moves at ``lin_vel``, ``ang_vel`` (N, 3), m/s.
+
+    All in the frame's axes: a point ``p`` moves at ``v + w x p``."""
+    v = np.asarray(lin_vel, dtype=float)[:, None, :] + np.cross(np.asarray(ang_vel, dtype=float)[:, None, :],
+                                                                np.asarray(points, dtype=float)[None, :, :])
+    return np.asarray(np.linalg.norm(v, axis=2))

@@ -2,12 +2,13 @@
 
 **Constraints.** For every candidate the coefficients are scaled down by the largest factor
 ``s <= 1`` that keeps the joint positions (margin, excursion), speeds, accelerations and jerks
-within their limits (exact: these are linear in the coefficients), then the TCP speed and the
-payload's clearance of the floor and the base (re-scaled until they hold). The optimiser (the
-eight best of 64 seeded random coefficient sets, each refined by gradient ascent along the limit
-that binds) therefore only ever sees admissible motions, and the result is checked once more
-on the 1 kHz sampled trajectory (:func:`~payload_estimator.excitation.check.check_trajectory`),
-shrunk if a peak between the design grid's samples exceeded a limit. The same seed gives the same motion.
+within their limits (exact: these are linear in the coefficients), then the speed of the TCP and
+of the payload's outermost points (``MotionLimits.payload_points``) and the payload's clearance of
+the floor and the base (re-scaled until they hold). The optimiser (the eight best of 64 seeded
+random coefficient sets, each refined by gradient ascent along the limit that binds) therefore
+only ever sees admissible motions, and the result is checked once more on the 1 kHz sampled
+trajectory (:func:`~payload_estimator.excitation.check.check_trajectory`), shrunk if a peak
+between the design grid's samples exceeded a limit. The same seed gives the same motion.
 
 :class:`FourierSearch` is that search; a subclass says what is maximised (the payload's
 information: :mod:`~payload_estimator.excitation.design`; the unloaded arm's:
@@ -22,7 +23,7 @@ import numpy as np
 
 from payload_estimator.excitation.check import trajectory_grid
 from payload_estimator.excitation.fourier import FourierExcitation
-from payload_estimator.excitation.limits import ArmLimits, MotionLimits
+from payload_estimator.excitation.limits import ArmLimits, MotionLimits, point_speeds
 
 if TYPE_CHECKING:  # pinocchio comes with the kinematics a caller passes in
     from payload_estimator.pipeline.kinematics import SensorKinematics
@@ -80,6 +81,7 @@ class FourierSearch:
         self.allowed = (limits.velocity_fraction * arm.dq_max, limits.acceleration_fraction * arm.ddq_max,
                         limits.jerk_fraction * arm.dddq_max)
         self.up = -kin.gravity_in_world / np.linalg.norm(kin.gravity_in_world)
+        self.speed_points = limits.speed_points  # the TCP and the payload's outermost points
 
     def score(self, x: np.ndarray) -> tuple[float, np.ndarray | None]:
         """Score the largest admissible scaling of the normalised coefficients ``x``.
@@ -140,7 +142,7 @@ class FourierSearch:
             Cs = s * C
             q, dq, ddq = self.q_start + B0 @ Cs, B1 @ Cs, B2 @ Cs
             motion = self.kin.compute(q, dq, ddq)
-            speed = float(np.max(np.linalg.norm(motion.lin_vel_in_sensor, axis=1)))
+            speed = float(np.max(point_speeds(motion.lin_vel_in_sensor, motion.ang_vel_in_sensor, self.speed_points)))
             p = motion.p_world_sensor
             height = p @ self.up
             floor = float(np.min(height - self.limits.payload_radius - self.limits.floor_height))
@@ -156,8 +158,9 @@ class FourierSearch:
         """Return the (2H, n) gradient of the ratio ``r`` of the limit ``C`` comes nearest (``r = 1``: on it).
 
         ``r`` is a function of degree 1 in ``C``: so moving along ``g - (g . C) grad r`` keeps ``r`` while
-        the log det changes as the gradient ``g`` says. Joint limits are linear in ``C``; the TCP
-        speed is taken as linear too (its Jacobian at the fastest sample)."""
+        the log det changes as the gradient ``g`` says. Joint limits are linear in ``C``; the speed of
+        the fastest point (the TCP or a payload's point) is taken as linear too (its Jacobian at the
+        fastest sample)."""
         B0, B1, B2, B3 = self.B
         D = B0 @ C
         cap_up = np.minimum(self.room_up, self.limits.max_excursion)
@@ -175,14 +178,18 @@ class FourierSearch:
                 grad[:, j] = Bi[k] * weight[k, j] if np.ndim(weight) == 2 else Bi[k] * weight[j]
         Bd0, Bd1, _ = self.Bd
         q, dq = self.q_start + Bd0 @ C, Bd1 @ C
-        v = self.kin.compute(q, dq, np.zeros_like(dq)).lin_vel_in_sensor
-        speed = np.linalg.norm(v, axis=1)
-        fastest = int(np.argmax(speed))
-        if speed[fastest] / (0.97 * self.limits.max_tcp_speed) > worst:
-            worst = float(speed[fastest] / (0.97 * self.limits.max_tcp_speed))
-            Jv = self.kin.compute(np.repeat(q[fastest:fastest + 1], self.n, axis=0), np.eye(self.n),
-                                  np.zeros((self.n, self.n))).lin_vel_in_sensor.T  # (3, n)
-            grad = np.outer(Bd1[fastest], Jv.T @ (v[fastest] / speed[fastest])) / (0.97 * self.limits.max_tcp_speed)
+        m = self.kin.compute(q, dq, np.zeros_like(dq))
+        speeds = point_speeds(m.lin_vel_in_sensor, m.ang_vel_in_sensor, self.speed_points)
+        fastest, j = np.unravel_index(int(np.argmax(speeds)), speeds.shape)
+        target = 0.97 * self.limits.max_tcp_speed
+        if speeds[fastest, j] / target > worst:
+            worst = float(speeds[fastest, j] / target)
+            p = self.speed_points[j]
+            v = m.lin_vel_in_sensor[fastest] + np.cross(m.ang_vel_in_sensor[fastest], p)
+            J = self.kin.compute(np.repeat(q[fastest:fastest + 1], self.n, axis=0), np.eye(self.n),
+                                 np.zeros((self.n, self.n)))
+            Jv = J.lin_vel_in_sensor + np.cross(J.ang_vel_in_sensor, p)  # (n, 3): the point's velocity per joint
+            grad = np.outer(Bd1[fastest], Jv @ (v / speeds[fastest, j])) / target
         return grad / max(worst, 1e-300)
 
     def ascend(self, x: np.ndarray, iterations: int) -> tuple[float, np.ndarray | None]:

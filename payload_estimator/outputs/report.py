@@ -178,7 +178,8 @@ def _predicted_cells(predicted: dict[str, Any] | None) -> list[str]:
 def _motion_table(what: str, summary: dict[str, Any]) -> Table:
     """Return the table rows every designed motion has (a ``summary()`` with its limit check).
 
-    Peaks against the limits, the TCP speed and the clearances."""
+    Peaks against the limits, the speeds of the TCP and of the fastest point (the TCP or a payload's
+    point) and the clearances."""
     table = Table(title=f"{what} for {summary['robot']}: {summary['duration_s']:g} s, "
                         f"harmonics {summary['harmonics']} of {summary['base_frequency_hz']:.3f} Hz")
     table.add_column("quantity", no_wrap=True)
@@ -188,8 +189,8 @@ def _motion_table(what: str, summary: dict[str, Any]) -> Table:
     table.add_row("peak joint jerk (of limit)", f"{100 * summary['peak_jerk_fraction']:.1f} %")
     table.add_row("largest joint excursion", f"{summary['max_excursion_rad']:.2f} rad")
     table.add_row("closest approach to a joint limit", f"{summary['min_limit_distance_rad']:.2f} rad")
-    table.add_row("peak TCP speed", f"{summary['peak_tcp_speed_m_s']:.3f} m/s "
-                                    f"(limit {summary['max_tcp_speed_m_s']:g})")
+    table.add_row("peak TCP speed / fastest point", f"{summary['peak_tcp_speed_m_s']:.3f} / "
+                  f"{summary['peak_speed_m_s']:.3f} m/s (limit {summary['max_tcp_speed_m_s']:g})")
     table.add_row("floor / base clearance beyond the margins",
                   f"{summary['min_floor_clearance_m']:.3f} / {summary['min_base_clearance_m']:.3f} m")
     return table

@@ -429,6 +429,7 @@ class IdentifySession:
 
 def dry_run_outcome(plan: IdentifyPlan) -> Outcome:
     """The answer to a dry run: the motion is designed and checked, nothing moves."""
-    return Outcome(SUCCEEDED, f"dry run: a {plan.duration:.1f} s motion designed and checked (flange up to "
-                              f"{plan.peak_tcp_speed:.2f} m/s, every limit kept); nothing moved",
+    fastest = plan.fastest or f"the flange: {plan.peak_tcp_speed:.2f} m/s"
+    return Outcome(SUCCEEDED, f"dry run: a {plan.duration:.1f} s motion designed and checked (fastest: "
+                              f"{fastest}; every limit kept); nothing moved",
                    summary_yaml=plan.summary_yaml, planned_duration=plan.duration)

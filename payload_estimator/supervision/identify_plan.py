@@ -12,8 +12,11 @@ to where it started:
   (:func:`~payload_estimator.excitation.design_excitation`; arm limits from the
   robot preset when the joints are the preset's, else from the URDF), with the
   settings' motion limits and the goal's overrides, sampled into the points sent
-  to the controller. With ``wrench_source: joint_torques`` it is the all-joint
-  sinusoids the design picks for the payload as the joint torques see it
+  to the controller. The speed limit holds at the flange and at the payload's
+  farthest points (:func:`payload_reach`: ``payload_shape``'s, else the tip of a
+  tool of ``identify_tool_length``); the plan names the fastest one. With
+  ``wrench_source: joint_torques`` it is the all-joint sinusoids the design
+  picks for the payload as the joint torques see it
   (:func:`joint_torque_noise`: the arm calibration's residual and friction;
   slow sinusoids on every joint keep the calibrated arm model's own error low:
   on 6 simulated xArm 7 arms the worst COM error of the club hammer after 15 s
@@ -23,7 +26,8 @@ to where it started:
   optimisation): the node runs it in the action's own thread, never in its
   processing loop;
 * :func:`return_move`: the minimum-jerk motion back to the start after the
-  identification motion was stopped, within every limit.
+  identification motion was stopped, within every limit (the speed at the
+  payload's points too).
 
 Times: ``now`` and a reading's ``received`` are the clock of the inputs' receive
 times (the node's monotonic clock), s; motion times are s from the start of a
@@ -35,22 +39,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import yaml
 from scipy.spatial.transform import Rotation
 
-from payload_estimator.errors import CalibrationError
+from payload_estimator.core.shapes import outermost_points, rpy_to_matrix
+from payload_estimator.errors import CalibrationError, ShapeError
 from payload_estimator.excitation import (
     ArmLimits,
     ExcitationError,
     MotionLimits,
     design_excitation,
 )
+from payload_estimator.excitation.check import fastest_point_text
 from payload_estimator.excitation.design import SHAKE_DURATIONS, design_shake
 from payload_estimator.excitation.information import JointTorqueNoise
+from payload_estimator.excitation.limits import point_speeds
 from payload_estimator.excitation.trajectory import JointTrajectory, MinJerkSegments, sample_points
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.stream import JOINTS
@@ -67,6 +74,7 @@ __all__ = [
     "joint_torque_noise",
     "MOTIONS",
     "motion_limits",
+    "payload_reach",
     "joint_reading",
     "newest_joint_reading",
     "return_move",
@@ -88,7 +96,8 @@ class IdentifyGoal:
 
     Attributes:
         duration: the motion's length, s (0: the settings' ``identify_duration``).
-        max_tcp_speed: the flange's top speed, m/s (0: the settings' ``identify_max_tcp_speed``).
+        max_tcp_speed: the top speed of the flange and the payload's farthest points, m/s (0: the settings'
+            ``identify_max_tcp_speed``).
         apply: hand a converged estimate over (``~/apply``).
         dry_run: design and check the motion only.
         motion: "" or "designed": the designed motion; "shake 0.5", "shake 1" (or "shake"): a short shake
@@ -171,6 +180,8 @@ class IdentifyPlan:
         kinematics: the flange kinematics it was designed with.
         summary: the design's summary (peaks as fractions of the limits, information ...).
         peak_tcp_speed: the flange's top linear speed along the motion, m/s.
+        fastest: where the motion is fastest (the flange or a payload's point, in the flange frame) and
+            how fast, in words (:func:`~payload_estimator.excitation.check.fastest_point_text`).
     """
 
     joint_names: tuple[str, ...]
@@ -185,6 +196,7 @@ class IdentifyPlan:
     kinematics: SensorKinematics = field(repr=False)
     summary: Mapping[str, Any] = field(default_factory=dict)
     peak_tcp_speed: float = math.nan
+    fastest: str = ""
 
     @property
     def duration(self) -> float:
@@ -230,14 +242,46 @@ def refusal(settings: Settings | None, running: bool, status: str, paused: bool,
 
 
 # ------------------------------------------------------------------- design
-def motion_limits(settings: Settings, goal: IdentifyGoal) -> MotionLimits:
+def motion_limits(settings: Settings, goal: IdentifyGoal,
+                  sensor_pose: tuple[np.ndarray, np.ndarray] | None = None) -> MotionLimits:
     """The motion limits of the settings (``identify_*``), with the goal's duration and speed when non-zero.
 
+    The speed limit holds at the payload's farthest points too (:func:`payload_reach`, ``sensor_pose``).
+
     Raises:
-        ExcitationError: a negative or non-finite value.
+        ExcitationError: a negative or non-finite value, or a ``payload_shape`` that cannot be read.
     """
-    configured = MotionLimits.from_settings(settings)
+    points, label = payload_reach(settings, sensor_pose)
+    configured = replace(MotionLimits.from_settings(settings), payload_points=points, payload_label=label)
     return configured.with_overrides(duration=goal.duration, max_tcp_speed=goal.max_tcp_speed)
+
+
+_DEFAULT_SHAPE = str(Settings.__dataclass_fields__["payload_shape"].default)
+
+
+def payload_reach(settings: Settings, sensor_pose: tuple[np.ndarray, np.ndarray] | None = None
+                  ) -> tuple[tuple[tuple[float, float, float], ...], str]:
+    """The payload's farthest points in the flange frame (m), where the speed limit holds too, and what they are.
+
+    With ``payload_shape`` set (not its default): the corners of the box about each of its solids, or
+    its point cloud's outermost points; else the tip of a tool of ``identify_tool_length`` on the flange's
+    z axis (none for 0). ``sensor_pose``: ``(R, p)`` of the sensor frame (the shape's) in the flange
+    frame; None: ``sensor_xyz``, ``sensor_rpy`` (the sensor attached to the flange).
+
+    Raises:
+        ExcitationError: ``payload_shape`` cannot be read (one line).
+    """
+    if settings.payload_shape.strip() == _DEFAULT_SHAPE:
+        length = float(settings.identify_tool_length)
+        return (((0.0, 0.0, length),) if length > 0 else ()), f"the tip of the tool (identify_tool_length {length:g} m)"
+    try:
+        in_sensor = outermost_points(settings.payload_shape)
+    except ShapeError as exc:
+        raise ExcitationError(f"payload_shape: {exc}") from None
+    R, p = sensor_pose if sensor_pose is not None else (rpy_to_matrix(settings.sensor_rpy),
+                                                         np.asarray(settings.sensor_xyz, dtype=float))
+    in_flange = in_sensor @ np.asarray(R, dtype=float).T + np.asarray(p, dtype=float)
+    return tuple((float(x), float(y), float(z)) for x, y, z in in_flange), "the payload (payload_shape)"
 
 
 def parse_motion(text: str) -> float | None:
@@ -306,11 +350,14 @@ def _arm(settings: Settings, urdf: str, flange: str, joint_names: tuple[str, ...
 
 
 def plan_identification(settings: Settings, goal: IdentifyGoal, urdf: str, flange: str,
-                        joint_names: Sequence[str], q_start: np.ndarray) -> IdentifyPlan:
+                        joint_names: Sequence[str], q_start: np.ndarray,
+                        sensor_pose: tuple[np.ndarray, np.ndarray] | None = None) -> IdentifyPlan:
     """Design and check the identification motion from ``q_start`` (module docstring).
 
     For the settings' wrench source (:func:`joint_torque_noise`), the goal's ``motion``
-    (:func:`parse_motion`: the designed motion of the goal's or the settings' duration, or a shake).
+    (:func:`parse_motion`: the designed motion of the goal's or the settings' duration, or a shake), the
+    speed limit at the payload's farthest points (:func:`payload_reach`; ``sensor_pose``: the sensor
+    frame's ``(R, p)`` in the flange frame, as the stream knows it).
 
     Raises:
         ExcitationError: why no safe motion can be designed (a start outside or within the margin of a
@@ -321,7 +368,7 @@ def plan_identification(settings: Settings, goal: IdentifyGoal, urdf: str, flang
     if shake is not None and goal.duration:
         raise ExcitationError(f"a shake lasts {shake:g} s: leave the goal's duration at 0")
     kin, arm = _arm(settings, urdf, flange, names)
-    limits = motion_limits(settings, goal)
+    limits = motion_limits(settings, goal, sensor_pose)
     noise = joint_torque_noise(settings, names)
     q0 = np.asarray(q_start, dtype=float)
     if shake is not None:
@@ -334,8 +381,10 @@ def plan_identification(settings: Settings, goal: IdentifyGoal, urdf: str, flang
     if not design.check.ok:
         raise ExcitationError("the designed motion fails its checks: " + "; ".join(design.check.violations))
     t, q, dq, ddq = sample_points(design.trajectory, settings.identify_point_spacing)
+    fastest = fastest_point_text(design.check, "flange")
     return IdentifyPlan(names, np.asarray(q_start, dtype=float).copy(), design.trajectory, t, q, dq, ddq,
-                        limits, arm, kin, design.summary(), float(design.check.peak_tcp_speed))
+                        limits, arm, kin, {**design.summary(), "fastest": fastest}, float(design.check.peak_tcp_speed),
+                        fastest)
 
 
 # -------------------------------------------------------- the way back
@@ -345,7 +394,7 @@ def return_move(plan: IdentifyPlan, q_from: np.ndarray) -> MinJerkSegments:
     It keeps every joint's speed, acceleration and jerk within the plan's
     fractions of the arm's limits (peaks of the blend: 1.875 d/T, 5.77 d/T²,
     60 d/T³ for a joint moving d), lasts at least :data:`MIN_RETURN_S`, and keeps
-    the flange below ``max_tcp_speed`` with a 5 % margin.
+    the flange and the payload's points below ``max_tcp_speed`` with a 5 % margin.
     """
     lim, arm = plan.limits, plan.arm_limits
     d = np.abs(plan.q_start - q_from)
@@ -356,7 +405,7 @@ def return_move(plan: IdentifyPlan, q_from: np.ndarray) -> MinJerkSegments:
     ends = np.array([q_from, plan.q_start], dtype=float)
     q, dq, _ = MinJerkSegments(ends, np.array([T]))(np.linspace(0.0, T, 201))
     motion = plan.kinematics.compute(q, dq, np.zeros_like(dq))
-    peak = float(np.max(np.linalg.norm(motion.lin_vel_in_sensor, axis=1)))
+    peak = float(np.max(point_speeds(motion.lin_vel_in_sensor, motion.ang_vel_in_sensor, lim.speed_points)))
     target = _TCP_TARGET_FRACTION * lim.max_tcp_speed
     if peak > target:  # every speed scales with 1/T
         T *= peak / target

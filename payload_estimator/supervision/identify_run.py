@@ -164,7 +164,8 @@ class IdentifyRun:
             return Outcome(ABORTED, why)
         assert settings is not None and stream is not None and reading is not None
         try:
-            return self._design_and_run(goal, handle, settings, stream.joint_names, reading)
+            return self._design_and_run(goal, handle, settings, stream.joint_names, reading,
+                                        (stream.R_flange_sensor, stream.p_flange_sensor))
         finally:
             with self._lock:
                 if claimed:
@@ -174,11 +175,12 @@ class IdentifyRun:
                     self.session.cancel()  # left early (an error, shutdown): the loop stops the arm
 
     def _design_and_run(self, goal: IdentifyGoal, handle: GoalHandle, settings: Settings,
-                        joint_names: Sequence[str], reading: JointReading) -> Outcome:
+                        joint_names: Sequence[str], reading: JointReading,
+                        sensor_pose: tuple[np.ndarray, np.ndarray]) -> Outcome:
         handle.publish_feedback(self._feedback_message(Feedback(DESIGNING, 0.0, 0.0, math.nan, None)))
         try:
             plan = plan_identification(settings, goal, self._supervisor.description or "", flange_frame(settings),
-                                       joint_names, reading.positions)
+                                       joint_names, reading.positions, sensor_pose)
         except ExcitationError as exc:
             return Outcome(ABORTED, f"refused: {exc}")
         if goal.dry_run:
@@ -195,7 +197,7 @@ class IdentifyRun:
             self._handle = handle
             self.session.start(plan, goal, settings, self._clock())
         self.log.info(f"~/identify: a {plan.duration:.1f} s identification motion through "
-                      f"{settings.trajectory_action}")
+                      f"{settings.trajectory_action} (fastest: {plan.fastest})")
         while not self._done.wait(WAIT_PERIOD_S):
             if self._apply.is_set():
                 self._apply.clear()
