@@ -77,7 +77,7 @@ EXPLAINED_CHI2 = 18.0
 this (3x the noise's 6) and to a quarter of what it was at most."""
 MIN_MASS_CHANGE_Z = 5.0
 """... and the mass change is this many standard deviations from zero."""
-NEGATIVE_MASS_Z = 3.0
+NEGATIVE_MASS_Z = 2.0
 """... and the payload after it not lighter than nothing by more than this many of its standard deviations."""
 REFERENCE_MASS_STD_KG = 0.01
 """... or its mass known this well in kg (an empty gripper: 0 kg, never "identified" relatively)."""
