@@ -45,6 +45,7 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -221,10 +222,11 @@ def steady(method: str, hours: float) -> tuple[float, float, float, float]:
 def steady_arm(robot: str, source: str, hours: float, seed: int = 0) -> dict:
     """``payload-estimator demo`` for ``hours`` on ``robot`` from ``source`` (ft_sensor or joint_torques):
     its JSON summary."""
-    command = [sys.executable, "-m", "payload_estimator.cli", "demo", "--robot", robot, "--wrench-source", source,
-               "--duration", f"{3600.0 * hours:g}", "--seed", str(seed), "--no-plot", "--json", "--track",
-               "--out", f"/tmp/payload_estimator_steady_{robot}_{source}"]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    with tempfile.TemporaryDirectory(prefix="payload_estimator_steady_") as out:  # the demo's files: not kept
+        command = [sys.executable, "-m", "payload_estimator.cli", "demo", "--robot", robot, "--wrench-source", source,
+                   "--duration", f"{3600.0 * hours:g}", "--seed", str(seed), "--no-plot", "--json", "--track",
+                   "--out", out]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"}
     return json.loads(done.stdout)
