@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import time
 
+import figures
 import numpy as np
 
 from payload_estimator.core.estimators import C1_DEFAULT, METHODS, make_estimator
@@ -148,6 +149,17 @@ def joint_torques(seeds: int, c1: float) -> dict[str, list[tuple[np.ndarray, np.
     return out
 
 
+def key_figures(table: str, results: dict[str, list[tuple[np.ndarray, np.ndarray]]]) -> dict[str, float]:
+    """Per estimator, over every determined quantity of every run: the share within ±2σ and the RMS z."""
+    out = {}
+    for method, rows in results.items():
+        z = np.abs(np.concatenate([r[0][r[1]] for r in rows]))
+        if z.size:
+            out[figures.name("coverage", table, method, "within_2sd_pct")] = 100.0 * np.mean(z <= 2.0)
+            out[figures.name("coverage", table, method, "z_rms")] = float(np.sqrt(np.mean(z**2)))
+    return out
+
+
 def print_table(title: str, results: dict[str, list[tuple[np.ndarray, np.ndarray]]]) -> None:
     print(f"\n{title}\n")
     print("| estimator | runs | " + " | ".join(QUANTITIES) + " |")
@@ -181,23 +193,31 @@ def main() -> None:
     ap.add_argument("--skip-sensor-level", action="store_true", help="no sensor-level table")
     ap.add_argument("--offset-window-s", type=float, default=None,
                     help="the offset model's window in the pipeline runs, s (default: the settings'; 0: constant)")
+    figures.add_option(ap)
     args = ap.parse_args()
     t0 = time.perf_counter()
     if args.offset_window_s is not None:
         WINDOW["offset_window_s"] = args.offset_window_s
+    key: dict[str, float] = {}
     if not args.skip_sensor_level:
+        results = sensor_level(args.seeds, args.c1)
         print_table(f"Sensor level: Nadeau et al.'s wrist, mean |ω| {' and '.join(f'{s:g}' for s in SPEEDS)} "
                     f"rad/s, 10 s at 100 Hz, Table II moderate noise (wrench and accelerations), "
-                    f"payloads {', '.join(SENSOR_PAYLOADS)}, {args.seeds} seeds each; PMD c1 = {args.c1:g}.",
-                    sensor_level(args.seeds, args.c1))
+                    f"payloads {', '.join(SENSOR_PAYLOADS)}, {args.seeds} seeds each; PMD c1 = {args.c1:g}.", results)
+        key |= key_figures("sensor_level", results)
     if not args.skip_pipeline:
+        results = pipeline(args.pipeline_seeds, args.c1)
         print_table(f"Robot pipeline: MuJoCo Panda and xArm 7, Nadeau et al.'s excitation at cobot speed, 10 s, "
                     f"moderate noise, F/T offset and drift (estimated), payloads {', '.join(PIPELINE_PAYLOADS)}, "
-                    f"{args.pipeline_seeds} seeds each; PMD c1 = {args.c1:g}.", pipeline(args.pipeline_seeds, args.c1))
+                    f"{args.pipeline_seeds} seeds each; PMD c1 = {args.c1:g}.", results)
+        key |= key_figures("pipeline", results)
     if args.joint_torques_seeds > 0:
+        results = joint_torques(args.joint_torques_seeds, args.c1)
         print_table(f"Joint torques: MuJoCo xArm 7 and Panda unlike their URDFs, friction unlike the calibration's "
                     f"model, calibrated unloaded on 30 s, then 15 s holding {', '.join(PIPELINE_PAYLOADS)}; "
-                    f"{args.joint_torques_seeds} arms each.", joint_torques(args.joint_torques_seeds, args.c1))
+                    f"{args.joint_torques_seeds} arms each.", results)
+        key |= key_figures("joint_torques", results)
+    figures.write(args.figures, key)
     print(f"\n({time.perf_counter() - t0:.0f} s)")
 
 

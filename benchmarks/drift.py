@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import time
 
+import figures
 import numpy as np
 
 from payload_estimator.core.metrics import paper_errors
@@ -79,7 +80,9 @@ def main() -> None:
     ap.add_argument("--offset-window-s", type=float, default=None,
                     help="the offset model's window, s (default: the settings'; 0: constant offsets)")
     ap.add_argument("--seed", type=int, default=0)
+    figures.add_option(ap)
     args = ap.parse_args()
+    key: dict[str, float] = {}
 
     from rich.console import Console
     from rich.table import Table
@@ -101,7 +104,15 @@ def main() -> None:
                               "/".join(f"{v:.2f}" if k < 2 else f"{v:.1f}" for k, v in enumerate(r["late_worst"])),
                               f"{100 * r['late_converged']:.0f} %",
                               "/".join(f"{100 * v:.0f} %" for v in r["late_covered"]), f"{r['wall']:.0f}")
+                at = ("drift", estimator, f"{duration:g} s", f"drift {drift:g}x")
+                key |= {figures.name(*at, f"{q}_pct"): v for q, v in zip(("mass", "com", "inertia"), r["final"])}
+                key |= {figures.name(*at, f"late_worst_{q}_pct"): v
+                        for q, v in zip(("mass", "com", "inertia"), r["late_worst"])}
+                key[figures.name(*at, "late_converged_pct")] = 100.0 * r["late_converged"]
+                key[figures.name(*at, "late_mass_within_2sd_pct")] = 100.0 * r["late_covered"][0]
+                key[figures.name(*at, "late_com_within_2sd_pct")] = 100.0 * r["late_covered"][1]
     Console(width=200).print(table)
+    figures.write(args.figures, key)
 
 
 if __name__ == "__main__":

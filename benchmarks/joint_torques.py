@@ -51,6 +51,7 @@ import argparse
 import time
 from collections import defaultdict
 
+import figures
 import numpy as np
 
 from payload_estimator.core.inertia import InertialParameters
@@ -192,6 +193,7 @@ def main() -> None:
     ap.add_argument("--every-condition", action="store_true",
                     help="every built-in arm, payloads 0.1-3 kg, scales off (0.15) and load friction (0.05) at once, "
                          "three calibrations")
+    figures.add_option(ap)
     args = ap.parse_args()
     global FRICTION_PRIOR, CONSISTENT, CALIBRATION_MOTION, SCALE_ERROR, LOAD_FRICTION, FIT_LOAD_FRICTION
     FRICTION_PRIOR, CONSISTENT, CALIBRATION_MOTION = args.friction_prior, args.consistent, args.calibration_motion
@@ -251,8 +253,11 @@ def main() -> None:
     labels = {"description": "joint torques, URDF only", "calibrated": "joint torques, calibrated",
               "ft": "F/T sensor (reference)"}
     verdicts = []
+    key: dict[str, float] = {}
     for (robot, payload_name, motion, method, source), rows in results.items():
         mass, com, inertia = ([r[k] for r in rows] for k in ("mass", "com_mm", "inertia"))
+        at = ("joint_torques", robot, payload_name, motion, method, source)
+        key[figures.name(*at, "mass_pct")], key[figures.name(*at, "com_mm")] = np.mean(mass), np.mean(com)
         print(f"| {robot} | {payload_name} | {motion} | {method.upper()} | {labels[source]} | {mean_and_worst(mass)} | "
               f"{mean_and_worst(com)} | {mean_and_worst(inertia)} |")
         if robot in TARGET and source == "calibrated" and payload_name == "ws_club_hammer":
@@ -265,6 +270,7 @@ def main() -> None:
         print("\nTargets:")
         for line in verdicts:
             print(f"- {line}")
+    figures.write(args.figures, key)
 
 
 EVERY_PAYLOAD = ("ws_screwdriver", "ws_file", "hammer", "ws_claw_hammer", "ws_club_hammer", "drill", "vise")

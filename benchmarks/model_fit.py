@@ -58,6 +58,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import figures
 import numpy as np
 from scipy.spatial.transform import Rotation
 
@@ -136,6 +137,7 @@ def main() -> None:
     study.add_argument("--replay", action="store_true",
                        help="also replay each run of --replay-duration from a rosbag2 (payload-estimator replay)")
     study.add_argument("--replay-duration", type=float, default=8.0, metavar="S")
+    figures.add_option(ap)
     args = ap.parse_args()
     if args.run_lengths or args.quick:
         run_lengths(args)
@@ -174,13 +176,21 @@ def main() -> None:
     print("| set-up | estimator | runs | model fit poor | hand-over refused | mass error % | COM error mm "
           "| silently wrong |")
     print("|---|---|---|---|---|---|---|---|")
+    key: dict[str, float] = {}
     for (case, method), rows in results.items():
         poor = 100.0 * np.mean([r[0] for r in rows])
         refused = 100.0 * np.mean([r[1] for r in rows])
         label = "false alarms" if case == "right" else "detected"
         silent = 100.0 * np.mean([r[4] for r in rows])
+        mass, com = np.median([r[2] for r in rows]), np.median([r[3] for r in rows])
         print(f"| {case} | {method} | {len(rows)} | {poor:.0f} % {label} | {refused:.0f} % | "
-              f"{np.median([r[2] for r in rows]):.2f} | {np.median([r[3] for r in rows]):.1f} | {silent:.0f} % |")
+              f"{mass:.2f} | {com:.1f} | {silent:.0f} % |")
+        at = ("model_fit", "table", case, method)
+        key[figures.name(*at, label + " pct")] = poor
+        key[figures.name(*at, "silently_wrong_pct")] = silent
+        if case == "right":
+            key[figures.name(*at, "mass_pct")], key[figures.name(*at, "com_mm")] = mass, com
+    figures.write(args.figures, key)
     print(f"\n({time.perf_counter() - t0:.0f} s)")
 
 
@@ -317,6 +327,17 @@ def run_lengths(args: argparse.Namespace) -> None:
     all_replayed = [r for rows in replayed.values() for r in rows]
     extra = f" | {_cell(all_replayed)}, {_cell(all_replayed, 1)}" if replayed else ""
     print(f"| **all** | | {' | '.join(cells)}{extra} |")
+    key: dict[str, float] = {}
+    for d in durations:
+        rows = [r for (_, _, dd), rr in right.items() if dd == d for r in rr]
+        if rows:
+            key[figures.name("model_fit", "run_lengths", f"{d:g} s", "false_alarms_pct")] = 100.0 * np.mean(
+                [r[0] for r in rows])
+    if all_replayed:
+        key[figures.name("model_fit", "run_lengths", "replay", "false_alarms_pct")] = 100.0 * np.mean(
+            [r[0] for r in all_replayed])
+        key[figures.name("model_fit", "run_lengths", "replay", "agrees_pct")] = 100.0 * np.mean(
+            [r[1] for r in all_replayed])
     print(f"\nDetection: wrong set-ups of the {detect} judged poor (goal: at least 95 %; a shape shifted along "
           "the axis the tool fills need not be); after the slashes the share whose hand-over was refused (not "
           "converged, a poor fit, not identified or not physically consistent: no URDF fragment) and the share "
@@ -329,6 +350,14 @@ def run_lengths(args: argparse.Namespace) -> None:
                  f"{100.0 * np.mean([r[5] for r in rows]):.0f} %" if rows else "–"
                  for rows in (wrong.get((case, d), []) for d in durations)]
         print(f"| {case} | {' | '.join(cells)} |")
+        for d in durations:
+            rows = wrong.get((case, d), [])
+            if rows:
+                at = ("model_fit", "run_lengths", case, f"{d:g} s")
+                poor = "false_alarms_pct" if case.startswith("right") else "detected_pct"
+                key[figures.name(*at, poor)] = 100.0 * np.mean([r[0] for r in rows])
+                key[figures.name(*at, "silently_wrong_pct")] = 100.0 * np.mean([r[5] for r in rows])
+    figures.write(args.figures, key)
     print(f"\n({elapsed:.0f} s)")
 
 

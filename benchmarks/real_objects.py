@@ -42,6 +42,7 @@ import importlib.util
 import time
 from collections.abc import Callable
 
+import figures
 import numpy as np
 import trimesh
 
@@ -237,6 +238,7 @@ def main() -> None:
     ap.add_argument("--per-object", action="store_true", help="also print every object's row")
     ap.add_argument("--quick", action="store_true", help="CI: two objects, one seed, moderate noise, no Problem 1")
     ap.add_argument("--floor", action="store_true", help="only the noise floor (Cramér-Rao bound) of every tool's run")
+    figures.add_option(ap)
     args = ap.parse_args()
     if args.floor:
         print_floor(args.objects, args.duration)
@@ -276,10 +278,14 @@ def main() -> None:
     def cell(v: float) -> str:
         return ">500" if v > 500 else f"{v:.2f}" if v < 100 else f"{v:.0f}"
 
+    key: dict[str, float] = {}
     for (noise, label), r in rows.items():
         a = np.array([x[:3] for x in r])
         print(f"| {noise} | {label} | {cell(a[:, 0].mean())} | {cell(a[:, 1].mean())} | {cell(a[:, 2].mean())} | "
               f"{sum(x[3] for x in r)}/{len(r)} | {sum(x[4] for x in r)}/{len(r)} |")
+        for k, quantity in enumerate(("mass", "com", "inertia")):
+            key[figures.name("real_objects", noise, label, f"{quantity}_pct")] = a[:, k].mean()
+    figures.write(args.figures, key)
     if args.per_object:
         print("\n| noise | method | object | mass % | COM % | inertia % |\n|---|---|---|---|---|---|")
         for (noise, label, name), r in per_object.items():

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import time
 
+import figures
 import numpy as np
 
 from payload_estimator.core.estimators import ESTIMATORS
@@ -57,6 +58,7 @@ def main() -> None:
     ap.add_argument("--noise", nargs="+", default=["low", "moderate", "high"])
     ap.add_argument("--speed", type=float, default=0.6, help="mean angular speed, rad/s")
     ap.add_argument("--convergence", action="store_true", help="noise-free data of growing length instead")
+    figures.add_option(ap)
     args = ap.parse_args()
     if args.convergence:
         convergence()
@@ -96,11 +98,18 @@ def main() -> None:
     def cell(v: float) -> str:
         return ">500" if v > 500 else f"{v:.2f}" if v < 100 else f"{v:.0f}"
 
+    key: dict[str, float] = {}
     for (noise, label), r in rows.items():
         a = np.array([x[:3] for x in r])
         light = [x[0] for x in r if x[4] < LIGHT_KG]
         print(f"| {noise} | {label} | {cell(a[:, 0].mean())} | {cell(a[:, 1].mean())} | {cell(a[:, 2].mean())} | "
               f"{100 * np.mean([x[3] for x in r]):.0f} | {cell(max(light)) if light else '-'} |")
+        if label != REFERENCE:
+            key |= {figures.name("tools", noise, label, f"{q}_pct"): a[:, k].mean()
+                    for k, q in enumerate(("mass", "com", "inertia"))}
+            if light:
+                key[figures.name("tools", noise, label, "light_mass_pct")] = max(light)
+    figures.write(args.figures, key)
     print("\nPublished anchor on such tools (Nadeau et al., ICRA 2023, HPS): mass / COM / inertia 0.51 / 0.3 / 10.8 % "
           "at moderate noise, 2.8 / 1.2 / 13.7 % at high noise.")
     print("\n| method | estimate() median, ms | worst, ms |\n|---|---|---|")

@@ -45,10 +45,12 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
+import figures
 import numpy as np
 
 from payload_estimator.core.estimators import ESTIMATORS, make_estimator
@@ -189,6 +191,22 @@ def _cells(scores: list[CycleScore]) -> list[str]:
     ]
 
 
+def _figures(scores: list[CycleScore], *at: object) -> dict[str, float]:
+    """The key figures of a table's row (benchmarks/figures.py): missed and false events, errors after a change."""
+    switches = [s for sc in scores for s in sc.switches]
+    heavy = [s for s in switches if s.mass >= HEAVY_KG]
+    out = {
+        figures.name("tracking", *at, "missed_count"): sum(sc.missed for sc in scores),
+        figures.name("tracking", *at, "false_changes_count"): sum(len(sc.false_changes) for sc in scores),
+        figures.name("tracking", *at, "contacts_as_changes_count"): sum(sc.changes_from_contacts for sc in scores),
+        figures.name("tracking", *at, "false_contacts_count"): sum(len(sc.false_contacts) for sc in scores),
+    }
+    if heavy:
+        out[figures.name("tracking", *at, "mass_1_5_s_pct")] = np.mean([abs(100.0 * s.mass_error[1.5]) for s in heavy])
+        out[figures.name("tracking", *at, "com_3_s_mm")] = np.nanmean([s.com_error_mm[3.0] for s in heavy])
+    return out
+
+
 HEADER = ("| method | switches | missed | false changes | contacts ended as changes | delay median / worst, s "
           f"| mass % 1 s (mean / worst, >= {HEAVY_KG:g} kg) | mass % 1.5 s | COM mm 3 s | ruler g 1.5 s (worst) "
           "| contacts flagged | false contacts | worst mass error in a contact, % |")
@@ -221,10 +239,11 @@ def steady(method: str, hours: float) -> tuple[float, float, float, float]:
 def steady_arm(robot: str, source: str, hours: float, seed: int = 0) -> dict:
     """``payload-estimator demo`` for ``hours`` on ``robot`` from ``source`` (ft_sensor or joint_torques):
     its JSON summary."""
-    command = [sys.executable, "-m", "payload_estimator.cli", "demo", "--robot", robot, "--wrench-source", source,
-               "--duration", f"{3600.0 * hours:g}", "--seed", str(seed), "--no-plot", "--json", "--track",
-               "--out", f"/tmp/payload_estimator_steady_{robot}_{source}"]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    with tempfile.TemporaryDirectory(prefix="payload_estimator_steady_") as out:  # the demo's files: not kept
+        command = [sys.executable, "-m", "payload_estimator.cli", "demo", "--robot", robot, "--wrench-source", source,
+                   "--duration", f"{3600.0 * hours:g}", "--seed", str(seed), "--no-plot", "--json", "--track",
+                   "--out", out]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"}
     return json.loads(done.stdout)
@@ -253,7 +272,9 @@ def main() -> None:
                     help="simulated hours of one payload on each MuJoCo arm, F/T and joint torques (0: skip)")
     ap.add_argument("--arm-robots", nargs="+", default=["panda", "fr3", "xarm7", "xarm6"])
     ap.add_argument("--jobs", type=int, default=2, help="demo runs at once (--arm-hours)")
+    figures.add_option(ap)
     args = ap.parse_args()
+    key: dict[str, float] = {}
     t0 = time.perf_counter()
     sep = "|" + "---|" * (HEADER.count("|") - 1)
     if args.seeds > 0:
@@ -262,7 +283,9 @@ def main() -> None:
         print(HEADER)
         print(sep)
         for method in args.methods:
-            print("| " + " | ".join([method, *_cells(sensor_scores(method, args.seeds))]) + " |")
+            scores = sensor_scores(method, args.seeds)
+            print("| " + " | ".join([method, *_cells(scores)]) + " |")
+            key |= _figures(scores, "sensor_level", method)
     if args.transfer_seeds > 0:
         print(f"\nLoads that take time (sim.cycle.transfer_cycle), {args.transfer_seeds} seed(s): the drill, the "
               "claw hammer and the hammer picked and placed, by a step, a gripper closing or a lift-off from a "
@@ -273,8 +296,9 @@ def main() -> None:
         print(sep + "---|")
         for method in args.methods:
             for speed in (0.15, 0.6):
-                print("| " + " | ".join([method, f"{speed:g}", *_cells(transfer_scores(method, args.transfer_seeds,
-                                                                                       speed))]) + " |")
+                scores = transfer_scores(method, args.transfer_seeds, speed)
+                print("| " + " | ".join([method, f"{speed:g}", *_cells(scores)]) + " |")
+                key |= _figures(scores, "transfers", method, f"{speed:g} rad/s")
     if args.arm_seeds > 0:
         print(f"\nWork cycle on the MuJoCo arm (sim.arm_cycle.arm_work_cycle), {args.arm_seeds} seed(s) per robot, "
               "1 kHz joint states and wrench through the robot pipeline, Table II moderate noise, F/T offsets "
@@ -286,6 +310,7 @@ def main() -> None:
                 scores, disturbances = arm_scores(method, robot, args.arm_seeds)
                 worst = f"{100 * max(disturbances):.2f}" if disturbances else "-"
                 print("| " + " | ".join([robot, method, *_cells(scores), worst]) + " |")
+                key |= _figures(scores, "arm", robot, method)
     if args.hours > 0:
         print(f"\nSteady operation: the drill held for {args.hours:g} h of simulated time (0.6 rad/s, moderate "
               "noise), no change, no contact.\n")
@@ -294,6 +319,8 @@ def main() -> None:
         for method in args.methods[:1]:
             fc, ct, gated, secs = steady(method, args.hours)
             print(f"| {method} | {fc:.1f} | {ct:.1f} | {gated:.3f} | {secs:.0f} |")
+            key[figures.name("tracking", "steady", method, "false_changes_per_hour_count")] = fc
+            key[figures.name("tracking", "steady", method, "false_contacts_per_hour_count")] = ct
     if args.arm_hours > 0:
         print(f"\nOne payload (the claw hammer, 845 g) held for {args.arm_hours:g} h on each MuJoCo arm: "
               "`payload-estimator demo --duration ... --json` (PMD, the tracker on), 1 kHz joint states, F/T offsets "
@@ -307,6 +334,14 @@ def main() -> None:
             summaries = list(pool.map(lambda case: steady_arm(*case, args.arm_hours), cases))
         for (robot, source), summary in zip(cases, summaries):
             print(_steady_arm_row(robot, source, summary))
+            if "error" not in summary:
+                at = ("tracking", "steady_arm", robot, source)
+                counts, truth = summary["tracking"], summary["truth"]["com"]
+                key[figures.name(*at, "false_changes_count")] = counts["changes"]
+                key[figures.name(*at, "false_contacts_count")] = counts["contacts"]
+                key[figures.name(*at, "mass_pct")] = summary["errors_percent"]["mass"]
+                key[figures.name(*at, "com_mm")] = 1e3 * np.linalg.norm(np.subtract(summary["estimate"]["com"], truth))
+    figures.write(args.figures, key)
     print(f"\n({time.perf_counter() - t0:.0f} s)")
 
 

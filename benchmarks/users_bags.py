@@ -25,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import figures
 import numpy as np
 
 from payload_estimator.cli import main as cli
@@ -63,7 +64,9 @@ def main() -> None:
     ap.add_argument("--payloads", nargs="+", default=["claw_hammer", "drill", "vise"])
     ap.add_argument("--duration", type=float, default=10.0, help="seconds of motion per bag (default 10)")
     ap.add_argument("--seed", type=int, default=3)
+    figures.add_option(ap)
     args = ap.parse_args()
+    key: dict[str, float] = {}
     t0 = time.perf_counter()
     print(f"\nA user's bag (joint states and wrench only, {args.duration:g} s, Nadeau et al.'s excitation, moderate "
           f"noise, seed {args.seed}), replayed with --robot only: mass error % / COM error mm, model fit, handed "
@@ -81,7 +84,8 @@ def main() -> None:
                 bag = users_bag(sim, Path(tmp) / f"{robot}_{name}")
                 truth = get_payload(name).params
                 cells = []
-                for extra in ((), ("--estimator", "wls"), ("--shape", format_shape_spec(get_payload(name).envelope))):
+                for setup, extra in (("preset box", ()), ("wls", ("--estimator", "wls")),
+                                     ("own shape", ("--shape", format_shape_spec(get_payload(name).envelope)))):
                     s = replay(bag, Path(tmp) / "out", "--robot", robot, *extra)
                     if s is None:
                         cells.append("failed")
@@ -94,8 +98,12 @@ def main() -> None:
                         worst = max(worst, mass)
                     ok = "handed over" if s["status"].startswith("ok") else "refused"
                     cells.append(f"{mass:.2f} / {com}, {est['model_fit']['fit']}, {ok}")
+                    key[figures.name("users_bags", robot, name, setup, "mass_pct")] = mass
+                    if com_err is not None:
+                        key[figures.name("users_bags", robot, name, setup, "com_mm")] = 1e3 * com_err
                 print(f"| {robot} | {name} | " + " | ".join(cells) + " |", flush=True)
     print(f"\nWorst mass error with the preset's box: {worst:.2f} % ({time.perf_counter() - t0:.0f} s)")
+    figures.write(args.figures, key)
 
 
 if __name__ == "__main__":

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 
 import numpy as np
 import pytest
 
 # The commands write into $XDG_CACHE_HOME/payload_estimator when given no --out: the tests (and the
-# commands they start) write into a temporary folder, never into the user's ~/.cache.
-os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="payload_estimator_test_cache_")
+# commands they start) write into a temporary folder, never into the user's ~/.cache. Set on import,
+# before any test or the command it starts reads it; removed when the session ends (pytest_unconfigure).
+_TEST_CACHE = tempfile.mkdtemp(prefix="payload_estimator_test_cache_")
+os.environ["XDG_CACHE_HOME"] = _TEST_CACHE
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_TEST_CACHE, ignore_errors=True)
 
 
 @pytest.fixture

@@ -27,9 +27,7 @@ __all__ = [
     "MIN_SIM_DURATION_S",
     "positive_float",
     "nonnegative_float",
-    "positive_int",
     "nonnegative_int",
-    "forgetting_factor",
     "sim_duration",
     "ft_drift",
     "at_most",
@@ -108,36 +106,11 @@ def nonnegative_float(text: str) -> float:
     return value
 
 
-def positive_int(text: str) -> int:
-    """A whole number >= 1."""
-    value = _integer(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
-    return value
-
-
 def nonnegative_int(text: str) -> int:
     """A whole number >= 0 (a random seed)."""
     value = _integer(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be zero or positive, got {text!r}")
-    return value
-
-
-def noise_pair(text: str) -> tuple[float, float]:
-    """``FORCE,TORQUE``: two finite noise stds > 0 (N, N·m)."""
-    parts = text.split(",")
-    if len(parts) != 2:
-        raise argparse.ArgumentTypeError(f"must be FORCE,TORQUE (two numbers), got {text!r}")
-    force, torque = (positive_float(p) for p in parts)
-    return force, torque
-
-
-def forgetting_factor(text: str) -> float:
-    """A per-sample forgetting factor in (0, 1]."""
-    value = _finite(text)
-    if not 0.0 < value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text!r}")
     return value
 
 

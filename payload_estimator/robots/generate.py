@@ -26,7 +26,6 @@ from payload_estimator.robots.urdf_writer import robot_urdf
 __all__ = [
     "DEFAULT_IMU_XYZ_IN_SENSOR",
     "default_urdf",
-    "write_default_urdfs",
     "checkout_root",
     "write_or_check",
     "main",
@@ -39,17 +38,6 @@ DEFAULT_IMU_XYZ_IN_SENSOR: tuple[float, float, float] = (0.012, -0.008, 0.015)
 def default_urdf(name: str) -> str:
     """The text of the packaged URDF of robot ``name``."""
     return robot_urdf(name, imu_xyz_in_sensor=DEFAULT_IMU_XYZ_IN_SENSOR)
-
-
-def write_default_urdfs() -> list[Path]:
-    """Write ``urdf/<name>.urdf`` for every robot; returns the paths written."""
-    paths = []
-    for name in ROBOT_NAMES:
-        path = default_urdf_path(name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(path, default_urdf(name))
-        paths.append(path)
-    return paths
 
 
 def checkout_root() -> Path | None:

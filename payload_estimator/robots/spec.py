@@ -36,7 +36,7 @@ from payload_estimator.robots import franka, ur, xarm
 from payload_estimator.robots.description import RobotDescription, UrdfJoint, parse_description
 from payload_estimator.robots.tables import ArmTable, DescriptionPattern, EffortTable, RobotFacts, RobotTopics
 
-__all__ = ["RobotSpec", "ROBOTS", "ROBOT_NAMES", "get_robot", "get_table", "resolve_robot", "default_urdf_path"]
+__all__ = ["RobotSpec", "ROBOTS", "ROBOT_NAMES", "get_robot", "resolve_robot", "default_urdf_path", "frozen_per_joint"]
 
 _BUILTIN: tuple[tuple[ArmTable, RobotFacts], ...] = (
     (franka.PANDA, franka.PANDA_FACTS),
@@ -49,8 +49,23 @@ _BUILTIN: tuple[tuple[ArmTable, RobotFacts], ...] = (
 _URDF_DIR = Path(__file__).resolve().parent / "urdf"
 
 
-def _frozen(values: ArrayLike) -> np.ndarray:
+def frozen_per_joint(values: ArrayLike, n: int | None = None, what: str = "the values", *,
+                     finite: bool = False) -> np.ndarray:
+    """A read-only float copy of ``values``, one entry per joint: the arrays of the frozen dataclasses.
+
+    Args:
+        values: one value per joint; with ``n``, also one value for every joint.
+        n: the number of joints, checked when given (``ConfigurationError`` naming ``what``).
+        what: the values' name in the error.
+        finite: a NaN or an infinite entry is an error too.
+    """
     arr = np.array(values, dtype=float)
+    if n is not None:
+        arr = np.full(n, float(arr)) if arr.ndim == 0 else arr.reshape(-1)
+        if arr.shape != (n,):
+            raise ConfigurationError(f"{what} must have {n} entries, got {arr.size}")
+    if finite and not np.all(np.isfinite(arr)):
+        raise ConfigurationError(f"{what} must be finite")
     arr.setflags(write=False)
     return arr
 
@@ -164,11 +179,12 @@ class RobotSpec:
             raise ConfigurationError(f"q_home must be {n} joint positions within the joints' limits")
         return cls(
             name=name or desc.name or "arm", joint_names=joint_names, base_frame=base_frame,
-            flange_frame=flange_frame, q_home=_frozen(q0), q_min=_frozen(q_min), q_max=_frozen(q_max),
-            dq_max=_frozen(_limit(dq_max, joints, "velocity", "dq_max")),
-            ddq_max=_frozen(_limit(acceleration, joints, "", "acceleration")),
-            dddq_max=_frozen(_limit(jerk, joints, "", "jerk")),
-            tau_max=_frozen(_limit(tau_max, joints, "effort", "tau_max")),
+            flange_frame=flange_frame, q_home=frozen_per_joint(q0), q_min=frozen_per_joint(q_min),
+            q_max=frozen_per_joint(q_max),
+            dq_max=frozen_per_joint(_limit(dq_max, joints, "velocity", "dq_max")),
+            ddq_max=frozen_per_joint(_limit(acceleration, joints, "", "acceleration")),
+            dddq_max=frozen_per_joint(_limit(jerk, joints, "", "jerk")),
+            tau_max=frozen_per_joint(_limit(tau_max, joints, "effort", "tau_max")),
             wrist_joints=_wrist(wrist_joints, n), table=None,
             parameters=MappingProxyType(dict(parameters) if parameters is not None
                                         else {"robot": "", "flange_frame": flange_frame}),
@@ -236,13 +252,13 @@ def _spec(table: ArmTable, facts: RobotFacts) -> RobotSpec:
         joint_names=table.joint_names,
         base_frame=table.base_link,
         flange_frame=table.flange_link,
-        q_home=_frozen(table.q_home),
-        q_min=_frozen(tuple(lim.lower for lim in table.limits)),
-        q_max=_frozen(tuple(lim.upper for lim in table.limits)),
-        dq_max=_frozen(tuple(lim.velocity for lim in table.limits)),
-        ddq_max=_frozen(tuple(lim.acceleration for lim in table.limits)),
-        dddq_max=_frozen(tuple(lim.jerk for lim in table.limits)),
-        tau_max=_frozen(tuple(lim.effort for lim in table.limits)),
+        q_home=frozen_per_joint(table.q_home),
+        q_min=frozen_per_joint(tuple(lim.lower for lim in table.limits)),
+        q_max=frozen_per_joint(tuple(lim.upper for lim in table.limits)),
+        dq_max=frozen_per_joint(tuple(lim.velocity for lim in table.limits)),
+        ddq_max=frozen_per_joint(tuple(lim.acceleration for lim in table.limits)),
+        dddq_max=frozen_per_joint(tuple(lim.jerk for lim in table.limits)),
+        tau_max=frozen_per_joint(tuple(lim.effort for lim in table.limits)),
         wrist_joints=table.wrist_joints,
         table=table,
         parameters=MappingProxyType({"robot": table.name, **facts.parameters, **facts.topics.as_parameters()}),
@@ -269,13 +285,6 @@ def get_robot(name: str) -> RobotSpec:
 def resolve_robot(robot: str | RobotSpec) -> RobotSpec:
     """The spec of a built-in robot's name (:func:`get_robot`), or ``robot`` itself if it is a spec."""
     return robot if isinstance(robot, RobotSpec) else get_robot(robot)
-
-
-def get_table(name: str) -> ArmTable:
-    """Return the parameter table of built-in robot ``name``; ``ConfigurationError`` if unknown."""
-    table = get_robot(name).table
-    assert table is not None  # every built-in robot has one
-    return table
 
 
 def default_urdf_path(name: str) -> Path:

@@ -66,6 +66,7 @@ from payload_estimator.ros.inputs import InputNode, InputTaker
 from payload_estimator.ros.node_parameters import declare_parameters, parameter_values
 from payload_estimator.ros.qos import INPUT_QOS, LATCHED_QOS, output_qos
 from payload_estimator.ros.robot_bridges import RobotBridge
+from payload_estimator.ros.shutdown import shut_down
 from payload_estimator.ros.tf_lookup import TfLookup
 from payload_estimator.settings import NODE_NAME
 from payload_estimator.srv import ApplyEstimate, SaveUrdf
@@ -378,18 +379,7 @@ def main(args: list[str] | None = None) -> None:
     try:
         _spin_until_shutdown(executor, node.context)
     finally:
-        try:
-            inputs.shutdown()
-            executor.shutdown()
-            thread.join(timeout=2.0)
-            node.destroy_node()
-        except KeyboardInterrupt:  # a second Ctrl-C while cleaning up
-            pass
-        rclpy.try_shutdown()
-        # Exit at once: nothing is left to clean up, and the interpreter's last garbage collection
-        # of every module's objects (numpy, scipy, pinocchio, trimesh ...) takes most of a second on
-        # a loaded robot PC; frozen objects are skipped (SIGINT and SIGTERM end the node within 0.1 s).
-        gc.freeze()
+        shut_down(inputs.shutdown, executor.shutdown, lambda: thread.join(timeout=2.0), node.destroy_node)
 
 
 if __name__ == "__main__":

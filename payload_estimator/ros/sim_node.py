@@ -41,7 +41,6 @@ would read the robot.
 
 from __future__ import annotations
 
-import gc
 import threading
 import time
 from typing import Any
@@ -65,6 +64,7 @@ from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.errors import ConfigurationError
 from payload_estimator.io import ros_factories, ros_outbound
 from payload_estimator.robots import ROBOT_NAMES
+from payload_estimator.ros.shutdown import shut_down
 from payload_estimator.settings import settings_for_robot
 from payload_estimator.sim.live import IMU, JOINTS, WRENCH, LiveRun
 from payload_estimator.sim.live_arm import LiveArm
@@ -529,16 +529,7 @@ def main(args: list[str] | None = None) -> None:
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
-        try:
-            if node is not None:
-                node.destroy_node()
-        except KeyboardInterrupt:  # a second Ctrl-C while cleaning up
-            pass
-        rclpy.try_shutdown()
-        # Exit at once: nothing is left to clean up, and the interpreter's last garbage collection
-        # of every module's objects (numpy, scipy, pinocchio, trimesh ...) takes most of a second on
-        # a loaded robot PC; frozen objects are skipped (SIGINT and SIGTERM end the node within 0.1 s).
-        gc.freeze()
+        shut_down(*([node.destroy_node] if node is not None else []))  # node: None if SimNode() failed
 
 
 if __name__ == "__main__":

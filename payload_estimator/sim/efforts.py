@@ -58,6 +58,7 @@ from numpy.typing import ArrayLike
 from payload_estimator.errors import ConfigurationError
 from payload_estimator.robots import ROBOTS, RobotSpec
 from payload_estimator.robots.franka import FRANKA_TAU_J
+from payload_estimator.robots.spec import frozen_per_joint
 from payload_estimator.robots.tables import EffortTable
 from payload_estimator.robots.ur import UR_CURRENT
 from payload_estimator.robots.xarm import XARM_CURRENT
@@ -83,15 +84,6 @@ MISMATCH_STREAM = 91
 """An :class:`ArmMismatch` draws from ``np.random.default_rng([its seed, MISMATCH_STREAM])``."""
 SCALE_STREAM = 92
 """Effort-scale errors draw from ``np.random.default_rng([seed, SCALE_STREAM])``."""
-
-
-def _per_joint(value: ArrayLike, n: int, name: str) -> np.ndarray:
-    arr = np.broadcast_to(np.asarray(value, dtype=float), (n,)).copy() if np.ndim(value) == 0 else \
-        np.asarray(value, dtype=float).copy()
-    if arr.shape != (n,):
-        raise ConfigurationError(f"{name} must have {n} entries, got shape {arr.shape}")
-    arr.setflags(write=False)
-    return arr
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,7 +115,7 @@ class JointFriction:
             object.__setattr__(self, "load", np.zeros(n))
         for f in ("coulomb", "coulomb_velocity", "velocity_offset", "stribeck", "stribeck_velocity", "viscous",
                   "load"):
-            object.__setattr__(self, f, _per_joint(getattr(self, f), n, f))
+            object.__setattr__(self, f, frozen_per_joint(getattr(self, f), n, f))
         if np.any(self.coulomb_velocity <= 0.0) or np.any(self.stribeck_velocity <= 0.0):
             raise ConfigurationError("coulomb_velocity and stribeck_velocity must be positive")
         if np.any(self.coulomb < 0.0) or np.any(self.stribeck < 0.0) or np.any(self.viscous < 0.0) \
@@ -148,7 +140,7 @@ class JointFriction:
 
     def with_load(self, mu: ArrayLike) -> JointFriction:
         """The same friction with load-dependent Coulomb coefficients ``mu`` (scalar or (n,), not negative)."""
-        return replace(self, load=_per_joint(mu, self.n_joints, "load"))
+        return replace(self, load=frozen_per_joint(mu, self.n_joints, "load"))
 
     def torque(self, dq: ArrayLike, load_torque: ArrayLike | None = None) -> np.ndarray:
         """Return ``tau_friction(dq)``, (..., n) N·m, for joint velocities ``dq`` (..., n) rad/s.
@@ -188,9 +180,9 @@ class EffortModel:
 
     def __post_init__(self) -> None:
         n = self.friction.n_joints
-        object.__setattr__(self, "noise_std", _per_joint(self.noise_std, n, "noise_std"))
+        object.__setattr__(self, "noise_std", frozen_per_joint(self.noise_std, n, "noise_std"))
         scale = np.ones(n) if np.size(self.scale) == 0 else self.scale
-        object.__setattr__(self, "scale", _per_joint(scale, n, "scale"))
+        object.__setattr__(self, "scale", frozen_per_joint(scale, n, "scale"))
         if np.any(self.noise_std < 0.0) or np.any(self.scale <= 0.0):
             raise ConfigurationError("noise_std must not be negative and scale must be positive")
 
