@@ -69,7 +69,7 @@ class ArmResidual:
         seed: which physical arm (shared by a calibration and the runs it is used on).
     """
 
-    shoulder_nm: float = 2.5
+    shoulder_nm: float = 2.7
     wrist_nm: float = 0.7
     friction_drift_rel: float = 0.2
     drift_time_s: float = 120.0
