@@ -158,9 +158,10 @@ class ChangeFit:
 
     @property
     def explains(self) -> bool:
-        """Whether the change explains the residuals and its mass is significant (module docstring), and the
-        payload it leads to can exist: its mass, ``reference_mass`` (kg, the payload's before; NaN: unknown)
-        plus the change, not below zero by more than :data:`NEGATIVE_MASS_Z` standard deviations."""
+        """Whether the change explains the residuals, its mass is significant, and its payload can exist.
+
+        As the module docstring says; the payload it leads to, ``reference_mass`` (kg, the payload's before;
+        NaN: unknown) plus the change, not below zero by more than :data:`NEGATIVE_MASS_Z` standard deviations."""
         std = np.sqrt(max(self.covariance[0, 0], 1e-300))
         possible = not self.reference_mass + self.delta[0] < -NEGATIVE_MASS_Z * std
         return bool(self.after <= EXPLAINED_CHI2 and self.after <= 0.25 * self.before
@@ -483,8 +484,9 @@ class ResidualCorrelation:
         return self.blocks >= MIN_CORRELATION_BLOCKS
 
     def factor(self, n: int, capped: bool = True) -> float:
-        """The variance factor of a mean over ``n`` consecutive samples: 1 until measured, at most ``n`` when
-        ``capped``."""
+        """The variance factor of a mean over ``n`` consecutive samples: 1 until measured.
+
+        At most ``n`` when ``capped``."""
         if not self.measured:
             return 1.0
         return float(max(self.value, 1.0) if not capped else np.clip(self.value, 1.0, max(n, 1)))

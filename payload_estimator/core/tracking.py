@@ -236,8 +236,9 @@ class PayloadTracker:
 
     @property
     def model_error(self) -> bool:
-        """Whether the wrench carries a model's error (joint torques less a calibrated arm): residuals correlated
-        with the pose and the speed over seconds, which the detector judges changes against
+        """Whether the wrench carries a model's error (joint torques less a calibrated arm).
+
+        Residuals correlated with the pose and the speed over seconds, which the detector judges changes against
         (:attr:`~payload_estimator.core.change_detection.ChangeDetector.model_error`)."""
         return self._detector.model_error
 

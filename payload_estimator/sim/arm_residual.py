@@ -113,8 +113,9 @@ class ArmResidual:
 
     @staticmethod
     def _drifts(t: np.ndarray, n: int, rng: np.random.Generator, time_s: float) -> np.ndarray:
-        """(2, N, n): two unit-variance stationary Ornstein-Uhlenbeck processes of time constant ``time_s`` per
-        joint at times ``t``.
+        """(2, N, n): two unit-variance stationary Ornstein-Uhlenbeck processes per joint at times ``t``.
+
+        Their time constant is ``time_s``.
 
         Drawn exactly on a grid of :data:`_DRIFT_GRID_S` (far below the time constant) and interpolated."""
         if len(t) == 0:

@@ -51,11 +51,6 @@ from payload_estimator.errors import ConfigurationError
 from payload_estimator.robots import RobotSpec, resolve_robot
 from payload_estimator.robots.generate import DEFAULT_IMU_XYZ_IN_SENSOR
 from payload_estimator.sim.efforts import EFFORT_STREAM, ArmMismatch, EffortModel
-
-STAMP_STREAM = 94
-"""Irregular joint-state stamps draw from ``np.random.default_rng([seed, STAMP_STREAM])``."""
-IRREGULAR_GAPS = (0.2, 3.0)
-"""An irregular stream's intervals stay within these multiples of its mean (a driver's jitter)."""
 from payload_estimator.sim.mujoco_model import (
     IMU_FRAME,
     SENSOR_FRAME,
@@ -70,6 +65,11 @@ from payload_estimator.sim.run import SimulatedRun
 from payload_estimator.sim.sensor_noise import FtOffset, SensorNoise
 from payload_estimator.sim.stepper import ArmStepper, ScheduleHook, StepRecording, WorkSchedule
 from payload_estimator.sim.trajectories import JointTrajectory, make_trajectory
+
+STAMP_STREAM = 94
+"""Irregular joint-state stamps draw from ``np.random.default_rng([seed, STAMP_STREAM])``."""
+IRREGULAR_GAPS = (0.2, 3.0)
+"""An irregular stream's intervals stay within these multiples of its mean (a driver's jitter)."""
 
 __all__ = [
     "simulate",
