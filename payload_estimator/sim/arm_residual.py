@@ -53,8 +53,6 @@ _POSITION_FRICTION_SPEED = 0.05  # rad/s: the smooth sign of the position-depend
 _RIPPLE_REL = 0.1
 _OFFSET_DRIFT_REL = 0.15
 _DRIFT_GRID_S = 0.5  # s: the drifts' grid (at most a tenth of their time constant)
-_WANDER_TIME_S = 1.5
-_WANDER_REL = 0.6
 
 
 @dataclass(frozen=True)
@@ -69,8 +67,8 @@ class ArmResidual:
         seed: which physical arm (shared by a calibration and the runs it is used on).
     """
 
-    shoulder_nm: float = 2.7
-    wrist_nm: float = 0.7
+    shoulder_nm: float = 6.0
+    wrist_nm: float = 1.5
     friction_drift_rel: float = 0.2
     drift_time_s: float = 120.0
     seed: int = 0
@@ -96,17 +94,18 @@ class ArmResidual:
         q, dq = np.atleast_2d(q), np.atleast_2d(dq)
         n = q.shape[1]
         arm = np.random.default_rng([int(self.seed), RESIDUAL_STREAM])
-        phase = arm.uniform(0.0, 2.0 * np.pi, (5, n))
+        phase = arm.uniform(0.0, 2.0 * np.pi, (6, n))
         neighbour = np.array([j + 1 if j + 1 < n else j - 1 for j in range(n)]) if n > 1 else np.zeros(1, int)
         periods = arm.integers(150, 251, n)
         amp = self.amplitudes(n)
         pose = amp * (0.6 * np.sin(2.0 * q + phase[0]) + 0.5 * np.sin(5.0 * q + phase[1])
                       + 0.5 * np.sin(3.0 * q[:, neighbour] + phase[2]))
-        position_friction = 0.6 * amp * np.sin(4.0 * q + phase[3]) * np.tanh(dq / _POSITION_FRICTION_SPEED)
+        sliding = np.tanh(dq / _POSITION_FRICTION_SPEED)
+        position_friction = amp * (0.25 * np.sin(4.0 * q + phase[3]) + 0.25 * np.sin(2.0 * q[:, neighbour] + phase[5]))
+        position_friction = position_friction * sliding
         ripple = _RIPPLE_REL * amp * np.sin(periods * q + phase[4])
         drift = self._drifts(t, n, rng, self.drift_time_s)
-        wander = self._drifts(t, n, rng, _WANDER_TIME_S)[0]
-        out = pose + position_friction + ripple + drift[1] * _OFFSET_DRIFT_REL * amp + _WANDER_REL * amp * wander
+        out = pose + position_friction + ripple + drift[1] * _OFFSET_DRIFT_REL * amp
         if tau_friction is not None and np.size(tau_friction):
             out = out + drift[0] * self.friction_drift_rel * np.asarray(tau_friction, dtype=float)
         return out
