@@ -459,7 +459,8 @@ def load_friction_regressor(dq: np.ndarray, load: np.ndarray) -> np.ndarray:
 class ArmPrior:
     """How far the description's parameters may be from the truth.
 
-    The prior of :func:`~payload_estimator.pipeline.arm_calibration.calibrate_arm`. Standard deviations (1 sigma)
+    The prior of :func:`~payload_estimator.pipeline.arm_calibration.calibrate_arm`, and the error
+    :mod:`~payload_estimator.pipeline.effort_check` allows each joint's torque. Standard deviations (1 sigma)
     of the robot description's inertial parameters, and of the friction (zero-mean, weak).
 
     Attributes:
