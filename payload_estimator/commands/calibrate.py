@@ -379,7 +379,8 @@ def friction_warnings(dynamics: ArmDynamics, coverage: Coverage) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Calibrate the arm from the bag, write the calibration, print what it found; warnings on stderr."""
-    from payload_estimator.pipeline.arm_dynamics import ArmDynamics, calibrate_arm, effort_check_line
+    from payload_estimator.pipeline.arm_dynamics import ArmDynamics, calibrate_arm
+    from payload_estimator.pipeline.effort_check import check_efforts, joint_ratios
 
     bag = Path(args.bag)
     if not bag.exists():
@@ -398,12 +399,12 @@ def run(args: argparse.Namespace) -> int:
     rec, coverage, notes = _recording(bag, settings, joints, "", args.effort_scale)
     warnings = list(notes)
     # currents without torque constants (the UR presets): their scales are what --effort-scale finds
-    effort_line = effort_check_line(ArmDynamics(kinematics), rec,
-                                    currents=settings.effort_unit == "current" and not settings.torque_constants)
-    if effort_line and (not args.effort_scale or "wrong sign" in effort_line):
-        raise CommandError(f"{bag}: {effort_line}")
-    if effort_line:
-        warnings.append(effort_line + " (the effort scales are fitted: --effort-scale)")
+    checked = check_efforts(ArmDynamics(kinematics), rec,
+                            currents=settings.effort_unit == "current" and not settings.torque_constants)
+    if checked.refusal and (not args.effort_scale or checked.flipped):
+        raise CommandError(f"{bag}: {checked.refusal}")
+    if checked.refusal:
+        warnings.append(checked.refusal + " (the effort scales are fitted: --effort-scale)")
     held_out = held_coverage = None
     if args.validate:
         held_out, held_coverage, notes = _recording(Path(args.validate), settings, joints, "--validate ",
@@ -435,6 +436,9 @@ def run(args: argparse.Namespace) -> int:
                                          loaded_torques=loaded_torques, load_friction=args.load_friction)
     except ValueError as exc:  # a fit that cannot be made of this recording (degenerate, diverged)
         raise CommandError(f"{bag}: the calibration failed: {one_line(exc)}") from None
+    if checked.noted:  # the joints whose description is off: their ratios against the calibrated model
+        after = joint_ratios(ArmDynamics(kinematics, calibration), held_out if held_out is not None else rec)
+        warnings.append(checked.warning(after, " on --validate" if held_out is not None else "") or "")
     warnings += friction_warnings(ArmDynamics(kinematics, calibration), coverage)
     warnings += calibration.caveats()
     warnings += _validation_warnings(joints, coverage, held_coverage, fit)

@@ -38,10 +38,12 @@ from payload_estimator.pipeline.arm_model import (
     FRICTION_TERMS,
     ArmCalibration,
     ArmDynamics,
+    ArmPrior,
     body_from_pinocchio,
     friction_regressor,
     load_friction_regressor,
 )
+from payload_estimator.pipeline.effort_check import effort_ratio
 from payload_estimator.pipeline.kinematics import SensorKinematics
 
 __all__ = [
@@ -50,55 +52,9 @@ __all__ = [
     "JointRecording",
     "calibrate_arm",
     "joint_recording",
-    "effort_check_line",
-    "effort_ratio_from_sums",
-    "effort_ratio_sums",
     "residual_rms",
     "SHAPE_PRIOR_STD",
 ]
-
-
-@dataclass(frozen=True)
-class ArmPrior:
-    """The prior of :func:`calibrate_arm`: how far the description's parameters may be from the truth.
-
-    Standard deviations (1 sigma) of the robot description's inertial parameters, and of the
-    friction (zero-mean, weak).
-
-    Attributes:
-        mass_rel: relative std of each body's mass. mass_floor: kg, added in quadrature.
-        com: m, std of each COM coordinate (the first moment's std is ``m com``, plus ``mass_rel`` of it).
-        inertia_rel: relative std of each inertia entry about the joint frame; inertia_floor: kg·m².
-        friction: std of every friction coefficient (N·m, N·m·s/rad) and offset (N·m). The friction columns
-            are strongly correlated (Coulomb levels at three speeds, viscous): a weak prior keeps them from
-            trading noise with the inertias; 1 was measured best against 10 (``benchmarks/joint_torques.py``
-            --friction-prior), on a Franka's 0.3-1.3 N·m and an xArm's 1-3 N·m friction alike.
-        effort_scale: std of the log of each effort scale about its first guess (when calibrated): 15 %, a
-            vendor's torque constant. It decides a joint whose own rows the motion hardly moves beyond friction
-            (a wrist joint whose link's gravity and inertia barely load it): nothing else can.
-        load_friction: std of each of a joint's load-dependent Coulomb levels ``mu`` (dimensionless, prior
-            mean 0, their sum kept not negative), when calibrated: 0.1, above the few per cent of load that
-            gearboxes lose to it, so the data decide where the motion varies the joint's load.
-    """
-
-    mass_rel: float = 0.2
-    mass_floor: float = 0.05
-    com: float = 0.02
-    inertia_rel: float = 0.3
-    inertia_floor: float = 1e-3
-    friction: float = 1.0
-    effort_scale: float = 0.15
-    load_friction: float = 0.1
-
-    def body_std(self, nominal: np.ndarray) -> np.ndarray:
-        """(b, 10) the std of each body's ten parameters around ``nominal`` (b, 10)."""
-        m = np.abs(nominal[:, 0])
-        std = np.empty_like(nominal)
-        std[:, 0] = np.hypot(self.mass_rel * m, self.mass_floor)
-        lever = np.maximum(m, self.mass_floor)[:, None] * self.com
-        std[:, 1:4] = np.sqrt((self.mass_rel * nominal[:, 1:4]) ** 2 + lever**2)
-        std[:, 4:10] = np.sqrt((self.inertia_rel * nominal[:, 4:10]) ** 2 + self.inertia_floor**2)
-        return std
 
 
 @dataclass(frozen=True, eq=False)
@@ -296,25 +252,6 @@ def residual_rms(dynamics: ArmDynamics, rec: JointRecording) -> np.ndarray:
     """(n,) RMS of the corrected effort minus the model's torque per joint, N·m."""
     r = dynamics.corrected_effort(rec.effort) - dynamics.torques(rec.q, rec.dq, rec.ddq, rec.effort)
     return np.sqrt(np.mean(r**2, axis=0))
-
-
-def effort_check_line(dynamics: ArmDynamics, rec: JointRecording, scale: bool = True,
-                      currents: bool = False) -> str | None:
-    """:func:`~payload_estimator.pipeline.joint_torques.effort_check` of a recording against a model of the arm.
-
-    The model's torques (the calibration's, friction included, or the description's rigid body) at the
-    recording's slowest samples (the slower half by the fastest joint's speed: gravity dominates there), against
-    the corrected efforts; ``currents``: currents of unknown torque constants, their signs checked only."""
-    from payload_estimator.pipeline.joint_torques import effort_check
-
-    if len(rec) < 10:
-        return None
-    speed = np.abs(rec.dq).max(axis=1)
-    slow = speed <= np.median(speed)
-    q, dq, ddq = rec.q[slow], rec.dq[slow], rec.ddq[slow]
-    tau = dynamics.torques(q, dq, ddq, rec.effort[slow])
-    return effort_check(tau, dynamics.corrected_effort(rec.effort[slow]), dynamics.kinematics.joint_names, scale,
-                        currents)
 
 
 def calibrate_arm(
@@ -528,11 +465,11 @@ def _initial_scale(nominal_model: ArmDynamics, recording: JointRecording,
     """Return ``(guess (n,), informed (n,))``: a first guess of each joint's effort scale, and where it is informed.
 
     The guess: 1, or the description's torque per unit of effort, the least-squares ratio of the description's
-    rigid-body torques to the efforts (:func:`effort_ratio`), taken where it is determined and more than 30 %
-    from 1; for every joint when most are (efforts in other units, e.g. currents), and then the median ratio
-    where a joint's is not determined. Informed: the joint's own ratio, or 1 for efforts in N·m; not the
-    median of other joints' ratios (the torque constants of a UR's wrist drives differ from its shoulder's by
-    half), which the fit's prior then leaves to the data (:data:`UNINFORMED_SCALE_STD`)."""
+    rigid-body torques to the efforts (:func:`~payload_estimator.pipeline.effort_check.effort_ratio`), taken where
+    it is determined and more than 30 % from 1; for every joint when most are (efforts in other units, e.g.
+    currents), and then the median ratio where a joint's is not determined. Informed: the joint's own ratio, or 1
+    for efforts in N·m; not the median of other joints' ratios (the torque constants of a UR's wrist drives differ
+    from its shoulder's by half), which the fit's prior then leaves to the data (:data:`UNINFORMED_SCALE_STD`)."""
     tau = nominal_model.rigid_body_torques(recording.q, recording.dq, recording.ddq)
     if known is not None:
         tau = tau + known
@@ -545,50 +482,6 @@ def _initial_scale(nominal_model: ArmDynamics, recording: JointRecording,
     if np.count_nonzero(far) * 2 > np.count_nonzero(good):  # most joints far off (currents): all of them
         return np.where(good, 1.0 / np.where(good, ratio, 1.0), 1.0 / float(np.median(ratio[good]))), good
     return np.where(far, 1.0 / np.where(far, ratio, 1.0), 1.0), np.ones(n, dtype=bool)
-
-
-def effort_ratio(tau: np.ndarray, effort: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Return ``(ratio (n,), determined (n,))``: each joint's effort per N·m of the model's torque.
-
-    The least-squares ``effort_i ~ ratio_i tau_i + offset_i`` over the samples ``tau, effort`` (N, n)
-    (:func:`effort_ratio_from_sums` of :func:`effort_ratio_sums`)."""
-    return effort_ratio_from_sums(effort_ratio_sums(tau, effort))
-
-
-def effort_ratio_sums(tau: np.ndarray, effort: np.ndarray) -> np.ndarray:
-    """(6, n) the sums :func:`effort_ratio_from_sums` reads: count, Σtau, Σeffort, Σtau², Σeffort², Σtau·effort.
-
-    Sums of batches add up: a stream keeps them as it goes."""
-    tau = np.asarray(tau, dtype=float)
-    effort = np.asarray(effort, dtype=float)
-    return np.stack([np.full(tau.shape[1], float(len(tau))), tau.sum(axis=0), effort.sum(axis=0),
-                     np.sum(tau**2, axis=0), np.sum(effort**2, axis=0), np.sum(tau * effort, axis=0)])
-
-
-def effort_ratio_from_sums(sums: np.ndarray, centred: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """Return ``(ratio (n,), determined (n,))`` from :func:`effort_ratio_sums`.
-
-    ``determined`` where the ratio's standard error is below 10 % of it and the model's torque explains half
-    the effort's variance or more, and the joint's torque varies by 5 % of the most loaded joint's or more
-    (not a joint whose effort is mostly friction: a wrist joint of an unloaded arm). ``centred``: with an offset
-    per joint (what the torques' variation tells); not centred, ``effort_i ~ ratio_i tau_i`` through the origin,
-    the static gravity load counting too: the check of efforts that hold a payload, whose torques can dominate
-    the variation where the arm's own gravity still dominates the level."""
-    count, st, se_, stt, see, ste = np.asarray(sums, dtype=float)
-    m = np.maximum(count, 1.0)
-    if centred:
-        var = np.maximum(stt - st**2 / m, 0.0)
-        spread = np.maximum(see - se_**2 / m, 0.0)
-        cov = ste - st * se_ / m
-    else:
-        var, spread, cov = stt, see, ste
-    ratio = np.divide(cov, var, out=np.zeros_like(var), where=var > 0.0)
-    resid2 = np.maximum(spread - ratio * cov, 0.0)
-    dof = np.maximum(count - (2.0 if centred else 1.0), 1.0)
-    se = np.sqrt(resid2 / dof / np.where(var > 0.0, var, np.inf))
-    explained = 1.0 - np.divide(resid2, spread, out=np.ones_like(spread), where=spread > 0.0)
-    loaded = var >= (0.05**2) * float(var.max(initial=0.0))  # the joint's own torque is not lost beside the others'
-    return ratio, (var > 0.0) & loaded & (se < 0.1 * np.abs(ratio)) & (explained >= 0.5)
 
 
 SCALE_MAX_CHANGE = 0.3

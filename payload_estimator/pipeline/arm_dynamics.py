@@ -18,7 +18,6 @@ from payload_estimator.pipeline.arm_calibration import (
     CalibrationFit,
     JointRecording,
     calibrate_arm,
-    effort_check_line,
     joint_recording,
     residual_rms,
 )
@@ -30,6 +29,7 @@ from payload_estimator.pipeline.arm_model import (
     body_is_consistent,
     friction_regressor,
 )
+from payload_estimator.pipeline.effort_check import effort_check_line
 
 __all__ = [
     "ArmCalibration",

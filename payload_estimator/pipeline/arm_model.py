@@ -62,6 +62,7 @@ from payload_estimator.pipeline.kinematics import SensorKinematics
 __all__ = [
     "ArmCalibration",
     "ArmDynamics",
+    "ArmPrior",
     "friction_regressor",
     "body_is_consistent",
     "body_from_pinocchio",
@@ -452,3 +453,47 @@ def load_friction_regressor(dq: np.ndarray, load: np.ndarray) -> np.ndarray:
     it is the term's torque."""
     dq = np.asarray(dq, dtype=float)
     return np.abs(np.asarray(load, dtype=float))[:, :, None] * np.tanh(dq[:, :, None] / np.asarray(COULOMB_VELOCITIES))
+
+
+@dataclass(frozen=True)
+class ArmPrior:
+    """How far the description's parameters may be from the truth.
+
+    The prior of :func:`~payload_estimator.pipeline.arm_calibration.calibrate_arm`, and the error
+    :mod:`~payload_estimator.pipeline.effort_check` allows each joint's torque. Standard deviations (1 sigma)
+    of the robot description's inertial parameters, and of the friction (zero-mean, weak).
+
+    Attributes:
+        mass_rel: relative std of each body's mass. mass_floor: kg, added in quadrature.
+        com: m, std of each COM coordinate (the first moment's std is ``m com``, plus ``mass_rel`` of it).
+        inertia_rel: relative std of each inertia entry about the joint frame; inertia_floor: kg·m².
+        friction: std of every friction coefficient (N·m, N·m·s/rad) and offset (N·m). The friction columns
+            are strongly correlated (Coulomb levels at three speeds, viscous): a weak prior keeps them from
+            trading noise with the inertias; 1 was measured best against 10 (``benchmarks/joint_torques.py``
+            --friction-prior), on a Franka's 0.3-1.3 N·m and an xArm's 1-3 N·m friction alike.
+        effort_scale: std of the log of each effort scale about its first guess (when calibrated): 15 %, a
+            vendor's torque constant. It decides a joint whose own rows the motion hardly moves beyond friction
+            (a wrist joint whose link's gravity and inertia barely load it): nothing else can.
+        load_friction: std of each of a joint's load-dependent Coulomb levels ``mu`` (dimensionless, prior
+            mean 0, their sum kept not negative), when calibrated: 0.1, above the few per cent of load that
+            gearboxes lose to it, so the data decide where the motion varies the joint's load.
+    """
+
+    mass_rel: float = 0.2
+    mass_floor: float = 0.05
+    com: float = 0.02
+    inertia_rel: float = 0.3
+    inertia_floor: float = 1e-3
+    friction: float = 1.0
+    effort_scale: float = 0.15
+    load_friction: float = 0.1
+
+    def body_std(self, nominal: np.ndarray) -> np.ndarray:
+        """(b, 10) the std of each body's ten parameters around ``nominal`` (b, 10)."""
+        m = np.abs(nominal[:, 0])
+        std = np.empty_like(nominal)
+        std[:, 0] = np.hypot(self.mass_rel * m, self.mass_floor)
+        lever = np.maximum(m, self.mass_floor)[:, None] * self.com
+        std[:, 1:4] = np.sqrt((self.mass_rel * nominal[:, 1:4]) ** 2 + lever**2)
+        std[:, 4:10] = np.sqrt((self.inertia_rel * nominal[:, 4:10]) ** 2 + self.inertia_floor**2)
+        return std

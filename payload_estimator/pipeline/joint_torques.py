@@ -30,7 +30,7 @@ from payload_estimator.pipeline.arm_dynamics import ArmDynamics
 from payload_estimator.pipeline.kinematics import SensorKinematics
 
 __all__ = ["JointTorqueWrench", "TorqueWrench", "SINGULAR_RCOND", "DEFAULT_EFFORT_STD", "torques_from_efforts",
-           "effort_check", "effort_check_ratios", "payload_torques"]
+           "payload_torques"]
 
 SINGULAR_RCOND = 1e-6
 """Wrench directions whose singular value is below this fraction of the largest carry no information."""
@@ -130,59 +130,6 @@ def torques_from_efforts(effort: np.ndarray, effort_unit: str = "torque", torque
         raise ConfigurationError("effort_unit is current but torque_constants is empty: set the joints' torque "
                                  "constants (N m/A at the joint), or calibrate with --effort-scale")
     return effort
-
-
-RATIO_FAR = 0.3
-"""An effort scale more than this fraction from the model's is named by :func:`effort_check`."""
-
-
-def effort_check(tau_model: np.ndarray, effort: np.ndarray, joint_names: Sequence[str],
-                 scale: bool = True, currents: bool = False) -> str | None:
-    """One line naming joints whose efforts do not look like the model's torques in N·m, or None.
-
-    The least-squares ratio of each joint's effort to the torque the model predicts (``tau_model``,
-    (N, n): the description's or the calibration's rigid-body torques; gravity dominates at rest and in slow
-    motion), where it is determined (:func:`~payload_estimator.pipeline.arm_calibration.effort_ratio`):
-    currents (most joints a ratio 1/5 or less, or 5 or more, consistently), a flipped sign (a negative
-    ratio), or a scale more than :data:`RATIO_FAR` off; with the setting to change. ``currents``: the efforts are
-    currents of unknown torque constants (``effort_unit: current``, none given), so only their signs are checked."""
-    from payload_estimator.pipeline.arm_calibration import effort_ratio
-
-    ratio, determined = effort_ratio(tau_model, effort)
-    return effort_check_ratios(ratio, determined, joint_names, scale, currents)
-
-
-def effort_check_ratios(ratio: np.ndarray, determined: np.ndarray, joint_names: Sequence[str],
-                        scale: bool = True, currents: bool = False) -> str | None:
-    """:func:`effort_check` of ratios already found (a stream's running sums, :func:`effort_ratio_from_sums`)."""
-    names = list(joint_names)
-    shown = [j for j in range(len(names)) if determined[j]]
-    if not shown:
-        return None
-    negative = [j for j in shown if ratio[j] < 0.0]
-    order = [j for j in shown if not currents and ratio[j] > 0.0 and (ratio[j] <= 0.2 or ratio[j] >= 5.0)]
-    off = [j for j in shown if scale and not currents and ratio[j] > 0.0 and j not in order
-           and abs(ratio[j] - 1.0) > RATIO_FAR]
-
-    def listed(js: list[int]) -> str:
-        return ", ".join(f"{names[j]} {ratio[j]:.3g}" for j in js)
-
-    parts = []
-    if len(order) * 2 > len(shown):
-        parts.append(f"look like currents, not N·m (effort per N·m of the model's torque: {listed(order)}): set "
-                     "effort_unit: current with torque_constants (N m/A at the joint), or calibrate --effort-scale")
-    elif order and scale:
-        off = sorted(off + order)
-    if negative:
-        parts.append(f"have the wrong sign ({listed(negative)}): flip the sign of torque_constants for "
-                     f"{'that joint' if len(negative) == 1 else 'those joints'} (-1 where it is unset, 1 for the "
-                     "others)")
-    if off:
-        parts.append(f"are scaled far from the model (more than {RATIO_FAR:.0%}: {listed(off)}): set torque_constants, "
-                     "or calibrate --effort-scale")
-    if not parts:
-        return None
-    return "the efforts " + "; and ".join(parts)
 
 
 def payload_torques(kinematics: SensorKinematics, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray,

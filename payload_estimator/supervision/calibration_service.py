@@ -55,9 +55,9 @@ from payload_estimator.pipeline.arm_dynamics import (
     ArmDynamics,
     JointRecording,
     calibrate_arm,
-    effort_check_line,
     joint_recording,
 )
+from payload_estimator.pipeline.effort_check import EffortCheck, check_efforts
 from payload_estimator.pipeline.joint_torques import payload_torques, torques_from_efforts
 from payload_estimator.pipeline.kinematics import SensorKinematics
 from payload_estimator.pipeline.stream import JOINTS
@@ -371,11 +371,12 @@ def fit_calibration(
     except ValueError as exc:
         return CalibrateResult(False, f"refused: {exc}")
     recording = joint_recording(t, q, effort)
+    checked: EffortCheck | None = None
     if request.known_payload is None:  # the efforts against the description's torques: units and signs, as calibrate
-        line = effort_check_line(ArmDynamics(kinematics), recording,
-                                 currents=effort_unit == "current" and not len(torque_constants))
-        if line and (not request.effort_scale or "wrong sign" in line):
-            return CalibrateResult(False, f"refused: {line}")
+        checked = check_efforts(ArmDynamics(kinematics), recording,
+                                currents=effort_unit == "current" and not len(torque_constants))
+        if checked.refusal and (not request.effort_scale or checked.flipped):
+            return CalibrateResult(False, f"refused: {checked.refusal}")
     meta = {"source": "~/calibrate", "recorded_s": round(float(np.ptp(t)), 3), "joint_states": int(len(t)),
             "joint_states_without_efforts": int(recorder.without_efforts), **(info or {})}
     known: dict[str, Any] = {}
@@ -412,6 +413,9 @@ def fit_calibration(
                f"{float(np.sqrt(np.mean(after ** 2))):.3f} N·m"
                + (f" (bodies on {', '.join(inconsistent)} not physically consistent)" if inconsistent else "")
                + f"; written to {request.path}")
+    noted = checked.warning() if checked is not None else None
+    if noted:
+        message += f"; warning: {noted}"
     return CalibrateResult(True, message, str(request.path), recorder.joint_names,
                            tuple(float(x) for x in before), tuple(float(x) for x in after), int(fit.samples),
                            recording)

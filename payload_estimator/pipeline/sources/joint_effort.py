@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from payload_estimator.errors import ConfigurationError
-from payload_estimator.pipeline.arm_calibration import effort_ratio_from_sums, effort_ratio_sums
 from payload_estimator.pipeline.arm_dynamics import ArmCalibration, ArmDynamics
-from payload_estimator.pipeline.joint_torques import JointTorqueWrench, effort_check_ratios, torques_from_efforts
+from payload_estimator.pipeline.effort_check import effort_check_ratios, effort_ratio_from_sums, effort_ratio_sums
+from payload_estimator.pipeline.joint_torques import JointTorqueWrench, torques_from_efforts
 from payload_estimator.pipeline.sources.strategies import WrenchInput
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ class JointEffortInput(WrenchInput):
         ratio, determined = effort_ratio_from_sums(self.ratio_sums, centred=False)
         # the payload's torques are in the efforts and add to the arm's: a ratio above 1 is no sign of other units
         line = effort_check_ratios(np.minimum(ratio, 1.0), determined,
-                                   self.torque_wrench.dynamics.kinematics.joint_names, scale=False)
+                                   self.torque_wrench.dynamics.kinematics.joint_names)
         return line or ""
 
     def caveats(self) -> list[str]:
