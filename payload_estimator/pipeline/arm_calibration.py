@@ -43,7 +43,7 @@ from payload_estimator.pipeline.arm_model import (
     friction_regressor,
     load_friction_regressor,
 )
-from payload_estimator.pipeline.effort_check import effort_ratio
+from payload_estimator.pipeline.effort_check import effort_ratio, effort_ratio_from_sums, effort_ratio_sums
 from payload_estimator.pipeline.kinematics import SensorKinematics
 
 __all__ = [
@@ -467,13 +467,20 @@ def _initial_scale(nominal_model: ArmDynamics, recording: JointRecording,
     The guess: 1, or the description's torque per unit of effort, the least-squares ratio of the description's
     rigid-body torques to the efforts (:func:`~payload_estimator.pipeline.effort_check.effort_ratio`), taken where
     it is determined and more than 30 % from 1; for every joint when most are (efforts in other units, e.g.
-    currents), and then the median ratio where a joint's is not determined. Informed: the joint's own ratio, or 1
+    currents), and then the median ratio where a joint's is not determined. When no joint's is determined by the
+    torques' variation, the ratio through the origin (their level, the arm's gravity, counting too). Informed: the joint's own ratio, or 1
     for efforts in N·m; not the median of other joints' ratios (the torque constants of a UR's wrist drives differ
     from its shoulder's by half), which the fit's prior then leaves to the data (:data:`UNINFORMED_SCALE_STD`)."""
     tau = nominal_model.rigid_body_torques(recording.q, recording.dq, recording.ddq)
     if known is not None:
         tau = tau + known
     ratio, determined = effort_ratio(tau, recording.effort)
+    if not np.any(determined & (ratio > 0.0)):
+        # the torques' variation along the motion is lost in what the description does not fit (a real arm's
+        # model error): their level, the arm's own gravity, tells the joints that carry it
+        ratio, determined = effort_ratio_from_sums(effort_ratio_sums(tau, recording.effort), centred=False)
+        level = np.sum(tau**2, axis=0)
+        determined &= level >= STATIC_LOAD_SHARE**2 * float(level.max(initial=0.0))
     good = determined & (ratio > 0.0)
     n = len(ratio)
     if not np.any(good):
@@ -484,6 +491,10 @@ def _initial_scale(nominal_model: ArmDynamics, recording: JointRecording,
     return np.where(far, 1.0 / np.where(far, ratio, 1.0), 1.0), np.ones(n, dtype=bool)
 
 
+STATIC_LOAD_SHARE = 0.3
+"""An effort scale's first guess from the torques' level (:func:`_initial_scale`) only on joints that carry this
+share of the most loaded joint's torque (RMS) or more: on the others an offset or a model's error of a few N·m
+is as large as the load."""
 SCALE_MAX_CHANGE = 0.3
 """A fitted effort scale more than this fraction from its first guess is not believed (kept at the guess)."""
 SCALE_MAX_STD = 0.05

@@ -67,8 +67,8 @@ class ArmResidual:
         seed: which physical arm (shared by a calibration and the runs it is used on).
     """
 
-    shoulder_nm: float = 6.0
-    wrist_nm: float = 1.5
+    shoulder_nm: float = 7.5
+    wrist_nm: float = 2.0
     friction_drift_rel: float = 0.2
     drift_time_s: float = 120.0
     seed: int = 0
