@@ -466,11 +466,13 @@ def _initial_scale(nominal_model: ArmDynamics, recording: JointRecording,
 
     The guess: 1, or the description's torque per unit of effort, the least-squares ratio of the description's
     rigid-body torques to the efforts (:func:`~payload_estimator.pipeline.effort_check.effort_ratio`), taken where
-    it is determined and more than 30 % from 1; for every joint when most are (efforts in other units, e.g.
-    currents), and then the median ratio where a joint's is not determined. When no joint's is determined by the
-    torques' variation, the ratio through the origin (their level, the arm's gravity, counting too). Informed: the joint's own ratio, or 1
-    for efforts in N·m; not the median of other joints' ratios (the torque constants of a UR's wrist drives differ
-    from its shoulder's by half), which the fit's prior then leaves to the data (:data:`UNINFORMED_SCALE_STD`)."""
+    it is determined and more than a factor :data:`OTHER_UNIT_FACTOR` from 1; for every joint when most are
+    (efforts in other units, e.g. currents), and then the median ratio where a joint's is not determined. When no
+    joint's ratio is determined by the torques' variation, the ratio through the origin (their level, the arm's
+    gravity, counting too) on the joints that carry :data:`STATIC_LOAD_SHARE` of the load. Informed: the joint's
+    own ratio, or 1 for efforts in N·m; not the median of other joints' ratios (the torque constants of a UR's
+    wrist drives differ from its shoulder's by half), which the fit's prior then leaves to the data
+    (:data:`UNINFORMED_SCALE_STD`)."""
     tau = nominal_model.rigid_body_torques(recording.q, recording.dq, recording.ddq)
     if known is not None:
         tau = tau + known
@@ -485,12 +487,17 @@ def _initial_scale(nominal_model: ArmDynamics, recording: JointRecording,
     n = len(ratio)
     if not np.any(good):
         return np.ones(n), np.ones(n, dtype=bool)
-    far = good & (np.abs(np.log(np.where(good, ratio, 1.0))) > np.log(1.3))
+    far = good & (np.abs(np.log(np.where(good, ratio, 1.0))) > np.log(OTHER_UNIT_FACTOR))
     if np.count_nonzero(far) * 2 > np.count_nonzero(good):  # most joints far off (currents): all of them
         return np.where(good, 1.0 / np.where(good, ratio, 1.0), 1.0 / float(np.median(ratio[good]))), good
     return np.where(far, 1.0 / np.where(far, ratio, 1.0), 1.0), np.ones(n, dtype=bool)
 
 
+OTHER_UNIT_FACTOR = 2.0
+"""A joint's ratio of effort to the description's torque beyond this factor (either way) is efforts in another
+unit (currents: a torque constant's size), the first guess of its scale (:func:`_initial_scale`); within it, the
+guess is 1 and the fit finds the scale: a real arm's model error moves the ratio by tens of per cent (a Panda's
+torque sensors read 1.7 against a description the arm is unlike)."""
 STATIC_LOAD_SHARE = 0.3
 """An effort scale's first guess from the torques' level (:func:`_initial_scale`) only on joints that carry this
 share of the most loaded joint's torque (RMS) or more: on the others an offset or a model's error of a few N·m
