@@ -402,8 +402,14 @@ class ChangeDetector:
         return shift, onset
 
     def _reference_mass(self) -> float:
-        """kg, the reference's mass (NaN without one)."""
-        return float("nan") if self.reference is None else float(self.reference[0][0])
+        """kg, the reference's mass, which a change must leave a possible payload (:attr:`ChangeFit.explains`).
+
+        Only with :attr:`model_error` (NaN otherwise, and without a reference): a sensor's change fit right after
+        a release may overshoot the payload's mass by more than its small uncertainty, the filter's and the
+        transfer's doing, yet the release is real."""
+        if self.reference is None or not self.model_error:
+            return float("nan")
+        return float(self.reference[0][0])
 
     def _correlation_factor(self, n: int) -> float:
         """How much less certain a change fitted to ``n`` samples is than independent samples make it.
