@@ -310,8 +310,7 @@ def simulate(
             applied torque plus the nominal joint noise.
         arm_mismatch: simulate an arm whose links differ from the URDF (the run's ``urdf`` stays
             the nominal one, ``true_urdf`` is the one simulated). None: the arm is its URDF.
-        irregular_stamps: joint states at irregular intervals of ``1 / rate_hz`` on average (module
-            docstring).
+        irregular_stamps: joint states at irregular intervals, ``1 / rate_hz`` on average (module docstring).
     """
     spec = resolve_robot(robot)
     payload_name, payload_model, params = resolve_payload(payload)
