@@ -512,10 +512,11 @@ IRREGULAR_RATE_HZ = 100.0
 
 
 def joint_stamps(args: argparse.Namespace) -> dict[str, Any]:
-    """The simulator's keywords for ``--irregular-stamps`` (:func:`add_real_arm_arguments`); empty without it."""
-    if not getattr(args, "irregular_stamps", False):
-        return {}
-    return {"rate_hz": IRREGULAR_RATE_HZ, "irregular_stamps": True}
+    """The simulator's joint-state keywords: ``rate_hz`` and ``irregular_stamps`` (:func:`add_real_arm_arguments`).
+
+    :data:`SIM_RATE_HZ`, regular; with ``--irregular-stamps`` :data:`IRREGULAR_RATE_HZ` at irregular intervals."""
+    irregular = bool(getattr(args, "irregular_stamps", False))
+    return {"rate_hz": IRREGULAR_RATE_HZ if irregular else SIM_RATE_HZ, "irregular_stamps": irregular}
 
 
 def real_arm_residual(args: argparse.Namespace, seed: int) -> Any:

@@ -124,8 +124,7 @@ def run(args: argparse.Namespace) -> int:
         sim = simulate(robot=arm, payload=args.payload, trajectory=trajectory,
                        duration=args.duration, noise=args.noise, seed=args.seed,
                        wrench_rate_hz=args.wrench_rate, imu=not args.no_imu, efforts=efforts,
-                       arm_mismatch=mismatch, ft_drift=args.ft_drift,
-                       **{"rate_hz": SIM_RATE_HZ, **joint_stamps(args)})
+                       arm_mismatch=mismatch, ft_drift=args.ft_drift, **joint_stamps(args))
     if args.out:
         sim.save(path)
         print(f"wrote {path}: {args.robot} + {args.payload}, {args.duration:g} s, "

@@ -253,13 +253,15 @@ class ChangeDetector:
     def learn(self, samples: SensorSamples) -> None:
         """Fold accepted samples' residuals into the running residual covariance and drift.
 
-        The drift follows the residuals' slow mean (:data:`DRIFT_TIME_S`)."""
+        The drift follows the residuals' slow mean (:data:`DRIFT_TIME_S`); with :attr:`model_error`, the
+        residuals' correlation is measured too (:class:`ResidualCorrelation`)."""
         if self.reference is None or len(samples) == 0:
             return
         phi, bias, _, _ = self.reference
         keep = np.all(np.isfinite(samples.wrench_in_sensor), axis=1)
         r = samples.wrench_in_sensor[keep] - samples_regressor(samples.select(keep)) @ phi - bias
-        r = r[np.all(np.isfinite(r), axis=1) & np.all(np.abs(r) < 1e6, axis=1)]
+        finite = np.all(np.isfinite(r), axis=1) & np.all(np.abs(r) < 1e6, axis=1)
+        r = r[finite]
         n = len(r)
         if n == 0:
             return
@@ -269,8 +271,8 @@ class ChangeDetector:
         drift = decay**n * self.drift + weights @ r
         r = r - self.drift
         self.drift = drift
-        if self.residual_n >= MIN_RESIDUALS:  # whitened by the measured covariance: 1 for white residuals
-            self.correlation.add(samples.t[keep][: len(r)], r, self.residual_cov)
+        if self.model_error and self.residual_n >= MIN_RESIDUALS:  # whitened: 1 for white residuals
+            self.correlation.add(samples.t[keep][finite], r, self.residual_cov)
         if self.residual_n == 0:
             self.residual_cov = np.zeros((6, 6))
         a = n / min(self.residual_n + n, RESIDUAL_MEMORY)
@@ -305,7 +307,7 @@ class ChangeDetector:
         if best is None:
             return None
         after, delta, cov, onset = best
-        return ChangeFit(r, W, before, after, delta, cov * self._correlation_factor(len(r)), onset,
+        return ChangeFit(r, W, before, after, delta, cov * self._correlation_factor(), onset,
                          reference_mass=self._reference_mass())
 
     def _change_terms(self, samples: SensorSamples) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -368,7 +370,7 @@ class ChangeDetector:
             except np.linalg.LinAlgError:
                 continue
             before, after = e[k] / count[k], (e[k] - b[k] @ delta) / count[k]
-            cov = cov * self._correlation_factor(int(count[k]))
+            cov = cov * self._correlation_factor()
             fit = ChangeFit(r[k:], W[k:], float(before), float(after), delta, cov, float(t_start), float(t[k]),
                             self._reference_mass())
             if fit.explains and not _still_moving(G[k], G1[k], G2[k], b[k], b1[k], delta):
@@ -411,13 +413,13 @@ class ChangeDetector:
             return float("nan")
         return float(self.reference[0][0])
 
-    def _correlation_factor(self, n: int) -> float:
-        """How much less certain a change fitted to ``n`` samples is than independent samples make it.
+    def _correlation_factor(self) -> float:
+        """How much less certain a change is than independent samples make it.
 
         1 without :attr:`model_error` (the threshold :data:`MIN_MASS_CHANGE_Z` holds for a sensor's filtered
-        noise); with it, the residuals' long-run variance factor (:class:`ResidualCorrelation`), not capped by
-        ``n``: a change seen for less than a block is judged as if it had lasted a block."""
-        return self.correlation.factor(n, capped=False) if self.model_error else 1.0
+        noise); with it, the residuals' long-run variance factor (:class:`ResidualCorrelation`), whatever the
+        change's length: a change seen for less than a block is judged as if it had lasted a block."""
+        return self.correlation.factor() if self.model_error else 1.0
 
     def onsets(self, t_start: float) -> np.ndarray:
         """Return the candidate instants (s) of a change first seen at ``t_start``.
@@ -489,13 +491,9 @@ class ResidualCorrelation:
         """Whether enough blocks are in (:data:`MIN_CORRELATION_BLOCKS`)."""
         return self.blocks >= MIN_CORRELATION_BLOCKS
 
-    def factor(self, n: int, capped: bool = True) -> float:
-        """The variance factor of a mean over ``n`` consecutive samples: 1 until measured.
-
-        At most ``n`` when ``capped``."""
-        if not self.measured:
-            return 1.0
-        return float(max(self.value, 1.0) if not capped else np.clip(self.value, 1.0, max(n, 1)))
+    def factor(self) -> float:
+        """The long-run variance factor of the residuals' mean over a block: 1 until measured, never below 1."""
+        return float(max(self.value, 1.0)) if self.measured else 1.0
 
 
 def _change_regressor(samples: SensorSamples) -> np.ndarray:

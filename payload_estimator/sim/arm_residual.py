@@ -9,12 +9,13 @@ on top of the arm unlike its URDF and its friction law unlike the calibration's.
 amplitude ``A_j`` (:attr:`ArmResidual.shoulder_nm` on the first ``n - 3`` joints, the shoulder and elbow;
 :attr:`ArmResidual.wrist_nm` on the last three)::
 
-    r_j = A_j [0.6 sin(q_j + a) + 0.4 sin(2 q_j + b) + 0.5 sin(q_k + c)]      pose: cables and hoses,
-                                                                            a gearbox's once- and
-                                                                            twice-per-turn error, a
-                                                                            neighbour joint k's pose
-        + 0.5 A_j sin(q_j + d) tanh(dq_j / 0.05)                            friction that varies with
-                                                                            the position
+    r_j = A_j [0.6 sin(2 q_j + a) + 0.5 sin(5 q_j + b) + 0.5 sin(3 q_k + c)]     pose: cables and hoses,
+                                                                            a gearbox's error over a
+                                                                            turn, a neighbour joint k's
+                                                                            pose
+        + A_j [0.25 sin(4 q_j + d) + 0.25 sin(2 q_k + f)] tanh(dq_j / 0.05)   friction that varies with
+                                                                            the joint's and its
+                                                                            neighbour's position
         + 0.1 A_j sin(N_j q_j + e)                                          torque ripple (N_j 150-250
                                                                             per turn: a harmonic drive's
                                                                             two per wave-generator turn)
@@ -24,7 +25,7 @@ amplitude ``A_j`` (:attr:`ArmResidual.shoulder_nm` on the first ``n - 3`` joints
 ``d_j`` and ``o_j`` are Ornstein-Uhlenbeck processes (stationary, time constant
 :attr:`ArmResidual.drift_time_s`, std :attr:`ArmResidual.friction_drift_rel` of the friction and 0.15
 ``A_j`` N·m): a run later in the day finds the friction and the zero elsewhere than the calibration did.
-The phases ``a..e``, the neighbour ``k`` and ``N_j`` are the physical arm's, drawn from
+The phases ``a..f``, the neighbour ``k`` and ``N_j`` are the physical arm's, drawn from
 ``default_rng([seed, RESIDUAL_STREAM])`` (the same arm in a calibration and the runs it is used on); the
 drifts are each run's, drawn from the run's own effort stream.
 
