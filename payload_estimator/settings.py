@@ -23,6 +23,7 @@ from typing import Any
 
 from payload_estimator.core.estimators import METHODS
 from payload_estimator.core.estimators.pmd import C1_DEFAULT
+from payload_estimator.core.point_clouds import CLOUD_MAX_POINTS
 from payload_estimator.core.samples import STANDARD_GRAVITY
 from payload_estimator.errors import ConfigurationError
 from payload_estimator.robots.spec import ROBOT_NAMES, ROBOTS
@@ -276,6 +277,9 @@ class Settings:
         "x,y,z[,part[,volume]] (estimate --points)")
     point_density: float = _p(0.04, "point masses per cm³ filling the shape (Nadeau et al.: 0.04)", check=_positive)
     max_points: int = _p(1000, "cap on the number of point masses", check=_positive)
+    cloud_max_points: int = _p(CLOUD_MAX_POINTS, "budget of point masses a point cloud is merged down to, voxel by "
+                                                 "voxel and part by part (a camera's cloud of the payload mid-run, "
+                                                 "or a points:FILE shape with more points)", check=_positive)
     # ------------------------------------------------------------- pipeline
     grid_rate_hz: float = _p(1000.0, "rate of the common time grid the inputs are aligned to, Hz")
     cutoff_hz: float = _p(10.0, "cutoff of the low-pass applied to every signal, Hz")
