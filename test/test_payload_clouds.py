@@ -52,7 +52,8 @@ def test_the_budget_is_kept_and_the_uniform_body_is_the_full_clouds(budget):
     merged = voxel_downsample(cloud, budget)
     n = len(merged.volume)
     assert n <= budget and n >= 0.6 * budget  # the budget, and most of it used
-    assert voxel_plan(cloud, budget).counts <= 8
+    plan = voxel_plan(cloud, budget)
+    assert plan.sample_counts <= 8 and plan.full_counts <= 3 and plan.point_masses == n
     assert merged.volume.sum() == pytest.approx(cloud.volume.sum(), rel=1e-12)
     full, down = _uniform_phi(cloud), _uniform_phi(merged)
     np.testing.assert_allclose(down[1:4], full[1:4], rtol=0, atol=1e-14)  # the centre of mass, exactly
