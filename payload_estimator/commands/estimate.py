@@ -13,6 +13,7 @@ from payload_estimator.commands import CommandError
 from payload_estimator.commands.common import positive_float
 from payload_estimator.commands.options import ESTIMATOR_OPTION_SETTINGS, add_estimator_options, setting_overrides
 from payload_estimator.core.estimators import ESTIMATORS, InsufficientData
+from payload_estimator.core.point_clouds import voxel_downsample
 from payload_estimator.core.samples import SensorSamples
 from payload_estimator.core.shapes import SampledShape, ShapeError, load_point_cloud, parse_shape_spec
 from payload_estimator.core.tracking import CHANGE, CONTACT, PayloadTracker
@@ -170,6 +171,8 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"--estimator {settings.estimator} needs the payload's shape: give --shape or --points")
     try:
         points = estimator_points(settings, shape) if shape is not None else None
+        if isinstance(points, SampledShape) and args.points:  # a point cloud: merged down to its budget
+            points = voxel_downsample(points, settings.cloud_max_points)
         if isinstance(points, np.ndarray) and len(points) > settings.max_points:
             from payload_estimator.core.shapes import downsample_evenly
 
