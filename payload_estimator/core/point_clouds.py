@@ -285,7 +285,10 @@ def _search(grid: _Keys, target: int, longest: float) -> tuple[float, int, float
 
     With the counts made and the slope of ``log count`` against ``log size`` near it (the cloud's
     dimension, 2 to 3)."""
-    span = np.maximum(grid.extent, 1e-3 * longest)
+    # the box about most of the points (a stray point far off does not make the first voxels huge)
+    low_high = np.partition(grid.columns, (grid.columns.shape[1] // 100, -1 - grid.columns.shape[1] // 100), axis=1)
+    span = low_high[:, -1 - grid.columns.shape[1] // 100] - low_high[:, grid.columns.shape[1] // 100]
+    span = np.maximum(span, 1e-3 * float(span.max()) + 1e-300)
     tried: list[tuple[float, int]] = []
     size = float(np.prod(span) / target) ** (1.0 / 3.0)  # a filled box: about the target
     for _ in range(_MAX_COUNTS):
@@ -320,6 +323,8 @@ def _next_size(tried: list[tuple[float, int]], target: int, longest: float) -> f
         size, count = tried[0]
         return size * (0.7 if count < aim else 1.4)
     (s1, c1), (s2, c2) = sorted(tried, key=lambda t: abs(np.log(max(t[1], 1) / aim)))[:2]
+    if c1 < 0.1 * aim:  # a handful of voxels: no slope to read from them yet, a volume's law
+        return s1 * (max(c1, 1) / aim) ** (1.0 / 3.0)
     if s1 != s2 and c1 != c2:
         slope = float(np.clip(-np.log(max(c1, 1) / max(c2, 1)) / np.log(s1 / s2), 1.0, 3.0))
     else:
