@@ -116,10 +116,11 @@ class PayloadShapes:
                                 f"t = {change_t:.3f} s, so it shows the previous payload", t, n)
         try:
             shape = self._merged(cloud)
+            targets[0].replace_points(shape)  # (checked as the cloud was: it cannot refuse what the others take)
         except (ShapeError, TypeError, ValueError) as exc:
             return self._refuse(f"cloud of {n} points at t = {t:.3f} s refused: {exc}", t, n)
         update = ShapeUpdate(True, "", t, n, len(shape.volume))
-        for estimator in targets:
+        for estimator in targets[1:]:
             estimator.replace_points(shape)
         self.applied += 1
         self.current, self._last = update, (shape, update)

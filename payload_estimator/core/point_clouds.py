@@ -15,11 +15,14 @@ remain:
   (the spread within each voxel that bare points lose; ``benchmarks/clouds.py`` measures both).
 
 The voxel size: the number of occupied voxels falls with their size ``s`` about as ``s^-d``, ``d`` the
-cloud's dimension (2 for a surface a camera sees, 3 for a filled volume). A first size from the box
-about the cloud, a second at 0.7 times it, then secant steps in ``log count`` against ``log s`` reach
-the budget from below in three to five counts, each one pass over the points with integer voxel keys
-counted in a dense array (no sort); the final pass merges with ``numpy.bincount``. Deterministic: the
-same cloud gives the same point masses, in the order of their voxels.
+cloud's dimension (2 for a surface a camera sees, 3 for a filled volume). It is searched on a sample of
+the points (24 per point mass of the budget, spread over the cloud whatever its order), aimed at 92 % of
+the budget: a first size from the box about most of the sample, a second at 0.7 times it, then secant
+steps in ``log count`` against ``log s``, two to five counts of the sample. All the points are then
+counted at that size, once, or again a little larger when the sample missed sparse voxels and the count
+overshoots; the last count's keys are the merge's (integer voxel keys counted in a dense array, no
+sort; the sums by ``numpy.bincount``). No bisection over the whole cloud. Deterministic: the same cloud
+gives the same point masses, in the order of their voxels.
 
 :func:`cloud_shape` checks a cloud before any of this (a NaN, too few points, a flat cloud, coordinates
 that cannot be metres in the sensor frame): one :class:`~payload_estimator.errors.ShapeError` line.
@@ -41,10 +44,10 @@ CLOUD_MAX_POINTS = 100
 """The default budget of point masses a cloud is merged down to (the setting ``cloud_max_points``).
 
 On the eight hand tools of ``benchmarks/real_objects.py`` as 100,000-point clouds of one material (a camera's
-segmentation), PMD's inertia is 5.3 % off the truth with 100 point masses, 5.8 % with 300 and 9.3 % with the
+segmentation), PMD's inertia is 5.3 % off the truth with 100 point masses, 5.9 % with 300 and 9.3 % with the
 whole cloud: its regulariser sums over the point masses, so more of them hold a tool of several materials
 harder to one density (``benchmarks/clouds.py``). With the parts labelled, more are better (2.8 % with 100,
-2.1 % with 300): raise the budget for such clouds. 100 also keeps a new cloud's cost low
+2.0 % with 300): raise the budget for such clouds. 100 also keeps a new cloud's cost low
 (``benchmarks/speed.py``, table 5)."""
 MIN_CLOUD_POINTS = 4
 """The fewest points of a cloud that can hold an inertia (four points not in one plane)."""
