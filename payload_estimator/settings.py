@@ -21,6 +21,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from payload_estimator.core.clouds import MAX_CLOUD_DISTANCE_M
 from payload_estimator.core.estimators import METHODS
 from payload_estimator.core.estimators.pmd import C1_DEFAULT
 from payload_estimator.core.samples import STANDARD_GRAVITY
@@ -272,10 +273,14 @@ class Settings:
         "box:0.1,0.1,0.1@0,0,0.05",
         "payload shape for PMD in the sensor frame: box:SX,SY,SZ@X,Y,Z[,R,P,Y], cylinder:R,H@..., "
         "sphere:R@X,Y,Z, mesh:FILE[*SCALE]@... (mesh:FILE#K one body of several), meshparts:FILE[*SCALE]@... "
-        "(each body a part); join parts with +; or points:FILE, a point cloud of rows "
-        "x,y,z[,part[,volume]] (estimate --points)")
+        "(each body a part); join parts with +; or points:FILE, a point cloud: a .ply or .pcd file (fields x, y, z, "
+        "a part label part/label/segment, volume) or rows x,y,z[,part[,volume]] (CSV, .npy), m (estimate --points)")
     point_density: float = _p(0.04, "point masses per cm³ filling the shape (Nadeau et al.: 0.04)", check=_positive)
     max_points: int = _p(1000, "cap on the number of point masses", check=_positive)
+    cloud_max_distance: float = _p(
+        MAX_CLOUD_DISTANCE_M, "a point cloud of the payload (points:FILE, a camera's) is refused when a point lies "
+                              "farther than this from the sensor origin, m: a cloud of the table or the scene, or "
+                              "one in mm", check=_positive)
     # ------------------------------------------------------------- pipeline
     grid_rate_hz: float = _p(1000.0, "rate of the common time grid the inputs are aligned to, Hz")
     cutoff_hz: float = _p(10.0, "cutoff of the low-pass applied to every signal, Hz")

@@ -87,7 +87,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     source.add_argument("--config", metavar="YAML", help="ROS 2 parameter file, e.g. config/panda.yaml")
     p.add_argument("--urdf", metavar="FILE", help="robot description (default: the bag's /robot_description)")
     add_estimator_options(p, default="the setting's")
-    p.add_argument("--shape", metavar="SPEC", help="payload shape for PMD, e.g. box:0.1,0.1,0.2@0,0,0.1")
+    p.add_argument("--shape", metavar="SPEC",
+                   help="payload shape for PMD (the setting payload_shape), e.g. box:0.1,0.1,0.2@0,0,0.1, or "
+                        "points:FILE, a point cloud (.ply, .pcd, CSV or .npy; as estimate --points; its points "
+                        "within cloud_max_distance of the sensor origin: --set cloud_max_distance=...)")
     p.add_argument("--set", metavar="NAME=VALUE", action="append", default=[], dest="overrides",
                    help="override a parameter (repeatable), e.g. --set cutoff_hz=8")
     add_out_dir_argument(p, "replay")
@@ -236,7 +239,8 @@ def _settings(args: argparse.Namespace, urdf: str | None, info, bag: Path, warni
                 origin += ", inputs found by their types"
             if line:
                 warnings.append(line)
-        if ESTIMATORS[settings.estimator].needs_points and payload_points(settings.payload_shape) is None:
+        if (ESTIMATORS[settings.estimator].needs_points
+                and payload_points(settings.payload_shape, settings.cloud_max_distance) is None):
             parse_shape_spec(settings.payload_shape)
     except (ValueError, ShapeError, TypeError) as exc:
         raise CommandError(_one_line(exc)) from None
@@ -282,7 +286,7 @@ def _bbox_lengths(settings) -> np.ndarray | None:
     from payload_estimator.core.shapes import ShapeError, parse_shape_spec, payload_points
 
     try:
-        cloud = payload_points(settings.payload_shape)
+        cloud = payload_points(settings.payload_shape, settings.cloud_max_distance)
         if cloud is not None:
             lo, hi = cloud.points_in_sensor.min(axis=0), cloud.points_in_sensor.max(axis=0)
         else:

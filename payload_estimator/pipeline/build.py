@@ -109,11 +109,11 @@ def estimator_points(settings: Settings, shape: PayloadShape | None = None) -> S
     """Return the point masses of an estimator that needs them.
 
     ``shape`` (default: the setting ``payload_shape``) sampled at ``point_density``, at most
-    ``max_points``; positions are taken as they are."""
+    ``max_points``; positions are taken as they are (a cloud's points within ``cloud_max_distance``)."""
     if isinstance(shape, (SampledShape, np.ndarray)):
         return shape
     if shape is None:
-        cloud = payload_points(settings.payload_shape)  # points:FILE, taken as they are
+        cloud = payload_points(settings.payload_shape, settings.cloud_max_distance)  # points:FILE, as they are
         if cloud is not None:
             return cloud
         shape = parse_shape_spec(settings.payload_shape)
