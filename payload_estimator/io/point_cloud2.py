@@ -193,13 +193,14 @@ def cloud_from_message(msg: Any) -> ReceivedCloud:
         raise ShapeError(f"{where}data holds {len(data)} bytes, {needed} needed for {height} x {width} points of "
                          f"{point_step} bytes" + (f" in rows of {row_stride}" if height > 1 else ""))
     columns: dict[str, np.ndarray] = {}
+    packed = row_stride == width * point_step  # rows back to back: one flat view, no copy of padded rows
+    shape, strides = ((height * width,), (point_step,)) if packed else ((height, width), (row_stride, point_step))
     for name, (offset, datatype) in table.items():
         dtype = DATATYPES[datatype].newbyteorder(">" if big else "<")
         if offset + dtype.itemsize > point_step:
             raise ShapeError(f"{where}field {name} at offset {offset} ({dtype.itemsize} bytes) lies beyond "
                              f"point_step {point_step}")
-        columns[name] = np.ndarray((height, width), dtype=dtype, buffer=data, offset=offset,
-                                   strides=(row_stride, point_step))
+        columns[name] = np.ndarray(shape, dtype=dtype, buffer=data, offset=offset, strides=strides)
     read = cloud_columns(columns, where)
     for array in (read.points, read.part, read.volume):
         if array is not None:
