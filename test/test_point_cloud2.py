@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from payload_estimator.core.clouds import cloud_shape
 from payload_estimator.errors import ShapeError
 from payload_estimator.io.point_cloud2 import (
     DATATYPES,
@@ -79,6 +80,9 @@ def test_a_cloud_published_and_received_over_cdr_is_the_same_cloud(rng):
     np.testing.assert_allclose(cloud.volume, volume[keep], rtol=1e-7)
     assert cloud.frame_id == "camera_link" and cloud.stamp_s == pytest.approx(12.25)
     assert not cloud.points.flags.writeable  # a frozen value
+    shape = cloud_shape(cloud.points, cloud.part, cloud.volume)  # in the sensor frame: the candidate point masses
+    assert len(shape.points_in_sensor) == 427 and set(shape.part) == {0, 1, 2, 3}
+    np.testing.assert_array_equal(shape.volume, cloud.volume)
 
 
 def test_an_rclpy_like_message_decodes_as_a_rosbags_one(rng):

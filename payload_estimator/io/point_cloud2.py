@@ -19,7 +19,8 @@ no ``x``/``y``/``z`` field, an empty cloud, fewer bytes than its points need, no
 a part label that is not a whole number or a volume that is not positive (among the points kept), a field
 beyond ``point_step`` or of an unknown datatype. Nothing else is ever raised, whatever the message holds.
 Whether the cloud may become the payload's shape is :func:`~payload_estimator.core.clouds.check_payload_cloud`'s
-to say, once its points are in the sensor frame.
+to say, once its points are in the sensor frame: :func:`~payload_estimator.core.clouds.cloud_shape` checks them
+and makes the candidate point masses of PMD, with the cloud's parts and volumes.
 
 :func:`point_cloud2_layout` is the inverse, for publishing: positions and named per-point values to
 PointCloud2's field list, ``point_step`` and little-endian ``data`` bytes; the ROS layer puts them in a
@@ -56,7 +57,7 @@ _WANTED = ("x", "y", "z", *PART_FIELDS, *VOLUME_FIELDS)
 """The fields a cloud is read for; any other is ignored."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ReceivedCloud:
     """A decoded PointCloud2: its points of finite position, their labels and volumes, where and when."""
 
