@@ -24,6 +24,7 @@ from typing import Any
 from payload_estimator.core.clouds import MAX_CLOUD_DISTANCE_M
 from payload_estimator.core.estimators import METHODS
 from payload_estimator.core.estimators.pmd import C1_DEFAULT
+from payload_estimator.core.point_clouds import CLOUD_MAX_POINTS
 from payload_estimator.core.samples import STANDARD_GRAVITY
 from payload_estimator.errors import ConfigurationError
 from payload_estimator.robots.spec import ROBOT_NAMES, ROBOTS
@@ -281,6 +282,9 @@ class Settings:
         MAX_CLOUD_DISTANCE_M, "a point cloud of the payload (points:FILE, a camera's) is refused when a point lies "
                               "farther than this from the sensor origin, m: a cloud of the table or the scene, or "
                               "one in mm", check=_positive)
+    cloud_max_points: int = _p(CLOUD_MAX_POINTS, "budget of point masses a point cloud is merged down to, voxel by "
+                                                 "voxel and part by part (a camera's cloud of the payload mid-run, "
+                                                 "or a points:FILE shape with more points)", check=_positive)
     # ------------------------------------------------------------- pipeline
     grid_rate_hz: float = _p(1000.0, "rate of the common time grid the inputs are aligned to, Hz")
     cutoff_hz: float = _p(10.0, "cutoff of the low-pass applied to every signal, Hz")
