@@ -43,7 +43,7 @@ from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.spatial import ConvexHull, QhullError, cKDTree
+from scipy.spatial import ConvexHull, cKDTree
 from scipy.spatial.transform import Rotation
 
 from payload_estimator.core.point_masses import (
@@ -208,7 +208,7 @@ def _hull(points: np.ndarray) -> Shape | None:
         return None
     try:
         hull = ConvexHull(points)
-    except (QhullError, ValueError):
+    except (RuntimeError, ValueError):  # Qhull's error is a RuntimeError
         return None
     faces = hull.simplices.copy()
     corners = points[faces]
