@@ -21,9 +21,11 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from payload_estimator.core.cloud_completion import COMPLETIONS, DEFAULT_COMPLETION
 from payload_estimator.core.clouds import MAX_CLOUD_DISTANCE_M
 from payload_estimator.core.estimators import METHODS
 from payload_estimator.core.estimators.pmd import C1_DEFAULT
+from payload_estimator.core.point_clouds import CLOUD_MAX_POINTS
 from payload_estimator.core.samples import STANDARD_GRAVITY
 from payload_estimator.errors import ConfigurationError
 from payload_estimator.robots.spec import ROBOT_NAMES, ROBOTS
@@ -281,6 +283,15 @@ class Settings:
         MAX_CLOUD_DISTANCE_M, "a point cloud of the payload (points:FILE, a camera's) is refused when a point lies "
                               "farther than this from the sensor origin, m: a cloud of the table or the scene, or "
                               "one in mm", check=_positive)
+    cloud_max_points: int = _p(CLOUD_MAX_POINTS, "budget of point masses a point cloud is merged down to, voxel by "
+                                                 "voxel and part by part (a camera's cloud of the payload mid-run, "
+                                                 "or a points:FILE shape with more points)", check=_positive)
+    cloud_completion: str = _p(
+        DEFAULT_COMPLETION, "how a camera's point cloud of the payload, which sees one side, becomes point masses "
+        "that fill it (core/cloud_completion.py): none (the visible points), hull (of each part's points), extrude "
+        "(each view ray to the far side), mirror (about the plane through the cloud's principal axis), "
+        "mirror_gripper (about the gripper's xz and yz planes: the best on every view of benchmarks/partial_views.py)",
+        COMPLETIONS)
     # ------------------------------------------------------------- pipeline
     grid_rate_hz: float = _p(1000.0, "rate of the common time grid the inputs are aligned to, Hz")
     cutoff_hz: float = _p(10.0, "cutoff of the low-pass applied to every signal, Hz")

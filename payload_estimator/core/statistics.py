@@ -32,26 +32,10 @@ import numpy as np
 from payload_estimator.core.batch_means import BlockSums, WhiteNoiseResiduals, block_vectors
 from payload_estimator.core.regressor import FEATURE_MATRIX, N_BIAS, N_FEATURES, N_PARAMS, features_regressor
 
-__all__ = [
-    "RegressorStatistics",
-    "N_DATA_COLUMNS",
-    "N_FEATURE_ROW",
-    "N_BLOCK_COLUMNS",
-    "NormalEquations",
-    "N_AUGMENTED",
-    "WRENCH_COLUMN",
-    "unknown_indices",
-    "BLOCK_SECONDS",
-    "CORRELATION_BLOCK",
-    "SLOW_BLOCK",
-    "Correlation",
-    "N_EXTENDED_ROW",
-    "ONE_COLUMN",
-    "TIME_COLUMN",
-    "CHANNEL_ROW_MAP",
-    "BLOCK_ROW_MAP",
-    "extended_rows",
-]
+__all__ = ["RegressorStatistics", "N_DATA_COLUMNS", "N_FEATURE_ROW", "N_BLOCK_COLUMNS", "NormalEquations",
+           "N_AUGMENTED", "WRENCH_COLUMN", "unknown_indices", "BLOCK_SECONDS", "CORRELATION_BLOCK", "SLOW_BLOCK",
+           "Correlation", "N_EXTENDED_ROW", "ONE_COLUMN", "TIME_COLUMN", "CHANNEL_ROW_MAP", "BLOCK_ROW_MAP",
+           "extended_rows"]
 
 N_AUGMENTED = N_PARAMS + N_BIAS + 1
 """Columns of the augmented row: 10 parameters, 6 offsets, 1 measurement."""
@@ -666,6 +650,13 @@ class RegressorStatistics:
 
         For a sum rebuilt after new samples; :meth:`correlation_analysis` judges whether it still holds."""
         self._kept_analysis, self._kept_other = earlier._kept_analysis, earlier._kept_other
+
+    def forget_analyses(self) -> None:
+        """Forget every correlation analysis kept: the next is made anew, as for statistics just built.
+
+        For another model of the same samples (new point masses), asked at other unknowns."""
+        self._analysis = None
+        self._kept_analysis = self._kept_other = None
 
     def _kept_or_new_analysis(
         self, x: np.ndarray, with_bias: bool, channel_weights: np.ndarray | None

@@ -105,33 +105,26 @@ class PayloadModel(Protocol):
     @property
     def samples_used(self) -> int:
         """Samples the current estimate holds."""
-        ...
 
     @property
     def rejected_samples(self) -> int:
         """Non-finite or absurd samples dropped so far."""
-        ...
 
     @property
     def kinematic_noise(self) -> Any:
         """The estimator's :class:`~payload_estimator.core.estimators.base.KinematicNoise`."""
-        ...
 
     def update(self, samples: SensorSamples) -> Any:
         """Take a batch of samples."""
-        ...
 
     def estimate(self) -> Estimate:
         """The current estimate."""
-        ...
 
     def reset(self) -> None:
         """Forget every sample."""
-        ...
 
     def input_break(self) -> None:
         """The input broke off and resumed (a gap, a pause)."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -250,8 +243,7 @@ class PayloadTracker:
     def step_response(self) -> StepFilter | None:
         """How a step of the wrench shows in the samples: set by the pipeline's filter; None: at once.
 
-        The judge fits a change through it, from an onset it finds, and the new payload's data
-        start where it has settled."""
+        The judge fits a change through it, from an onset it finds; the new payload's data start where it settled."""
         return self._detector.step_response
 
     @step_response.setter
@@ -271,9 +263,7 @@ class PayloadTracker:
 
     @property
     def kinematic_noise(self) -> Any:
-        """The estimator's :class:`~payload_estimator.core.estimators.base.KinematicNoise`.
-
-        Every estimator after a change shares it: the pipeline supplies it once."""
+        """The estimator's :class:`~.estimators.base.KinematicNoise`, which every one after a change shares."""
         return self.estimator.kinematic_noise
 
     @property
@@ -498,6 +488,10 @@ class PayloadTracker:
         predictor = WeightedLeastSquares(bias=bias)
         predictor.kinematic_noise = estimator.kinematic_noise
         return predictor
+
+    def payload_estimators(self) -> list[Estimator]:
+        """The current payload's estimators: the estimate's, and the one finding the offsets anew beside it."""
+        return [self.estimator, *(self._free[:1] if self._free else ())]
 
     def _estimators(self) -> list[Estimator]:
         """Every estimator the samples go to: the estimate's, the predictor, the one finding the offsets anew."""

@@ -26,6 +26,7 @@ from scipy.spatial.transform import Rotation
 
 from payload_estimator.core.convergence import ConvergenceCriteria
 from payload_estimator.core.estimators import ESTIMATORS, Estimator, make_estimator
+from payload_estimator.core.point_clouds import voxel_downsample
 from payload_estimator.core.shapes import SampledShape, Shape, parse_shape_spec, payload_points, sample_parts
 from payload_estimator.core.tracking import PayloadModel, PayloadTracker
 from payload_estimator.errors import ConfigurationError
@@ -109,13 +110,15 @@ def estimator_points(settings: Settings, shape: PayloadShape | None = None) -> S
     """Return the point masses of an estimator that needs them.
 
     ``shape`` (default: the setting ``payload_shape``) sampled at ``point_density``, at most
-    ``max_points``; positions are taken as they are (a cloud's points within ``cloud_max_distance``)."""
+    ``max_points``; positions are taken as they are (a cloud's points within ``cloud_max_distance``). A point
+    cloud (``points:FILE``) with more than ``cloud_max_points`` points is merged down to them, voxel by voxel
+    and part by part (:func:`~payload_estimator.core.point_clouds.voxel_downsample`)."""
     if isinstance(shape, (SampledShape, np.ndarray)):
         return shape
     if shape is None:
-        cloud = payload_points(settings.payload_shape, settings.cloud_max_distance)  # points:FILE, as they are
+        cloud = payload_points(settings.payload_shape, settings.cloud_max_distance)  # points:FILE
         if cloud is not None:
-            return cloud
+            return voxel_downsample(cloud, settings.cloud_max_points)
         shape = parse_shape_spec(settings.payload_shape)
     return sample_parts(shape, density=settings.point_density * 1e6, max_points=settings.max_points)
 
@@ -220,7 +223,7 @@ def build_stream(
     from payload_estimator.pipeline.stream import EstimationStream
 
     config = stream_config(settings, urdf, extra_frames, imu_frame, zero_phase)
-    return EstimationStream(config, build_estimator(settings, shape, live), health)
+    return EstimationStream(config, build_estimator(settings, shape, live), health, settings.cloud_max_points)
 
 
 def sensor_kinematics(settings: Settings, urdf: str, extra_frames: Sequence[ExtraFrame] = ()) -> SensorKinematics:

@@ -32,6 +32,9 @@ import numpy as np
 
 from payload_estimator.core.convergence import ConvergenceMonitor
 from payload_estimator.core.estimators import InsufficientData
+from payload_estimator.core.payload_shapes import PayloadShapes, ShapeUpdate
+from payload_estimator.core.point_clouds import CLOUD_MAX_POINTS
+from payload_estimator.core.point_masses import SampledShape
 from payload_estimator.core.samples import MAX_ABS_VALUE, SensorSamples
 from payload_estimator.core.tracking import PayloadModel, PayloadTracker, TrackingState
 from payload_estimator.errors import ConfigurationError
@@ -77,13 +80,17 @@ class EstimationStream:
         config: the robot and signal configuration, with its wrench and motion sources.
         estimator: any estimator of :mod:`payload_estimator.core.estimators`, or a payload tracker.
         health: where to count bad input; a new one if None.
+        cloud_max_points: the budget of point masses a cloud is merged down to (:meth:`set_payload_shape`).
     """
 
     def __init__(
-        self, config: StreamConfig, estimator: PayloadModel, health: InputHealth | None = None
+        self, config: StreamConfig, estimator: PayloadModel, health: InputHealth | None = None,
+        cloud_max_points: int = CLOUD_MAX_POINTS,
     ) -> None:
         self.config = config
         self.estimator = estimator
+        self.shapes = PayloadShapes(estimator, cloud_max_points)
+        """The shape the payload's estimator solves with (:meth:`set_payload_shape`)."""
         self._changes_seen = 0
         self.kinematics = SensorKinematics(
             config.urdf,
@@ -133,7 +140,17 @@ class EstimationStream:
         self._last: StreamEstimate | None = None
         flange = config.flange_frame or config.sensor_frame
         R, p = self.kinematics.frame_pose(np.zeros((1, n)), config.sensor_frame, flange)
-        self.R_flange_sensor, self.p_flange_sensor = R[0], p[0]
+        self._flange_pose = (R[0], p[0])
+
+    @property
+    def R_flange_sensor(self) -> np.ndarray:
+        """(3, 3) the sensor frame's orientation in the flange frame."""
+        return self._flange_pose[0]
+
+    @property
+    def p_flange_sensor(self) -> np.ndarray:
+        """(3,) the sensor frame's origin in the flange frame, m."""
+        return self._flange_pose[1]
 
     # ------------------------------------------------------------ the sources
     @property
@@ -344,6 +361,20 @@ class EstimationStream:
     def _wall(wall_time: float | None) -> float:
         return time.monotonic() if wall_time is None else wall_time
 
+    def set_payload_shape(self, cloud: SampledShape | np.ndarray, t: float) -> ShapeUpdate:
+        """The payload's shape as a point cloud captured at ``t`` (s, the samples' clock): a camera's, mid-run.
+
+        ``cloud`` is (n, 3) points in the sensor frame, m, or a
+        :class:`~payload_estimator.core.point_masses.SampledShape` (parts, volumes); it is checked and merged
+        down to ``cloud_max_points`` point masses, and the current payload's estimator solves with them from
+        the next estimate on, every sample it holds kept (:class:`~payload_estimator.core.payload_shapes.
+        PayloadShapes`: which payload a cloud belongs to, what a new payload uses until its own arrives).
+        Never raises: the returned :class:`~payload_estimator.core.payload_shapes.ShapeUpdate` says what
+        became of it (applied; refused, and why, the shape in use kept; ignored by an estimator without point
+        masses), and :meth:`diagnostics` counts them.
+        """
+        return self.shapes.set(cloud, t)
+
     # ---------------------------------------------------------------- process
     def process(self) -> int:
         """Run everything the aligner can release through the pipeline; returns samples fed to the estimator."""
@@ -403,7 +434,9 @@ class EstimationStream:
         if self.wrench_input.refusal():  # e.g. efforts that are currents read as N·m: no estimate from them
             self._last = None
             return None
-        if self._last is not None and self._last.estimate.samples_used == self.estimator.samples_used:
+        self.shapes.follow()  # a new payload: the configured shape, or its cloud
+        if (self._last is not None and self._last.estimate.samples_used == self.estimator.samples_used
+                and not self.shapes.unsolved):
             return self._with_tracking(self._last)  # (a contact holds every sample out: say so)
         if isinstance(self.estimator, PayloadTracker) and self.estimator.counts.changes != self._changes_seen:
             # a new payload: what was converged was the old one's
@@ -417,6 +450,7 @@ class EstimationStream:
         except (np.linalg.LinAlgError, RuntimeError, ValueError) as exc:
             self.health.report(SOLVER_FAILURE, f"estimator failed ({exc}); keeping the last estimate", None)
             return self._last
+        self.shapes.solved()
         t = self.last_sample_time if self.last_sample_time is not None else 0.0
         converged = self.convergence.update(t, est)
         mass_com = self.mass_com_convergence.update(t, est)
@@ -469,11 +503,13 @@ class EstimationStream:
             snap["contact_now"] = self.estimator.contact
             snap["held_out_samples"] = counts.held_out_samples
             snap["offset_shifts"] = counts.offset_shifts
+        snap.update(self.shapes.diagnostics())
         return snap
 
     def reset(self) -> None:
-        """Forget the estimate and all buffered input (e.g. a new payload was grasped)."""
+        """Forget the estimate and all buffered input (e.g. a new payload was grasped); the configured shape again."""
         self.estimator.reset()
+        self.shapes.reset()
         self.aligner.reset()
         self._processing.reset()
         self._break_pending = False

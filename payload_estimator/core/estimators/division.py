@@ -42,6 +42,7 @@ import numpy as np
 
 from payload_estimator.core.estimators.base import Solution, correlation_factors
 from payload_estimator.core.estimators.pmd import PointMassDiscretization
+from payload_estimator.core.point_masses import SampledShape
 from payload_estimator.errors import ConfigurationError
 
 __all__ = ["PrimitiveDivision", "Primitive", "DIVISION_TOLERANCE", "MAX_PRIMITIVES", "MAX_DIVISIONS_PER_ESTIMATE"]
@@ -118,6 +119,10 @@ class PrimitiveDivision(PointMassDiscretization):
         self.max_primitives = int(max_primitives)
         self.tolerance = float(tolerance)
         self.evidence = float(evidence)
+        self._start_division()
+
+    def _start_division(self) -> None:
+        """The initial primitives of the points (one per part, or one cuboid), no division tried yet."""
         centred = self.points - self.points.mean(axis=0)
         _, _, Vt = np.linalg.svd(centred, full_matrices=False) if len(self.points) > 1 else (None, None, np.eye(3))
         self._q = centred @ Vt.T
@@ -129,6 +134,11 @@ class PrimitiveDivision(PointMassDiscretization):
         self._converged_at_samples = 1
         self.primitives: list[Primitive] = self._initial_primitives()
         self._apply_groups()
+
+    def replace_points(self, shape: SampledShape) -> None:
+        """PMD's :meth:`~.pmd.PointMassDiscretization.replace_points`; the division starts again on the new points."""
+        super().replace_points(shape)
+        self._start_division()
 
     # --------------------------------------------------------------- primitives
     def _point_spacing(self) -> np.ndarray:

@@ -78,6 +78,13 @@ from payload_estimator.core.estimators.base import (
     solve_psd,
 )
 from payload_estimator.core.estimators.linear_algebra import eigh
+from payload_estimator.core.estimators.pmd_points import (
+    PointSet,
+    carried_densities,
+    density_parts,
+    point_mass_matrix,
+    point_set,
+)
 from payload_estimator.core.estimators.qp import LiftedPointMassQP
 from payload_estimator.core.estimators.rating import anchor_to_data, anchored_covariance, data_covariance
 from payload_estimator.core.estimators.uncertainty import (
@@ -86,6 +93,7 @@ from payload_estimator.core.estimators.uncertainty import (
     summed_sandwich,
     summed_sandwich_information,
 )
+from payload_estimator.core.point_masses import SampledShape
 from payload_estimator.core.regressor import (
     N_BIAS,
     N_PARAMS,
@@ -171,25 +179,6 @@ DENSITY_SPREAD = 1.0
 """Relative std of the density of each eighth of the shape in PMD's covariance (the prior a
 real, non-uniform object needs: a steel head on a wooden handle is ~5x the mean density, a
 handle ~0.3x; see :meth:`PointMassDiscretization._posterior_covariance`)."""
-
-
-def point_mass_matrix(points: np.ndarray, own_inertia: np.ndarray | None = None) -> np.ndarray:
-    """``P`` (10 x n): column ``i`` is ``phi`` of a unit point mass at ``points[i]``.
-
-    ``phi = [1, p, vech(|p|² I - p p^T)]`` (Nadeau et al.'s eq. (5) with ``k`` = 0, 1, 2). With
-    ``own_inertia`` (n, 6), m², each point also carries that inertia per kg about itself
-    (:func:`~payload_estimator.core.shapes.own_inertia`): points of equal mass then have their
-    solid's inertia, where bare points miss the spread within each grid cell (a tool sampled by
-    a few dozen points: several percent of its inertia, which noise-free data would otherwise
-    "correct" by making a uniform part non-uniform).
-    """
-    p = np.asarray(points, dtype=float)
-    x, y, z = p[:, 0], p[:, 1], p[:, 2]
-    r2 = x * x + y * y + z * z
-    P = np.stack([np.ones_like(x), x, y, z, r2 - x * x, -x * y, -x * z, r2 - y * y, -y * z, r2 - z * z])
-    if own_inertia is not None:
-        P[4:] += np.asarray(own_inertia, dtype=float).T
-    return P
 
 
 def dynamism_weight(nu: np.ndarray, c1: float) -> np.ndarray:
@@ -287,67 +276,60 @@ class PointMassDiscretization(Estimator):
         self.iteration_budget = int(iteration_budget)
         self.time_budget_s = float(time_budget_s)
         self.budget_reached = 0
-        self._last_good: tuple[np.ndarray, np.ndarray] | None = None
-        """The point masses (kg) and offsets of the last estimate whose solve converged."""
         self.reduced_with_linear_acceleration = bool(reduced_with_linear_acceleration)
-        points = np.asarray(points_in_sensor, dtype=float)
-        if points.ndim != 2 or points.shape[1] != 3 or len(points) < 1:
-            raise ValueError("points_in_sensor must be an (n, 3) array with n >= 1")
-        if not np.all(np.isfinite(points)):
-            raise ValueError("points_in_sensor has non-finite coordinates")
         if c1 <= 0 or regularization < 0:
             raise ConfigurationError("c1 must be positive and regularization non-negative")
-        self.points = points
-        self.c1 = float(c1)
-        self.regularization = float(regularization)
-        cells = np.ones(len(points)) if point_volumes is None else np.asarray(point_volumes, dtype=float)
-        if cells.shape != (len(points),) or not np.all(np.isfinite(cells)) or np.any(cells <= 0):
-            raise ValueError("point_volumes must be one positive volume per point")
-        if own_inertia is not None and (np.shape(own_inertia) != (len(points), 6)
-                                        or not np.all(np.isfinite(own_inertia))):
-            raise ValueError("own_inertia must be (n, 6) finite vech rows, one per point")
-        self.P = point_mass_matrix(points, own_inertia)
-        self.cell_share = cells * (len(points) / float(cells.sum()))
-        """(n,) each point's share of the volume, relative to the mean: ``u = 1`` everywhere is uniform density."""
-        self.P_cells = self.P * self.cell_share
-        """(10, n) ``phi`` of each point per unit ``u`` (``m_i = u_i cell_share_i m_bar``)."""
-        labels = None if part_labels is None else np.asarray(part_labels)
-        if labels is not None and labels.shape != (len(points),):
-            raise ValueError(f"part_labels must have one label per point ({len(points)}), got shape {labels.shape}")
         if part_coupling < 0:
             raise ConfigurationError("part_coupling must be non-negative")
-        self.part_labels = None if labels is None else np.unique(labels, return_inverse=True)[1].reshape(-1)
+        self.c1 = float(c1)
+        self.regularization = float(regularization)
         self.part_coupling = float(part_coupling)
-        has_parts = self.part_labels is not None and int(self.part_labels.max()) > 0
-        self.within_regularization = self.regularization * (PART_STIFFNESS if has_parts else 1.0)
-        """``lambda`` within a density group: :data:`PART_STIFFNESS` times ``regularization`` in a user's part."""
-        self._parts = self._density_units()
         weighting = ChannelWeighting.parse(channel_std, allow_auto=True, who=self.name)
         self.auto_weights = weighting.auto
         self._fixed_weights = None if weighting.auto else (
             weighting.known if weighting.known is not None else np.ones(6))
         self.dynamism_scales = tuple(float(s) for s in dynamism_scales)
-        self._qp = LiftedPointMassQP(
-            self.P_cells, N_BIAS if self.with_bias else 0, solver=solver, settings=solver_options,
-            groups=self.part_labels, point_weights=self._prior_volumes()
-        )
-        self._qp.prepare()
         self.stats_reduced = self._new_statistics()
         self.stats_full = self._new_statistics()
         self._force_norm_sum = 0.0
         self._gravity_norm_sum = 0.0
         self._force_noise = SignalNoise()
         self._torque_noise = SignalNoise()
+        self._combined: RegressorStatistics | None = None
+        self._combined_stale = False
+        self._take_points(point_set(points_in_sensor, part_labels, point_volumes, own_inertia), solver,
+                          solver_options)
+        self._qp.prepare()
+
+    def _take_points(self, points: PointSet, solver: str, solver_options: dict | None) -> None:
+        """Solve with these point masses from the next estimate on, as if they had been there from the start."""
+        self.points = points.points
+        self.P = points.P
+        self.cell_share = points.cell_share
+        """(n,) each point's share of the volume, relative to the mean: ``u = 1`` everywhere is uniform density."""
+        self.P_cells = self.P * self.cell_share
+        """(10, n) ``phi`` of each point per unit ``u`` (``m_i = u_i cell_share_i m_bar``)."""
+        self.part_labels = points.part_labels
+        has_parts = self.part_labels is not None and int(self.part_labels.max()) > 0
+        self.within_regularization = self.regularization * (PART_STIFFNESS if has_parts else 1.0)
+        """``lambda`` within a density group: :data:`PART_STIFFNESS` times ``regularization`` in a user's part."""
+        self._parts = self._density_units()
+        self._qp = LiftedPointMassQP(
+            self.P_cells, N_BIAS if self.with_bias else 0, solver=solver, settings=solver_options,
+            groups=self.part_labels, point_weights=self._prior_volumes()
+        )
         self._weights: np.ndarray | None = None
         """The channel weights of the last solve."""
         self._weights_key: int | None = None
         """The samples held when :attr:`_weights` were measured."""
         self._phi_prev: np.ndarray | None = None
         """The last estimate's ``phi``: where the regressor's noise is evaluated for the next weights."""
-        self.masses: np.ndarray = np.zeros(len(points))
+        self.masses: np.ndarray = np.zeros(self.n_points)
         self.last_solve_status: str = "not solved"
         self.last_solve_iterations = 0
         self.last_solve_converged = False
+        self._last_good: tuple[np.ndarray, np.ndarray] | None = None
+        """The point masses (kg) and offsets of the last estimate whose solve converged."""
         self._fit: tuple[np.ndarray, np.ndarray] | None = None
         """The last solve's channel weights and unconstrained least-squares fit (for the model fit)."""
         self._x_ls = np.zeros(N_PARAMS + (N_BIAS if self.with_bias else 0))
@@ -355,8 +337,27 @@ class PointMassDiscretization(Estimator):
         self._terms: list[tuple[RegressorStatistics, np.ndarray, np.ndarray]] = []
         self.reduced_weights = np.ones(6)
         """The reduced model's channel weights in the last data term (:meth:`_reduced_share`)."""
-        self._combined: RegressorStatistics | None = None
-        self._combined_stale = False
+
+    def replace_points(self, shape: SampledShape) -> None:
+        """Solve with the point masses of ``shape`` from the next estimate on, every sample kept.
+
+        For a new cloud of the payload mid-run: the estimator's statistics are the samples', whatever the
+        points, so the next estimate is the one a PMD built with ``shape`` and fed the same samples would give
+        (what earlier solves measured goes: the channel weights are measured anew, the statistics' analyses
+        redone). Its solve starts from this one's answer carried over to the new points
+        (:func:`~.pmd_points.carried_densities`): the support it gives is tried exactly, OSQP set up only if
+        it fails. Raises ``ValueError`` (the points kept) when ``shape`` does not fit (:func:`~.pmd_points.point_set`).
+        """
+        points = point_set(shape.points_in_sensor, shape.part, shape.volume, shape.own_inertia)
+        old_qp, old = self._qp, PointSet(self.points, self.P, self.cell_share, self.part_labels)
+        start = old_qp.last_solution()
+        self._take_points(points, old_qp.solver, {**old_qp.settings, "refine": old_qp.refine})
+        for stats in self._statistics():
+            stats.forget_analyses()
+        self._combined = None
+        if start is not None:
+            u, beta, mass = start
+            self._qp.seed(carried_densities(old, u, points), beta, mass)
 
     def _prior_volumes(self) -> np.ndarray:
         """(n,) ``c_i``, each point's weight in the regulariser (:data:`VOLUME_WEIGHTED_PRIOR`).
@@ -793,13 +794,3 @@ class PointMassDiscretization(Estimator):
         cov = (W / np.maximum(lam + 1.0, 1.0)) @ W.T
         return 0.5 * (cov + cov.T)
 
-
-def density_parts(points: np.ndarray) -> list[np.ndarray]:
-    """Indices of the points in each eighth of the cloud: split at the centroid along its principal axes."""
-    centred = points - points.mean(axis=0)
-    if len(points) < 2:
-        return [np.arange(len(points))]
-    _, _, Vt = np.linalg.svd(centred, full_matrices=False)
-    signs = (centred @ Vt.T > 0.0).astype(int)
-    code = signs @ (2 ** np.arange(signs.shape[1]))
-    return [np.flatnonzero(code == c) for c in np.unique(code)]

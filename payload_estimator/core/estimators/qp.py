@@ -51,7 +51,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from payload_estimator.core.estimators.base import scaled_eigh
-from payload_estimator.core.estimators.linear_algebra import cholesky, cholesky_solve
+from payload_estimator.core.estimators.qp_support import SUPPORT_TOL, SupportProblem
 
 if TYPE_CHECKING:
     import osqp
@@ -86,13 +86,10 @@ point masses by more than this share (of the reference body's mass at least: fro
 gripper's, it may go to exactly nothing). Where the data leave a direction flat (a robot at rest with the F/T
 offsets unknown: mass and offsets cannot be told apart), the exact solve on the support is at the mercy of
 rounding and lands anywhere along it, where OSQP's answer stays near the regulariser's anchor."""
-_REFINEMENT_ROUNDS = 3
-_REFINED = 1e-9
-"""A round of iterative refinement that moved no mass by more than this share of the largest is the last
-(on noisy data the first round's correction is 1e-10 to 1e-8 of the masses: no estimate shows it)."""
-_SUPPORT_TOL = 1e-6
 EXACT_ON_SUPPORT = "solved exactly on the last support"
 """The status of a solve that the last answer's support answered exactly (no OSQP iteration)."""
+_SEED, _EXACT = "seed", "exact"
+"""The states of a start given by :meth:`LiftedPointMassQP.seed`."""
 MASS_ANCHOR = 1e-2
 """``lambda`` times this pulls the common level ``w`` towards 1 (the reference body's mass): nothing
 where the data hold the mass, but a problem whose data cannot tell the mass from the F/T offsets
@@ -116,131 +113,6 @@ def _coordinates(pattern: sp.csc_matrix) -> tuple[np.ndarray, np.ndarray]:
     """Row and column of each stored entry of a CSC pattern, in storage order."""
     cols = np.repeat(np.arange(pattern.shape[1]), np.diff(pattern.indptr))
     return pattern.indices, cols
-
-
-@dataclass(frozen=True)
-class _SupportProblem:
-    """PMD's lifted QP without the masses' bounds, in the unknowns ``y = [u; s]``, ``s = [beta; v; w]``.
-
-    The objective is ``1/2 y^T P y + q^T y + |C y|²`` with ``z = C y`` eliminated (``C = L^T T``,
-    p x .). Its point block is diagonal, ``diag_u``; the points couple with the other unknowns only
-    through a few entries of ``P`` (a point with its group's level).
-
-    Attributes:
-        diag_u: (n,) ``P``'s diagonal on the point masses.
-        c_rows, c_cols, c_vals: the entries of ``P`` that couple point ``c_rows`` with the other
-            unknown ``c_cols`` (an index into ``s``).
-        P_ss: (k, k) ``P`` on the other unknowns.
-        C_u: (p, n) ``C``'s point columns. C_s: (p, k) its other columns.
-        q_u: (n,) ``q`` on the points. q_s: (k,) on the other unknowns.
-    """
-
-    diag_u: np.ndarray
-    c_rows: np.ndarray
-    c_cols: np.ndarray
-    c_vals: np.ndarray
-    P_ss: np.ndarray
-    C_u: np.ndarray
-    C_s: np.ndarray
-    q_u: np.ndarray
-    q_s: np.ndarray
-
-    @classmethod
-    def from_objective(cls, P_values: np.ndarray, P_coordinates: tuple[np.ndarray, np.ndarray], q: np.ndarray,
-                       M: np.ndarray, n: int, nx: int) -> _SupportProblem | None:
-        """Return the blocks of the QP of :class:`LiftedPointMassQP`, or None.
-
-        ``n`` points and ``nx`` unknowns before ``z``; ``P_values`` is the CSC data at
-        ``P_coordinates``, ``M = L^T T``. None when a point has no curvature of its own."""
-        p = M.shape[0]
-        k = nx - n
-        rows, cols = P_coordinates
-        on_u = (rows == cols) & (rows < n)
-        diag_u = np.zeros(n)
-        diag_u[rows[on_u]] = P_values[on_u]
-        coupling = (rows < n) & (cols >= n) & (cols < nx)
-        small = (rows >= n) & (rows < nx) & (cols < nx)
-        P_ss = np.zeros((k, k))
-        P_ss[rows[small] - n, cols[small] - n] = P_values[small]
-        P_ss = P_ss + np.triu(P_ss, 1).T
-        nb = M.shape[1] - n
-        C_s = np.zeros((p, k))
-        C_s[:, :nb] = M[:, n:]
-        if np.any(diag_u <= 0.0):
-            return None
-        return cls(diag_u, rows[coupling], cols[coupling] - n, P_values[coupling], P_ss, M[:, :n], C_s,
-                   q[:n], q[n:nx])
-
-    def objective(self, y_u: np.ndarray, y_s: np.ndarray) -> float:
-        """The QP's objective at ``y = [y_u; y_s]`` (``z`` eliminated)."""
-        z = self.C_u @ y_u + self.C_s @ y_s
-        quad = float(self.diag_u @ (y_u * y_u) + 2.0 * np.sum(self.c_vals * y_u[self.c_rows] * y_s[self.c_cols])
-                     + y_s @ self.P_ss @ y_s)
-        return 0.5 * quad + float(self.q_u @ y_u + self.q_s @ y_s + z @ z)
-
-    def gradient(self, y_u: np.ndarray, y_s: np.ndarray) -> np.ndarray:
-        """(n,) the objective's gradient by the point masses at ``y = [y_u; y_s]``."""
-        gradient = self.diag_u * y_u + self.q_u + 2.0 * self.C_u.T @ (self.C_u @ y_u + self.C_s @ y_s)
-        return gradient + np.bincount(self.c_rows, self.c_vals * y_s[self.c_cols], minlength=gradient.shape[0])
-
-    def pulled_below(self, y_u: np.ndarray, y_s: np.ndarray, support: np.ndarray) -> np.ndarray:
-        """(n,) the points held at zero (outside ``support``) whose gradient pulls them below it.
-
-        Negative beyond :data:`_SUPPORT_TOL` of the gradient's largest magnitude; none means that
-        ``y`` meets the optimality conditions of the masses' bounds."""
-        gradient = self.gradient(y_u, y_s)
-        scale = float(np.max(np.abs(gradient))) if gradient.size else 0.0
-        return ~support & (gradient < -_SUPPORT_TOL * max(scale, 1e-300))
-
-    def primal(self, y_u: np.ndarray, y_s: np.ndarray) -> np.ndarray:
-        """The QP's whole primal vector ``[y_u; y_s; z]`` with ``z = C y``."""
-        return np.r_[y_u, y_s, self.C_u @ y_u + self.C_s @ y_s]
-
-    def solve(self, support: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Return the unconstrained minimiser ``(y_u (n,), y_s (k,))`` with the points outside ``support`` at zero.
-
-        ``support`` is (n,). Its point block, diagonal plus the rank-p ``2 C_u^T C_u``, is
-        solved by the Woodbury identity and a Schur complement on the few other unknowns,
-        ``O(n p²)``, then iteratively refined. Raises ``LinAlgError`` when it is singular."""
-        diag_u, c_rows, c_cols, c_vals = self.diag_u, self.c_rows, self.c_cols, self.c_vals
-        n, k, p = diag_u.shape[0], self.P_ss.shape[0], self.C_u.shape[0]
-        S = np.flatnonzero(support)
-        position = np.full(n, -1)
-        position[S] = np.arange(S.size)
-        inside = position[c_rows] >= 0
-        P_us = np.zeros((S.size, k))
-        P_us[position[c_rows[inside]], c_cols[inside]] = c_vals[inside]
-        C = self.C_u[:, S]
-        d_inv = 1.0 / diag_u[S]
-        capacitance = cholesky(0.5 * np.eye(p) + (C * d_inv) @ C.T)
-
-        def apply_inverse(X: np.ndarray) -> np.ndarray:
-            """``(D + 2 C^T C)^-1 X`` (Woodbury)."""
-            Y = d_inv * X if X.ndim == 1 else d_inv[:, None] * X
-            return Y - (d_inv * (C.T @ cholesky_solve(capacitance, C @ Y)).T).T
-
-        A_us = P_us + 2.0 * C.T @ self.C_s
-        A_ss = self.P_ss + 2.0 * self.C_s.T @ self.C_s
-        schur = cholesky(A_ss - A_us.T @ apply_inverse(A_us))
-
-        def block_solve(r_u: np.ndarray, r_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            d_s = cholesky_solve(schur, r_s - A_us.T @ apply_inverse(r_u))
-            return apply_inverse(r_u - A_us @ d_s), d_s
-
-        b_u, b_s = -self.q_u[S], -self.q_s
-        x_u, y_s = block_solve(b_u, b_s)
-        # Iterative refinement: the Woodbury identity cancels large terms when the data
-        # dwarf the regulariser (noise-free data); two rounds win the digits back.
-        for _ in range(_REFINEMENT_ROUNDS):
-            r_u = b_u - (diag_u[S] * x_u + 2.0 * C.T @ (C @ x_u) + A_us @ y_s)
-            r_s = b_s - (A_us.T @ x_u + A_ss @ y_s)
-            d_u, d_s = block_solve(r_u, r_s)
-            x_u, y_s = x_u + d_u, y_s + d_s
-            if np.max(np.abs(d_u), initial=0.0) <= _REFINED * np.max(np.abs(x_u), initial=0.0):
-                break  # nothing left to win back that an estimate would show
-        y_u = np.zeros(n)
-        y_u[S] = x_u
-        return y_u, y_s
 
 
 class LiftedPointMassQP:
@@ -301,12 +173,13 @@ class LiftedPointMassQP:
         self._x: np.ndarray | None = None
         self._y: np.ndarray | None = None
         self._m_bar = 0.0
-        self._deadline = np.inf
         self._support: np.ndarray | None = None
         """The points that carried mass at the last refined answer: where the next refinement starts
         (OSQP's tolerance leaves traces of mass on points the exact answer leaves empty; each would
         cost the active set one step to drop)."""
-        """``time.perf_counter()`` after which the refinement starts no further step (the solve's budget)."""
+        self._start = ""
+        """After a :meth:`seed`: ``_SEED`` (the next solve tries its support exactly), then ``_EXACT`` (every answer
+        since was exact, no OSQP set up yet: the next solve tries the last support first too); else ""."""
         self.set_groups(groups)
 
     def set_groups(self, groups: np.ndarray | None) -> None:
@@ -342,6 +215,28 @@ class LiftedPointMassQP:
         """Drop the warm start (the workspace, whose pattern stays, is kept: no new setup)."""
         self._x = self._y = None
         self._cold = True
+        self._start = ""
+
+    def last_solution(self) -> tuple[np.ndarray, np.ndarray, float] | None:
+        """The last answer ``(u, beta, mass)``, what :meth:`seed` takes; None before any.
+
+        ``u`` (n,) each point's density relative to a uniform body of ``mass`` kg, ``beta`` (nb,) the offsets."""
+        if self._x is None or not self._m_bar > 0.0:
+            return None
+        return self._x[: self.n].copy(), self._x[self.n : self.n + self.nb].copy(), self._m_bar * self.n
+
+    def seed(self, u: np.ndarray, beta: np.ndarray, mass: float) -> None:
+        """Start the next solve from densities ``u`` (n,) relative to a uniform body of ``mass`` kg, offsets ``beta``.
+
+        Say, another set of points' answer (:meth:`last_solution`) carried over to these. The next solve first
+        tries the support they give exactly (:meth:`_exact_on_last_support`, its optimality conditions checked:
+        then no OSQP set-up at all); else it solves as this QP would without a start (:meth:`_seeded_answer`)."""
+        u = np.clip(np.asarray(u, dtype=float), 0.0, None)
+        self._x = self._warm_start(np.r_[u, np.asarray(beta, dtype=float)])
+        self._m_bar = float(mass) / max(self.n, 1)
+        self._support = u > SUPPORT_TOL * max(float(u.max(initial=0.0)), 1e-300)
+        self._y = None
+        self._start = _SEED if self._support.any() else ""
 
     def prepare(self) -> None:
         """Set OSQP's workspace up now (the symbolic factorisation), so that no solve pays for it.
@@ -494,32 +389,53 @@ class LiftedPointMassQP:
         q[n + nb + self.n_groups] = -2.0 * MASS_ANCHOR * regularization * n / scale
         P_values = self._objective_values(regularization / scale, coupling / scale, M)
         A_values = self._constraint_values(M)
-        if self._x is None:
-            # A cold start from the uniform body of the reference mass (u = 1), not from u = 0: on
-            # noise-free data the data term dwarfs the regulariser, and from zero OSQP could meet its
-            # tolerances at an empty payload after one check (the whole body's mass lost).
-            self._x = self._warm_start(np.r_[np.ones(n), np.zeros(nb)])
-            self._m_bar = m_bar
-        if self._x is not None:
-            # The warm start in this solve's units: masses rescaled by the new m_bar, z consistent.
-            x = self._x.copy()
-            ratio = self._m_bar / m_bar if self._m_bar > 0 else 1.0
-            x[:n] *= ratio
-            x[n + nb : n + nb + self.n_groups + 1] *= ratio
-            x[n + nb + self.n_groups + 1 :] = M @ x[: n + nb]
-            self._x = x
-        self._m_bar = m_bar
+        self._start_from(M, m_bar)
         t0 = time.perf_counter()
         # a budget given for this solve bounds the refinement's steps too (without one, only their count)
-        self._deadline = np.inf if time_limit is None else t0 + max(float(time_limit), 1e-3)
-        if self.solver == "osqp":
+        deadline = np.inf if time_limit is None else t0 + max(float(time_limit), 1e-3)
+        seeded = self._seeded_answer(P_values, q, M, m_bar)
+        if seeded is not None:
+            result = seeded
+        elif self.solver == "osqp":
             limits = (self.settings["max_iter"] if max_iter is None else max(int(max_iter), 1),
                       self.settings["time_limit"] if time_limit is None else max(float(time_limit), 1e-3))
-            result = self._solve_osqp(P_values, q, A_values, M, limits)
+            result = self._solve_osqp(P_values, q, A_values, M, limits, deadline)
         else:
-            result = self._solve_qpsolvers(P_values, q, A_values, M)
+            result = self._solve_qpsolvers(P_values, q, A_values, M, deadline)
         self.last_solve_seconds = time.perf_counter() - t0
         return result
+
+    def _start_from(self, M: np.ndarray, m_bar: float) -> None:
+        """Put the warm start in this solve's units (masses rescaled by the new ``m_bar``, ``z`` consistent).
+
+        Without one, a cold start from the uniform body of the reference mass (u = 1), not from u = 0: on
+        noise-free data the data term dwarfs the regulariser, and from zero OSQP could meet its tolerances at
+        an empty payload after one check (the whole body's mass lost)."""
+        n, nb = self.n, self.nb
+        if self._x is None:
+            self._x = self._warm_start(np.r_[np.ones(n), np.zeros(nb)])
+            self._m_bar = m_bar
+        x = self._x.copy()
+        ratio = self._m_bar / m_bar if self._m_bar > 0 else 1.0
+        x[:n] *= ratio
+        x[n + nb : n + nb + self.n_groups + 1] *= ratio
+        x[n + nb + self.n_groups + 1 :] = M @ x[: n + nb]
+        self._x, self._m_bar = x, m_bar
+
+    def _seeded_answer(self, P_values: np.ndarray, q: np.ndarray, M: np.ndarray, m_bar: float) -> QPResult | None:
+        """After a :meth:`seed`: the minimiser on its support when it holds it (checked), else None.
+
+        Then the solve starts as a new one's would (from the uniform body), so that it gives what this QP
+        built afresh gives. None too when no seed is pending."""
+        if self._start != _SEED:
+            return None
+        exact = self._exact_on_last_support(P_values, q, M) if self.refine else None
+        if exact is None:
+            self._x, self._support, self._start = None, None, ""
+            self._start_from(M, m_bar)
+            return None
+        self._x, self._start = exact, _EXACT  # no OSQP set up yet: the next solve tries the last support first too
+        return QPResult(exact[: self.n + self.nb].copy(), EXACT_ON_SUPPORT, 0, True)
 
     def _bounds(self) -> tuple[np.ndarray, np.ndarray]:
         l = np.zeros(self.p + self.n)
@@ -527,15 +443,16 @@ class LiftedPointMassQP:
         return l, u
 
     def _solve_osqp(self, P_values: np.ndarray, q: np.ndarray, A_values: np.ndarray, M: np.ndarray,
-                    limits: tuple[int, float]) -> QPResult:
+                    limits: tuple[int, float], deadline: float) -> QPResult:
         import osqp
 
         ws = self._workspace
-        if ws is not None and not self._cold and self.refine:
+        if (ws is not None and not self._cold or self._start == _EXACT) and self.refine:
             exact = self._exact_on_last_support(P_values, q, M)
             if exact is not None:
                 self._x = exact
                 return QPResult(exact[: self.n + self.nb].copy(), EXACT_ON_SUPPORT, 0, True)
+        self._start = ""
         t_update = time.perf_counter()
         if ws is not None and self._cold:  # set up before any solve, or reset: start afresh
             ws.update(q=q, Px=P_values, Ax=A_values)
@@ -582,7 +499,7 @@ class LiftedPointMassQP:
             self._x = previous
             return QPResult(previous[: self.n + self.nb].copy(), status, int(res.info.iter), False)
         x = res.x
-        refined = (self._refine(P_values, q, M, x, self._deadline, converged)  # also from a limit's iterate
+        refined = (self._refine(P_values, q, M, x, deadline, converged)  # also from a limit's iterate
                    if self.refine else None)
         if refined is not None:
             x = refined
@@ -594,9 +511,9 @@ class LiftedPointMassQP:
 
         The QP is strictly convex, so a point that meets its optimality conditions is its minimiser:
         on the last support, the exact solve's masses are non-negative, and no point held at zero
-        is pulled below it (its gradient is not negative beyond :data:`_SUPPORT_TOL` of the largest).
+        is pulled below it (its gradient is not negative beyond :data:`SUPPORT_TOL` of the largest).
         Between two estimates a few tenths of a second apart the support rarely changes, and this
-        costs one solve of :meth:`_SupportProblem.solve` where OSQP's update and iterations cost
+        costs one solve of :meth:`SupportProblem.solve` where OSQP's update and iterations cost
         several. As for :meth:`_refine`, the total mass may not move by more than
         :data:`REFINE_MASS_SHIFT` from the last answer's (a flat direction: OSQP's answer instead).
 
@@ -625,10 +542,10 @@ class LiftedPointMassQP:
             return None  # x_last is in this solve's units (rescaled)
         return problem.primal(y_u, y_s)
 
-    def _support_problem(self, P_values: np.ndarray, q: np.ndarray, M: np.ndarray) -> _SupportProblem | None:
-        """:class:`_SupportProblem` of this QP (None when a point has no curvature of its own)."""
+    def _support_problem(self, P_values: np.ndarray, q: np.ndarray, M: np.ndarray) -> SupportProblem | None:
+        """:class:`SupportProblem` of this QP (None when a point has no curvature of its own)."""
         nx = self.n + self.nb + self.n_groups + 1
-        return _SupportProblem.from_objective(P_values, self._P_coordinates, q, M, self.n, nx)
+        return SupportProblem.from_objective(P_values, self._P_coordinates, q, M, self.n, nx)
 
     def _mass_moved(self, y_u: np.ndarray, u: np.ndarray) -> bool:
         """Whether the point masses ``y_u`` total more than :data:`REFINE_MASS_SHIFT` away from those of ``u``."""
@@ -641,7 +558,7 @@ class LiftedPointMassQP:
         """The exact minimiser on the support OSQP found, or None when it is no better.
 
         With the points of zero mass held at zero, the problem is an equality-constrained least
-        squares (:meth:`_SupportProblem.solve`). From OSQP's point on its support, each step goes
+        squares (:meth:`SupportProblem.solve`). From OSQP's point on its support, each step goes
         towards the support's minimiser as far as every mass stays non-negative, and the points that
         reach zero leave the support; at the minimiser, points held at zero whose gradient pulls them
         below it join it (a primal active-set method, at most :data:`REFINE_STEPS` solves, within the
@@ -669,7 +586,7 @@ class LiftedPointMassQP:
         if problem is None:
             return None
         u = x[:n]
-        support = u > _SUPPORT_TOL * max(float(u.max()), 1e-300)
+        support = u > SUPPORT_TOL * max(float(u.max()), 1e-300)
         if self._support is not None and self._support.shape == support.shape and np.any(self._support & support):
             support &= self._support  # the last answer's support, where OSQP too puts mass
         # the feasible point the steps start from: OSQP's, on its support
@@ -715,7 +632,8 @@ class LiftedPointMassQP:
         self._support = support.copy()
         return problem.primal(y_u, y_s)
 
-    def _solve_qpsolvers(self, P_values: np.ndarray, q: np.ndarray, A_values: np.ndarray, M: np.ndarray) -> QPResult:
+    def _solve_qpsolvers(self, P_values: np.ndarray, q: np.ndarray, A_values: np.ndarray, M: np.ndarray,
+                         deadline: float) -> QPResult:
         from qpsolvers import Problem, solve_problem
 
         n, nb, p = self.n, self.nb, self.p
@@ -734,7 +652,7 @@ class LiftedPointMassQP:
             sol = solve_problem(problem, solver=name, initvals=self._x, **options)
         if sol.x is None or not np.all(np.isfinite(sol.x)):
             raise RuntimeError(f"PMD: {name} found no solution")
-        refined = self._refine(P_values, q, M, sol.x, self._deadline, bool(sol.found)) if self.refine else None
+        refined = self._refine(P_values, q, M, sol.x, deadline, bool(sol.found)) if self.refine else None
         x = sol.x if refined is None else refined
         self._x = x.copy()
         info = sol.extras.get("info") if isinstance(sol.extras, dict) else None
