@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +16,8 @@ from payload_estimator.core.cloud_files import load_point_cloud, read_cloud_file
 from payload_estimator.core.clouds import MAX_CLOUD_DISTANCE_M, check_payload_cloud, cloud_columns, cloud_shape
 from payload_estimator.core.shapes import outermost_points, payload_points
 from payload_estimator.errors import ShapeError
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -192,6 +195,25 @@ def test_estimate_takes_a_camera_cloud_file(tmp_path, capsys, suffix):
     assert len(err) == 1 and "1 of its" in err[0] and "farther than 0.5 m from the sensor origin (the farthest " \
         "1.15 m)" in err[0], err
     assert main(["estimate", str(samples), "--points", str(scene), "--cloud-max-distance", "1.5", "--json"]) == 0
+
+
+def test_estimate_merges_a_large_cloud_down_to_its_budget(tmp_path, capsys, rng):
+    """A camera's cloud of 20,000 points through estimate --points: merged to cloud_max_points point masses (300,
+    or --cloud-max-points), as a points:FILE shape is."""
+    import json
+
+    from pypcd4 import PointCloud
+
+    from payload_estimator.cli import main
+
+    path = tmp_path / "dense.pcd"
+    PointCloud.from_xyz_points(rng.uniform([-0.05, -0.03, 0.05], [0.05, 0.03, 0.15], (20_000, 3))).save(path)
+    samples = tmp_path / "s.csv"
+    samples.write_text((REPO / "examples" / "samples.csv").read_text())
+    for extra, budget in (([], 300), (["--cloud-max-points", "80"], 80)):
+        assert main(["estimate", str(samples), "--points", str(path), "--bias", "--json", *extra]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert budget // 2 < out["n_points"] <= budget, out["n_points"]
 
 
 # ------------------------------------------------------------------- refusals

@@ -19,6 +19,7 @@ from payload_estimator.commands.options import (
 )
 from payload_estimator.core.clouds import MAX_CLOUD_DISTANCE_M
 from payload_estimator.core.estimators import ESTIMATORS, InsufficientData
+from payload_estimator.core.point_clouds import voxel_downsample
 from payload_estimator.core.samples import SensorSamples
 from payload_estimator.core.shapes import SampledShape, ShapeError, load_point_cloud, parse_shape_spec
 from payload_estimator.core.tracking import CHANGE, CONTACT, PayloadTracker
@@ -95,7 +96,11 @@ def add_shape_arguments(p: argparse.ArgumentParser) -> None:
                         "x,y,z[,part[,volume]] (CSV with an optional header line naming the columns, or .npy); "
                         "points of one integer part share one density (a segmented cloud), volume weights each "
                         "point's share of its part")
-    add_setting_options(p, ["cloud_max_distance"])
+    add_setting_options(p, CLOUD_OPTION_SETTINGS)
+
+
+CLOUD_OPTION_SETTINGS = ("cloud_max_distance", "cloud_max_points")
+"""The settings ``--points`` reads: how far from the sensor a point may be, how many point masses a cloud keeps."""
 
 
 def _one_line(exc: BaseException) -> str:
@@ -174,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     except (OSError, UnicodeDecodeError, csv.Error, ValueError) as exc:  # whatever the reader did not name
         raise CommandError(f"{args.samples}: not a readable CSV or NPZ sample table ({_one_line(exc)})") from None
-    overrides = setting_overrides(args, (*ESTIMATOR_OPTION_SETTINGS, "cloud_max_distance"))
+    overrides = setting_overrides(args, (*ESTIMATOR_OPTION_SETTINGS, *CLOUD_OPTION_SETTINGS))
     settings = Settings.from_dict({"estimate_bias": args.bias, "track_payload": args.track, **overrides})
     shape = shape_from_args(args, settings.cloud_max_distance)
     cls = ESTIMATORS[settings.estimator]
@@ -182,6 +187,8 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"--estimator {settings.estimator} needs the payload's shape: give --shape or --points")
     try:
         points = estimator_points(settings, shape) if shape is not None else None
+        if isinstance(points, SampledShape):  # a cloud (a camera's): merged down to its budget, as points:FILE is
+            points = voxel_downsample(points, settings.cloud_max_points)
         if isinstance(points, np.ndarray) and len(points) > settings.max_points:
             from payload_estimator.core.shapes import downsample_evenly
 
