@@ -187,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"--estimator {settings.estimator} needs the payload's shape: give --shape or --points")
     try:
         points = estimator_points(settings, shape) if shape is not None else None
-        if isinstance(points, SampledShape):  # a cloud (a camera's): merged down to its budget, as points:FILE is
+        if isinstance(points, SampledShape) and args.points:  # a point cloud: merged down to its budget
             points = voxel_downsample(points, settings.cloud_max_points)
         if isinstance(points, np.ndarray) and len(points) > settings.max_points:
             from payload_estimator.core.shapes import downsample_evenly

@@ -27,7 +27,8 @@ __all__ = [
     "option_name",
 ]
 
-ESTIMATOR_OPTION_SETTINGS: tuple[str, ...] = ("estimator", *ESTIMATOR_SETTINGS, "point_density", "max_points")
+ESTIMATOR_OPTION_SETTINGS: tuple[str, ...] = ("estimator", *ESTIMATOR_SETTINGS, "point_density", "max_points",
+                                               "cloud_max_points")
 """The settings of :func:`add_estimator_options`: the estimator, the options some estimator reads, and
 how a shape becomes point masses."""
 

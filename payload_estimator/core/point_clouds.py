@@ -91,7 +91,7 @@ def cloud_shape(points_in_sensor: np.ndarray, part: np.ndarray | None = None,
         raise ShapeError(f"a point of the cloud is {far:.3g} m from the sensor frame's origin, beyond "
                          f"{MAX_COORDINATE_M:g} m: are its coordinates in metres, in the sensor frame?")
     labels = np.zeros(n, dtype=np.int64) if part is None else _labels(part, n)
-    volumes = np.ones(n) if volume is None else np.array(volume, dtype=float).reshape(-1)
+    volumes = np.ones(n) if volume is None else np.asarray(volume, dtype=float).reshape(-1)
     if volumes.shape != (n,):
         raise ShapeError(f"the cloud has {n} points but {volumes.size} volumes")
     if not (np.isfinite(volumes.sum()) and volumes.min() > 0.0):
@@ -140,6 +140,8 @@ def _labels(part: np.ndarray, n: int) -> np.ndarray:
             raise ShapeError("part labels must be integers")
         return np.unique(values, return_inverse=True)[1].reshape(-1)
     low, high = int(raw.min()), int(raw.max())
+    if low == high:
+        return np.zeros(n, dtype=np.int64)
     if high - low > 4 * n:  # labels far apart: sorted
         return np.unique(raw, return_inverse=True)[1].reshape(-1)
     present = np.bincount(raw - low) > 0  # (a linear pass where few labels span a small range)
@@ -195,20 +197,24 @@ class _Keys:
             return self
         return _Keys(self.columns[:, pick], self.part[pick], self.n_parts, self.lo, self.extent)
 
-    def keys(self, size: float) -> tuple[np.ndarray, int]:
+    def keys(self, size: float, local: bool = False) -> tuple[np.ndarray, int]:
         """Return the (n,) key of each point's voxel and part at voxel edge ``size``, and the number of keys.
 
-        The keys are a buffer the next call overwrites."""
+        The keys are a buffer the next call overwrites; with ``local``, :attr:`scaled` holds where in its
+        voxel each point lies."""
         dims = np.floor(self.extent / size).astype(np.int64) + 1
         key, index = self._key, self._index
         np.multiply(self.columns, 1.0 / size, out=self.scaled)
-        key[:] = 0
         for k in range(3):
             np.copyto(index, self.scaled[k], casting="unsafe")  # truncation: the coordinates are not negative
             np.minimum(index, dims[k] - 1, out=index)  # (a coordinate at the far edge may round up past it)
-            self.scaled[k] -= index
-            key *= dims[k]
-            key += index
+            if local:
+                self.scaled[k] -= index
+            if k == 0:
+                key[:] = index
+            else:
+                key *= dims[k]
+                key += index
         if self.n_parts > 1:
             key *= self.n_parts
             key += self.part
@@ -261,14 +267,14 @@ def _plan(grid: _Keys, max_points: int) -> tuple[VoxelPlan, np.ndarray, np.ndarr
     target = max_points if sample is grid else max(int(_SAMPLE_SHARE * max_points), grid.n_parts)
     size, searched, slope = _search(sample, target, longest)
     for full in range(1, _MAX_COUNTS + 1):
-        key, cells = grid.keys(size)
+        key, cells = grid.keys(size, local=True)
         occupancy = np.bincount(key, minlength=cells) if cells <= _DENSE_KEYS else None
         count = int(np.count_nonzero(occupancy)) if occupancy is not None else int(np.unique(key).size)
         if count <= max_points:
             return VoxelPlan(size, count, searched, full), key, occupancy
         size *= (count / max_points) ** (1.0 / slope) * 1.02  # the sample's law, a little beyond
     size = longest * 1.0001 if longest > 0.0 else 1.0  # (never seen) the whole cloud's box: one voxel per part
-    key, cells = grid.keys(size)
+    key, cells = grid.keys(size, local=True)
     return VoxelPlan(size, grid.n_parts, searched, _MAX_COUNTS + 1), key, np.bincount(key, minlength=cells)
 
 

@@ -429,12 +429,12 @@ class EstimationStream:
         Call it at the publish rate: the convergence criteria count estimates.
         :attr:`last` reads without solving.
         """
+        self.shapes.follow()  # a new payload: the configured shape, or its cloud
         if self.estimator.samples_used < self.config.min_samples:
             return self._with_tracking(self._last)
         if self.wrench_input.refusal():  # e.g. efforts that are currents read as N·m: no estimate from them
             self._last = None
             return None
-        self.shapes.follow()  # a new payload: the configured shape, or its cloud
         if (self._last is not None and self._last.estimate.samples_used == self.estimator.samples_used
                 and not self.shapes.unsolved):
             return self._with_tracking(self._last)  # (a contact holds every sample out: say so)
@@ -503,6 +503,7 @@ class EstimationStream:
             snap["contact_now"] = self.estimator.contact
             snap["held_out_samples"] = counts.held_out_samples
             snap["offset_shifts"] = counts.offset_shifts
+        self.shapes.follow()
         snap.update(self.shapes.diagnostics())
         return snap
 
