@@ -99,7 +99,7 @@ def add_shape_arguments(p: argparse.ArgumentParser) -> None:
     add_setting_options(p, CLOUD_OPTION_SETTINGS)
 
 
-CLOUD_OPTION_SETTINGS = ("cloud_max_distance", "cloud_max_points")
+CLOUD_OPTION_SETTINGS = ("cloud_max_distance",)
 """The settings ``--points`` reads: how far from the sensor a point may be, how many point masses a cloud keeps."""
 
 
