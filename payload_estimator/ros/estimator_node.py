@@ -18,6 +18,7 @@ and publishes what it returns::
     ~/estimate       payload_estimator/PayloadEstimate   \
     ~/inertia        geometry_msgs/InertiaStamped          } publish_rate_hz (stale: the last good one again)
     ~/markers        visualization_msgs/MarkerArray       /  (markers only while someone subscribes)
+    ~/point_masses   sensor_msgs/PointCloud2 (PMD's point masses: mass, rgb; only while someone subscribes)
     ~/urdf_inertial  std_msgs/String (latched; when the estimate changes noticeably or converges)
     /diagnostics     diagnostic_msgs/DiagnosticArray (1 Hz)
 
