@@ -110,6 +110,11 @@ class EstimatorNode(Node):
         # ---- parameters in
         declare_parameters(self)
         clouds = bool(parameter_values(self).get("cloud_topic"))  # a cloud's frame may be on tf: keep listening
+        if clouds:
+            try:
+                self._tf.listen()
+            except ImportError:  # no tf2_ros: clouds in the URDF's frames only (others are refused by name)
+                self.get_logger().warning("cloud_topic: no tf2_ros, a cloud's frame must be in robot_description")
         self.supervisor = Supervisor(
             parameter_values(self), rclpy_factory(), name=self.get_fully_qualified_name().lstrip("/"),
             lookup=self._tf.lookup, release_lookup=None if clouds else self._tf.release, resolve=self.resolved,
