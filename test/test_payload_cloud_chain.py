@@ -177,3 +177,6 @@ def test_the_joint_history_is_bounded_and_interpolated():
     np.testing.assert_allclose(history.at(8.05), [8.05, -8.05])
     with pytest.raises(Exception, match="before the oldest"):
         history.at(1.0)
+    history.add(np.array([0.5, 0.6]), np.array([[1.0, 2.0], [3.0, 4.0]]))  # the clock jumped back: a new history
+    assert history.span() == pytest.approx((0.5, 0.6))
+    np.testing.assert_allclose(history.at(0.55), [2.0, 3.0])

@@ -110,8 +110,9 @@ class JointHistory:
         if not good.any():
             return
         t, q = t[good], q[good]
-        if self._chunks and self._chunks[0][1].shape[1] != q.shape[1]:
-            self._chunks.clear()
+        if self._chunks and (self._chunks[0][1].shape[1] != q.shape[1] or float(t.max()) < self._newest - self.span_s):
+            self._chunks.clear()  # another joint set, or the clock jumped back (a restart): another time's history
+            self._newest = -np.inf
         self._chunks.append((t, q))
         self._newest = max(self._newest, float(t.max()))
         while self._chunks and float(self._chunks[0][0].max()) < self._newest - self.span_s:
