@@ -14,6 +14,7 @@ from scipy.spatial.transform import Rotation
 
 from payload_estimator.core.estimators import PointMassDiscretization
 from payload_estimator.io.point_cloud2 import point_cloud2_layout
+from payload_estimator.io.ros_inbound import feed_cloud, take_clouds
 from payload_estimator.pipeline.build import build_stream, builtin_description
 from payload_estimator.pipeline.payload_cloud import CLOUD, JointHistory, StaticFrames, transform
 from payload_estimator.settings import Settings
@@ -106,7 +107,7 @@ def test_a_tripod_cameras_cloud_lands_where_the_payload_was_at_its_stamp(stream)
     stream.clouds.frame_lookup = static.lookup
     push_joints(stream, 0.0, 3.0)
     msg = cloud_msg(camera_cloud_at(stream, 1.25), CAMERA, 1.25)  # captured at 1.25 s, used at 3 s
-    outcome = stream.clouds.receive(msg)
+    outcome = feed_cloud(stream, msg)
     assert outcome.applied, outcome.reason
     assert outcome.points == len(box_surface()) and outcome.point_masses == len(pmd_points(stream))
     points = pmd_points(stream)
@@ -117,7 +118,7 @@ def test_a_tripod_cameras_cloud_lands_where_the_payload_was_at_its_stamp(stream)
     assert diagnostics["shape_source"] == "cloud at t = 1.250 s" and diagnostics["clouds_applied"] == 1
 
     # the same points taken at the time of use (3 s) would not be the box: the check above can fail
-    wrong = stream.clouds.receive(cloud_msg(camera_cloud_at(stream, 1.25), CAMERA, 2.9))
+    wrong = feed_cloud(stream, cloud_msg(camera_cloud_at(stream, 1.25), CAMERA, 2.9))
     assert not wrong.applied or not np.all(pmd_points(stream) <= hi + 0.01)
 
 
@@ -125,7 +126,7 @@ def test_a_cloud_in_a_frame_fixed_to_the_sensor_needs_no_joint_states(stream):
     k = stream.kinematics
     R, p = k.rigid_pose(k.sensor_frame, "panda_link8")
     in_flange = box_surface() @ R.T + p
-    outcome = stream.clouds.receive(cloud_msg(in_flange, "panda_link8", 0.5))
+    outcome = feed_cloud(stream, cloud_msg(in_flange, "panda_link8", 0.5))
     assert outcome.applied, outcome.reason
     np.testing.assert_allclose(pmd_points(stream).mean(axis=0), BOX_CENTRE_IN_SENSOR, atol=0.005)
 
@@ -135,7 +136,7 @@ def test_bad_clouds_are_refused_with_one_line_and_the_shape_is_kept(stream):
     static.add_message(tf_static())
     stream.clouds.frame_lookup = static.lookup
     push_joints(stream, 0.0, 2.0)
-    assert stream.clouds.receive(cloud_msg(camera_cloud_at(stream, 1.0), CAMERA, 1.0)).applied
+    assert feed_cloud(stream, cloud_msg(camera_cloud_at(stream, 1.0), CAMERA, 1.0)).applied
     kept = pmd_points(stream).copy()
     cases = [
         (cloud_msg(camera_cloud_at(stream, 1.0), "tripod_cam", 1.0), "'tripod_cam' is neither in the robot"),
@@ -147,7 +148,7 @@ def test_bad_clouds_are_refused_with_one_line_and_the_shape_is_kept(stream):
         (cloud_msg(box_surface() * 10.0, "panda_link8", 1.0), "farther than 0.5 m"),
     ]
     for msg, expected in cases:
-        outcome = stream.clouds.receive(msg)
+        outcome = feed_cloud(stream, msg)
         assert not outcome.applied and expected in outcome.reason and "\n" not in outcome.reason, outcome.reason
     np.testing.assert_array_equal(pmd_points(stream), kept)
     diagnostics = stream.diagnostics()
@@ -162,9 +163,9 @@ def test_the_loop_applies_a_cloud_one_turn_later_with_the_joint_states_it_came_w
     R, p = k.rigid_pose(k.sensor_frame, "panda_link8")
     msg = cloud_msg(box_surface() @ R.T + p, "panda_link8", 0.5)
     others = [("joint_states", object(), 0.0)]
-    assert stream.clouds.take([*others, (CLOUD, msg, 0.0)]) == others
+    assert take_clouds(stream, [*others, (CLOUD, msg, 0.0)]) == others
     assert stream.diagnostics()["clouds_applied"] == 0
-    assert stream.clouds.take(others) == others
+    assert take_clouds(stream, others) == others
     assert stream.diagnostics()["clouds_applied"] == 1
 
 

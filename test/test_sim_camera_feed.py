@@ -12,6 +12,7 @@ import pytest
 
 from payload_estimator.io import ros_factories, ros_outbound
 from payload_estimator.io.interfaces import ros_typestore
+from payload_estimator.io.ros_inbound import feed_cloud
 from payload_estimator.pipeline.build import build_stream
 from payload_estimator.pipeline.payload_cloud import StaticFrames
 from payload_estimator.settings import settings_for_robot
@@ -44,7 +45,7 @@ def test_the_cameras_clouds_land_on_the_payload_in_the_sensor_frame(run):
         assert len(view.points_in_camera) > 500 and set(np.unique(view.part)) <= {0, 1}
         msg = ros_outbound.point_cloud2_msg(make, float(run.joint_t[k]), CAMERA_FRAME, view.points_in_camera,
                                             part=view.part.astype(np.int32))
-        outcome = stream.clouds.receive(msg)
+        outcome = feed_cloud(stream, msg)
         assert outcome.applied, outcome.reason
         # the points the chain placed are where the camera saw the hammer, in the sensor frame
         seen_in_sensor = view.points_in_sensor

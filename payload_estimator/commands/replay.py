@@ -431,7 +431,7 @@ def _play(args: argparse.Namespace, bag: Path, setup: _Setup, warnings: list[str
     from payload_estimator.commands.common import console_and_progress
     from payload_estimator.core.history import EstimateHistory
     from payload_estimator.io.bag import BagError, input_topics
-    from payload_estimator.io.ros_inbound import feed_many
+    from payload_estimator.io.ros_inbound import feed_many, take_clouds
     from payload_estimator.pipeline.driver import Driver
 
     stream, settings = setup.stream, setup.settings
@@ -443,7 +443,7 @@ def _play(args: argparse.Namespace, bag: Path, setup: _Setup, warnings: list[str
     t_start = time.perf_counter()
 
     def feed(stream_, items: list) -> None:
-        items = stream_.clouds.take(items)  # clouds: applied at their stamps one turn later, as in the node
+        items = take_clouds(stream_, items)  # clouds: applied at their stamps one turn later, as in the node
         for kind, n in feed_many(stream_, items).items():
             accepted[kind] += n
 
@@ -471,7 +471,7 @@ def _play(args: argparse.Namespace, bag: Path, setup: _Setup, warnings: list[str
         for kind, topic in ((k, t) for t, k in input_topics(settings).items() if k in required):
             if counts[kind] == 0:
                 raise CommandError(f"{bag}: no readable messages on {topic}")
-        stream.clouds.take([])  # the last turn's clouds
+        take_clouds(stream, [])  # the last turn's clouds
         driver.finish()
         if args.zero_phase:
             try:

@@ -1,11 +1,14 @@
 """A camera's cloud of the payload, received mid-run, made the shape the payload's estimator solves with.
 
 One chain for every way a cloud comes in (the node's ``cloud_topic``, ``replay``'s ``--cloud-topic``), so
-they accept and refuse the same clouds. :meth:`PayloadClouds.receive` takes a ``sensor_msgs/PointCloud2``
-(rclpy's, rosbags', anything alike) and:
+they accept and refuse the same clouds. A ``sensor_msgs/PointCloud2`` (rclpy's, rosbags', anything alike)
+goes in through :func:`~payload_estimator.io.ros_inbound.feed_cloud` (or, a loop's turn at a time,
+:func:`~payload_estimator.io.ros_inbound.take_clouds`), which:
 
 1. decodes it (:func:`~payload_estimator.io.point_cloud2.cloud_from_message`): points in the message's
-   frame, part labels, volumes, frame, stamp;
+   frame, part labels, volumes, frame, stamp (a message that is no cloud: :meth:`PayloadClouds.unreadable`);
+
+and :meth:`PayloadClouds.receive` takes the decoded cloud on:
 2. finds the pose of the cloud's frame in the sensor frame *at the cloud's stamp*, ``T_sensor_cloud``:
 
    * a frame of the robot's URDF (the stream's kinematics): from the joint positions at the stamp,
@@ -49,7 +52,6 @@ from payload_estimator.core.cloud_completion import DEFAULT_COMPLETION, complete
 from payload_estimator.core.clouds import MAX_CLOUD_DISTANCE_M, cloud_shape
 from payload_estimator.core.point_masses import DEFAULT_DENSITY, DEFAULT_MAX_POINTS
 from payload_estimator.errors import ConfigurationError, ShapeError
-from payload_estimator.io.point_cloud2 import cloud_from_message
 
 if TYPE_CHECKING:
     from payload_estimator.pipeline.stream import EstimationStream
@@ -238,23 +240,27 @@ class PayloadClouds:
         self._rigid: dict[str, np.ndarray | None] = {}
 
     # --------------------------------------------------------------- the node
-    def take(self, items: list[tuple[str, Any, float]]) -> list[tuple[str, Any, float]]:
-        """One turn of the node's loop: the clouds of the last turn applied, this turn's kept for the next.
+    def take(self, items: list[tuple[str, Any, float]]) -> tuple[list[tuple[str, Any, float]], list[Any]]:
+        """One turn of a loop: ``(items without the clouds, the clouds of the last turn, due now)``.
 
-        A cloud waits one turn so that the joint states received with it are in the history. Returns
-        ``items`` without the clouds."""
-        pending, self._pending = self._pending, [msg for kind, msg, _ in items if kind == CLOUD]
-        for msg in pending:
-            self.receive(msg)
-        return [item for item in items if item[0] != CLOUD] if self._pending else items
+        This turn's clouds are kept for the next: a cloud waits one turn so that the joint states received
+        with it are in the history."""
+        due, self._pending = self._pending, [msg for kind, msg, _ in items if kind == CLOUD]
+        return ([item for item in items if item[0] != CLOUD] if self._pending else items), due
 
     # -------------------------------------------------------------- the chain
-    def receive(self, msg: Any) -> CloudOutcome:
-        """Make the cloud ``msg`` the payload's shape at its stamp (module docstring); never raises."""
+    def unreadable(self, reason: str) -> CloudOutcome:
+        """A message that is no cloud (``reason``: the decoder's one line): refused, counted, logged."""
+        return self._refused(f"cloud refused: {reason}", float("nan"), "", 0)
+
+    def receive(self, cloud: Any) -> CloudOutcome:
+        """Make a decoded cloud the payload's shape at its stamp (module docstring); never raises.
+
+        ``cloud``: a :class:`~payload_estimator.io.point_cloud2.ReceivedCloud` (``points`` in ``frame_id``,
+        ``part``, ``volume``, ``stamp_s``) or anything alike."""
         frame, t, n = "", float("nan"), 0
         try:
-            cloud = cloud_from_message(msg)
-            frame, t, n = cloud.frame_id, cloud.stamp_s, len(cloud)
+            frame, t, n = str(cloud.frame_id), float(cloud.stamp_s), len(cloud.points)
             T_sensor_cloud = self.pose(frame, t)
             points = cloud.points @ T_sensor_cloud[:3, :3].T + T_sensor_cloud[:3, 3]
             if self.completion == "none":
@@ -263,7 +269,7 @@ class PayloadClouds:
                 cloud_shape(points, cloud.part, None, self.max_distance)  # the checks every cloud passes
                 shape = complete_cloud(points, T_sensor_cloud[:3, 3], self.completion, cloud.part,
                                        density=self.density, max_points=self.max_points)
-        except (ShapeError, ConfigurationError, ValueError) as exc:
+        except (ShapeError, ConfigurationError, ValueError, TypeError, AttributeError) as exc:
             what = f"cloud in {frame or '?'} at t = {t:.3f} s of {n} points" if n else "cloud"
             return self._refused(f"{what} refused: {exc}", t, frame, n)
         update = self.stream.set_payload_shape(shape, t, n)

@@ -2,7 +2,7 @@
 
 The chain itself is :class:`~payload_estimator.pipeline.payload_cloud.PayloadClouds` (the stream's
 ``clouds``): the supervisor hands it the clouds of each turn of the processing loop
-(:meth:`~payload_estimator.pipeline.payload_cloud.PayloadClouds.take`; a cloud is applied on the next turn, with
+(:func:`~payload_estimator.io.ros_inbound.take_clouds`; a cloud is applied on the next turn, with
 the joint states that came with it) and, once the stream is built, where frames the URDF lacks are found
 (:func:`tf_frame_lookup`: the node's tf2 lookup, which keeps listening while ``cloud_topic`` is set). What
 became of the clouds is in the stream's diagnostics (``shape_source``, ``clouds_applied``,

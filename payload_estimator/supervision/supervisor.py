@@ -292,7 +292,7 @@ class Supervisor:
             self.dropped_while_not_running += len(items)
             return self._republish(now, self.status.message)
         stream = driver.stream
-        items = stream.clouds.take(items)  # clouds of the payload (cloud_topic): applied on the next turn
+        items = ros_inbound.take_clouds(stream, items)  # the payload's clouds (cloud_topic): fed on the next turn
         for kind, n in overflow.items():
             stream.health.report(BUFFER_OVERFLOW, f"{n} messages dropped: the input queue was full "
                                  "(processing fell behind)", kind, n)
