@@ -33,6 +33,11 @@ are not torques (currents read as N·m, a flipped sign: checked once 2 s of samp
 with one line; what the calibration did not determine, and joints faster than it saw, are warnings.
 ``--json`` has ``estimate_in_flange`` (and ``truth_in_flange``) for every wrench source.
 
+A camera's ``sensor_msgs/PointCloud2`` of the held payload (``--cloud-topic TOPIC``; without it, the bag's
+only PointCloud2 topic, said in the output) becomes PMD's shape at each cloud's stamp, as in the node: placed
+from the joint states recorded (a frame the URDF lacks from the bag's ``/tf_static``), checked, completed,
+merged; ``--json`` has ``clouds`` (applied, refused, the last refusal, the shape at the end).
+
 Any rosbag2 a user records is read: split
 into several files, without ``metadata.yaml``, with other topics and custom
 message types; what had to be worked around is printed as one warning line
