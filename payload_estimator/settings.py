@@ -215,6 +215,8 @@ class Settings:
     joint_states_topic: str = _p("/joint_states", "sensor_msgs/JointState input")
     wrench_topic: str = _p("/ft_sensor/wrench", "geometry_msgs/WrenchStamped input")
     imu_topic: str = _p("", "sensor_msgs/Imu input; empty: no IMU")
+    cloud_topic: str = _p("", "sensor_msgs/PointCloud2 input: a camera's segmented cloud of the held payload, made "
+                              "PMD's shape at its stamp (frames from the URDF or tf); empty: no cloud")
     # --------------------------------------------------------------- wrench
     wrench_source: WrenchSource = _p(
         WrenchSource.FT_SENSOR,

@@ -223,7 +223,11 @@ def build_stream(
     from payload_estimator.pipeline.stream import EstimationStream
 
     config = stream_config(settings, urdf, extra_frames, imu_frame, zero_phase)
-    return EstimationStream(config, build_estimator(settings, shape, live), health, settings.cloud_max_points)
+    stream = EstimationStream(config, build_estimator(settings, shape, live), health, settings.cloud_max_points)
+    clouds = stream.clouds  # a camera's clouds mid-run (pipeline/payload_cloud.py)
+    clouds.completion, clouds.max_distance = settings.cloud_completion, settings.cloud_max_distance
+    clouds.density, clouds.max_points = settings.point_density * 1e6, settings.max_points  # per cm³ -> per m³
+    return stream
 
 
 def sensor_kinematics(settings: Settings, urdf: str, extra_frames: Sequence[ExtraFrame] = ()) -> SensorKinematics:

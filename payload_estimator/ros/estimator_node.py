@@ -12,11 +12,13 @@ and publishes what it returns::
     wrench_topic        (geometry_msgs/WrenchStamped, raw) --+--> InputQueue --(loop)---> Supervisor.tick
       (not with wrench_source joint_torques: the efforts of the joint states)
     imu_topic           (sensor_msgs/Imu, optional)        --+                             (Driver: stream)
+    cloud_topic         (sensor_msgs/PointCloud2, optional) -+  (the payload's shape: pipeline/payload_cloud.py)
     robot_description   (std_msgs/String, latched)         ----> Supervisor.on_description (frames from tf2)
 
     ~/estimate       payload_estimator/PayloadEstimate   \
     ~/inertia        geometry_msgs/InertiaStamped          } publish_rate_hz (stale: the last good one again)
     ~/markers        visualization_msgs/MarkerArray       /  (markers only while someone subscribes)
+    ~/point_masses   sensor_msgs/PointCloud2 (PMD's point masses: mass, rgb; only while someone subscribes)
     ~/urdf_inertial  std_msgs/String (latched; when the estimate changes noticeably or converges)
     /diagnostics     diagnostic_msgs/DiagnosticArray (1 Hz)
 
@@ -107,9 +109,16 @@ class EstimatorNode(Node):
 
         # ---- parameters in
         declare_parameters(self)
+        clouds = bool(parameter_values(self).get("cloud_topic"))  # a cloud's frame may be on tf: keep listening
+        if clouds:
+            try:
+                self._tf.listen()
+            except ImportError:  # no tf2_ros: clouds in the URDF's frames only (others are refused by name)
+                self.get_logger().warning("cloud_topic: no tf2_ros, a cloud's frame must be in robot_description")
         self.supervisor = Supervisor(
             parameter_values(self), rclpy_factory(), name=self.get_fully_qualified_name().lstrip("/"),
-            lookup=self._tf.lookup, release_lookup=self._tf.release, resolve=self.resolved, log=self.get_logger())
+            lookup=self._tf.lookup, release_lookup=None if clouds else self._tf.release, resolve=self.resolved,
+            log=self.get_logger())
         self._parameters_pending = False
         inputs = subscribed_inputs(parameter_values(self))  # topics are read once, at start-up
         self._wrench_subscribed = WRENCH in inputs

@@ -14,6 +14,9 @@ then publishes it in real time, looping (or holding the last sample):
   the F/T sensor's reading for the xArm, Franka's external wrench in the
   stiffness frame (sign -1) for the Panda and FR3 (geometry_msgs/WrenchStamped);
 * optionally an IMU (``~/imu``, sensor_msgs/Imu, frame ``imu_link``);
+* optionally (``camera``) a depth camera's cloud of the held payload (sensor_msgs/PointCloud2, 1 Hz, on
+  ``/camera/payload/points``), the camera on a tripod, its frame on ``/tf_static``
+  (:mod:`~payload_estimator.sim.camera_feed`);
 * ``robot_description`` (std_msgs/String, transient local) and tf: ``/tf_static``
   for the fixed joints, ``/tf`` for the others at ``tf_rate_hz`` (pinocchio
   forward kinematics of the published joint states);
@@ -117,6 +120,10 @@ _PARAMETERS: tuple[tuple[str, Any, str], ...] = (
     ("rate_hz", 1000.0, "joint state (and IMU) rate, Hz"),
     ("wrench_rate_hz", 0.0, "wrench rate, Hz (0: rate_hz)"),
     ("imu", False, "also simulate and publish an IMU on ~/imu (frame imu_link)"),
+    ("camera", False, "also publish a depth camera's cloud of the held payload (sim.camera_feed: MuJoCo ray casting, "
+                      "Kinect-like noise) at 1 Hz on /camera/payload/points in payload_camera_optical_frame, its pose "
+                      "on /tf_static: a camera on a tripod 0.45 m in front of, 0.25 m beside and 0.25 m above the "
+                      "gripper's first pose (base frame), looking at it; scenarios single and identify"),
     ("joint_states_topic", "", "where to publish joint states; empty: the robot's preset"),
     ("wrench_topic", "", "where to publish the wrench; empty: the robot's preset"),
     ("wrench_source", "", "wrench convention (ft_sensor, franka_base, franka_stiffness); empty: the preset"),
@@ -156,6 +163,8 @@ class SimNode(Node):
         self._log_ready(p, settings, truth, time.perf_counter() - t0)
         self._create_publishers(p, settings)
         self._publish_once(truth)
+        if p["camera"]:
+            self._start_camera(p)
 
         # ---- real-time publishing on the steady clock (never on /clock, which this node drives)
         steady = Clock(clock_type=ClockType.STEADY_TIME)
@@ -228,6 +237,44 @@ class SimNode(Node):
         self._static_tf = StaticTransformBroadcaster(self)
         self._static_tf.sendTransform([self._transform(t, self._origin) for t in self._tree.fixed()])
         self._last_joint: tuple[float, np.ndarray] | None = None
+
+    def _start_camera(self, p: dict[str, Any]) -> None:
+        """The tripod camera (``camera``): its clouds at about 1 Hz on a timer of their own."""
+        from sensor_msgs.msg import PointCloud2
+
+        from payload_estimator.sim.camera_feed import CAMERA_PERIOD_S, CAMERA_TOPIC, PayloadCamera
+        from payload_estimator.sim.payloads import get_payload
+
+        if p["scenario"] == "cycle" or p["payload"] == "none":
+            self.get_logger().warning(f"camera: not with scenario {p['scenario']} and payload {p['payload']} (it "
+                                      "shows one held payload): no cloud is published")
+            return
+        camera = PayloadCamera(self.urdf, self.sensor_frame, self.joint_names, get_payload(p["payload"]).envelope,
+                               seed=int(p["seed"]))
+        publisher = self.create_publisher(PointCloud2, CAMERA_TOPIC, 2)
+        self.create_timer(CAMERA_PERIOD_S, lambda: self._publish_cloud(camera, publisher),
+                          clock=Clock(clock_type=ClockType.STEADY_TIME),
+                          callback_group=MutuallyExclusiveCallbackGroup())
+        self.get_logger().info(f"camera: the {p['payload']}'s visible cloud on {CAMERA_TOPIC} every "
+                               f"{CAMERA_PERIOD_S:g} s (sim.camera_feed)")
+
+    def _publish_cloud(self, camera: Any, publisher: Any) -> None:
+        """What the camera sees at the last joint state published, stamped with it (placed on its first call)."""
+        from payload_estimator.sim.camera_feed import CAMERA_FRAME
+
+        last = self._last_joint
+        if last is None:
+            return
+        t, q = last
+        if camera.T_base_camera is None:  # placed at the first pose; /tf_static again, with the camera
+            camera.place(q)
+            self._static_tf.sendTransform([self._transform(x, self._origin)
+                                           for x in [*self._tree.fixed(), camera.link_transform()]])
+        view = camera.capture(q)
+        if len(view.points_in_camera):
+            publisher.publish(ros_outbound.point_cloud2_msg(
+                ros_factories.rclpy_factory(), self._origin + t, CAMERA_FRAME, view.points_in_camera,
+                part=view.part.astype(np.int32)))
 
     def _simulate(self, p: dict[str, Any], rate_hz: float, wrench_rate_hz: float | None) -> Any:
         from payload_estimator.sim.mujoco_sim import simulate
