@@ -31,7 +31,7 @@ import figures
 import numpy as np
 from real_objects import OBJECTS, QUICK_OBJECTS, estimator, recorded_samples
 
-from payload_estimator.core.cloud_completion import COMPLETIONS, DEFAULT_COMPLETION, complete_cloud
+from payload_estimator.core.cloud_completion import COMPLETIONS, DEFAULT_COMPLETION, WORKING_POINTS, complete_cloud
 from payload_estimator.core.metrics import paper_errors
 from payload_estimator.core.shapes import sample_parts
 from payload_estimator.errors import ShapeError
@@ -70,7 +70,8 @@ def shapes_of(payload: Payload, views: list[str], seed: int) -> dict[tuple[str, 
         for completion in COMPLETIONS:
             try:
                 out[(view, LABELS.get(completion, completion))] = complete_cloud(
-                    seen.points_in_sensor, seen.viewpoint_in_sensor, completion, seen.part)
+                    seen.points_in_sensor, seen.viewpoint_in_sensor, completion, seen.part,
+                    working_points=WORKING_POINTS)  # as the node and replay complete a camera's cloud
             except ShapeError as exc:
                 out[(view, LABELS.get(completion, completion))] = str(exc)
     return out
@@ -177,7 +178,8 @@ def camera_speed(names: list[str]) -> None:
         spent = []
         for _ in range(5):
             t0 = time.perf_counter()
-            complete_cloud(seen.points_in_sensor, seen.viewpoint_in_sensor, DEFAULT_COMPLETION, seen.part)
+            complete_cloud(seen.points_in_sensor, seen.viewpoint_in_sensor, DEFAULT_COMPLETION, seen.part,
+                           working_points=WORKING_POINTS)
             spent.append(time.perf_counter() - t0)
         print(f"| {name} | {len(u)} | {len(seen.part)} | {times['roi']:.1f} | {times['all']:.1f} | "
               f"{spent_trimesh:.0f} | {1e3 * float(np.median(spent)):.0f} |")

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from payload_estimator.core.cloud_completion import DEFAULT_COMPLETION, complete_cloud
+from payload_estimator.core.cloud_completion import DEFAULT_COMPLETION, WORKING_POINTS, complete_cloud
 from payload_estimator.core.clouds import MAX_CLOUD_DISTANCE_M, cloud_shape
 from payload_estimator.core.point_masses import DEFAULT_DENSITY, DEFAULT_MAX_POINTS
 from payload_estimator.errors import ConfigurationError, ShapeError
@@ -268,7 +268,8 @@ class PayloadClouds:
             else:
                 cloud_shape(points, cloud.part, None, self.max_distance)  # the checks every cloud passes
                 shape = complete_cloud(points, T_sensor_cloud[:3, 3], self.completion, cloud.part,
-                                       density=self.density, max_points=self.max_points)
+                                       density=self.density, max_points=self.max_points,
+                                       working_points=WORKING_POINTS)
         except (ShapeError, ConfigurationError, ValueError, TypeError, AttributeError) as exc:
             what = f"cloud in {frame or '?'} at t = {t:.3f} s of {n} points" if n else "cloud"
             return self._refused(f"{what} refused: {exc}", t, frame, n)
