@@ -2,7 +2,9 @@
 
 At start-up the node simulates ``duration`` seconds of the ``robot`` carrying
 ``payload`` along ``trajectory`` (MuJoCo, :func:`~payload_estimator.sim.mujoco_sim.simulate`),
-then publishes it in real time, looping (or holding the last sample):
+then publishes it in real time, looping (or holding the last sample). A looping run's motion ends
+where it began (the excitation, then back to its start: :func:`~payload_estimator.sim.live.looping_trajectory`),
+so its replay goes on without a jump or a gap in the stamps, as a robot repeating a motion would:
 
 * joint states on the robot's ``joint_states_topic`` (sensor_msgs/JointState, rad, rad/s, N m); with
   ``efforts`` the efforts are a realistic joint-torque sensor's (Franka's tau_J, the xArm's motor
@@ -66,7 +68,7 @@ from payload_estimator.io import ros_factories, ros_outbound
 from payload_estimator.robots import ROBOT_NAMES
 from payload_estimator.ros.shutdown import shut_down
 from payload_estimator.settings import settings_for_robot
-from payload_estimator.sim.live import IMU, JOINTS, WRENCH, LiveRun
+from payload_estimator.sim.live import IMU, JOINTS, WRENCH, LiveRun, looping_trajectory
 from payload_estimator.sim.live_arm import LiveArm
 from payload_estimator.sim.tf_tree import LinkTransform, UrdfTransforms
 from payload_estimator.sim.trajectory_controller import (
@@ -104,7 +106,8 @@ _PARAMETERS: tuple[tuple[str, Any, str], ...] = (
                            "(trajectory, duration and loop do not apply)"),
     ("trajectory", "wrist", "excitation: wrist (Nadeau et al.'s wrist sinusoids), thesis (Lambert's "
                                "all-joint sinusoids) or pickplace"),
-    ("duration", 20.0, "simulated time before the run loops or holds, s"),
+    ("duration", 20.0, "length of the excitation, s; with loop, the way back to its start follows (a second or "
+                       "two) before the run loops, else the run holds"),
     ("noise", "moderate", "F/T noise level of Nadeau et al.'s Table II: none, low, moderate, high"),
     ("efforts", False, "report realistic joint efforts: the robot's joint-torque sensor (Franka tau_J, xArm motor "
                        "currents) with its friction acting on the joints and its noise (sim.efforts.EffortModel."
@@ -206,7 +209,9 @@ class SimNode(Node):
             + (" from an arm unlike its URDF" if "arm_mismatch" in self._arm_options else "")
             + f", the {settings.wrench_source} wrench on {settings.wrench_topic} "
             f"(frame {self.wrench_frame_id})"
-            + ("" if self.live is None else ", looping" if p["loop"] else ", then holding"))
+            + ("" if self.live is None else ", then holding" if not p["loop"]
+               else f", looping every {self.live.period:.1f} s" + (" (seamless)" if self.live.loop_gap_s == 0.0 else
+                                                                    f" ({self.live.loop_gap_s:g} s apart)")))
 
     def _create_publishers(self, p: dict[str, Any], settings: Any) -> None:
         self._joint_pub = self.create_publisher(JointState, settings.joint_states_topic, SENSOR_QOS)
@@ -238,8 +243,12 @@ class SimNode(Node):
             return arm_work_cycle(p["robot"], seed=int(p["seed"])).simulate(
                 noise=p["noise"], seed=int(p["seed"]), imu=bool(p["imu"]), rate_hz=rate_hz,
                 wrench_rate_hz=wrench_rate_hz, **self._arm_options)
-        return simulate(robot=p["robot"], payload=p["payload"], trajectory=p["trajectory"],
-                        duration=float(p["duration"]), noise=p["noise"], seed=int(p["seed"]),
+        trajectory, duration = p["trajectory"], float(p["duration"])
+        if p["loop"]:  # the motion, then back to its start: the replay loops without a jump (sim.live)
+            trajectory = looping_trajectory(p["robot"], trajectory, duration, seed=int(p["seed"]))
+            duration = trajectory.duration
+        return simulate(robot=p["robot"], payload=p["payload"], trajectory=trajectory,
+                        duration=duration, noise=p["noise"], seed=int(p["seed"]),
                         imu=bool(p["imu"]), rate_hz=rate_hz, wrench_rate_hz=wrench_rate_hz, **self._arm_options)
 
     # ----------------------------------------------------------------- stamps

@@ -55,6 +55,7 @@ __all__ = [
     "PaperWristSinusoids",
     "ThesisSinusoids",
     "PickAndPlace",
+    "ReturnToStart",
     "make_trajectory",
     "tcp_speed",
     "flange_kinematics",
@@ -492,6 +493,47 @@ def _segment_duration(spec: RobotSpec, qa: np.ndarray, qb: np.ndarray, min_segme
 
     _, scale, _ = _largest_admissible(spec, build, 1.0)
     return T0 / scale
+
+
+class ReturnToStart:
+    """``trajectory``, then the rest-to-rest minimum-jerk way back to its first pose.
+
+    A motion that ends where it began, at rest, and so repeats without a jump (the simulator node loops
+    its run). The way back is as short as the speed limits allow (:data:`TCP_SPEED_LIMIT`,
+    :data:`JOINT_SPEED_FRACTION`) and lasts at least ``min_segment`` s.
+
+    Args:
+        trajectory: a motion that ends at rest (every trajectory of this module does).
+        spec: the robot.
+        min_segment: shortest way back, s.
+
+    Attributes:
+        trajectory: the motion. back_duration: the way back, s. name: the motion's name.
+    """
+
+    def __init__(self, trajectory: JointTrajectory, spec: RobotSpec, min_segment: float = 1.0) -> None:
+        end = np.array([trajectory.duration])
+        q_end, dq_end, ddq_end = (x[0] for x in trajectory(end))
+        if np.max(np.abs(dq_end)) > 1e-9 or np.max(np.abs(ddq_end)) > 1e-9:
+            raise ConfigurationError("the way back to the start needs a motion that ends at rest")
+        q_start = trajectory(np.zeros(1))[0][0]
+        self.trajectory = trajectory
+        self.name = str(getattr(trajectory, "name", type(trajectory).__name__))
+        self.back_duration = _segment_duration(spec, q_end, q_start, min_segment) if np.any(q_end != q_start) else 0.0
+        self._back = MinJerkSegments(np.array([q_end, q_start]), np.array([max(self.back_duration, 1e-9)]))
+
+    @property
+    def duration(self) -> float:
+        """The motion and the way back, s."""
+        return self.trajectory.duration + self.back_duration
+
+    def __call__(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(q, dq, ddq)`` at times ``t`` (N,), each (N, n); the first pose is held after the end."""
+        t = np.atleast_1d(np.asarray(t, dtype=float))
+        first = self.trajectory(np.minimum(t, self.trajectory.duration))
+        back = self._back(t - self.trajectory.duration)
+        on_the_way_back = (t > self.trajectory.duration)[:, None]
+        return tuple(np.where(on_the_way_back, b, a) for a, b in zip(first, back))  # type: ignore[return-value]
 
 
 # ----------------------------------------------------------------- factory
