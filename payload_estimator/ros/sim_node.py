@@ -53,7 +53,7 @@ from geometry_msgs.msg import InertiaStamped, TransformStamped, WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
@@ -66,7 +66,7 @@ from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.errors import ConfigurationError
 from payload_estimator.io import ros_factories, ros_outbound
 from payload_estimator.robots import ROBOT_NAMES
-from payload_estimator.ros.shutdown import shut_down
+from payload_estimator.ros.shutdown import NodeProcess, spin_until_shutdown
 from payload_estimator.settings import settings_for_robot
 from payload_estimator.sim.live import IMU, JOINTS, WRENCH, LiveRun, looping_trajectory
 from payload_estimator.sim.live_arm import LiveArm
@@ -87,6 +87,8 @@ __all__ = ["SimNode", "main"]
 NODE_NAME = "payload_sim"
 PUBLISH_PERIOD_S = 0.004
 """Samples due are published every 4 ms (a 1 kHz stream goes out 4 messages at a time)."""
+EXECUTOR_SHUTDOWN_S = 1.0
+"""Shutting down: how long to wait for the executor's callbacks (a goal braking) to end, s."""
 SIM_TIME_ORIGIN_S = 1.0
 """Simulated time of the first sample when publishing /clock (0 would read as "no stamp")."""
 
@@ -242,14 +244,20 @@ class SimNode(Node):
 
             return arm_work_cycle(p["robot"], seed=int(p["seed"])).simulate(
                 noise=p["noise"], seed=int(p["seed"]), imu=bool(p["imu"]), rate_hz=rate_hz,
-                wrench_rate_hz=wrench_rate_hz, **self._arm_options)
+                wrench_rate_hz=wrench_rate_hz, progress=self._still_running, **self._arm_options)
         trajectory, duration = p["trajectory"], float(p["duration"])
         if p["loop"]:  # the motion, then back to its start: the replay loops without a jump (sim.live)
             trajectory = looping_trajectory(p["robot"], trajectory, duration, seed=int(p["seed"]))
             duration = trajectory.duration
         return simulate(robot=p["robot"], payload=p["payload"], trajectory=trajectory,
                         duration=duration, noise=p["noise"], seed=int(p["seed"]),
-                        imu=bool(p["imu"]), rate_hz=rate_hz, wrench_rate_hz=wrench_rate_hz, **self._arm_options)
+                        imu=bool(p["imu"]), rate_hz=rate_hz, wrench_rate_hz=wrench_rate_hz,
+                        progress=self._still_running, **self._arm_options)
+
+    def _still_running(self, fraction: float) -> None:
+        """While it simulates: a signal (which shut the context down) ends the node now, not seconds later."""
+        if not self.context.ok():
+            raise KeyboardInterrupt
 
     # ----------------------------------------------------------------- stamps
     def run_time(self) -> float:
@@ -524,21 +532,22 @@ class _FollowJointTrajectoryServer:
 
 
 def main(args: list[str] | None = None) -> None:
-    """``ros2 run payload_estimator sim_node``."""
-    rclpy.init(args=args)
-    node = None
-    try:
+    """``ros2 run payload_estimator sim_node``.
+
+    One SIGINT or SIGTERM, whenever it comes (while it simulates too), ends it with status 0
+    (:mod:`payload_estimator.ros.shutdown`).
+    """
+    with NodeProcess() as process:
+        rclpy.init(args=args)
         node = SimNode()
+        process.on_exit(node.destroy_node)
         if node.arm is None:
-            rclpy.spin(node)
+            executor: Any = SingleThreadedExecutor()
         else:  # the action server's goals wait in threads of their own
             executor = MultiThreadedExecutor(num_threads=4)
-            executor.add_node(node)
-            executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        shut_down(*([node.destroy_node] if node is not None else []))  # node: None if SimNode() failed
+        process.on_exit(lambda: executor.shutdown(timeout_sec=EXECUTOR_SHUTDOWN_S))
+        executor.add_node(node)
+        spin_until_shutdown(executor, node.context)
 
 
 if __name__ == "__main__":
