@@ -87,6 +87,11 @@ def test_the_way_back_closes_the_motion():
     before, after = trajectory(np.array([end - 1e-6])), trajectory(np.array([end + 1e-6]))
     for a, b in zip(before, after):
         np.testing.assert_allclose(a, b, atol=1e-4)
+    # no brisker than the motion itself
+    _, dq_motion, ddq_motion = trajectory(np.linspace(0.0, end, 2001))
+    _, dq_back, ddq_back = trajectory(np.linspace(end, trajectory.duration, 2001))
+    assert np.all(np.abs(dq_back).max(axis=0) <= np.abs(dq_motion).max(axis=0) * 1.001 + 1e-12)
+    assert np.all(np.abs(ddq_back).max(axis=0) <= np.abs(ddq_motion).max(axis=0) * 1.001 + 1e-12)
     # a motion that already ends where it began is left as it is
     assert type(looping_trajectory("panda", "pickplace", 20.0)).__name__ == "PickAndPlace"
 
@@ -113,3 +118,10 @@ def test_a_run_that_ends_where_it_began_loops_without_a_gap(looping_run, short_r
     np.testing.assert_allclose(np.diff(t), 1.0 / looping_run.rate_hz, rtol=1e-6)  # one rate across the seams
     assert t[-1] > 3 * live.period
     assert GAP not in stream.health.counts, stream.health.counts
+    # the F/T offsets end where they began (their net drift taken out along the run): no step in the wrench
+    drift = looping_run.true_ft_bias[-1] - looping_run.true_ft_bias[0]
+    assert np.max(np.abs(drift[:3])) > 0.01  # the simulated sensor drifts ...
+    np.testing.assert_allclose(live.run.true_ft_bias[-1], live.run.true_ft_bias[0], atol=1e-12)  # ... and comes back
+    np.testing.assert_allclose(live.run.wrench_in_sensor - looping_run.wrench_in_sensor,
+                               live.run.true_ft_bias - looping_run.true_ft_bias, atol=1e-12)
+    assert stream.diagnostics().get("payload_changes", 0) == 0  # one payload all along

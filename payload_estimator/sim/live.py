@@ -16,7 +16,8 @@ run with :func:`~payload_estimator.sim.mujoco_sim.simulate` and hands it to a
 
 A run that ends as it began (:func:`ends_where_it_began`: the same pose, at rest, holding the same
 payload; :func:`looping_trajectory` makes such a motion, as the simulator node does) loops seamlessly:
-the stamps go on at the stream's rate across the restart, and the estimator sees one continuous motion.
+the stamps go on at the stream's rate across the restart, the F/T offsets' net drift is taken out
+along the run (:func:`offsets_closed`), and the estimator sees one continuous motion.
 A run that does not is looped with a short silence (:data:`LOOP_GAP_S`) at each restart, so that the
 estimator's alignment starts a new segment instead of differentiating across the jump from the last
 pose to the first (and reports the gap, as it would a robot's).
@@ -26,7 +27,7 @@ Times are "run time", s, from the first joint sample of the first pass.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -35,7 +36,8 @@ from payload_estimator.excitation.trajectory import JointTrajectory
 from payload_estimator.settings import Settings
 from payload_estimator.sim.run import SimulatedRun
 
-__all__ = ["LiveRun", "Due", "LOOP_GAP_S", "JOINTS", "WRENCH", "IMU", "ends_where_it_began", "looping_trajectory"]
+__all__ = ["LiveRun", "Due", "LOOP_GAP_S", "JOINTS", "WRENCH", "IMU", "ends_where_it_began", "looping_trajectory",
+           "offsets_closed"]
 
 JOINTS, WRENCH, IMU = "joint_states", "wrench", "imu"
 LOOP_GAP_S = 0.1
@@ -60,6 +62,22 @@ def ends_where_it_began(run: SimulatedRun) -> bool:
     at_rest = max(np.max(np.abs(run.true_dq[0])), np.max(np.abs(run.true_dq[-1]))) <= CLOSED_SPEED_TOL_RAD_S
     held = run.phi_at(np.array([run.joint_t[0], run.joint_t[-1]]))
     return bool(same_pose and at_rest and np.array_equal(held[0], held[1]))
+
+
+def offsets_closed(run: SimulatedRun) -> SimulatedRun:
+    """``run`` with its F/T offsets' net drift taken out along it: the offsets end where they began.
+
+    The simulated offsets drift (a trend and a random walk, :class:`~payload_estimator.sim.sensor_noise.FtOffset`);
+    replayed in a loop, they would step back at every restart, a jump of a few tenths of a newton that the
+    payload tracker takes for a change. A line through the wrench samples' times, from none at the first to
+    the net drift at the last, is subtracted from the wrench and from the offsets: they still wander within
+    the run, and come back, as a real sensor's do over a repeated cycle.
+    """
+    t = np.asarray(run.wrench_t, dtype=float)
+    if len(t) < 2 or t[-1] <= t[0]:
+        return run
+    line = ((t - t[0]) / (t[-1] - t[0]))[:, None] * (run.true_ft_bias[-1] - run.true_ft_bias[0])
+    return replace(run, wrench_in_sensor=run.wrench_in_sensor - line, true_ft_bias=run.true_ft_bias - line)
 
 
 def looping_trajectory(robot: str, kind: str, duration: float, seed: int = 0) -> JointTrajectory:
@@ -163,6 +181,10 @@ class LiveRun:
 
         if settings.robot != run.robot:
             raise ConfigurationError(f"settings are for {settings.robot}, the run is of {run.robot}")
+        if loop_gap_s is None:
+            loop_gap_s = 0.0 if loop and ends_where_it_began(run) else LOOP_GAP_S
+        if loop and loop_gap_s == 0.0:  # seamless: no step in the wrench either
+            run = offsets_closed(run)
         self.run = run
         self.settings = settings
         self.loop = bool(loop)
@@ -173,8 +195,6 @@ class LiveRun:
         t0 = float(run.joint_t[0]) if len(run.joint_t) else 0.0
         end = max(float(run.joint_t[-1]) if len(run.joint_t) else 0.0,
                   float(run.wrench_t[-1]) if len(run.wrench_t) else 0.0) - t0
-        if loop_gap_s is None:
-            loop_gap_s = 0.0 if ends_where_it_began(run) else LOOP_GAP_S
         self.loop_gap_s = float(loop_gap_s)
         self.period = end + 1.0 / max(run.rate_hz, 1e-9) + self.loop_gap_s
         self._schedules = {
