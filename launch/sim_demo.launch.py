@@ -126,7 +126,9 @@ def generate_launch_description():
         DeclareLaunchArgument("trajectory", default_value="wrist", choices=["wrist", "thesis", "pickplace"],
                               description="excitation trajectory: wrist (Nadeau et al.'s wrist sinusoids), "
                                           "thesis (Lambert's all-joint sinusoids) or pickplace"),
-        DeclareLaunchArgument("duration", default_value="20.0", description="simulated seconds before looping"),
+        DeclareLaunchArgument("duration", default_value="20.0",
+                              description="seconds of excitation; the arm then returns to its start (a second or "
+                                          "two) and the run loops, seamlessly"),
         DeclareLaunchArgument("noise", default_value="moderate", choices=["none", "low", "moderate", "high"],
                               description="F/T noise level (Nadeau et al.'s Table II)"),
         DeclareLaunchArgument("wrench_source", default_value="",

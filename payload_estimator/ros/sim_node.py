@@ -2,7 +2,9 @@
 
 At start-up the node simulates ``duration`` seconds of the ``robot`` carrying
 ``payload`` along ``trajectory`` (MuJoCo, :func:`~payload_estimator.sim.mujoco_sim.simulate`),
-then publishes it in real time, looping (or holding the last sample):
+then publishes it in real time, looping (or holding the last sample). A looping run's motion ends
+where it began (the excitation, then back to its start: :func:`~payload_estimator.sim.live.looping_trajectory`),
+so its replay goes on without a jump or a gap in the stamps, as a robot repeating a motion would:
 
 * joint states on the robot's ``joint_states_topic`` (sensor_msgs/JointState, rad, rad/s, N m); with
   ``efforts`` the efforts are a realistic joint-torque sensor's (Franka's tau_J, the xArm's motor
@@ -54,7 +56,7 @@ from geometry_msgs.msg import InertiaStamped, TransformStamped, WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
@@ -67,9 +69,9 @@ from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.errors import ConfigurationError
 from payload_estimator.io import ros_factories, ros_outbound
 from payload_estimator.robots import ROBOT_NAMES
-from payload_estimator.ros.shutdown import shut_down
+from payload_estimator.ros.shutdown import NodeProcess, spin_until_shutdown
 from payload_estimator.settings import settings_for_robot
-from payload_estimator.sim.live import IMU, JOINTS, WRENCH, LiveRun
+from payload_estimator.sim.live import IMU, JOINTS, WRENCH, LiveRun, looping_trajectory
 from payload_estimator.sim.live_arm import LiveArm
 from payload_estimator.sim.tf_tree import LinkTransform, UrdfTransforms
 from payload_estimator.sim.trajectory_controller import (
@@ -88,6 +90,8 @@ __all__ = ["SimNode", "main"]
 NODE_NAME = "payload_sim"
 PUBLISH_PERIOD_S = 0.004
 """Samples due are published every 4 ms (a 1 kHz stream goes out 4 messages at a time)."""
+EXECUTOR_SHUTDOWN_S = 1.0
+"""Shutting down: how long to wait for the executor's callbacks (a goal braking) to end, s."""
 SIM_TIME_ORIGIN_S = 1.0
 """Simulated time of the first sample when publishing /clock (0 would read as "no stamp")."""
 
@@ -107,7 +111,8 @@ _PARAMETERS: tuple[tuple[str, Any, str], ...] = (
                            "(trajectory, duration and loop do not apply)"),
     ("trajectory", "wrist", "excitation: wrist (Nadeau et al.'s wrist sinusoids), thesis (Lambert's "
                                "all-joint sinusoids) or pickplace"),
-    ("duration", 20.0, "simulated time before the run loops or holds, s"),
+    ("duration", 20.0, "length of the excitation, s; with loop, the way back to its start follows (a second or "
+                       "two) before the run loops, else the run holds"),
     ("noise", "moderate", "F/T noise level of Nadeau et al.'s Table II: none, low, moderate, high"),
     ("efforts", False, "report realistic joint efforts: the robot's joint-torque sensor (Franka tau_J, xArm motor "
                        "currents) with its friction acting on the joints and its noise (sim.efforts.EffortModel."
@@ -215,7 +220,9 @@ class SimNode(Node):
             + (" from an arm unlike its URDF" if "arm_mismatch" in self._arm_options else "")
             + f", the {settings.wrench_source} wrench on {settings.wrench_topic} "
             f"(frame {self.wrench_frame_id})"
-            + ("" if self.live is None else ", looping" if p["loop"] else ", then holding"))
+            + ("" if self.live is None else ", then holding" if not p["loop"]
+               else f", looping every {self.live.period:.1f} s" + (" (seamless)" if self.live.loop_gap_s == 0.0 else
+                                                                    f" ({self.live.loop_gap_s:g} s apart)")))
 
     def _create_publishers(self, p: dict[str, Any], settings: Any) -> None:
         self._joint_pub = self.create_publisher(JointState, settings.joint_states_topic, SENSOR_QOS)
@@ -284,10 +291,20 @@ class SimNode(Node):
 
             return arm_work_cycle(p["robot"], seed=int(p["seed"])).simulate(
                 noise=p["noise"], seed=int(p["seed"]), imu=bool(p["imu"]), rate_hz=rate_hz,
-                wrench_rate_hz=wrench_rate_hz, **self._arm_options)
-        return simulate(robot=p["robot"], payload=p["payload"], trajectory=p["trajectory"],
-                        duration=float(p["duration"]), noise=p["noise"], seed=int(p["seed"]),
-                        imu=bool(p["imu"]), rate_hz=rate_hz, wrench_rate_hz=wrench_rate_hz, **self._arm_options)
+                wrench_rate_hz=wrench_rate_hz, progress=self._still_running, **self._arm_options)
+        trajectory, duration = p["trajectory"], float(p["duration"])
+        if p["loop"]:  # the motion, then back to its start: the replay loops without a jump (sim.live)
+            trajectory = looping_trajectory(p["robot"], trajectory, duration, seed=int(p["seed"]))
+            duration = trajectory.duration
+        return simulate(robot=p["robot"], payload=p["payload"], trajectory=trajectory,
+                        duration=duration, noise=p["noise"], seed=int(p["seed"]),
+                        imu=bool(p["imu"]), rate_hz=rate_hz, wrench_rate_hz=wrench_rate_hz,
+                        progress=self._still_running, **self._arm_options)
+
+    def _still_running(self, fraction: float) -> None:
+        """While it simulates: a signal (which shut the context down) ends the node now, not seconds later."""
+        if not self.context.ok():
+            raise KeyboardInterrupt
 
     # ----------------------------------------------------------------- stamps
     def run_time(self) -> float:
@@ -562,21 +579,22 @@ class _FollowJointTrajectoryServer:
 
 
 def main(args: list[str] | None = None) -> None:
-    """``ros2 run payload_estimator sim_node``."""
-    rclpy.init(args=args)
-    node = None
-    try:
+    """``ros2 run payload_estimator sim_node``.
+
+    One SIGINT or SIGTERM, whenever it comes (while it simulates too), ends it with status 0
+    (:mod:`payload_estimator.ros.shutdown`).
+    """
+    with NodeProcess() as process:
+        rclpy.init(args=args)
         node = SimNode()
+        process.on_exit(node.destroy_node)
         if node.arm is None:
-            rclpy.spin(node)
+            executor: Any = SingleThreadedExecutor()
         else:  # the action server's goals wait in threads of their own
             executor = MultiThreadedExecutor(num_threads=4)
-            executor.add_node(node)
-            executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        shut_down(*([node.destroy_node] if node is not None else []))  # node: None if SimNode() failed
+        process.on_exit(lambda: executor.shutdown(timeout_sec=EXECUTOR_SHUTDOWN_S))
+        executor.add_node(node)
+        spin_until_shutdown(executor, node.context)
 
 
 if __name__ == "__main__":
