@@ -99,6 +99,17 @@ def test_a_surface_cloud_and_a_thin_blade_are_merged_within_the_budget():
         np.testing.assert_allclose(_uniform_phi(merged), _uniform_phi(cloud), atol=1e-12)
 
 
+def test_a_stray_point_far_off_does_not_coarsen_the_rest():
+    """A depth camera's stray point 70 m away (within the 100 m a cloud may reach): its own point mass, and the
+    rest merged as finely as the budget allows, the centroid kept."""
+    rng = np.random.default_rng(1)
+    points = np.vstack([rng.uniform(-0.05, 0.05, (50_000, 3)), [[50.0, 40.0, -30.0]]])
+    merged = voxel_downsample(cloud_shape(points), 100)
+    assert 60 <= len(merged.volume) <= 100 and voxel_plan(cloud_shape(points), 100).sample_counts <= 4
+    np.testing.assert_allclose(merged.volume @ merged.points_in_sensor / merged.volume.sum(), points.mean(axis=0),
+                               atol=1e-12)
+
+
 @pytest.mark.parametrize("points, part, volume, says", [
     (np.zeros((0, 3)), None, None, "0 point"),
     (np.array([[0.0, 0.0, 0.1]]), None, None, "1 point"),

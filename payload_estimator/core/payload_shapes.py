@@ -132,9 +132,12 @@ class PayloadShapes:
         if isinstance(cloud, SampledShape):
             checked = cloud_shape(cloud.points_in_sensor, cloud.part, cloud.volume)
             own = np.asarray(cloud.own_inertia, dtype=float)
-            if own.shape != (len(checked.volume), 6) or not np.isfinite(own.sum()):  # (a sum: NaN if any is)
-                raise ShapeError("the cloud's own inertias must be one finite row of six per point")
-            checked = checked._replace(own_inertia=own)
+            if own.shape != (len(checked.volume), 6):
+                raise ShapeError("the cloud's own inertias must be one row of six per point")
+            if own[:1].any() if own.strides[0] == 0 else own.any():  # (none, the most common, read once)
+                if not np.isfinite(own.sum()):  # (a sum: NaN if any is)
+                    raise ShapeError("the cloud's own inertias must be finite")
+                checked = checked._replace(own_inertia=own)
         else:
             checked = cloud_shape(cloud)
         return voxel_downsample(checked, self.max_points)
