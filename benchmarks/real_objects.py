@@ -197,20 +197,22 @@ def print_floor(names: list[str], duration: float) -> None:
     print("| mean | | " + " | ".join(f"{x:.2f}" for x in np.mean(table, axis=0)) + " |")
 
 
+def estimator(name: str, points: object) -> Callable[[SensorSamples], tuple]:
+    """The estimate function of the samples of estimator ``name`` on ``points`` (None: least squares'):
+    ``(params, consistent, mass_std, model_fit)``."""
+    def run(samples: SensorSamples) -> tuple:
+        est = ESTIMATORS[name].create(points)
+        est.update(samples)
+        e = est.estimate()
+        return e.params, e.physically_consistent, e.mass_std, e.model_fit
+    return run
+
+
 def methods(payload: Payload, with_problem1: bool) -> dict[str, Callable[[SensorSamples], tuple]]:
     """Row label -> estimate function of the samples: ``(params, consistent, mass_std or nan)``."""
     parts = sample_parts(payload.envelope)
     one = parts._replace(part=np.zeros_like(parts.part), own_inertia=np.zeros_like(parts.own_inertia))
     box = sample_parts(bounding_box(payload))
-
-    def estimator(name: str, points: object) -> Callable[[SensorSamples], tuple]:
-        def run(samples: SensorSamples) -> tuple:
-            est = ESTIMATORS[name].create(points)
-            est.update(samples)
-            e = est.estimate()
-            return e.params, e.physically_consistent, e.mass_std, e.model_fit
-        return run
-
     out = {
         "PMD, own cloud with parts": estimator("pmd", parts),
         "PMD, own cloud": estimator("pmd", one),

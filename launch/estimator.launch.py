@@ -36,7 +36,7 @@ def _estimator_node(context):
     config = config or os.path.join(get_package_share_directory("payload_estimator"), "config",
                                     preset_file_name(robot, variant))
     params = load_parameters_yaml(config).to_dict()  # a bad file stops here, with the reason
-    for name in ("wrench_source", "estimator", "payload_shape", "trajectory_action", "arm_calibration"):
+    for name in ("wrench_source", "estimator", "payload_shape", "trajectory_action", "arm_calibration", "cloud_topic"):
         value = LaunchConfiguration(name).perform(context)
         if value:
             params[name] = "" if name == "arm_calibration" and value == "none" else value
@@ -83,6 +83,8 @@ def generate_launch_description():
         DeclareLaunchArgument("trajectory_action", default_value="",
                               description="FollowJointTrajectory action that ~/identify moves the arm with, e.g. "
                                           "/fr3_arm_controller/follow_joint_trajectory (default: the file's)"),
+        DeclareLaunchArgument("cloud_topic", default_value="",
+                              description="a camera's PointCloud2 of the held payload (default: the file's: none)"),
         DeclareLaunchArgument("namespace", default_value="", description="namespace of the node"),
         DeclareLaunchArgument("use_sim_time", default_value="false", description="use /clock"),
         OpaqueFunction(function=_estimator_node),

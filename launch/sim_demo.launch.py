@@ -6,6 +6,7 @@ For example::
     ros2 launch payload_estimator sim_demo.launch.py rviz:=false      # headless
     ros2 launch payload_estimator sim_demo.launch.py scenario:=cycle  # picks and places, contacts
     ros2 launch payload_estimator sim_demo.launch.py scenario:=identify  # still until trajectory goals come
+    ros2 launch payload_estimator sim_demo.launch.py camera:=true  # a camera's cloud of the payload: PMD's shape
     ros2 launch payload_estimator sim_demo.launch.py wrench_source:=joint_torques payload:=none  # then call
         # ~/calibrate (the arm moves, unloaded); a loaded run later uses the same arm (arm_mismatch_seed)
 
@@ -57,6 +58,7 @@ def _nodes(context):
         sim_extra["joint_states_topic"] = settings_for_robot(robot, "joint_torques").joint_states_topic
     efforts = LaunchConfiguration("efforts").perform(context).lower()
     mismatch = LaunchConfiguration("arm_mismatch_seed").perform(context)
+    camera = LaunchConfiguration("camera").perform(context).lower() in ("true", "1", "yes")
     actions = [
         Node(
             package="payload_estimator",
@@ -72,6 +74,7 @@ def _nodes(context):
                 "publish_clock": use_sim_time,
                 "efforts": efforts in ("true", "1", "yes") if efforts else joint_torques,
                 "arm_mismatch_seed": int(mismatch) if mismatch else (0 if joint_torques else -1),
+                "camera": camera,
                 **sim_extra,
             }],
             output="screen",
@@ -87,6 +90,7 @@ def _nodes(context):
                 "use_sim_time": str(use_sim_time).lower(),
                 "wrench_source": wrench_source,
                 "arm_calibration": LaunchConfiguration("arm_calibration").perform(context),
+                "cloud_topic": "/camera/payload/points" if camera else "",  # the simulator's camera (camera_feed)
                 "namespace": "",  # the group below pushes the namespace
             }.items(),
         ),
@@ -122,7 +126,9 @@ def generate_launch_description():
         DeclareLaunchArgument("trajectory", default_value="wrist", choices=["wrist", "thesis", "pickplace"],
                               description="excitation trajectory: wrist (Nadeau et al.'s wrist sinusoids), "
                                           "thesis (Lambert's all-joint sinusoids) or pickplace"),
-        DeclareLaunchArgument("duration", default_value="20.0", description="simulated seconds before looping"),
+        DeclareLaunchArgument("duration", default_value="20.0",
+                              description="seconds of excitation; the arm then returns to its start (a second or "
+                                          "two) and the run loops, seamlessly"),
         DeclareLaunchArgument("noise", default_value="moderate", choices=["none", "low", "moderate", "high"],
                               description="F/T noise level (Nadeau et al.'s Table II)"),
         DeclareLaunchArgument("wrench_source", default_value="",
@@ -139,6 +145,9 @@ def generate_launch_description():
                                           "does not (default: 0 with wrench_source:=joint_torques, else -1)"),
         DeclareLaunchArgument("estimator", default_value="", description="ols, wls, rls, rtls or pmd "
                                                                           "(default: the robot's file)"),
+        DeclareLaunchArgument("camera", default_value="false",
+                              description="the simulator publishes a tripod camera's cloud of the payload (1 Hz) "
+                                          "and the estimator makes it PMD's shape (cloud_topic)"),
         DeclareLaunchArgument("rviz", default_value="true", description="start rviz2 (if installed)"),
         DeclareLaunchArgument("use_sim_time", default_value="false",
                               description="the simulator publishes /clock and the nodes use it"),

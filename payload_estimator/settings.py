@@ -21,6 +21,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from payload_estimator.core.cloud_completion import COMPLETIONS, DEFAULT_COMPLETION
+from payload_estimator.core.clouds import MAX_CLOUD_DISTANCE_M
 from payload_estimator.core.estimators import METHODS
 from payload_estimator.core.estimators.pmd import C1_DEFAULT
 from payload_estimator.core.point_clouds import CLOUD_MAX_POINTS
@@ -213,6 +215,8 @@ class Settings:
     joint_states_topic: str = _p("/joint_states", "sensor_msgs/JointState input")
     wrench_topic: str = _p("/ft_sensor/wrench", "geometry_msgs/WrenchStamped input")
     imu_topic: str = _p("", "sensor_msgs/Imu input; empty: no IMU")
+    cloud_topic: str = _p("", "sensor_msgs/PointCloud2 input: a camera's segmented cloud of the held payload, made "
+                              "PMD's shape at its stamp (frames from the URDF or tf); empty: no cloud")
     # --------------------------------------------------------------- wrench
     wrench_source: WrenchSource = _p(
         WrenchSource.FT_SENSOR,
@@ -273,13 +277,23 @@ class Settings:
         "box:0.1,0.1,0.1@0,0,0.05",
         "payload shape for PMD in the sensor frame: box:SX,SY,SZ@X,Y,Z[,R,P,Y], cylinder:R,H@..., "
         "sphere:R@X,Y,Z, mesh:FILE[*SCALE]@... (mesh:FILE#K one body of several), meshparts:FILE[*SCALE]@... "
-        "(each body a part); join parts with +; or points:FILE, a point cloud of rows "
-        "x,y,z[,part[,volume]] (estimate --points)")
+        "(each body a part); join parts with +; or points:FILE, a point cloud: a .ply or .pcd file (fields x, y, z, "
+        "a part label part/label/segment, volume) or rows x,y,z[,part[,volume]] (CSV, .npy), m (estimate --points)")
     point_density: float = _p(0.04, "point masses per cm³ filling the shape (Nadeau et al.: 0.04)", check=_positive)
     max_points: int = _p(1000, "cap on the number of point masses", check=_positive)
+    cloud_max_distance: float = _p(
+        MAX_CLOUD_DISTANCE_M, "a point cloud of the payload (points:FILE, a camera's) is refused when a point lies "
+                              "farther than this from the sensor origin, m: a cloud of the table or the scene, or "
+                              "one in mm", check=_positive)
     cloud_max_points: int = _p(CLOUD_MAX_POINTS, "budget of point masses a point cloud is merged down to, voxel by "
                                                  "voxel and part by part (a camera's cloud of the payload mid-run, "
                                                  "or a points:FILE shape with more points)", check=_positive)
+    cloud_completion: str = _p(
+        DEFAULT_COMPLETION, "how a camera's point cloud of the payload, which sees one side, becomes point masses "
+        "that fill it (core/cloud_completion.py): none (the visible points), hull (of each part's points), extrude "
+        "(each view ray to the far side), mirror (about the plane through the cloud's principal axis), "
+        "mirror_gripper (about the gripper's xz and yz planes: the best on every view of benchmarks/partial_views.py)",
+        COMPLETIONS)
     # ------------------------------------------------------------- pipeline
     grid_rate_hz: float = _p(1000.0, "rate of the common time grid the inputs are aligned to, Hz")
     cutoff_hz: float = _p(10.0, "cutoff of the low-pass applied to every signal, Hz")

@@ -1,11 +1,13 @@
-"""Block sums (batch means): deferred block sums read exactly as computed ones."""
+"""Block sums (batch means): deferred block sums read exactly as computed ones, and held in bounded memory."""
 
 from __future__ import annotations
+
+import gc
 
 import numpy as np
 
 from payload_estimator.core.batch_means import BlockSums
-from payload_estimator.core.offset_windows import WindowedStatistics
+from payload_estimator.core.offset_windows import MAX_BATCHES, WindowedStatistics
 
 
 def _filled(rng: np.random.Generator, t0: float, channels: int | None = 6) -> BlockSums:
@@ -83,3 +85,33 @@ def test_windowed_statistics_read_the_same_whatever_is_read_first(rng):
     np.testing.assert_array_equal(analysis.slow_score, again.slow_score)
     assert covariance is not None
     np.testing.assert_array_equal(covariance, first.batch_score_covariance(x, True))
+
+
+def _live_block_sums() -> int:
+    gc.collect()
+    return sum(isinstance(o, BlockSums) for o in gc.get_objects())
+
+
+def test_windowed_statistics_hold_bounded_memory_however_many_windows_close():
+    """Each closed window merges deferred block sums into the closed windows' ones: they must not keep a
+    chain of every window (a node running for days would grow by its windows, some MB an hour)."""
+    stats = WindowedStatistics(1.0)
+    data = np.random.default_rng(11)
+    x = data.normal(size=16)
+
+    def windows(first: int, last: int) -> None:
+        for start in np.arange(float(first), float(last), 0.1):
+            t = start + np.arange(20) * 0.005
+            stats.add(None, data.normal(size=(20, 6)), t=t, features=data.normal(size=(20, 12)))
+            if abs(start - round(start)) < 1e-9:  # read as an estimate does, once a window
+                stats.correlation_analysis(x, True)
+                stats.batch_score_covariance(x, True)
+
+    baseline = _live_block_sums()
+    windows(0, 40)
+    after_40 = _live_block_sums() - baseline
+    windows(40, 160)
+    after_160 = _live_block_sums() - baseline
+    assert stats.windows_closed >= 159
+    assert after_160 <= after_40, f"{after_40} block sums alive after 40 windows, {after_160} after 160"
+    assert max(len(stats._batches), len(stats._short)) <= MAX_BATCHES

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
+from pypcd4 import PointCloud
 
 from payload_estimator.cli import main
 from payload_estimator.commands.replay import detect_robot
@@ -95,6 +97,9 @@ def test_replay_counts_what_it_cannot_use(bags, tmp_path, capsys):
         (["{bag}", "--set", "cutoff_hz"], "NAME=VALUE"),
         (["{bag}", "--set", "cutoff_hz=fast"], "cutoff_hz"),
         (["{bag}", "--shape", "pyramid:1"], "unknown shape kind"),
+        (["{bag}", "--shape", "points:{scene}"], "scene.pcd: 1 of its 5 points are farther than 0.5 m from the sensor "
+                                                 "origin (the farthest 1.15 m)"),
+        (["{bag}", "--shape", "points:{file}"], "notes.txt: no rows of numbers"),
         (["{bag}", "--config", "{missing}"], "no such file"),
         (["{bag}", "--config", "{bad_yaml}"], "bad.yaml: not valid YAML: expected ',' or ']', but got '<stream end>' "
                                               "at line 3, column 1"),
@@ -110,8 +115,11 @@ def test_replay_errors_are_one_line_and_exit_2(bags, tmp_path, capsys, args, mes
     (tmp_path / "empty").mkdir()
     (tmp_path / "bad.yaml").write_text("payload_estimator:\n  ros__parameters: {robot: [panda\n")
     (tmp_path / "blob.yaml").write_bytes(bytes(range(256)))
+    scene = np.array([[0, 0, 0.1], [0.01, 0, 0.1], [0, 0.01, 0.1], [0, 0, 0.12], [0.9, -0.4, 0.6]], np.float32)
+    PointCloud.from_xyz_points(scene).save(tmp_path / "scene.pcd")  # a payload's cloud and a point of the table
     paths = {"missing": tmp_path / "nope", "file": tmp_path / "notes.txt", "empty": tmp_path / "empty",
-             "bag": bags["panda", "mcap"], "bad_yaml": tmp_path / "bad.yaml", "binary": tmp_path / "blob.yaml"}
+             "bag": bags["panda", "mcap"], "bad_yaml": tmp_path / "bad.yaml", "binary": tmp_path / "blob.yaml",
+             "scene": tmp_path / "scene.pcd"}
     argv = ["replay", *(a.format(**paths) for a in args), "--out", str(tmp_path / "out")]
     try:
         status = main(argv)

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from payload_estimator.pipeline.build import build_stream
+from payload_estimator.pipeline.health import GAP
 from payload_estimator.settings import settings_for_robot
-from payload_estimator.sim.live import LiveRun
+from payload_estimator.sim.live import JOINTS, LOOP_GAP_S, WRENCH, LiveRun, ends_where_it_began, looping_trajectory
 
 
 @pytest.fixture(scope="module")
@@ -61,3 +62,66 @@ def test_backlog_is_capped(short_run):
     live = LiveRun(short_run, settings_for_robot("panda"))
     d = live.due(5.0, max_backlog_s=0.2)["joint_states"]
     assert len(d) == 200 and np.isclose(d.t[-1], 5.0, atol=1e-3)
+
+
+@pytest.fixture(scope="module")
+def looping_run():
+    """What the simulator node replays: the wrist motion, then back to its start."""
+    from payload_estimator.sim.mujoco_sim import simulate
+
+    trajectory = looping_trajectory("panda", "wrist", 3.0)
+    return simulate(robot="panda", payload="claw_hammer", trajectory=trajectory, duration=trajectory.duration,
+                    noise="moderate", seed=1)
+
+
+def test_the_way_back_closes_the_motion():
+    trajectory = looping_trajectory("panda", "thesis", 4.0, seed=3)
+    assert 4.0 + 1.0 <= trajectory.duration < 4.0 + 5.0  # a way back of at least 1 s
+    t = np.array([0.0, trajectory.duration, trajectory.duration + 1.0])
+    q, dq, ddq = trajectory(t)
+    np.testing.assert_allclose(q[1], q[0], atol=1e-12)
+    np.testing.assert_allclose(q[2], q[0], atol=1e-12)  # held afterwards
+    assert np.abs(dq).max() < 1e-12 and np.abs(ddq).max() < 1e-9
+    # continuous where the way back begins (no step in q, dq or ddq)
+    end = trajectory.trajectory.duration
+    before, after = trajectory(np.array([end - 1e-6])), trajectory(np.array([end + 1e-6]))
+    for a, b in zip(before, after):
+        np.testing.assert_allclose(a, b, atol=1e-4)
+    # no brisker than the motion itself
+    _, dq_motion, ddq_motion = trajectory(np.linspace(0.0, end, 2001))
+    _, dq_back, ddq_back = trajectory(np.linspace(end, trajectory.duration, 2001))
+    assert np.all(np.abs(dq_back).max(axis=0) <= np.abs(dq_motion).max(axis=0) * 1.001 + 1e-12)
+    assert np.all(np.abs(ddq_back).max(axis=0) <= np.abs(ddq_motion).max(axis=0) * 1.001 + 1e-12)
+    # a motion that already ends where it began is left as it is
+    assert type(looping_trajectory("panda", "pickplace", 20.0)).__name__ == "PickAndPlace"
+
+
+def test_a_run_that_ends_where_it_began_loops_without_a_gap(looping_run, short_run):
+    s = settings_for_robot("panda")
+    assert ends_where_it_began(looping_run) and not ends_where_it_began(short_run)
+    assert LiveRun(short_run, s).loop_gap_s == LOOP_GAP_S  # an open run keeps its pause
+    live = LiveRun(looping_run, s)
+    assert live.loop_gap_s == 0.0
+    passes = 3.5
+    stream = build_stream(s, looping_run.urdf)
+    stamps = []
+    for t_now in np.arange(0.01, passes * live.period, 0.01):  # the node's 10 ms turns
+        due = live.due(float(t_now))
+        joints, wrench = due[JOINTS], due[WRENCH]
+        stamps.append(joints.t)
+        stream.push_joint_states(1.7e9 + joints.t, looping_run.joint_q[joints.index],
+                                 velocities=looping_run.joint_dq[joints.index], wall_time=float(t_now))
+        stream.push_wrench(1.7e9 + wrench.t, live.wrench_force[wrench.index], live.wrench_torque[wrench.index],
+                           frame_id=live.wrench_frame_id, wall_time=float(t_now))
+        stream.process()
+    t = np.concatenate(stamps)
+    np.testing.assert_allclose(np.diff(t), 1.0 / looping_run.rate_hz, rtol=1e-6)  # one rate across the seams
+    assert t[-1] > 3 * live.period
+    assert GAP not in stream.health.counts, stream.health.counts
+    # the F/T offsets end where they began (their net drift taken out along the run): no step in the wrench
+    drift = looping_run.true_ft_bias[-1] - looping_run.true_ft_bias[0]
+    assert np.max(np.abs(drift[:3])) > 0.01  # the simulated sensor drifts ...
+    np.testing.assert_allclose(live.run.true_ft_bias[-1], live.run.true_ft_bias[0], atol=1e-12)  # ... and comes back
+    np.testing.assert_allclose(live.run.wrench_in_sensor - looping_run.wrench_in_sensor,
+                               live.run.true_ft_bias - looping_run.true_ft_bias, atol=1e-12)
+    assert stream.diagnostics().get("payload_changes", 0) == 0  # one payload all along

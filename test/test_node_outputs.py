@@ -24,6 +24,7 @@ from payload_estimator.supervision.node_outputs import (
     Outputs,
     estimate_message,
     markers_message,
+    point_masses_message,
     urdf_inertial_message,
 )
 from payload_estimator.supervision.supervisor import Supervisor
@@ -66,10 +67,11 @@ def outputs(make):
 
 
 def test_one_row_per_topic_each_with_the_type_its_builder_makes(outputs):
-    assert [row.topic for row in OUTPUT_TOPICS] == ["~/estimate", "~/inertia", "~/markers", "~/urdf_inertial"]
+    assert [row.topic for row in OUTPUT_TOPICS] == ["~/estimate", "~/inertia", "~/markers", "~/point_masses",
+                                                    "~/urdf_inertial"]
     assert len({row.topic for row in OUTPUT_TOPICS}) == len(OUTPUT_TOPICS)
     assert [row.topic for row in OUTPUT_TOPICS if row.latched] == ["~/urdf_inertial"]
-    assert [row.topic for row in OUTPUT_TOPICS if row.on_demand] == ["~/markers"]
+    assert [row.topic for row in OUTPUT_TOPICS if row.on_demand] == ["~/markers", "~/point_masses"]
     with_urdf = next(o for _, o in outputs if o.urdf_text is not None)
     for row in OUTPUT_TOPICS:
         msg = with_urdf.message(row.build)
@@ -105,3 +107,26 @@ def test_fresh_estimates_then_the_last_one_again_stale_without_urdf(outputs):
     # at publish_rate_hz (10 Hz): every other 50 ms turn
     times = np.array([now for now, _ in stale])
     np.testing.assert_allclose(np.diff(times), 0.1, atol=1e-9)
+
+
+def test_the_point_masses_are_pmds_with_their_mass_and_a_colour_by_mass(outputs):
+    from payload_estimator.io.point_cloud2 import cloud_from_message
+
+    out = [o for _, o in outputs if not o.stale][-1]
+    extras = out.result.estimate.extras
+    msg = out.point_masses
+    assert msg.__msgtype__ == "sensor_msgs/msg/PointCloud2" and msg.header.frame_id == out.sensor_frame
+    assert [f.name for f in msg.fields] == ["x", "y", "z", "mass", "rgb"]
+    cloud = cloud_from_message(msg)
+    np.testing.assert_allclose(cloud.points, extras["points_in_sensor"], atol=1e-6)  # float32 positions
+    data = np.frombuffer(bytes(msg.data), dtype=np.dtype({"names": ["mass", "rgb"], "formats": ["<f4", "<u4"],
+                                                          "offsets": [12, 16], "itemsize": msg.point_step}))
+    masses = np.asarray(extras["point_masses"])
+    np.testing.assert_allclose(data["mass"], masses, rtol=1e-6, atol=1e-9)
+    assert data["mass"].sum() == pytest.approx(out.result.estimate.params.mass, rel=1e-5)
+    heaviest, empty = int(np.argmax(masses)), int(np.argmin(masses))
+    assert data["rgb"][heaviest] >> 16 == 255 and data["rgb"][heaviest] & 0xFF == 0  # red
+    assert masses[empty] < 1e-9 * masses.max() or data["rgb"][empty] & 0xFF > data["rgb"][heaviest] & 0xFF
+    # an estimator without point masses: nothing to publish
+    plain = replace(out, result=replace(out.result, estimate=replace(out.result.estimate, extras={})))
+    assert point_masses_message(plain) is None

@@ -11,7 +11,13 @@ import numpy as np
 
 from payload_estimator.commands import CommandError
 from payload_estimator.commands.common import positive_float
-from payload_estimator.commands.options import ESTIMATOR_OPTION_SETTINGS, add_estimator_options, setting_overrides
+from payload_estimator.commands.options import (
+    ESTIMATOR_OPTION_SETTINGS,
+    add_estimator_options,
+    add_setting_options,
+    setting_overrides,
+)
+from payload_estimator.core.clouds import MAX_CLOUD_DISTANCE_M
 from payload_estimator.core.estimators import ESTIMATORS, InsufficientData
 from payload_estimator.core.point_clouds import voxel_downsample
 from payload_estimator.core.samples import SensorSamples
@@ -84,9 +90,17 @@ def add_shape_arguments(p: argparse.ArgumentParser) -> None:
         ),
     )
     g.add_argument("--points", metavar="FILE",
-                   help="candidate point masses for pmd, sensor frame, m: rows x,y,z[,part[,volume]] (CSV with an "
-                        "optional header line naming the columns, or .npy); points of one integer part share one "
-                        "density (a segmented cloud), volume weights each point's share of its part")
+                   help="candidate point masses for pmd, sensor frame, m: a point cloud, .ply (ASCII or binary) or "
+                        ".pcd (ascii, binary, binary_compressed) with the fields x, y, z and optionally a part label "
+                        "(part, label or segment) and volume (points of non-finite position dropped), or rows "
+                        "x,y,z[,part[,volume]] (CSV with an optional header line naming the columns, or .npy); "
+                        "points of one integer part share one density (a segmented cloud), volume weights each "
+                        "point's share of its part")
+    add_setting_options(p, CLOUD_OPTION_SETTINGS)
+
+
+CLOUD_OPTION_SETTINGS = ("cloud_max_distance",)
+"""The settings ``--points`` reads: how far from the sensor a point may be, how many point masses a cloud keeps."""
 
 
 def _one_line(exc: BaseException) -> str:
@@ -94,11 +108,13 @@ def _one_line(exc: BaseException) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def shape_from_args(args: argparse.Namespace) -> PayloadShape | None:
-    """The shape of ``--shape``, or the positions of ``--points`` (None when neither is given)."""
+def shape_from_args(args: argparse.Namespace, max_distance: float = MAX_CLOUD_DISTANCE_M) -> PayloadShape | None:
+    """The shape of ``--shape``, or the positions of ``--points`` (None when neither is given).
+
+    ``max_distance``: how far from the sensor origin a point of ``--points`` may be, m."""
     try:
         if args.points:
-            return load_point_cloud(args.points)
+            return load_point_cloud(args.points, max_distance)
         if args.shape:
             return parse_shape_spec(args.shape)
     except ShapeError as exc:
@@ -163,9 +179,9 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     except (OSError, UnicodeDecodeError, csv.Error, ValueError) as exc:  # whatever the reader did not name
         raise CommandError(f"{args.samples}: not a readable CSV or NPZ sample table ({_one_line(exc)})") from None
-    overrides = setting_overrides(args, ESTIMATOR_OPTION_SETTINGS)
+    overrides = setting_overrides(args, (*ESTIMATOR_OPTION_SETTINGS, *CLOUD_OPTION_SETTINGS))
     settings = Settings.from_dict({"estimate_bias": args.bias, "track_payload": args.track, **overrides})
-    shape = shape_from_args(args)
+    shape = shape_from_args(args, settings.cloud_max_distance)
     cls = ESTIMATORS[settings.estimator]
     if cls.needs_points and shape is None:
         raise CommandError(f"--estimator {settings.estimator} needs the payload's shape: give --shape or --points")

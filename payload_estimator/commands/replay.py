@@ -33,6 +33,11 @@ are not torques (currents read as N·m, a flipped sign: checked once 2 s of samp
 with one line; what the calibration did not determine, and joints faster than it saw, are warnings.
 ``--json`` has ``estimate_in_flange`` (and ``truth_in_flange``) for every wrench source.
 
+A camera's ``sensor_msgs/PointCloud2`` of the held payload (``--cloud-topic TOPIC``; without it, the bag's
+only PointCloud2 topic, said in the output) becomes PMD's shape at each cloud's stamp, as in the node: placed
+from the joint states recorded (a frame the URDF lacks from the bag's ``/tf_static``), checked, completed,
+merged; ``--json`` has ``clouds`` (applied, refused, the last refusal, the shape at the end).
+
 Any rosbag2 a user records is read: split
 into several files, without ``metadata.yaml``, with other topics and custom
 message types; what had to be worked around is printed as one warning line
@@ -72,6 +77,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``replay`` command and its options to ``sub``; return its parser."""
     from payload_estimator.commands.common import add_out_dir_argument
     from payload_estimator.commands.options import add_estimator_options
+    from payload_estimator.commands.replay_clouds import add_cloud_argument
     from payload_estimator.robots import ROBOT_NAMES
 
     p = sub.add_parser(
@@ -87,9 +93,13 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     source.add_argument("--config", metavar="YAML", help="ROS 2 parameter file, e.g. config/panda.yaml")
     p.add_argument("--urdf", metavar="FILE", help="robot description (default: the bag's /robot_description)")
     add_estimator_options(p, default="the setting's")
-    p.add_argument("--shape", metavar="SPEC", help="payload shape for PMD, e.g. box:0.1,0.1,0.2@0,0,0.1")
+    p.add_argument("--shape", metavar="SPEC",
+                   help="payload shape for PMD (the setting payload_shape), e.g. box:0.1,0.1,0.2@0,0,0.1, or "
+                        "points:FILE, a point cloud (.ply, .pcd, CSV or .npy; as estimate --points; its points "
+                        "within cloud_max_distance of the sensor origin: --set cloud_max_distance=...)")
     p.add_argument("--set", metavar="NAME=VALUE", action="append", default=[], dest="overrides",
                    help="override a parameter (repeatable), e.g. --set cutoff_hz=8")
+    add_cloud_argument(p)
     add_out_dir_argument(p, "replay")
     p.add_argument("--zero-phase", action="store_true",
                    help="offline: filter the whole recording forward and backward (no phase lag) before "
@@ -236,7 +246,8 @@ def _settings(args: argparse.Namespace, urdf: str | None, info, bag: Path, warni
                 origin += ", inputs found by their types"
             if line:
                 warnings.append(line)
-        if ESTIMATORS[settings.estimator].needs_points and payload_points(settings.payload_shape) is None:
+        if (ESTIMATORS[settings.estimator].needs_points
+                and payload_points(settings.payload_shape, settings.cloud_max_distance) is None):
             parse_shape_spec(settings.payload_shape)
     except (ValueError, ShapeError, TypeError) as exc:
         raise CommandError(_one_line(exc)) from None
@@ -282,7 +293,7 @@ def _bbox_lengths(settings) -> np.ndarray | None:
     from payload_estimator.core.shapes import ShapeError, parse_shape_spec, payload_points
 
     try:
-        cloud = payload_points(settings.payload_shape)
+        cloud = payload_points(settings.payload_shape, settings.cloud_max_distance)
         if cloud is not None:
             lo, hi = cloud.points_in_sensor.min(axis=0), cloud.points_in_sensor.max(axis=0)
         else:
@@ -360,13 +371,24 @@ class _Setup:
     given_urdf: bool
     use_recorded: bool
     out_dir: Path
+    cloud_how: str = ""
+    """How the cloud topic was chosen ("" when given or none)."""
 
 
 def _set_up(args: argparse.Namespace, bag: Path, warnings: list[str]) -> _Setup:
     """The bag read, the settings resolved and the stream built through the front door."""
+    from payload_estimator.commands.replay_clouds import cloud_topic_setting
     from payload_estimator.files import check_writable_dir
-    from payload_estimator.io.bag import ROBOT_DESCRIPTION_TOPIC, BagError, bag_info, bag_robot_description, read_bag
+    from payload_estimator.io.bag import (
+        ROBOT_DESCRIPTION_TOPIC,
+        BagError,
+        bag_info,
+        bag_robot_description,
+        bag_static_frames,
+        read_bag,
+    )
     from payload_estimator.pipeline.build import build_stream, builtin_description
+    from payload_estimator.settings import Settings
 
     given_urdf = read_urdf(args.urdf) if args.urdf else None
     try:
@@ -374,6 +396,8 @@ def _set_up(args: argparse.Namespace, bag: Path, warnings: list[str]) -> _Setup:
         warnings += info.notes
         recorded_urdf = bag_robot_description(bag) if given_urdf is None else None
         settings, origin, how = _settings(args, given_urdf or recorded_urdf, info, bag, warnings)
+        cloud_topic, cloud_how = cloud_topic_setting(args, settings, info.topics)
+        settings = Settings.from_dict({**settings.to_dict(), "cloud_topic": cloud_topic})
         messages = read_bag(bag, settings)
         imu_frame = (_first_imu_frame(bag, settings)
                      if settings.motion_source is MotionSource.IMU and not settings.imu_frame else None)
@@ -387,7 +411,9 @@ def _set_up(args: argparse.Namespace, bag: Path, warnings: list[str]) -> _Setup:
     try:
         urdf = description if use_recorded and description is not None else builtin_description(settings)
         stream = build_stream(settings, urdf, imu_frame=imu_frame, zero_phase=args.zero_phase)
-    except ValueError as exc:
+        if cloud_topic:  # a camera's frame the URDF lacks: from the bag's /tf_static
+            stream.clouds.frame_lookup = bag_static_frames(bag).lookup
+    except (ValueError, BagError) as exc:
         raise CommandError(f"cannot build the pipeline: {_one_line(exc)}") from None
     if stream.needs_efforts:
         _check_efforts(bag, settings.joint_states_topic, stream.joint_names)
@@ -402,7 +428,7 @@ def _set_up(args: argparse.Namespace, bag: Path, warnings: list[str]) -> _Setup:
         out_dir = check_writable_dir(args.out)
     except OSError as exc:
         raise CommandError(f"--out: {_one_line(exc)}") from None
-    return _Setup(info, settings, origin, messages, stream, given_urdf is not None, use_recorded, out_dir)
+    return _Setup(info, settings, origin, messages, stream, given_urdf is not None, use_recorded, out_dir, cloud_how)
 
 
 def _play(args: argparse.Namespace, bag: Path, setup: _Setup, warnings: list[str]):
@@ -410,16 +436,19 @@ def _play(args: argparse.Namespace, bag: Path, setup: _Setup, warnings: list[str
     from payload_estimator.commands.common import console_and_progress
     from payload_estimator.core.history import EstimateHistory
     from payload_estimator.io.bag import BagError, input_topics
-    from payload_estimator.io.ros_inbound import feed_many
+    from payload_estimator.io.ros_inbound import feed_many, take_clouds
     from payload_estimator.pipeline.driver import Driver
 
     stream, settings = setup.stream, setup.settings
     _, progress_display = console_and_progress(args.json)
     counts = {"joint_states": 0, "wrench": 0, "imu": 0}
     accepted = dict(counts)
+    if settings.cloud_topic:
+        counts["cloud"] = 0  # read; what became of them: the shape's counts (--json: clouds)
     t_start = time.perf_counter()
 
     def feed(stream_, items: list) -> None:
+        items = take_clouds(stream_, items)  # clouds: applied at their stamps one turn later, as in the node
         for kind, n in feed_many(stream_, items).items():
             accepted[kind] += n
 
@@ -447,6 +476,7 @@ def _play(args: argparse.Namespace, bag: Path, setup: _Setup, warnings: list[str
         for kind, topic in ((k, t) for t, k in input_topics(settings).items() if k in required):
             if counts[kind] == 0:
                 raise CommandError(f"{bag}: no readable messages on {topic}")
+        take_clouds(stream, [])  # the last turn's clouds
         driver.finish()
         if args.zero_phase:
             try:
@@ -500,6 +530,7 @@ def _output(args: argparse.Namespace, bag: Path, setup: _Setup, played, warnings
 
 def _print_json(bag: Path, setup: _Setup, report, truth, counts: dict, accepted: dict, tracking: dict | None,
                 warnings: list[str]) -> None:
+    from payload_estimator.commands.replay_clouds import cloud_summary
     from payload_estimator.core.estimators import ESTIMATORS
 
     stream, settings = setup.stream, setup.settings
@@ -519,6 +550,8 @@ def _print_json(bag: Path, setup: _Setup, report, truth, counts: dict, accepted:
         summary["arm_calibration"] = settings.arm_calibration or None
     if tracking is not None:
         summary["tracking"] = tracking
+    if settings.cloud_topic:
+        summary["clouds"] = cloud_summary(stream, settings.cloud_topic, setup.cloud_how, counts["cloud"])
     json.dump(summary, sys.stdout)
     sys.stdout.write("\n")
 
@@ -533,6 +566,10 @@ def _print_tables(console, bag: Path, setup: _Setup, report, counts: dict, track
     report.print(console, headline=f"{bag}: {setup.info.duration:.1f} s; settings: {setup.origin}{source}; "
                  + ", ".join(f"{n} {k}" for k, n in counts.items() if n), what="of the recording",
                  verbose=verbose)
+    if settings.cloud_topic:
+        from payload_estimator.commands.replay_clouds import cloud_line, cloud_summary
+
+        console.print(cloud_line(cloud_summary(setup.stream, settings.cloud_topic, setup.cloud_how, counts["cloud"])))
     if tracking is not None:
         shifts = f", {tracking['offset_shifts']} offset shift(s) after input gaps" if tracking["offset_shifts"] else ""
         console.print(f"followed the payload: {tracking['changes']} change(s), {tracking['contacts']} contact(s), "

@@ -61,14 +61,19 @@ class BlockSums:
 
     def __getattr__(self, name: str) -> Any:
         # only for an attribute not set: a deferred instance's state, computed now
-        make = self.__dict__.get("_make")
-        if name in BlockSums._STATE and make is not None:
-            made = make()._copy()  # its own arrays: others may share what make() gave
-            self._make = None
-            for field in BlockSums._STATE:
-                setattr(self, field, getattr(made, field))
+        if name in BlockSums._STATE and self.__dict__.get("_make") is not None:
+            self._compute()
             return getattr(self, name)
         raise AttributeError(name)
+
+    def _compute(self) -> None:
+        """A deferred instance's state, computed now (it lets go of what computed it)."""
+        make = self._make
+        assert make is not None
+        made = make()._copy()  # its own arrays: others may share what make() gave
+        self._make = None
+        for field in BlockSums._STATE:
+            setattr(self, field, getattr(made, field))
 
     def _as_thunk(self) -> Callable[[], BlockSums]:
         """These block sums as they are now, to be computed later (a copy unless already deferred)."""
@@ -127,8 +132,17 @@ class BlockSums:
         self._carry *= np.sqrt(factor)
 
     def merge(self, other: BlockSums) -> None:
-        """Add ``other``'s blocks (its open block counted as closed); deferred when either is."""
-        if self._make is not None or other._make is not None:
+        """Add ``other``'s blocks (its open block counted as closed); deferred when ``other`` is.
+
+        A deferral never nests in this one: block sums that are deferred themselves are computed first,
+        so what they hold is one frozen copy and ``other``'s thunk. Otherwise statistics that take in
+        a deferred window after another, and are never read themselves (the closed windows of
+        :class:`~payload_estimator.core.offset_windows.WindowedStatistics`), would hold a chain of
+        every window merged, and every sum computed along it, for as long as they live.
+        """
+        if other._make is not None:
+            if self._make is not None:
+                self._compute()
             mine, theirs = self._as_thunk(), other._as_thunk()
 
             def merged() -> BlockSums:

@@ -90,15 +90,16 @@ class PayloadShapes:
         """A shape was applied since the caller last said it estimated (:meth:`solved`): the estimate is old."""
 
     # ------------------------------------------------------------------ input
-    def set(self, cloud: SampledShape | np.ndarray, t: float) -> ShapeUpdate:
+    def set(self, cloud: SampledShape | np.ndarray, t: float, points: int | None = None) -> ShapeUpdate:
         """Give the current payload the cloud ``cloud`` captured at ``t`` (s, the samples' clock).
 
         ``cloud``: (n, 3) points in the sensor frame, m, or a
         :class:`~payload_estimator.core.point_masses.SampledShape` (parts: one unknown density each;
         volumes; own inertias). Never raises: what it did, or why not, is the returned
-        :class:`ShapeUpdate` (and :meth:`diagnostics`)."""
+        :class:`ShapeUpdate` (and :meth:`diagnostics`). ``points``: the camera's points ``cloud`` was made of
+        (a completed cloud), as said in the diagnostics; None: ``cloud``'s own."""
         self.follow()
-        n = _count(cloud.points_in_sensor if isinstance(cloud, SampledShape) else cloud)
+        n = _count(cloud.points_in_sensor if isinstance(cloud, SampledShape) else cloud) if points is None else points
         try:
             t = float(t)
         except (TypeError, ValueError):
@@ -141,6 +142,10 @@ class PayloadShapes:
         else:
             checked = cloud_shape(cloud)
         return voxel_downsample(checked, self.max_points)
+
+    def refuse(self, reason: str, t: float, n: int) -> ShapeUpdate:
+        """Count a cloud of ``n`` points at ``t`` refused before it got here (its frame unknown...), and why."""
+        return self._refuse(reason, t, n)
 
     def _refuse(self, reason: str, t: float, n: int) -> ShapeUpdate:
         self.refused += 1

@@ -3,14 +3,13 @@
 :func:`sample_points` fills a shape with points on a regular grid at a given density (0.04
 points/cm³ by default, :data:`DEFAULT_DENSITY`), every point strictly inside the shape, and
 thins large clouds evenly down to a cap (:func:`downsample_evenly`). :func:`sample_parts` samples
-each part of a union on its own grid, a density group of PMD each. :func:`load_points` reads
-candidate positions from a file. Positions are in the sensor frame, m (the estimator:
-:mod:`~payload_estimator.core.estimators.pmd`).
+each part of a union on its own grid, a density group of PMD each. Points files and clouds are read in
+:mod:`~payload_estimator.core.cloud_files` and checked in :mod:`~payload_estimator.core.clouds`. Positions
+are in the sensor frame, m (the estimator: :mod:`~payload_estimator.core.estimators.pmd`).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -29,9 +28,6 @@ __all__ = [
     "sample_parts",
     "own_inertia",
     "downsample_evenly",
-    "load_points",
-    "load_point_cloud",
-    "POINT_COLUMNS",
 ]
 
 DEFAULT_DENSITY = 0.04e6
@@ -233,112 +229,3 @@ def downsample_evenly(points: np.ndarray, max_points: int) -> np.ndarray:
     first = np.ones(len(order), dtype=bool)
     first[1:] = inverse[order][1:] != inverse[order][:-1]
     return points[np.sort(order[first])]
-
-
-POINT_COLUMNS = ("x", "y", "z", "part", "volume")
-"""The columns of a points file, in their default order: position (m, sensor frame), the part the point
-belongs to (an integer: points of one part share one unknown density), the volume it stands for (any unit;
-its share of its part's mass at uniform density)."""
-_EXPECTED = ("expected rows of x y z[ part[ volume]] (m, sensor frame; part an integer, volume positive): a CSV or "
-             "whitespace-separated text file, optionally with a header line naming the columns, or an (N, 3-5) .npy")
-
-
-def load_point_cloud(path: str | Path) -> SampledShape:
-    """Candidate point masses from a ``.npy`` or text file, with their parts and volumes (:data:`POINT_COLUMNS`).
-
-    Rows ``x y z[ part[ volume]]``; a text file may use commas or whitespace and start with a header line
-    naming its columns (any order of ``x, y, z, part, volume``; without one, that order). Points of one
-    ``part`` (integers, any values) share one unknown density (a segmented point cloud: a vision pipeline's
-    parts of one material each); ``volume`` weights each point's share of its part (a tetrahedral mesh's
-    cells, a voxel grid's occupancy); missing: one part, equal volumes.
-
-    Raises:
-        ShapeError: one line naming the file and what is wrong (unreadable, fewer than 4 points, a
-            non-finite value, a part label that is not an integer, a volume that is not positive,
-            coplanar points).
-    """
-    path = Path(path)
-    if path.is_dir():
-        raise ShapeError(f"{path}: a directory, not a points file ({_EXPECTED})")
-    if not path.is_file():
-        raise ShapeError(f"points file not found: {path}")
-    if path.stat().st_size == 0:
-        raise ShapeError(f"{path}: empty file ({_EXPECTED})")
-    columns = list(POINT_COLUMNS)
-    if path.suffix == ".npy":
-        try:
-            table = np.asarray(np.load(path, allow_pickle=False), dtype=float)
-        except Exception:  # not an array file, an array of objects or strings, cut off: numpy says it many ways
-            raise ShapeError(f"{path}: not a NumPy array file of numbers ({_EXPECTED})") from None
-    else:
-        table, header = _read_table(path)
-        if header is not None:
-            columns = header
-    if table.ndim != 2 or not 3 <= table.shape[1] <= 5 or len(table) == 0:
-        raise ShapeError(f"{path}: expected rows of x y z[ part[ volume]], got an array of shape {table.shape}")
-    columns = columns[:table.shape[1]]
-    if not {"x", "y", "z"} <= set(columns):
-        raise ShapeError(f"{path}: the header names {', '.join(columns)}; x, y and z are needed ({_EXPECTED})")
-    col = {name: table[:, columns.index(name)] for name in columns}
-    if not np.all(np.isfinite(table)):
-        rows = np.flatnonzero(~np.all(np.isfinite(table), axis=1))
-        raise ShapeError(f"{path}: {len(rows)} row(s) with a value that is not finite (the first: row {rows[0] + 1})")
-    points = np.column_stack([col["x"], col["y"], col["z"]])
-    if len(points) < 4:
-        raise ShapeError(f"{path}: {len(points)} point(s); a point cloud that can hold an inertia needs at least 4")
-    part = np.zeros(len(points), dtype=int)
-    if "part" in col:
-        labels = col["part"]
-        if not np.all(labels == np.round(labels)):
-            bad = labels[labels != np.round(labels)][0]
-            raise ShapeError(f"{path}: part labels must be integers, got {bad:g}")
-        part = np.unique(labels, return_inverse=True)[1].reshape(-1)
-    volume = np.ones(len(points))
-    if "volume" in col:
-        volume = col["volume"]
-        if np.any(volume <= 0.0):
-            raise ShapeError(f"{path}: {int(np.sum(volume <= 0.0))} volume(s) not positive (the smallest "
-                             f"{volume.min():g}); each point's volume must be positive")
-    if np.linalg.matrix_rank(points - points.mean(axis=0), tol=1e-9) < 3:
-        raise ShapeError(f"{path}: the points are coplanar; the inertia needs a 3-D cloud")
-    return SampledShape(points, part, volume, np.zeros((len(points), 6)))
-
-
-def _read_table(path: Path) -> tuple[np.ndarray, list[str] | None]:
-    """A text file's rows of numbers, and the column names of its header line (None without one)."""
-    try:
-        text = path.read_text(encoding="utf-8-sig").strip().splitlines()
-    except (OSError, UnicodeDecodeError):
-        raise ShapeError(f"{path}: not a text file ({_EXPECTED})") from None
-    rows: list[list[float]] = []
-    header = None
-    for number, line in enumerate(text, 1):
-        cells = line.replace(",", " ").split()
-        if not cells:
-            continue
-        try:
-            rows.append([float(c) for c in cells])
-        except ValueError:
-            if rows or header is not None:
-                raise ShapeError(f"{path}: line {number} is not numbers ({' '.join(line.split())[:60]!r}; "
-                                 f"{_EXPECTED})") from None
-            names = [c.strip().lower() for c in cells]
-            if set(names) <= set(POINT_COLUMNS) and len(set(names)) == len(names):
-                header = names
-            elif any(n in POINT_COLUMNS for n in names):
-                unknown = [n for n in names if n not in POINT_COLUMNS]
-                raise ShapeError(f"{path}: the header names {', '.join(unknown) or 'a column twice'}; columns are "
-                                 f"{', '.join(POINT_COLUMNS)}") from None
-    if not rows:
-        raise ShapeError(f"{path}: no rows of numbers ({_EXPECTED})")
-    if len({len(r) for r in rows}) > 1:
-        raise ShapeError(f"{path}: rows of {min(map(len, rows))} to {max(map(len, rows))} numbers ({_EXPECTED})")
-    table = np.array(rows, dtype=float)
-    if header is not None and len(header) != table.shape[1]:
-        raise ShapeError(f"{path}: the header names {len(header)} columns, the rows hold {table.shape[1]}")
-    return table, header
-
-
-def load_points(path: str | Path) -> np.ndarray:
-    """The positions of :func:`load_point_cloud` (rows ``x y z``, m, sensor frame), without parts or volumes."""
-    return load_point_cloud(path).points_in_sensor

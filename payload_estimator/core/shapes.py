@@ -9,19 +9,20 @@ in rad, poses in the sensor frame (URDF roll, pitch, yaw).
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
 from scipy.spatial import ConvexHull
 
+from payload_estimator.core.cloud_files import load_point_cloud, load_points
+from payload_estimator.core.clouds import MAX_CLOUD_DISTANCE_M
 from payload_estimator.core.point_masses import (
     DEFAULT_DENSITY,
     DEFAULT_MAX_POINTS,
     MIN_POINTS,
     SampledShape,
     downsample_evenly,
-    load_point_cloud,
-    load_points,
     own_inertia,
     sample_parts,
     sample_points,
@@ -168,15 +169,19 @@ def format_shape_spec(shape: Shape) -> str:
 
 
 POINTS_PREFIX = "points:"
-"""A shape specification ``points:FILE`` is a point cloud (:func:`load_point_cloud`), not a shape."""
+"""A shape specification ``points:FILE`` is a point cloud (:func:`load_point_cloud`: a text table, ``.npy``,
+``.ply`` or ``.pcd``), not a shape."""
 
 
-def payload_points(spec: str) -> SampledShape | None:
-    """The point cloud a shape specification ``points:FILE`` names, or None for a shape (:func:`parse_shape_spec`)."""
+def payload_points(spec: str, max_distance: float = MAX_CLOUD_DISTANCE_M) -> SampledShape | None:
+    """The point cloud a shape specification ``points:FILE`` names, or None for a shape (:func:`parse_shape_spec`).
+
+    ``max_distance``: the farthest a point may be from the sensor origin, m (the setting ``cloud_max_distance``).
+    """
     spec = spec.strip()
     if not spec.startswith(POINTS_PREFIX):
         return None
-    return load_point_cloud(spec[len(POINTS_PREFIX):].strip())
+    return load_point_cloud(spec[len(POINTS_PREFIX):].strip(), max_distance)
 
 
 def outermost_points(spec: str) -> np.ndarray:
@@ -185,12 +190,13 @@ def outermost_points(spec: str) -> np.ndarray:
     A shape's (:func:`parse_shape_spec`): the corners of the box about each solid, in the solid's own axes
     (about each part of a union); a point cloud's (``points:FILE``): its points. Only the vertices of their
     convex hull are kept: a function convex in the position, such as the speed of a point fixed to the
-    payload, is largest at one of them.
+    payload, is largest at one of them. A cloud's points may be any distance from the sensor origin here (a
+    long tool's reach).
 
     Raises:
         ShapeError: the specification is not a shape's or a readable point cloud's (one line).
     """
-    cloud = payload_points(spec)
+    cloud = payload_points(spec, max_distance=math.inf)
     points = cloud.points_in_sensor if cloud is not None else parse_shape_spec(spec).corners()
     points = np.unique(np.asarray(points, dtype=float), axis=0)
     try:

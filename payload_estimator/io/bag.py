@@ -32,6 +32,7 @@ import numpy as np
 from payload_estimator.core.inertia import InertialParameters, from_ros_inertia_fields
 from payload_estimator.errors import BagError
 from payload_estimator.io.bag_files import BagFiles, jazzy_typestore, name_list
+from payload_estimator.pipeline.payload_cloud import CLOUD, StaticFrames
 from payload_estimator.pipeline.stream import IMU, JOINTS, WRENCH
 from payload_estimator.settings import MotionSource
 
@@ -52,6 +53,9 @@ __all__ = [
     "STRING_TYPE",
     "INERTIA_STAMPED_TYPE",
     "JOINT_STATE_TYPE",
+    "POINT_CLOUD2_TYPE",
+    "TF_STATIC_TOPIC",
+    "bag_static_frames",
     "CUSTOM_DATA_PREFIX",
     "input_topics",
     "read_bag",
@@ -74,10 +78,13 @@ SIM_NODE_TRUTH_TOPIC = "/payload_sim/truth"
 """The same, as the simulator node (``payload_sim``) publishes it: found in a ``ros2 bag record`` of it."""
 
 JOINT_STATE_TYPE = "sensor_msgs/msg/JointState"
+POINT_CLOUD2_TYPE = "sensor_msgs/msg/PointCloud2"
+TF_STATIC_TOPIC, TF_MESSAGE_TYPE = "/tf_static", "tf2_msgs/msg/TFMessage"
 INPUT_TYPES = {
     JOINTS: JOINT_STATE_TYPE,
     WRENCH: "geometry_msgs/msg/WrenchStamped",
     IMU: "sensor_msgs/msg/Imu",
+    CLOUD: POINT_CLOUD2_TYPE,
 }
 """Message type of each input kind."""
 STRING_TYPE = "std_msgs/msg/String"
@@ -169,6 +176,8 @@ def input_topics(settings: Settings) -> dict[str, str]:
         topics[settings.wrench_topic] = WRENCH
     if settings.imu_topic:
         topics[settings.imu_topic] = IMU
+    if settings.cloud_topic:  # a camera's cloud of the payload (pipeline/payload_cloud.py)
+        topics[settings.cloud_topic] = CLOUD
     return topics
 
 
@@ -279,6 +288,18 @@ def _last(bag: BagFiles, topic: str, msgtype: str) -> Any | None:
         except Exception:  # a damaged message: keep the one before
             continue
     return last
+
+
+def bag_static_frames(path: str | Path) -> StaticFrames:
+    """Every transform recorded on ``/tf_static`` (none when the bag has no such topic)."""
+    frames, store = StaticFrames(), jazzy_typestore()
+    with BagFiles(path) as bag:
+        for conn, _, raw in bag.messages([(TF_STATIC_TOPIC, TF_MESSAGE_TYPE)], []):
+            try:
+                frames.add_message(store.deserialize_cdr(raw, conn.msgtype))
+            except Exception:  # noqa: BLE001 - a damaged message: the others still count
+                continue
+    return frames
 
 
 def bag_ground_truth(path: str | Path) -> GroundTruth | None:

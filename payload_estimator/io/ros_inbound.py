@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from payload_estimator.errors import ShapeError
 from payload_estimator.io.cdr import (
     JointStateLayout,
     SerializedJointState,
@@ -35,10 +36,14 @@ from payload_estimator.io.cdr import (
     joint_state_layout,
     wrench_layout,
 )
+from payload_estimator.io.point_cloud2 import cloud_from_message
 from payload_estimator.io.ros_factories import stamp_to_sec
+from payload_estimator.pipeline.payload_cloud import CloudOutcome
 from payload_estimator.pipeline.stream import IMU, JOINTS, WRENCH, EstimationStream
 
 __all__ = [
+    "feed_cloud",
+    "take_clouds",
     "KINDS",
     "UNSTAMPED",
     "IMU_FIELD_ABSENT",
@@ -329,3 +334,26 @@ def _flush_serialized_wrenches(stream: EstimationStream, layout: WrenchLayout, r
     except ValueError:
         return sum(bool(feed_wrench(stream, msg, wall)) for msg, wall in run)
     return stream.push_wrench(stamps, w[:, :3], w[:, 3:], frame_id=_frame(layout.frame_id), wall_time=run[-1][1])
+
+
+def feed_cloud(stream: EstimationStream, msg: Any) -> CloudOutcome:
+    """A ``sensor_msgs/PointCloud2`` of the payload made its shape at its stamp; never raises.
+
+    Decoded (:func:`~payload_estimator.io.point_cloud2.cloud_from_message`), then
+    :meth:`~payload_estimator.pipeline.payload_cloud.PayloadClouds.receive`."""
+    try:
+        cloud = cloud_from_message(msg)
+    except ShapeError as exc:
+        return stream.clouds.unreadable(str(exc))
+    return stream.clouds.receive(cloud)
+
+
+def take_clouds(stream: EstimationStream, items: list[tuple[str, Any, float]]) -> list[tuple[str, Any, float]]:
+    """One turn of a loop (the node's, ``replay``'s); returns the items that are not clouds.
+
+    The clouds of the last turn are fed (:func:`feed_cloud`), this turn's kept for the next (with the joint
+    states that came with them)."""
+    items, due = stream.clouds.take(items)
+    for msg in due:
+        feed_cloud(stream, msg)
+    return items

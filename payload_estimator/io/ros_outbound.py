@@ -28,6 +28,7 @@ import numpy as np
 from payload_estimator.core.inertia import InertialParameters, to_ros_inertia_fields
 from payload_estimator.core.tracking import TrackingState
 from payload_estimator.io.diagnostic_level import DiagnosticLevel
+from payload_estimator.io.point_cloud2 import point_cloud2_layout
 from payload_estimator.io.ros_factories import MessageFactory, header_fields, stamp_fields
 from payload_estimator.outputs.markers import MarkerSpec
 from payload_estimator.pipeline.stream import StreamEstimate
@@ -42,6 +43,8 @@ __all__ = [
     "joint_state_msg",
     "wrench_stamped_msg",
     "imu_msg",
+    "point_cloud2_msg",
+    "mass_colours",
 ]
 
 # ---------------------------------------------------------------- field helpers
@@ -274,6 +277,13 @@ def _estimate_status(diag: Mapping[str, Any], name: str, hardware_id: str) -> di
         values["offset shifts after input gaps"] = diag.get("offset_shifts", 0)
     if "samples_settling" in diag:
         values["samples held back while filters settle"] = diag["samples_settling"]
+    if "shape_source" in diag:  # the payload's shape (a camera's cloud mid-run: cloud_topic)
+        cloud_points = diag.get("shape_cloud_points", 0)
+        values["shape"] = diag["shape_source"] + (f" with {cloud_points} points" if cloud_points else "")
+        values["shape point masses"] = diag.get("shape_point_masses", 0)
+        values["clouds applied"] = diag.get("clouds_applied", 0)
+        values["clouds refused"] = diag.get("clouds_refused", 0)
+        values["last cloud refusal"] = diag.get("cloud_refusal", "") or "none"
     message = "converged" if converged else (reason or "not converged")
     if diag.get("paused"):
         message = "paused; " + message
@@ -382,3 +392,33 @@ def imu_msg(
         "angular_velocity": _vector3(angular_velocity),
         "linear_acceleration": _vector3(linear_acceleration),
     })
+
+
+def point_cloud2_msg(factory: MessageFactory, stamp: float | Mapping[str, int], frame_id: str,
+                     points: np.ndarray, **fields: np.ndarray) -> Any:
+    """``sensor_msgs/PointCloud2``: ``points`` (N, 3) m in ``frame_id``, one value per point of each of ``fields``.
+
+    The layout is :func:`~payload_estimator.io.point_cloud2.point_cloud2_layout`'s (ShapeError for what a field
+    cannot carry)."""
+    layout = point_cloud2_layout(points, **fields)
+    return factory("sensor_msgs/msg/PointCloud2", {
+        "header": header_fields(frame_id, stamp),
+        "height": layout.height, "width": layout.width,
+        "fields": [{"name": f.name, "offset": f.offset, "datatype": f.datatype, "count": f.count}
+                   for f in layout.fields],
+        "is_bigendian": layout.is_bigendian, "point_step": layout.point_step, "row_step": layout.row_step,
+        "data": np.frombuffer(layout.data, dtype=np.uint8), "is_dense": layout.is_dense,
+    })
+
+
+def mass_colours(mass: np.ndarray) -> np.ndarray:
+    """PCL's packed ``rgb`` (float32 whose bits are ``0x00RRGGBB``) of each point mass: blue (none) to red (the most).
+
+    The colour is the mass relative to the heaviest point mass (the density PMD sees)."""
+    m = np.nan_to_num(np.asarray(mass, dtype=float).reshape(-1), nan=0.0, posinf=0.0, neginf=0.0).clip(min=0.0)
+    top = float(m.max()) if m.size else 0.0
+    share = m / top if top > 0.0 else np.zeros_like(m)
+    red = np.round(255 * share).astype(np.uint32)
+    green = np.round(255 * (1.0 - np.abs(2.0 * share - 1.0))).astype(np.uint32)
+    blue = np.round(255 * (1.0 - share)).astype(np.uint32)
+    return ((red << 16) | (green << 8) | blue).view(np.float32)

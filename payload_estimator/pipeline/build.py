@@ -110,13 +110,13 @@ def estimator_points(settings: Settings, shape: PayloadShape | None = None) -> S
     """Return the point masses of an estimator that needs them.
 
     ``shape`` (default: the setting ``payload_shape``) sampled at ``point_density``, at most
-    ``max_points``; positions are taken as they are. A point cloud (``points:FILE``) with more than
-    ``cloud_max_points`` points is merged down to them, voxel by voxel and part by part
-    (:func:`~payload_estimator.core.point_clouds.voxel_downsample`)."""
+    ``max_points``; positions are taken as they are (a cloud's points within ``cloud_max_distance``). A point
+    cloud (``points:FILE``) with more than ``cloud_max_points`` points is merged down to them, voxel by voxel
+    and part by part (:func:`~payload_estimator.core.point_clouds.voxel_downsample`)."""
     if isinstance(shape, (SampledShape, np.ndarray)):
         return shape
     if shape is None:
-        cloud = payload_points(settings.payload_shape)  # points:FILE
+        cloud = payload_points(settings.payload_shape, settings.cloud_max_distance)  # points:FILE
         if cloud is not None:
             return voxel_downsample(cloud, settings.cloud_max_points)
         shape = parse_shape_spec(settings.payload_shape)
@@ -223,7 +223,11 @@ def build_stream(
     from payload_estimator.pipeline.stream import EstimationStream
 
     config = stream_config(settings, urdf, extra_frames, imu_frame, zero_phase)
-    return EstimationStream(config, build_estimator(settings, shape, live), health, settings.cloud_max_points)
+    stream = EstimationStream(config, build_estimator(settings, shape, live), health, settings.cloud_max_points)
+    clouds = stream.clouds  # a camera's clouds mid-run (pipeline/payload_cloud.py)
+    clouds.completion, clouds.max_distance = settings.cloud_completion, settings.cloud_max_distance
+    clouds.density, clouds.max_points = settings.point_density * 1e6, settings.max_points  # per cm³ -> per m³
+    return stream
 
 
 def sensor_kinematics(settings: Settings, urdf: str, extra_frames: Sequence[ExtraFrame] = ()) -> SensorKinematics:

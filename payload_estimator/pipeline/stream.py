@@ -27,6 +27,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import cached_property
 
 import numpy as np
 
@@ -51,6 +52,7 @@ from payload_estimator.pipeline.health import (
 )
 from payload_estimator.pipeline.imu import ImuMount
 from payload_estimator.pipeline.kinematics import SensorKinematics
+from payload_estimator.pipeline.payload_cloud import PayloadClouds
 from payload_estimator.pipeline.processing import CausalProcessing, SampleMaker, ZeroPhaseProcessing
 from payload_estimator.pipeline.sources.imu_motion import ImuKinematicsInput
 from payload_estimator.pipeline.sources.measured_wrench import MeasuredWrenchInput
@@ -101,7 +103,6 @@ class EstimationStream:
             extra_frames=config.extra_frames,
         )
         self.joint_names = self.kinematics.joint_names
-        n = len(self.joint_names)
         self.wrench_input = config.wrench.create(self.kinematics, config.sensor_frame)
         self.motion_input = config.motion.create(self.kinematics, config.sensor_frame, config.rate_hz,
                                                  config.cutoff_hz, config.filter_order, config.gravity)
@@ -138,9 +139,15 @@ class EstimationStream:
         self.samples_processed = 0
         self._name_cache: tuple[tuple[str, ...], np.ndarray] | None = None
         self._last: StreamEstimate | None = None
-        flange = config.flange_frame or config.sensor_frame
-        R, p = self.kinematics.frame_pose(np.zeros((1, n)), config.sensor_frame, flange)
-        self._flange_pose = (R[0], p[0])
+        self.clouds = PayloadClouds(self)
+        """A camera's clouds of the payload made its shape at their stamps (the joint history they need)."""
+
+    @cached_property
+    def _flange_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(R, p)``: the sensor frame's pose in the flange frame."""
+        flange = self.config.flange_frame or self.config.sensor_frame
+        R, p = self.kinematics.frame_pose(np.zeros((1, len(self.joint_names))), self.config.sensor_frame, flange)
+        return R[0], p[0]
 
     @property
     def R_flange_sensor(self) -> np.ndarray:
@@ -259,6 +266,7 @@ class EstimationStream:
             q = q[:, index]
             dq = None if dq is None else dq[:, index]
             tau = None if tau is None else tau[:, index]
+        self.clouds.history.add(t, q)
         rows = np.hstack([a for a in (q, dq, tau) if a is not None])
         return self._take(JOINTS, t, rows, wall_time)
 
@@ -361,7 +369,7 @@ class EstimationStream:
     def _wall(wall_time: float | None) -> float:
         return time.monotonic() if wall_time is None else wall_time
 
-    def set_payload_shape(self, cloud: SampledShape | np.ndarray, t: float) -> ShapeUpdate:
+    def set_payload_shape(self, cloud: SampledShape | np.ndarray, t: float, points: int | None = None) -> ShapeUpdate:
         """The payload's shape as a point cloud captured at ``t`` (s, the samples' clock): a camera's, mid-run.
 
         ``cloud`` is (n, 3) points in the sensor frame, m, or a
@@ -371,9 +379,10 @@ class EstimationStream:
         PayloadShapes`: which payload a cloud belongs to, what a new payload uses until its own arrives).
         Never raises: the returned :class:`~payload_estimator.core.payload_shapes.ShapeUpdate` says what
         became of it (applied; refused, and why, the shape in use kept; ignored by an estimator without point
-        masses), and :meth:`diagnostics` counts them.
+        masses), and :meth:`diagnostics` counts them. ``points``: the camera's points ``cloud`` was made of
+        (the diagnostics' count; None: its own). A ``sensor_msgs/PointCloud2`` goes through :attr:`clouds`.
         """
-        return self.shapes.set(cloud, t)
+        return self.shapes.set(cloud, t, points)
 
     # ---------------------------------------------------------------- process
     def process(self) -> int:

@@ -12,11 +12,13 @@ and publishes what it returns::
     wrench_topic        (geometry_msgs/WrenchStamped, raw) --+--> InputQueue --(loop)---> Supervisor.tick
       (not with wrench_source joint_torques: the efforts of the joint states)
     imu_topic           (sensor_msgs/Imu, optional)        --+                             (Driver: stream)
+    cloud_topic         (sensor_msgs/PointCloud2, optional) -+  (the payload's shape: pipeline/payload_cloud.py)
     robot_description   (std_msgs/String, latched)         ----> Supervisor.on_description (frames from tf2)
 
     ~/estimate       payload_estimator/PayloadEstimate   \
     ~/inertia        geometry_msgs/InertiaStamped          } publish_rate_hz (stale: the last good one again)
     ~/markers        visualization_msgs/MarkerArray       /  (markers only while someone subscribes)
+    ~/point_masses   sensor_msgs/PointCloud2 (PMD's point masses: mass, rgb; only while someone subscribes)
     ~/urdf_inertial  std_msgs/String (latched; when the estimate changes noticeably or converges)
     /diagnostics     diagnostic_msgs/DiagnosticArray (1 Hz)
 
@@ -52,7 +54,7 @@ import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_msgs.msg import String
@@ -66,7 +68,7 @@ from payload_estimator.ros.inputs import InputNode, InputTaker
 from payload_estimator.ros.node_parameters import declare_parameters, parameter_values
 from payload_estimator.ros.qos import INPUT_QOS, LATCHED_QOS, output_qos
 from payload_estimator.ros.robot_bridges import RobotBridge
-from payload_estimator.ros.shutdown import shut_down
+from payload_estimator.ros.shutdown import NodeProcess, spin_until_shutdown
 from payload_estimator.ros.tf_lookup import TfLookup
 from payload_estimator.settings import NODE_NAME
 from payload_estimator.srv import ApplyEstimate, SaveUrdf
@@ -81,6 +83,10 @@ from payload_estimator.supervision.supervisor import Supervisor
 __all__ = ["EstimatorNode", "spin_inputs", "main", "INPUT_QOS", "LATCHED_QOS", "LOOP_PERIOD_S"]
 
 DIAGNOSTICS_PERIOD_S = 1.0
+LOOP_JOIN_S = 2.0
+"""Shutting down: how long to wait for the processing loop's turn to end, s."""
+EXECUTOR_SHUTDOWN_S = 1.0
+"""Shutting down: how long to wait for the executor's callbacks to end, s (Humble waits; Jazzy does not)."""
 EXECUTOR_THREADS = 5
 """The node's executor threads: the default group, ~/apply (waits for a service), ~/identify (runs for the
 whole motion), ~/calibrate (records for its duration, then fits), and one for the answers they wait for."""
@@ -107,9 +113,16 @@ class EstimatorNode(Node):
 
         # ---- parameters in
         declare_parameters(self)
+        clouds = bool(parameter_values(self).get("cloud_topic"))  # a cloud's frame may be on tf: keep listening
+        if clouds:
+            try:
+                self._tf.listen()
+            except ImportError:  # no tf2_ros: clouds in the URDF's frames only (others are refused by name)
+                self.get_logger().warning("cloud_topic: no tf2_ros, a cloud's frame must be in robot_description")
         self.supervisor = Supervisor(
             parameter_values(self), rclpy_factory(), name=self.get_fully_qualified_name().lstrip("/"),
-            lookup=self._tf.lookup, release_lookup=self._tf.release, resolve=self.resolved, log=self.get_logger())
+            lookup=self._tf.lookup, release_lookup=None if clouds else self._tf.release, resolve=self.resolved,
+            log=self.get_logger())
         self._parameters_pending = False
         inputs = subscribed_inputs(parameter_values(self))  # topics are read once, at start-up
         self._wrench_subscribed = WRENCH in inputs
@@ -335,7 +348,7 @@ def spin_inputs(node: EstimatorNode) -> tuple[Any, threading.Thread]:
     if not taker.available():
         executor = SingleThreadedExecutor(context=node.context)
         executor.add_node(node.input_node)
-        threading.Thread(target=_spin_until_shutdown, args=(executor, node.context),
+        threading.Thread(target=spin_until_shutdown, args=(executor, node.context),
                          name="payload_estimator_input_callbacks", daemon=True).start()
         parts.append(executor)
     longest = LOOP_PERIOD_S  # this module's, read when called: benchmarks/node_cpu.py sets it before main()
@@ -348,38 +361,28 @@ def spin_inputs(node: EstimatorNode) -> tuple[Any, threading.Thread]:
     return _Stop(loop, *parts), thread
 
 
-def _spin_until_shutdown(executor: Any, context: Any) -> None:
-    """Spin ``executor`` until Ctrl-C or the context's shutdown, which end it cleanly.
-
-    A shutdown (SIGTERM) between the executor's check and its wait makes rcl
-    report an invalid context instead of ExternalShutdownException: a clean
-    shutdown all the same; anything else while the context is valid is raised.
-    """
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except Exception:
-        if rclpy.ok(context=context):
-            raise
-
-
 def main(args: list[str] | None = None) -> None:
-    """``ros2 run payload_estimator estimator_node``."""
-    rclpy.init(args=args)
-    # What the imports made (rclpy, numpy, scipy ...) lives as long as the process: frozen, out of the
-    # cyclic collector's sight, a full collection walks only what the node makes (with them, 26 ms and
-    # 0.4 % of a core over a 20 s replay of the node's loop; objects freed by their counts still go)
-    gc.freeze()
-    node = EstimatorNode()
-    inputs, thread = spin_inputs(node)
-    # ~/apply waits for another service's answer, ~/identify for the motion: other threads serve the answers.
-    executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
-    executor.add_node(node)
-    try:
-        _spin_until_shutdown(executor, node.context)
-    finally:
-        shut_down(inputs.shutdown, executor.shutdown, lambda: thread.join(timeout=2.0), node.destroy_node)
+    """``ros2 run payload_estimator estimator_node``.
+
+    One SIGINT or SIGTERM, whenever it comes, ends it with status 0
+    (:mod:`payload_estimator.ros.shutdown`).
+    """
+    with NodeProcess() as process:
+        rclpy.init(args=args)
+        # What the imports made (rclpy, numpy, scipy ...) lives as long as the process: frozen, out of the
+        # cyclic collector's sight, a full collection walks only what the node makes (with them, 26 ms and
+        # 0.4 % of a core over a 20 s replay of the node's loop; objects freed by their counts still go)
+        gc.freeze()
+        node = EstimatorNode()
+        process.on_exit(node.destroy_node)
+        inputs, thread = spin_inputs(node)
+        process.on_exit(lambda: thread.join(timeout=LOOP_JOIN_S))
+        process.on_exit(inputs.shutdown)
+        # ~/apply waits for another service's answer, ~/identify for the motion: other threads serve the answers.
+        executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
+        process.on_exit(lambda: executor.shutdown(timeout_sec=EXECUTOR_SHUTDOWN_S))
+        executor.add_node(node)
+        spin_until_shutdown(executor, node.context)
 
 
 if __name__ == "__main__":

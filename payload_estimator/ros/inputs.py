@@ -4,7 +4,8 @@ An rclpy executor takes one message per ready subscription each time it waits,
 rebuilds its wait set from every entity of its nodes and makes a Python message
 and a task of each: at 1 kHz joint states plus 1 kHz wrench that alone costs most
 of a core. The inputs therefore live in a node of their own that no executor
-spins (:class:`InputNode`), and the processing loop takes everything that arrived
+spins (:class:`InputNode`; the payload's cloud, ``cloud_topic``, too: as messages, a small queue),
+and the processing loop takes everything that arrived
 in bulk on each turn (:class:`InputTaker`) into the
 :class:`~payload_estimator.supervision.input_queue.InputQueue`. Receive times are
 the monotonic clock, s.
@@ -18,11 +19,12 @@ from typing import Any
 from geometry_msgs.msg import WrenchStamped
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from sensor_msgs.msg import Imu, JointState
+from sensor_msgs.msg import Imu, JointState, PointCloud2
 
 from payload_estimator.io.cdr import SerializedJointState, SerializedWrenchStamped
+from payload_estimator.pipeline.payload_cloud import CLOUD
 from payload_estimator.pipeline.stream import IMU, JOINTS, WRENCH
-from payload_estimator.ros.qos import INPUT_QOS
+from payload_estimator.ros.qos import CLOUD_QOS, INPUT_QOS
 from payload_estimator.settings import NODE_NAME
 from payload_estimator.supervision.input_queue import InputQueue, ReceiveClock
 
@@ -59,6 +61,9 @@ class InputNode(Node):
                 WrenchStamped, topics[WRENCH], self._on_wrench, INPUT_QOS, raw=True), SerializedWrenchStamped))
         if topics.get(IMU):
             self.inputs.append((IMU, self.create_subscription(Imu, topics[IMU], self._on_imu, INPUT_QOS), None))
+        if topics.get(CLOUD):  # messages, a small queue: clouds are big
+            self.inputs.append((CLOUD, self.create_subscription(PointCloud2, topics[CLOUD], self._on_cloud, CLOUD_QOS),
+                                None))
 
     def _on_joint_state(self, data: bytes) -> None:
         self.input_queue.put(JOINTS, SerializedJointState(data), time.monotonic())
@@ -68,6 +73,9 @@ class InputNode(Node):
 
     def _on_imu(self, msg: Imu) -> None:
         self.input_queue.put(IMU, msg, time.monotonic())
+
+    def _on_cloud(self, msg: PointCloud2) -> None:
+        self.input_queue.put(CLOUD, msg, time.monotonic())
 
 
 class InputTaker:

@@ -13,7 +13,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 
 from payload_estimator.supervision.node_outputs import OutputTopic
 
-__all__ = ["INPUT_DEPTH", "INPUT_QOS", "LATCHED_QOS", "output_qos"]
+__all__ = ["CLOUD_QOS", "INPUT_DEPTH", "INPUT_QOS", "LATCHED_QOS", "output_qos"]
 
 INPUT_DEPTH = 1000
 """Messages each input subscription holds until the loop takes them: 1 s of 1 kHz input, far longer
@@ -24,6 +24,11 @@ INPUT_QOS = QoSProfile(
     reliability=ReliabilityPolicy.BEST_EFFORT, durability=DurabilityPolicy.VOLATILE,
 )
 """The input subscriptions' QoS (module docstring)."""
+CLOUD_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST, depth=2,
+    reliability=ReliabilityPolicy.BEST_EFFORT, durability=DurabilityPolicy.VOLATILE,
+)
+"""The payload cloud's subscription: a camera's cloud is large and comes at about 1 Hz, the newest counts."""
 LATCHED_QOS = QoSProfile(
     history=HistoryPolicy.KEEP_LAST, depth=1,
     reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL,

@@ -2,7 +2,9 @@
 
 At start-up the node simulates ``duration`` seconds of the ``robot`` carrying
 ``payload`` along ``trajectory`` (MuJoCo, :func:`~payload_estimator.sim.mujoco_sim.simulate`),
-then publishes it in real time, looping (or holding the last sample):
+then publishes it in real time, looping (or holding the last sample). A looping run's motion ends
+where it began (the excitation, then back to its start: :func:`~payload_estimator.sim.live.looping_trajectory`),
+so its replay goes on without a jump or a gap in the stamps, as a robot repeating a motion would:
 
 * joint states on the robot's ``joint_states_topic`` (sensor_msgs/JointState, rad, rad/s, N m); with
   ``efforts`` the efforts are a realistic joint-torque sensor's (Franka's tau_J, the xArm's motor
@@ -14,6 +16,9 @@ then publishes it in real time, looping (or holding the last sample):
   the F/T sensor's reading for the xArm, Franka's external wrench in the
   stiffness frame (sign -1) for the Panda and FR3 (geometry_msgs/WrenchStamped);
 * optionally an IMU (``~/imu``, sensor_msgs/Imu, frame ``imu_link``);
+* optionally (``camera``) a depth camera's cloud of the held payload (sensor_msgs/PointCloud2, 1 Hz, on
+  ``/camera/payload/points``), the camera on a tripod, its frame on ``/tf_static``
+  (:mod:`~payload_estimator.sim.camera_feed`);
 * ``robot_description`` (std_msgs/String, transient local) and tf: ``/tf_static``
   for the fixed joints, ``/tf`` for the others at ``tf_rate_hz`` (pinocchio
   forward kinematics of the published joint states);
@@ -51,7 +56,7 @@ from geometry_msgs.msg import InertiaStamped, TransformStamped, WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
@@ -64,9 +69,9 @@ from payload_estimator.core.inertia import InertialParameters
 from payload_estimator.errors import ConfigurationError
 from payload_estimator.io import ros_factories, ros_outbound
 from payload_estimator.robots import ROBOT_NAMES
-from payload_estimator.ros.shutdown import shut_down
+from payload_estimator.ros.shutdown import NodeProcess, spin_until_shutdown
 from payload_estimator.settings import settings_for_robot
-from payload_estimator.sim.live import IMU, JOINTS, WRENCH, LiveRun
+from payload_estimator.sim.live import IMU, JOINTS, WRENCH, LiveRun, looping_trajectory
 from payload_estimator.sim.live_arm import LiveArm
 from payload_estimator.sim.tf_tree import LinkTransform, UrdfTransforms
 from payload_estimator.sim.trajectory_controller import (
@@ -85,6 +90,8 @@ __all__ = ["SimNode", "main"]
 NODE_NAME = "payload_sim"
 PUBLISH_PERIOD_S = 0.004
 """Samples due are published every 4 ms (a 1 kHz stream goes out 4 messages at a time)."""
+EXECUTOR_SHUTDOWN_S = 1.0
+"""Shutting down: how long to wait for the executor's callbacks (a goal braking) to end, s."""
 SIM_TIME_ORIGIN_S = 1.0
 """Simulated time of the first sample when publishing /clock (0 would read as "no stamp")."""
 
@@ -104,7 +111,8 @@ _PARAMETERS: tuple[tuple[str, Any, str], ...] = (
                            "(trajectory, duration and loop do not apply)"),
     ("trajectory", "wrist", "excitation: wrist (Nadeau et al.'s wrist sinusoids), thesis (Lambert's "
                                "all-joint sinusoids) or pickplace"),
-    ("duration", 20.0, "simulated time before the run loops or holds, s"),
+    ("duration", 20.0, "length of the excitation, s; with loop, the way back to its start follows (a second or "
+                       "two) before the run loops, else the run holds"),
     ("noise", "moderate", "F/T noise level of Nadeau et al.'s Table II: none, low, moderate, high"),
     ("efforts", False, "report realistic joint efforts: the robot's joint-torque sensor (Franka tau_J, xArm motor "
                        "currents) with its friction acting on the joints and its noise (sim.efforts.EffortModel."
@@ -117,6 +125,10 @@ _PARAMETERS: tuple[tuple[str, Any, str], ...] = (
     ("rate_hz", 1000.0, "joint state (and IMU) rate, Hz"),
     ("wrench_rate_hz", 0.0, "wrench rate, Hz (0: rate_hz)"),
     ("imu", False, "also simulate and publish an IMU on ~/imu (frame imu_link)"),
+    ("camera", False, "also publish a depth camera's cloud of the held payload (sim.camera_feed: MuJoCo ray casting, "
+                      "Kinect-like noise) at 1 Hz on /camera/payload/points in payload_camera_optical_frame, its pose "
+                      "on /tf_static: a camera on a tripod 0.45 m in front of, 0.25 m beside and 0.25 m above the "
+                      "gripper's first pose (base frame), looking at it; scenarios single and identify"),
     ("joint_states_topic", "", "where to publish joint states; empty: the robot's preset"),
     ("wrench_topic", "", "where to publish the wrench; empty: the robot's preset"),
     ("wrench_source", "", "wrench convention (ft_sensor, franka_base, franka_stiffness); empty: the preset"),
@@ -156,6 +168,8 @@ class SimNode(Node):
         self._log_ready(p, settings, truth, time.perf_counter() - t0)
         self._create_publishers(p, settings)
         self._publish_once(truth)
+        if p["camera"]:
+            self._start_camera(p)
 
         # ---- real-time publishing on the steady clock (never on /clock, which this node drives)
         steady = Clock(clock_type=ClockType.STEADY_TIME)
@@ -206,7 +220,9 @@ class SimNode(Node):
             + (" from an arm unlike its URDF" if "arm_mismatch" in self._arm_options else "")
             + f", the {settings.wrench_source} wrench on {settings.wrench_topic} "
             f"(frame {self.wrench_frame_id})"
-            + ("" if self.live is None else ", looping" if p["loop"] else ", then holding"))
+            + ("" if self.live is None else ", then holding" if not p["loop"]
+               else f", looping every {self.live.period:.1f} s" + (" (seamless)" if self.live.loop_gap_s == 0.0 else
+                                                                    f" ({self.live.loop_gap_s:g} s apart)")))
 
     def _create_publishers(self, p: dict[str, Any], settings: Any) -> None:
         self._joint_pub = self.create_publisher(JointState, settings.joint_states_topic, SENSOR_QOS)
@@ -229,6 +245,44 @@ class SimNode(Node):
         self._static_tf.sendTransform([self._transform(t, self._origin) for t in self._tree.fixed()])
         self._last_joint: tuple[float, np.ndarray] | None = None
 
+    def _start_camera(self, p: dict[str, Any]) -> None:
+        """The tripod camera (``camera``): its clouds at about 1 Hz on a timer of their own."""
+        from sensor_msgs.msg import PointCloud2
+
+        from payload_estimator.sim.camera_feed import CAMERA_PERIOD_S, CAMERA_TOPIC, PayloadCamera
+        from payload_estimator.sim.payloads import get_payload
+
+        if p["scenario"] == "cycle" or p["payload"] == "none":
+            self.get_logger().warning(f"camera: not with scenario {p['scenario']} and payload {p['payload']} (it "
+                                      "shows one held payload): no cloud is published")
+            return
+        camera = PayloadCamera(self.urdf, self.sensor_frame, self.joint_names, get_payload(p["payload"]).envelope,
+                               seed=int(p["seed"]))
+        publisher = self.create_publisher(PointCloud2, CAMERA_TOPIC, 2)
+        self.create_timer(CAMERA_PERIOD_S, lambda: self._publish_cloud(camera, publisher),
+                          clock=Clock(clock_type=ClockType.STEADY_TIME),
+                          callback_group=MutuallyExclusiveCallbackGroup())
+        self.get_logger().info(f"camera: the {p['payload']}'s visible cloud on {CAMERA_TOPIC} every "
+                               f"{CAMERA_PERIOD_S:g} s (sim.camera_feed)")
+
+    def _publish_cloud(self, camera: Any, publisher: Any) -> None:
+        """What the camera sees at the last joint state published, stamped with it (placed on its first call)."""
+        from payload_estimator.sim.camera_feed import CAMERA_FRAME
+
+        last = self._last_joint
+        if last is None:
+            return
+        t, q = last
+        if camera.T_base_camera is None:  # placed at the first pose; /tf_static again, with the camera
+            camera.place(q)
+            self._static_tf.sendTransform([self._transform(x, self._origin)
+                                           for x in [*self._tree.fixed(), camera.link_transform()]])
+        view = camera.capture(q)
+        if len(view.points_in_camera):
+            publisher.publish(ros_outbound.point_cloud2_msg(
+                ros_factories.rclpy_factory(), self._origin + t, CAMERA_FRAME, view.points_in_camera,
+                part=view.part.astype(np.int32)))
+
     def _simulate(self, p: dict[str, Any], rate_hz: float, wrench_rate_hz: float | None) -> Any:
         from payload_estimator.sim.mujoco_sim import simulate
 
@@ -237,10 +291,20 @@ class SimNode(Node):
 
             return arm_work_cycle(p["robot"], seed=int(p["seed"])).simulate(
                 noise=p["noise"], seed=int(p["seed"]), imu=bool(p["imu"]), rate_hz=rate_hz,
-                wrench_rate_hz=wrench_rate_hz, **self._arm_options)
-        return simulate(robot=p["robot"], payload=p["payload"], trajectory=p["trajectory"],
-                        duration=float(p["duration"]), noise=p["noise"], seed=int(p["seed"]),
-                        imu=bool(p["imu"]), rate_hz=rate_hz, wrench_rate_hz=wrench_rate_hz, **self._arm_options)
+                wrench_rate_hz=wrench_rate_hz, progress=self._still_running, **self._arm_options)
+        trajectory, duration = p["trajectory"], float(p["duration"])
+        if p["loop"]:  # the motion, then back to its start: the replay loops without a jump (sim.live)
+            trajectory = looping_trajectory(p["robot"], trajectory, duration, seed=int(p["seed"]))
+            duration = trajectory.duration
+        return simulate(robot=p["robot"], payload=p["payload"], trajectory=trajectory,
+                        duration=duration, noise=p["noise"], seed=int(p["seed"]),
+                        imu=bool(p["imu"]), rate_hz=rate_hz, wrench_rate_hz=wrench_rate_hz,
+                        progress=self._still_running, **self._arm_options)
+
+    def _still_running(self, fraction: float) -> None:
+        """While it simulates: a signal (which shut the context down) ends the node now, not seconds later."""
+        if not self.context.ok():
+            raise KeyboardInterrupt
 
     # ----------------------------------------------------------------- stamps
     def run_time(self) -> float:
@@ -515,21 +579,22 @@ class _FollowJointTrajectoryServer:
 
 
 def main(args: list[str] | None = None) -> None:
-    """``ros2 run payload_estimator sim_node``."""
-    rclpy.init(args=args)
-    node = None
-    try:
+    """``ros2 run payload_estimator sim_node``.
+
+    One SIGINT or SIGTERM, whenever it comes (while it simulates too), ends it with status 0
+    (:mod:`payload_estimator.ros.shutdown`).
+    """
+    with NodeProcess() as process:
+        rclpy.init(args=args)
         node = SimNode()
+        process.on_exit(node.destroy_node)
         if node.arm is None:
-            rclpy.spin(node)
+            executor: Any = SingleThreadedExecutor()
         else:  # the action server's goals wait in threads of their own
             executor = MultiThreadedExecutor(num_threads=4)
-            executor.add_node(node)
-            executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        shut_down(*([node.destroy_node] if node is not None else []))  # node: None if SimNode() failed
+        process.on_exit(lambda: executor.shutdown(timeout_sec=EXECUTOR_SHUTDOWN_S))
+        executor.add_node(node)
+        spin_until_shutdown(executor, node.context)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 The supervisor asks for them while it builds the stream
 (:data:`~payload_estimator.supervision.supervisor.Lookup`) and releases the
 lookup once it is built: the node listens to ``/tf`` (often a busy topic) only
-until then. Poses are converted by
+until then, unless ``cloud_topic`` is set: a payload cloud's camera frame is looked up
+for each cloud, and the node listens from its start. Poses are converted by
 :func:`~payload_estimator.supervision.frames.extra_frame` (m, URDF roll/pitch/yaw in rad).
 """
 
@@ -34,13 +35,19 @@ class TfLookup:
         self.buffer: Any = None
         self.listener: Any = None
 
-    def lookup(self, frames: list[str], parent: str) -> tuple[list[tuple], list[str]]:
-        """Poses of ``frames`` in ``parent`` (each looked up once): (extra frames, not found)."""
+    def listen(self) -> None:
+        """Start listening to /tf and /tf_static (now, before any lookup: a payload cloud's camera frame)."""
         import tf2_ros
 
         if self.buffer is None:
             self.buffer = tf2_ros.Buffer()
             self.listener = tf2_ros.TransformListener(self.buffer, self._node)
+
+    def lookup(self, frames: list[str], parent: str) -> tuple[list[tuple], list[str]]:
+        """Poses of ``frames`` in ``parent`` (each looked up once): (extra frames, not found)."""
+        import tf2_ros
+
+        self.listen()
         found, not_found = [], []
         for frame in frames:
             try:

@@ -55,6 +55,7 @@ __all__ = [
     "PaperWristSinusoids",
     "ThesisSinusoids",
     "PickAndPlace",
+    "ReturnToStart",
     "make_trajectory",
     "tcp_speed",
     "flange_kinematics",
@@ -492,6 +493,62 @@ def _segment_duration(spec: RobotSpec, qa: np.ndarray, qb: np.ndarray, min_segme
 
     _, scale, _ = _largest_admissible(spec, build, 1.0)
     return T0 / scale
+
+
+_MIN_JERK_PEAK_ACCELERATION = 10.0 / np.sqrt(3.0)
+"""A rest-to-rest minimum-jerk segment over ``delta`` in ``T`` peaks at this times ``|delta| / T²``."""
+
+
+class ReturnToStart:
+    """``trajectory``, then the rest-to-rest minimum-jerk way back to its first pose.
+
+    A motion that ends where it began, at rest, and so repeats without a jump (the simulator node loops
+    its run). The way back is no brisker than the motion itself: no joint goes faster or accelerates
+    harder on it than on the motion (a minimum-jerk segment over ``delta`` peaks at ``1.875 |delta| / T``
+    and ``5.77 |delta| / T²``), within the speed limits (:data:`TCP_SPEED_LIMIT`,
+    :data:`JOINT_SPEED_FRACTION`), and it lasts at least ``min_segment`` s. (A brisk way back shows the
+    estimate's small errors where the motion never went: the payload tracker held samples out there.)
+
+    Args:
+        trajectory: a motion that ends at rest (every trajectory of this module does).
+        spec: the robot.
+        min_segment: shortest way back, s.
+
+    Attributes:
+        trajectory: the motion. back_duration: the way back, s. name: the motion's name.
+    """
+
+    def __init__(self, trajectory: JointTrajectory, spec: RobotSpec, min_segment: float = 1.0) -> None:
+        end = np.array([trajectory.duration])
+        q_end, dq_end, ddq_end = (x[0] for x in trajectory(end))
+        if np.max(np.abs(dq_end)) > 1e-9 or np.max(np.abs(ddq_end)) > 1e-9:
+            raise ConfigurationError("the way back to the start needs a motion that ends at rest")
+        q_start = trajectory(np.zeros(1))[0][0]
+        self.trajectory = trajectory
+        self.name = str(getattr(trajectory, "name", type(trajectory).__name__))
+        self.back_duration = 0.0
+        if np.any(q_end != q_start):
+            delta = np.abs(q_end - q_start)
+            _, dq, ddq = trajectory(_check_grid(trajectory.duration))
+            peak_dq, peak_ddq = np.max(np.abs(dq), axis=0), np.max(np.abs(ddq), axis=0)
+            moved = (delta > 0.0) & (peak_dq > 0.0) & (peak_ddq > 0.0)
+            gentle = max([min_segment, *(1.875 * delta[moved] / peak_dq[moved]),
+                          *np.sqrt(_MIN_JERK_PEAK_ACCELERATION * delta[moved] / peak_ddq[moved])])
+            self.back_duration = _segment_duration(spec, q_end, q_start, gentle)
+        self._back = MinJerkSegments(np.array([q_end, q_start]), np.array([max(self.back_duration, 1e-9)]))
+
+    @property
+    def duration(self) -> float:
+        """The motion and the way back, s."""
+        return self.trajectory.duration + self.back_duration
+
+    def __call__(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(q, dq, ddq)`` at times ``t`` (N,), each (N, n); the first pose is held after the end."""
+        t = np.atleast_1d(np.asarray(t, dtype=float))
+        first = self.trajectory(np.minimum(t, self.trajectory.duration))
+        back = self._back(t - self.trajectory.duration)
+        on_the_way_back = (t > self.trajectory.duration)[:, None]
+        return tuple(np.where(on_the_way_back, b, a) for a, b in zip(first, back))  # type: ignore[return-value]
 
 
 # ----------------------------------------------------------------- factory

@@ -10,9 +10,9 @@ row and its builder. ``/diagnostics`` is not in the table: it is published on a 
 
 Messages are made by the :data:`~payload_estimator.io.ros_factories.MessageFactory` the
 :class:`Outputs` carries (rclpy messages in the node, ``rosbags`` dataclasses in tests), each at most
-once per :class:`Outputs` and only when asked for (:meth:`Outputs.message`): the markers are built only
-when someone subscribes to them. Poses and inertias are in the stream's sensor frame unless the field
-says flange; SI units.
+once per :class:`Outputs` and only when asked for (:meth:`Outputs.message`): the markers and the point
+masses are built only when someone subscribes to them. Poses and inertias are in the stream's sensor frame
+unless the field says flange; SI units.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from payload_estimator.io import ros_outbound
 from payload_estimator.io.ros_factories import MessageFactory
@@ -33,6 +35,7 @@ __all__ = [
     "estimate_message",
     "inertia_message",
     "markers_message",
+    "point_masses_message",
     "urdf_inertial_message",
 ]
 
@@ -86,6 +89,11 @@ class Outputs:
         return self.message(markers_message)
 
     @property
+    def point_masses(self) -> Any | None:
+        """``sensor_msgs/PointCloud2`` for ``~/point_masses``, or None (the estimator has no point masses)."""
+        return self.message(point_masses_message)
+
+    @property
     def urdf_inertial(self) -> Any | None:
         """``std_msgs/String`` for ``~/urdf_inertial``, or None (unchanged: not republished)."""
         return self.message(urdf_inertial_message)
@@ -108,6 +116,20 @@ def markers_message(out: Outputs) -> Any:
     markers = estimate_markers(est.params, est.extras.get("points_in_sensor"), est.extras.get("point_masses"),
                                est.physically_consistent)
     return ros_outbound.marker_array_msg(out.factory, markers, out.sensor_frame, out.result.t)
+
+
+def point_masses_message(out: Outputs) -> Any | None:
+    """``sensor_msgs/PointCloud2``: each point mass PMD solved, in the sensor frame; None without point masses.
+
+    Each point has its ``mass`` (kg) and an ``rgb`` colour by mass (blue: empty, red: the heaviest; the density
+    PMD sees)."""
+    extras = out.result.estimate.extras
+    points, masses = extras.get("points_in_sensor"), extras.get("point_masses")
+    if points is None or masses is None or len(points) != len(masses) or not len(points):
+        return None
+    masses = np.asarray(masses, dtype=float).reshape(-1)
+    return ros_outbound.point_cloud2_msg(out.factory, out.result.t, out.sensor_frame, np.asarray(points, dtype=float),
+                                         mass=masses.astype(np.float32), rgb=ros_outbound.mass_colours(masses))
 
 
 def urdf_inertial_message(out: Outputs) -> Any | None:
@@ -141,6 +163,7 @@ OUTPUT_TOPICS: tuple[OutputTopic, ...] = (
     OutputTopic("~/estimate", "payload_estimator/msg/PayloadEstimate", estimate_message),
     OutputTopic("~/inertia", "geometry_msgs/msg/InertiaStamped", inertia_message),
     OutputTopic("~/markers", "visualization_msgs/msg/MarkerArray", markers_message, on_demand=True),
+    OutputTopic("~/point_masses", "sensor_msgs/msg/PointCloud2", point_masses_message, depth=2, on_demand=True),
     OutputTopic("~/urdf_inertial", "std_msgs/msg/String", urdf_inertial_message, latched=True),
 )
 """Every topic the node publishes an estimate on, in publishing order (module docstring)."""

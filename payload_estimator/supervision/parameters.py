@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from payload_estimator.pipeline.payload_cloud import CLOUD
 from payload_estimator.pipeline.sources.strategies import IMU, JOINTS, WRENCH
 from payload_estimator.settings import Settings, WrenchSource
 
@@ -50,7 +51,8 @@ PARAMETER_TYPES = ("bool", "integer", "double", "string", "string_array", "doubl
 """ROS parameter types used (``rcl_interfaces/msg/ParameterType`` without the prefix)."""
 
 _READ_ONLY_FIELDS = frozenset(
-    {"robot", "use_builtin_description", "joint_states_topic", "wrench_topic", "imu_topic", "publish_rate_hz"}
+    {"robot", "use_builtin_description", "joint_states_topic", "wrench_topic", "imu_topic", "cloud_topic",
+     "publish_rate_hz"}
 )
 _LIVE_FIELDS = frozenset(
     {"apply_target", "max_payload_mass", "franka_set_load_service", "xarm_set_tcp_load_service",
@@ -183,7 +185,7 @@ def parameters_refusal(values: Mapping[str, Any], wrench_subscribed: bool = True
 
 
 def subscribed_inputs(values: Mapping[str, Any]) -> dict[str, str]:
-    """The input topics the node subscribes to, by stream (``joint_states``, ``wrench``, ``imu``).
+    """The input topics the node subscribes to, by stream (``joint_states``, ``wrench``, ``imu``, ``cloud``).
 
     They follow from its parameter ``values`` at start-up: always the joint
     states; the wrench unless it comes from the joints' efforts (``wrench_source``
@@ -195,4 +197,6 @@ def subscribed_inputs(values: Mapping[str, Any]) -> dict[str, str]:
         topics[WRENCH] = values["wrench_topic"]
     if values.get("imu_topic"):
         topics[IMU] = values["imu_topic"]
+    if values.get("cloud_topic"):
+        topics[CLOUD] = values["cloud_topic"]
     return topics

@@ -86,6 +86,7 @@ from payload_estimator.supervision.parameters import (
     parameters_refusal,
     settings_with,
 )
+from payload_estimator.supervision.payload_clouds import start_clouds
 from payload_estimator.supervision.status import (
     CONFIGURATION_ERROR,
     RUNNING,
@@ -95,13 +96,7 @@ from payload_estimator.supervision.status import (
     node_status_fields,
 )
 
-__all__ = [
-    "Supervisor",
-    "Lookup",
-    "TF_WAIT_S",
-    "TF_RETRY_S",
-    "PROCESS_PERIOD_S",
-]
+__all__ = ["Supervisor", "Lookup", "TF_WAIT_S", "TF_RETRY_S", "PROCESS_PERIOD_S"]
 
 TF_WAIT_S = 3.0
 """How long to wait for frames the URDF lacks to appear in tf2 before building without them, s."""
@@ -297,6 +292,7 @@ class Supervisor:
             self.dropped_while_not_running += len(items)
             return self._republish(now, self.status.message)
         stream = driver.stream
+        items = ros_inbound.take_clouds(stream, items)  # the payload's clouds (cloud_topic): fed on the next turn
         for kind, n in overflow.items():
             stream.health.report(BUFFER_OVERFLOW, f"{n} messages dropped: the input queue was full "
                                  "(processing fell behind)", kind, n)
@@ -399,6 +395,7 @@ class Supervisor:
                 f"{settings.sensor_parent_frame or flange_frame(settings)!r} at sensor_xyz={settings.sensor_xyz}, "
                 f"sensor_rpy={settings.sensor_rpy}")
         stream.paused = self.paused
+        start_clouds(stream, self._lookup)
         # the node's loop sets the turns (one tick each); the Driver's period only sets how early a
         # publication may come (half of it): the shortest, as the loop's turns follow its own timer
         self.driver = Driver(stream, ros_inbound.feed_many, publish_period_s=1.0 / settings.publish_rate_hz,

@@ -21,9 +21,11 @@ Every field the stand-in receives is checked against the simulator's truth (``/p
 in the sensor frame, moved into the flange frame with the simulator's tf): Franka's mass (kg),
 center_of_mass (m) and load_inertia (about the COM, column-major 3x3, kg m²), all in the flange frame;
 xArm's weight (kg) and center_of_gravity (mm, flange frame); UR's mass (kg), center_of_gravity (m) and,
-where ur_msgs has them (2.6 on), ixx ... iyz (about the COM, flange axes, kg m²), all in ``tool0``, with
-transition_time zero. A robot refusing (Franka: moving; xArm: a non-zero ret; UR: success false) is
-reported by ~/apply as a failure with the robot's words.
+where ur_msgs has them (2.6 on; ur_msgs 3: all in one geometry_msgs/Inertia ``payload``), ixx ... iyz (about
+the COM, flange axes, kg m²), all in ``tool0``, with transition_time zero. With an older ur_msgs (up to 2.5,
+e.g. 2.0.0) the robot gets mass and centre of gravity only, and ~/apply's answer says the inertia was not
+sent. A robot refusing (Franka: moving; xArm: a non-zero ret; UR: success false) is reported by ~/apply as a
+failure with the robot's words.
 
 A run whose vendor package is not installed is skipped (the others still run). Launched by
 ``colcon test`` (add_launch_test, ROS_DOMAIN_ID isolated) or by hand:
@@ -70,6 +72,12 @@ from payload_estimator.settings import settings_for_robot  # noqa: E402
 from payload_estimator.srv import ApplyEstimate  # noqa: E402
 
 PAYLOAD = "claw_hammer"
+UR_KINDS = {
+    "mass and centre of gravity": {"mass", "center_of_gravity"},  # ur_msgs up to 2.5
+    "with inertia": {"mass", "center_of_gravity", "ixx", "iyy", "izz", "ixy", "ixz", "iyz", "transition_time"},  # 2.6
+    "one geometry_msgs/Inertia": {"payload", "transition_time"},  # ur_msgs 3
+}
+"""The kinds of ur_msgs' SetPayload request: its fields, as each ur_msgs' srv/SetPayload.srv defines them."""
 VENDOR_PACKAGE = {"panda": "franka_msgs", "xarm7": "xarm_msgs", "ur5e": "ur_msgs"}
 CONVERGED_WITHIN_MOTION_S = 20.0
 """Sample time the simulator published, from its first joint state to the one the estimate ~/apply may
@@ -277,29 +285,7 @@ class TestVendorApply(SpinningTestCase, unittest.TestCase):
             np.testing.assert_allclose(request["load_inertia"], sent.load_inertia, rtol=1e-9)
             np.testing.assert_allclose(request["center_of_mass"], sent.center_of_mass, rtol=1e-9)
         elif robot == "ur5e":
-            self.assertEqual(applied.message, "applied by /io_and_status_controller/set_payload: success")
-            self.assertTrue(applied.request.startswith(
-                "# ur_msgs/srv/SetPayload on /io_and_status_controller/set_payload"))
-            cog = sent.center_of_gravity  # geometry_msgs/Vector3, m
-            got_com = np.array([cog.x, cog.y, cog.z])
-            print(f"{robot}: SetPayload mass {sent.mass:.4f} kg (truth {mass:.4f}), center_of_gravity "
-                  f"{np.round(got_com, 4).tolist()} m (truth {np.round(com, 4).tolist()})")
-            self.assertLess(abs(sent.mass - mass), MASS_REL_TOL * mass)
-            np.testing.assert_allclose(got_com, com, atol=COM_TOL_M)
-            np.testing.assert_allclose(request["center_of_gravity"]["x"], cog.x, rtol=1e-12)
-            self.assertAlmostEqual(request["mass"], sent.mass, places=5)  # float32 on the wire
-            if hasattr(sent, "ixx"):  # ur_msgs 2.6 on: the inertia about the COM in the flange's axes
-                got_inertia = np.array([[sent.ixx, sent.ixy, sent.ixz], [sent.ixy, sent.iyy, sent.iyz],
-                                        [sent.ixz, sent.iyz, sent.izz]])
-                print(f"{robot}: SetPayload inertia diag {np.round(np.diag(got_inertia), 5).tolist()} (truth "
-                      f"{np.round(np.diag(inertia), 5).tolist()}) kg m2, products "
-                      f"{np.round([sent.ixy, sent.ixz, sent.iyz], 6).tolist()} (truth "
-                      f"{np.round([inertia[0, 1], inertia[0, 2], inertia[1, 2]], 6).tolist()}), largest entry "
-                      f"error {np.max(np.abs(got_inertia - inertia)):.2e}")
-                np.testing.assert_allclose(got_inertia, inertia, atol=INERTIA_TOL * np.linalg.eigvalsh(inertia).max())
-                self.assertGreater(np.linalg.eigvalsh(got_inertia).min(), 0.0)
-                self.assertEqual(request["ixy"], sent.ixy)
-                self.assertEqual((sent.transition_time.sec, sent.transition_time.nanosec), (0, 0))  # at once
+            self._check_ur(applied, sent, request, mass, com, inertia)
         else:
             self.assertIn("applied by /xarm/set_tcp_load", applied.message)
             self.assertTrue(applied.request.startswith("# xarm_msgs/srv/SetTcpLoad on /xarm/set_tcp_load"))
@@ -316,6 +302,53 @@ class TestVendorApply(SpinningTestCase, unittest.TestCase):
         dry = self._apply(dry_run=True)
         self.assertTrue(dry.success, dry.message)
         self.assertEqual(len(fake.requests), 2)
+
+    def _check_ur(self, applied, sent, request, mass, com, inertia):
+        """UR's SetPayload, whichever ur_msgs is installed (UR_KINDS): what the robot got, what ~/apply says.
+
+        ``request`` (the YAML ~/apply answers with) is the whole request, inertia included, whatever the
+        installed type holds; ``sent`` is what the robot received; the message names what was left out.
+        """
+        service = "/io_and_status_controller/set_payload"
+        fields = set(type(sent).get_fields_and_field_types())
+        kind = next((k for k, names in UR_KINDS.items() if names == fields), None)
+        self.assertIsNotNone(kind, f"a SetPayload of none of the known kinds: {sorted(fields)}")
+        print(f"ur5e: ur_msgs' SetPayload {kind}: {sorted(fields)}")
+        self.assertTrue(applied.request.startswith(f"# ur_msgs/srv/SetPayload on {service}"))
+        if kind == "mass and centre of gravity":
+            self.assertEqual(applied.message, f"applied by {service}: success (this ur_msgs has no ixx, iyy, izz, "
+                                              "ixy, ixz, iyz: not sent)")
+        else:
+            self.assertEqual(applied.message, f"applied by {service}: success")
+        payload = sent.payload if kind == "one geometry_msgs/Inertia" else None
+        sent_mass = payload.m if payload is not None else sent.mass
+        cog = payload.com if payload is not None else sent.center_of_gravity  # geometry_msgs/Vector3, m
+        got_com = np.array([cog.x, cog.y, cog.z])
+        print(f"ur5e: SetPayload mass {sent_mass:.4f} kg (truth {mass:.4f}), center of gravity "
+              f"{np.round(got_com, 4).tolist()} m (truth {np.round(com, 4).tolist()})")
+        self.assertLess(abs(sent_mass - mass), MASS_REL_TOL * mass)
+        np.testing.assert_allclose(got_com, com, atol=COM_TOL_M)
+        np.testing.assert_allclose(request["center_of_gravity"]["x"], cog.x, rtol=1e-12)
+        self.assertAlmostEqual(request["mass"], sent_mass, places=5)  # float32 on the wire up to ur_msgs 2
+        # the request's inertia (about the COM, flange axes) is the truth's, whether the type can carry it or not
+        asked = np.array([[request["ixx"], request["ixy"], request["ixz"]],
+                          [request["ixy"], request["iyy"], request["iyz"]],
+                          [request["ixz"], request["iyz"], request["izz"]]])
+        np.testing.assert_allclose(asked, inertia, atol=INERTIA_TOL * np.linalg.eigvalsh(inertia).max())
+        self.assertGreater(np.linalg.eigvalsh(asked).min(), 0.0)
+        if kind == "mass and centre of gravity":
+            return
+        holder = payload if payload is not None else sent
+        got_inertia = np.array([[holder.ixx, holder.ixy, holder.ixz], [holder.ixy, holder.iyy, holder.iyz],
+                                [holder.ixz, holder.iyz, holder.izz]])
+        print(f"ur5e: SetPayload inertia diag {np.round(np.diag(got_inertia), 5).tolist()} (truth "
+              f"{np.round(np.diag(inertia), 5).tolist()}) kg m2, largest entry error "
+              f"{np.max(np.abs(got_inertia - inertia)):.2e}")
+        np.testing.assert_allclose(got_inertia, asked, rtol=1e-12)  # float64 on the wire: as asked
+        # at once: builtin_interfaces/Duration (2.6 on) or float64 s (3 on)
+        transition = sent.transition_time
+        at_once = transition == 0.0 if isinstance(transition, float) else (transition.sec, transition.nanosec) == (0, 0)
+        self.assertTrue(at_once, transition)
 
 
 @launch_testing.post_shutdown_test()
