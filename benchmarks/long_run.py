@@ -3,9 +3,9 @@
 (a) ``--hours H`` (default 1): H hours of simulated time, joint states at 1 kHz
     and the wrench at 1 kHz, through the node's loop as fast as it goes. The
     signals are a MuJoCo run of the catalogue (a Panda holding a claw hammer,
-    Nadeau et al.'s wrist motion, 20 s) replayed in a loop by
+    Nadeau et al.'s wrist motion, 20 s, then back to its start) replayed in a loop by
     :class:`~payload_estimator.sim.live.LiveRun`, exactly as the simulator node
-    publishes it (with a 0.1 s pause between passes, which restarts the filters).
+    publishes it (seamlessly: the stamps go on at 1 kHz across each restart).
     Every 10 ms of input is one processing turn; an estimate is taken at
     ``publish_rate_hz``. Two ways in:
 
@@ -19,18 +19,26 @@
       (``ros_inbound.feed_many``, the Driver, the outgoing messages and the
       1 Hz diagnostics): the estimator node minus rclpy.
 
-    Every 10 % of the run a row: resident memory (psutil), CPU time per
-    millisecond of input (one joint state and one wrench), and the bytes held
-    by the aligner, the health counters, the convergence monitor, the
-    estimator and the driver (a deep ``sys.getsizeof`` walk; numpy arrays by
-    their ``nbytes``). Then ``--stale-minutes`` (default 10) of the wrench
-    topic stopped while joint states go on (what the node does while a sensor
-    driver is down), one row a minute, and a minute with the wrench back.
+    Every 10 % of the run a row: resident memory (psutil), the Python objects
+    alive (the garbage collector's count), CPU time per millisecond of input
+    (one joint state and one wrench), and the bytes held by the aligner, the
+    health counters, the convergence monitor, the estimator and the driver (a
+    deep ``sys.getsizeof`` walk, into closures and deferred computations too;
+    numpy arrays by their ``nbytes``). After the warm-up (the first 10 %), a
+    line through the rows gives each one's growth per hour: the memory is flat
+    when the objects alive and the parts do not grow, and the resident memory
+    grows by less than :data:`RSS_GROWTH_LIMIT_MB_PER_H`. ``--trace`` also
+    lists what grew most from the warm-up to the end, by the line that
+    allocated it (tracemalloc; slower). Then ``--stale-minutes`` (default 10)
+    of the wrench topic stopped while joint states go on (what the node does
+    while a sensor driver is down), one row a minute, and a minute with the
+    wrench back.
 
 (b) ``--ros``: ``--minutes M`` (default 10) of the real node under ROS,
     ``ros2 launch payload_estimator sim_demo.launch.py robot:=panda rviz:=false``,
     sampling the estimator node process's resident memory and CPU share every
-    minute (psutil); at the end SIGINT, and how long the node takes to exit.
+    minute (psutil), with its growth per hour after the first sample (a line
+    through the samples); at the end SIGINT, and how long the node takes to exit.
     Then ``--signals N`` (default 5) times each: the estimator node while the
     simulator node publishes at it, SIGINT or SIGTERM once it estimates, and
     the time from the signal to the end of its process (``--minutes 0``: only
@@ -39,6 +47,7 @@
 Run:
     python benchmarks/long_run.py                     # (a) one hour, arrays through the Driver
     python benchmarks/long_run.py --feed node         # (a) one hour, messages through the Supervisor
+    python benchmarks/long_run.py --hours 0.25 --trace  # (a) and what grows, by the line that allocated it
     python benchmarks/long_run.py --quick             # CI smoke: 15 s of input, a few seconds
     python benchmarks/long_run.py --ros --minutes 10  # (b) the node under ROS
 """
@@ -46,6 +55,7 @@ Run:
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import math
 import os
@@ -54,6 +64,7 @@ import subprocess
 import sys
 import threading
 import time
+import tracemalloc
 import types
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -67,14 +78,16 @@ from payload_estimator.pipeline.build import build_stream
 from payload_estimator.pipeline.driver import PROCESS_PERIOD_S, Driver
 from payload_estimator.pipeline.stream import EstimationStream, StreamEstimate
 from payload_estimator.settings import Settings, settings_for_robot
-from payload_estimator.sim.live import JOINTS, WRENCH, Due, LiveRun
+from payload_estimator.sim.live import JOINTS, WRENCH, Due, LiveRun, looping_trajectory
 from payload_estimator.sim.mujoco_sim import simulate
 from payload_estimator.sim.payloads import get_payload
 
 STAMP_ORIGIN_S = 1.7e9
 """Stamps are wall-clock-like (the simulator node stamps with wall time): 1.7e9 s + run time."""
-RSS_FLAT_MB = 20.0
-"""What "flat" means for resident memory after the warm-up (the first 10 %), MB."""
+RSS_GROWTH_LIMIT_MB_PER_H = 2.0
+"""What "flat" means for resident memory after the warm-up: it grows by less than this, MB an hour (a line
+through the rows; the allocator's own churn moves it by a megabyte or so, up or down). The leak this
+benchmark exists for grew by 50 MB an hour."""
 
 
 def _psutil() -> Any:
@@ -89,13 +102,18 @@ def _psutil() -> Any:
 
 
 def deep_size(obj: Any, seen: set[int] | None = None) -> int:
-    """Bytes held by ``obj`` and everything it refers to (numpy arrays by ``nbytes``; modules,
-    classes and functions are not followed; each object is counted once)."""
+    """Bytes held by ``obj`` and everything it refers to (numpy arrays by ``nbytes``; a closure by its
+    cells, a ``functools.partial`` by its arguments; modules, classes, methods and a function's globals
+    are not followed; each object is counted once)."""
     seen = set() if seen is None else seen
-    if id(obj) in seen or isinstance(obj, (type, types.ModuleType, types.FunctionType, types.MethodType,
-                                           types.BuiltinFunctionType)):
+    if id(obj) in seen or isinstance(obj, (type, types.ModuleType, types.MethodType, types.BuiltinFunctionType)):
         return 0
     seen.add(id(obj))
+    if isinstance(obj, types.FunctionType):  # a closure holds what its cells hold (a deferred computation)
+        return sys.getsizeof(obj) + sum(deep_size(_cell(cell), seen) for cell in obj.__closure__ or ())
+    if isinstance(obj, functools.partial):
+        return sys.getsizeof(obj) + deep_size(obj.func, seen) + deep_size(obj.args, seen) + deep_size(
+            obj.keywords, seen)
     if isinstance(obj, np.ndarray):  # a view holds its base's memory
         return sys.getsizeof(obj) + (obj.nbytes if obj.base is None else deep_size(obj.base, seen))
     size = sys.getsizeof(obj)
@@ -113,6 +131,13 @@ def deep_size(obj: Any, seen: set[int] | None = None) -> int:
         if hasattr(obj, name):
             size += deep_size(getattr(obj, name), seen)
     return size
+
+
+def _cell(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return None
 
 
 def stream_parts(stream: EstimationStream, driver: Driver) -> dict[str, int]:
@@ -233,6 +258,7 @@ class Row:
     t_sim: float
     wall: float
     rss_mb: float
+    objects: int
     us_per_ms: float
     parts: dict[str, int]
     buffers: dict[str, int]
@@ -250,20 +276,21 @@ def _row(phase: str, t_sim: float, wall: float, loop: Loop, cpu_window: float, i
     stale = ""
     if message is not None and hasattr(message, "stale"):
         stale = f"{'yes' if message.stale else 'no'} ({message.age:.1f} s)"
-    return Row(phase, t_sim, wall, process.memory_info().rss / 2**20,
+    return Row(phase, t_sim, wall, process.memory_info().rss / 2**20, len(gc.get_objects()),
                1e6 * cpu_window / max(input_ms, 1.0), stream_parts(stream, driver),
                stream.aligner.buffer_sizes(), loop.published(),
                last.estimate.mass if last is not None else math.nan, bool(last and last.converged), stale)
 
 
 def run_simulated(hours: float, stale_minutes: float, feed: str, quick: bool, robot: str, payload: str,
-                  estimator: str) -> None:
+                  estimator: str, trace: bool = False) -> None:
     psutil = _psutil()
     process = psutil.Process()
     payload_spec = get_payload(payload)
     settings = settings_for_robot(robot, estimator=estimator, payload_shape=format_shape_spec(payload_spec.envelope))
     t0 = time.perf_counter()
-    run = simulate(robot=robot, payload=payload, trajectory="wrist", duration=20.0, noise="moderate", seed=0)
+    motion = looping_trajectory(robot, "wrist", 20.0)  # as the simulator node: then back to its start
+    run = simulate(robot=robot, payload=payload, trajectory=motion, duration=motion.duration, noise="moderate", seed=0)
     live = LiveRun(run, settings, loop=True)
     simulated_s = time.perf_counter() - t0
     loop = {"arrays": arrays_loop, "node": node_loop}[feed](live, settings)
@@ -304,10 +331,15 @@ def run_simulated(hours: float, stale_minutes: float, feed: str, quick: bool, ro
             input_ms += len(joints)
             yield now, t_run
 
+    if trace:
+        tracemalloc.start(12)
+    snapshots = []
     for now, t_run in turns_of(turns, True):
         if k in checkpoints:
             mark("running", now, t_run)
             t_end = t_run
+            if trace and len(snapshots) < 2 and (not snapshots or k == max(checkpoints)):
+                snapshots.append(tracemalloc.take_snapshot())
     for i, (now, t_run) in enumerate(turns_of(stale_turns, False), start=1):
         if i % stale_every == 0 or i == stale_turns:
             mark("wrench stopped", now, t_run)
@@ -315,11 +347,13 @@ def run_simulated(hours: float, stale_minutes: float, feed: str, quick: bool, ro
         if i == back_turns:
             mark("wrench back", now, t_run)
     _print_simulated(rows, hours, feed, robot, payload, estimator, simulated_s, t_end, quick)
+    if len(snapshots) == 2:
+        _print_growth(*snapshots)
     diag = loop.stream().diagnostics()
     if "payload_changes" in diag:  # track_payload: one payload all along, every flag is a false alarm
         print(f"\nFollowing the payload (track_payload): {diag['payload_changes']} change(s), {diag['contacts']} "
               f"contact(s), {diag['held_out_samples']} sample(s) held out, over {hours * 60:g} min of one payload "
-              "(the looped run restarts its motion every 20 s).")
+              f"(the looped run restarts its motion every {live.period:.0f} s).")
 
 
 def _print_simulated(rows: list[Row], hours: float, feed: str, robot: str, payload: str, estimator: str,
@@ -329,34 +363,60 @@ def _print_simulated(rows: list[Row], hours: float, feed: str, robot: str, paylo
            "node": "ROS messages (rosbags) through the node's Supervisor"}[feed]
     print(f"\nLong run: {hours * 60:g} min of simulated time, {robot} holding the {payload} "
           f"({truth:.3f} kg), {estimator}, joint states and wrench at 1 kHz, {how}; "
-          f"the MuJoCo run (20 s, looped) simulated in {simulated_s:.1f} s.\n")
+          f"the MuJoCo run (20 s of motion and the way back, looped seamlessly) simulated in {simulated_s:.1f} s.\n")
     parts = list(rows[0].parts)
-    print("| phase | input time (min) | wall (s) | RSS (MB) | CPU µs per ms of input | "
+    print("| phase | input time (min) | wall (s) | RSS (MB) | objects alive | CPU µs per ms of input | "
           + " | ".join(f"{p} (kB)" for p in parts)
           + " | aligner rows (joints/wrench) | estimates | mass (kg) | converged |"
           + (" stale (age) |" if feed == "node" else ""))
-    print("|---" * (10 + len(parts) + (feed == "node")) + "|")
+    print("|---" * (11 + len(parts) + (feed == "node")) + "|")
     for r in rows:
         buffers = f"{r.buffers.get(JOINTS, 0)}/{r.buffers.get(WRENCH, 0)}"
-        print(f"| {r.phase} | {r.t_sim / 60:.1f} | {r.wall:.0f} | {r.rss_mb:.1f} | {r.us_per_ms:.1f} | "
+        print(f"| {r.phase} | {r.t_sim / 60:.1f} | {r.wall:.0f} | {r.rss_mb:.1f} | {r.objects} | {r.us_per_ms:.1f} | "
               + " | ".join(f"{r.parts[p] / 1024:.1f}" for p in parts)
               + f" | {buffers} | {r.published} | {r.mass:.4f} | {'yes' if r.converged else 'no'} |"
               + (f" {r.stale} |" if feed == "node" else ""))
     running = [r for r in rows if r.phase == "running"]
     after = running[1:] if len(running) > 1 else running
+    hours_after = [r.t_sim / 3600.0 for r in after]
     rss = [r.rss_mb for r in after]
-    spread = max(rss) - min(rss)
+    rss_per_h = per_hour(hours_after, rss)
+    objects_per_h = per_hour(hours_after, [r.objects for r in after])
     us = [r.us_per_ms for r in after]
-    print(f"\nAfter the warm-up (first 10 %): RSS {min(rss):.1f}-{max(rss):.1f} MB, spread {spread:.1f} MB "
-          f"({'flat' if spread <= RSS_FLAT_MB else 'GROWING'}: limit {RSS_FLAT_MB:g} MB); CPU per ms of input "
-          f"{min(us):.1f}-{max(us):.1f} µs (last/first {us[-1] / us[0]:.2f}).")
+    flat = rss_per_h <= RSS_GROWTH_LIMIT_MB_PER_H
+    print(f"\nAfter the warm-up (first 10 %): RSS {min(rss):.1f}-{max(rss):.1f} MB, growing {rss_per_h:+.1f} MB an "
+          f"hour ({'flat' if flat else 'GROWING'}: limit {RSS_GROWTH_LIMIT_MB_PER_H:g} MB an hour); objects alive "
+          f"{min(r.objects for r in after)}-{max(r.objects for r in after)}, {objects_per_h:+.0f} an hour; CPU per ms "
+          f"of input {min(us):.1f}-{max(us):.1f} µs (last/first {us[-1] / us[0]:.2f}).")
     for p in parts:
         sizes = [r.parts[p] for r in after]
-        print(f"  {p}: {min(sizes) / 1024:.1f}-{max(sizes) / 1024:.1f} kB while running"
+        print(f"  {p}: {min(sizes) / 1024:.1f}-{max(sizes) / 1024:.1f} kB while running, "
+              f"{per_hour(hours_after, sizes) / 1024:+.1f} kB an hour"
               + (f", {max(r.parts[p] for r in rows) / 1024:.1f} kB at most overall" if len(rows) > len(running)
                  else ""))
     if quick:
         print("(--quick: a smoke run; the figures above say nothing about long-run growth)")
+
+
+def per_hour(hours: list[float], values: list[float]) -> float:
+    """Slope of the least-squares line through ``values`` at ``hours``, per hour (0 for fewer than 2 rows)."""
+    if len(hours) < 2 or max(hours) == min(hours):
+        return 0.0
+    return float(np.polyfit(hours, values, 1)[0])
+
+
+def _print_growth(warm: Any, end: Any, top: int = 8) -> None:
+    """What grew most from the warm-up to the end of the run, by the line that allocated it (tracemalloc)."""
+    grown: dict[str, list[int]] = {}
+    for stat in end.compare_to(warm, "traceback"):  # by the package's innermost line on the way
+        frame = next((f for f in stat.traceback if "payload_estimator" in f.filename), stat.traceback[0])
+        where = f"{frame.filename.split('payload_estimator/')[-1]}:{frame.lineno}"
+        size, count = grown.setdefault(where, [0, 0])
+        grown[where] = [size + stat.size_diff, count + stat.count_diff]
+    print(f"\nGrowth from the warm-up to the end of the run, by the package's line that allocated it (tracemalloc, "
+          f"top {top}; the CPU figures above are tracemalloc's too):")
+    for where, (size, count) in sorted(grown.items(), key=lambda item: -item[1][0])[:top]:
+        print(f"  {size / 1024:+.1f} kB ({count:+d} blocks) {where}")
 
 
 # ---------------------------------------------------------------------- (b) ROS
@@ -426,11 +486,13 @@ def run_ros(minutes: float, robot: str, quick: bool) -> None:
     print("|---|---|---|---|---|---|")
     for t, rss, cpu, sim_rss, sim_cpu, threads in rows:
         print(f"| {t:.0f} | {rss:.1f} | {cpu:.1f} | {sim_rss:.1f} | {sim_cpu:.1f} | {threads:.0f} |")
-    after = [r[1] for r in rows[1:]] or [r[1] for r in rows]
-    spread = max(after) - min(after)
-    print(f"\nAfter the first sample: estimator RSS {min(after):.1f}-{max(after):.1f} MB, spread {spread:.1f} MB "
-          f"({'flat' if spread <= RSS_FLAT_MB else 'GROWING'}: limit {RSS_FLAT_MB:g} MB). After SIGINT the "
-          f"estimator node exited in {exit_after:.2f} s (launch exit status {launch.returncode}).")
+    kept = rows[1:] if len(rows) > 2 else rows
+    after = [r[1] for r in kept]
+    growth = per_hour([r[0] / 60.0 for r in kept], after)
+    print(f"\nAfter the first sample: estimator RSS {min(after):.1f}-{max(after):.1f} MB, growing {growth:+.1f} MB an "
+          f"hour ({'flat' if growth <= RSS_GROWTH_LIMIT_MB_PER_H else 'GROWING'}: limit "
+          f"{RSS_GROWTH_LIMIT_MB_PER_H:g} MB an hour). After SIGINT the estimator node exited in {exit_after:.2f} s "
+          f"(launch exit status {launch.returncode}).")
 
 
 def signal_exits(trials: int) -> None:
@@ -506,6 +568,7 @@ def main() -> None:
     ap.add_argument("--minutes", type=float, default=10.0, help="length of (b), min")
     ap.add_argument("--signals", type=int, default=5, help="(b): SIGINT and SIGTERM trials of the node alone")
     ap.add_argument("--quick", action="store_true", help="a smoke run of a few seconds (CI)")
+    ap.add_argument("--trace", action="store_true", help="(a): what grew most, by where it was allocated (slower)")
     args = ap.parse_args()
     if args.ros:
         if args.minutes > 0:
@@ -514,7 +577,7 @@ def main() -> None:
             signal_exits(args.signals if not args.quick else 1)
         return
     hours, stale = (args.hours, args.stale_minutes) if not args.quick else (15.0 / 3600.0, 0.1)
-    run_simulated(hours, stale, args.feed, args.quick, args.robot, args.payload, args.estimator)
+    run_simulated(hours, stale, args.feed, args.quick, args.robot, args.payload, args.estimator, args.trace)
 
 
 if __name__ == "__main__":

@@ -270,7 +270,7 @@ class SpinningTestCase:
 
 MAX_GAP_S = 0.05
 """A silence longer than this between two published samples is no motion (the estimator's default
-``max_gap_s``: its aligner starts a new segment there, as at the simulator's loop gap)."""
+``max_gap_s``: its aligner starts a new segment there; the simulator's loop has no such gap)."""
 
 
 class StampMonitor:
