@@ -588,10 +588,8 @@ def main(args: list[str] | None = None) -> None:
         rclpy.init(args=args)
         node = SimNode()
         process.on_exit(node.destroy_node)
-        if node.arm is None:
-            executor: Any = SingleThreadedExecutor()
-        else:  # the action server's goals wait in threads of their own
-            executor = MultiThreadedExecutor(num_threads=4)
+        # with an arm, the action server's goals wait in threads of their own
+        executor: Any = SingleThreadedExecutor() if node.arm is None else MultiThreadedExecutor(num_threads=4)
         process.on_exit(lambda: executor.shutdown(timeout_sec=EXECUTOR_SHUTDOWN_S))
         executor.add_node(node)
         spin_until_shutdown(executor, node.context)
