@@ -198,19 +198,20 @@ def test_estimate_takes_a_camera_cloud_file(tmp_path, capsys, suffix):
 
 
 def test_estimate_merges_a_large_cloud_down_to_its_budget(tmp_path, capsys, rng):
-    """A camera's cloud of 20,000 points through estimate --points: merged to cloud_max_points point masses (300,
-    or --cloud-max-points), as a points:FILE shape is."""
+    """A camera's cloud of 20,000 points through estimate --points: merged to cloud_max_points point masses (its
+    default, or --cloud-max-points), as a points:FILE shape is."""
     import json
 
     from pypcd4 import PointCloud
 
     from payload_estimator.cli import main
+    from payload_estimator.settings import Settings
 
     path = tmp_path / "dense.pcd"
     PointCloud.from_xyz_points(rng.uniform([-0.05, -0.03, 0.05], [0.05, 0.03, 0.15], (20_000, 3))).save(path)
     samples = tmp_path / "s.csv"
     samples.write_text((REPO / "examples" / "samples.csv").read_text())
-    for extra, budget in (([], 300), (["--cloud-max-points", "80"], 80)):
+    for extra, budget in (([], Settings().cloud_max_points), (["--cloud-max-points", "250"], 250)):
         assert main(["estimate", str(samples), "--points", str(path), "--bias", "--json", *extra]) == 0
         out = json.loads(capsys.readouterr().out)
         assert budget // 2 < out["n_points"] <= budget, out["n_points"]
