@@ -205,13 +205,14 @@ def test_estimate_merges_a_large_cloud_down_to_its_budget(tmp_path, capsys, rng)
     from pypcd4 import PointCloud
 
     from payload_estimator.cli import main
-    from payload_estimator.settings import Settings
 
     path = tmp_path / "dense.pcd"
     PointCloud.from_xyz_points(rng.uniform([-0.05, -0.03, 0.05], [0.05, 0.03, 0.15], (20_000, 3))).save(path)
     samples = tmp_path / "s.csv"
     samples.write_text((REPO / "examples" / "samples.csv").read_text())
-    for extra, budget in (([], Settings().cloud_max_points), (["--cloud-max-points", "250"], 250)):
+    from payload_estimator.settings import Settings
+
+    for extra, budget in (([], Settings().cloud_max_points), (["--cloud-max-points", "80"], 80)):
         assert main(["estimate", str(samples), "--points", str(path), "--bias", "--json", *extra]) == 0
         out = json.loads(capsys.readouterr().out)
         assert budget // 2 < out["n_points"] <= budget, out["n_points"]
