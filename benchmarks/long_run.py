@@ -24,8 +24,8 @@
     (one joint state and one wrench), and the bytes held by the aligner, the
     health counters, the convergence monitor, the estimator and the driver (a
     deep ``sys.getsizeof`` walk, into closures and deferred computations too;
-    numpy arrays by their ``nbytes``). After the warm-up (the first 10 %), a
-    line through the rows gives each one's growth per hour: the memory is flat
+    numpy arrays by their ``nbytes``). After the warm-up (:data:`WARM_UP_S`, or
+    the first 10 % of a longer run), a line through the rows gives each one's growth per hour: the memory is flat
     when the objects alive and the parts do not grow, and the resident memory
     grows by less than :data:`RSS_GROWTH_LIMIT_MB_PER_H`. ``--trace`` also
     lists what grew most from the warm-up to the end, by the line that
@@ -37,7 +37,7 @@
 (b) ``--ros``: ``--minutes M`` (default 10) of the real node under ROS,
     ``ros2 launch payload_estimator sim_demo.launch.py robot:=panda rviz:=false``,
     sampling the estimator node process's resident memory and CPU share every
-    minute (psutil), with its growth per hour after the first sample (a line
+    minute (psutil), with its growth per hour after the warm-up (a line
     through the samples); at the end SIGINT, and how long the node takes to exit.
     Then ``--signals N`` (default 5) times each: the estimator node while the
     simulator node publishes at it, SIGINT or SIGTERM once it estimates, and
@@ -73,6 +73,7 @@ from typing import Any
 
 import numpy as np
 
+from payload_estimator.core.offset_windows import DEFAULT_WINDOW_S, MAX_BATCHES
 from payload_estimator.core.shapes import format_shape_spec
 from payload_estimator.pipeline.build import build_stream
 from payload_estimator.pipeline.driver import PROCESS_PERIOD_S, Driver
@@ -84,6 +85,10 @@ from payload_estimator.sim.payloads import get_payload
 
 STAMP_ORIGIN_S = 1.7e9
 """Stamps are wall-clock-like (the simulator node stamps with wall time): 1.7e9 s + run time."""
+WARM_UP_S = MAX_BATCHES * DEFAULT_WINDOW_S + 60.0
+"""s of input before the memory counts as warmed up: the estimator keeps its offset windows' batches apart
+(up to :data:`~payload_estimator.core.offset_windows.MAX_BATCHES`, then merged two by two), which fill
+for ``MAX_BATCHES`` windows, about 11 minutes; then a minute more."""
 RSS_GROWTH_LIMIT_MB_PER_H = 2.0
 """What "flat" means for resident memory after the warm-up: it grows by less than this, MB an hour (a line
 through the rows; the allocator's own churn moves it by a megabyte or so, up or down). The leak this
@@ -377,17 +382,20 @@ def _print_simulated(rows: list[Row], hours: float, feed: str, robot: str, paylo
               + f" | {buffers} | {r.published} | {r.mass:.4f} | {'yes' if r.converged else 'no'} |"
               + (f" {r.stale} |" if feed == "node" else ""))
     running = [r for r in rows if r.phase == "running"]
-    after = running[1:] if len(running) > 1 else running
+    warm = max(WARM_UP_S, running[0].t_sim) if running else WARM_UP_S
+    after = [r for r in running if r.t_sim > warm - 1e-9]
+    after = after if len(after) >= 2 else running[-2:]
     hours_after = [r.t_sim / 3600.0 for r in after]
     rss = [r.rss_mb for r in after]
     rss_per_h = per_hour(hours_after, rss)
     objects_per_h = per_hour(hours_after, [r.objects for r in after])
     us = [r.us_per_ms for r in after]
     flat = rss_per_h <= RSS_GROWTH_LIMIT_MB_PER_H
-    print(f"\nAfter the warm-up (first 10 %): RSS {min(rss):.1f}-{max(rss):.1f} MB, growing {rss_per_h:+.1f} MB an "
-          f"hour ({'flat' if flat else 'GROWING'}: limit {RSS_GROWTH_LIMIT_MB_PER_H:g} MB an hour); objects alive "
-          f"{min(r.objects for r in after)}-{max(r.objects for r in after)}, {objects_per_h:+.0f} an hour; CPU per ms "
-          f"of input {min(us):.1f}-{max(us):.1f} µs (last/first {us[-1] / us[0]:.2f}).")
+    print(f"\nAfter the warm-up ({after[0].t_sim / 60:.0f} min on): RSS {min(rss):.1f}-{max(rss):.1f} MB, growing "
+          f"{rss_per_h:+.1f} MB an hour ({'flat' if flat else 'GROWING'}: limit {RSS_GROWTH_LIMIT_MB_PER_H:g} MB an "
+          f"hour); objects alive {min(r.objects for r in after)}-{max(r.objects for r in after)}, "
+          f"{objects_per_h:+.0f} an hour; CPU per ms of input {min(us):.1f}-{max(us):.1f} µs "
+          f"(last/first {us[-1] / us[0]:.2f}).")
     for p in parts:
         sizes = [r.parts[p] for r in after]
         print(f"  {p}: {min(sizes) / 1024:.1f}-{max(sizes) / 1024:.1f} kB while running, "
@@ -486,11 +494,12 @@ def run_ros(minutes: float, robot: str, quick: bool) -> None:
     print("|---|---|---|---|---|---|")
     for t, rss, cpu, sim_rss, sim_cpu, threads in rows:
         print(f"| {t:.0f} | {rss:.1f} | {cpu:.1f} | {sim_rss:.1f} | {sim_cpu:.1f} | {threads:.0f} |")
-    kept = rows[1:] if len(rows) > 2 else rows
+    kept = [r for r in rows if r[0] * 60.0 > WARM_UP_S - 1e-9]
+    kept = kept if len(kept) >= 2 else rows[-2:]
     after = [r[1] for r in kept]
     growth = per_hour([r[0] / 60.0 for r in kept], after)
-    print(f"\nAfter the first sample: estimator RSS {min(after):.1f}-{max(after):.1f} MB, growing {growth:+.1f} MB an "
-          f"hour ({'flat' if growth <= RSS_GROWTH_LIMIT_MB_PER_H else 'GROWING'}: limit "
+    print(f"\nAfter the warm-up ({kept[0][0]:.0f} min on): estimator RSS {min(after):.1f}-{max(after):.1f} MB, "
+          f"growing {growth:+.1f} MB an hour ({'flat' if growth <= RSS_GROWTH_LIMIT_MB_PER_H else 'GROWING'}: limit "
           f"{RSS_GROWTH_LIMIT_MB_PER_H:g} MB an hour). After SIGINT the estimator node exited in {exit_after:.2f} s "
           f"(launch exit status {launch.returncode}).")
 

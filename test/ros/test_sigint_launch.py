@@ -20,6 +20,7 @@ Launched by ``colcon test`` (add_launch_test, ROS_DOMAIN_ID isolated) or by hand
 """
 from __future__ import annotations
 
+import atexit
 import os
 import pty
 import shutil
@@ -86,6 +87,7 @@ def _run_once(arguments: list[str], ready: str, after_s: float, mode: str) -> tu
     process = subprocess.Popen(command, stdin=terminal[1] if terminal else subprocess.DEVNULL, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, env=env,
                                start_new_session=True)  # its own process group, as a terminal's job
+    atexit.register(_end_group, process)  # this test's process ending early must not leave the launch running
     lines: list[str] = []
     seen = threading.Event()
 
@@ -110,13 +112,22 @@ def _run_once(arguments: list[str], ready: str, after_s: float, mode: str) -> tu
             status = None
         took = time.monotonic() - signalled
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        _end_group(process)
+        atexit.unregister(_end_group)
         reader.join(timeout=5.0)
         for fd in terminal or ():
             os.close(fd)
     return status, "".join(lines), took
+
+
+def _end_group(process: subprocess.Popen) -> None:
+    """SIGKILL to whatever of ``process``'s group still runs (a hung launch, a node it left behind, or this test
+    ending early)."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:  # nothing left: the usual end
+        pass
+    process.wait()
 
 
 class TestOneSigint(unittest.TestCase):
